@@ -1,0 +1,18 @@
+//! One file per algorithm (cc-spec §3).
+
+pub mod bbr;
+pub mod bic;
+pub mod compound;
+pub mod cubic;
+pub mod highspeed;
+pub mod htcp;
+pub mod hybla;
+pub mod illinois;
+pub mod newreno;
+pub mod rtwtcp;
+pub mod scalable;
+pub mod shtcp;
+pub mod vegas;
+pub mod veno;
+pub mod westwood;
+pub mod yeah;

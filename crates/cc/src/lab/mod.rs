@@ -1,0 +1,1 @@
+//! The controller lab: an ACK-clocked single-bottleneck model (in progress).
