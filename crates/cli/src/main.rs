@@ -2,8 +2,11 @@
 //! arguments, calls a library and prints.
 
 use clap::{Parser, Subcommand};
+use std::io::Write as _;
+use std::process::ExitCode;
 
 mod cc_cmd;
+mod plot;
 mod wire_cmd;
 
 /// Peregrine: a transport for things that move, and a laboratory to study it.
@@ -22,11 +25,36 @@ enum Command {
     Wire(wire_cmd::WireArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let result = match cli.command {
         None => cc_cmd::default_showcase(),
         Some(Command::Cc(args)) => cc_cmd::run(args),
         Some(Command::Wire(args)) => wire_cmd::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // A reader that went away (`peregrine cc trace cubic | head`) is not an error.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line, naming the problem; the chain of causes joined with ": ".
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
     }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Write `text` to standard output, reporting (not panicking on) a closed pipe.
+pub fn out(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
 }

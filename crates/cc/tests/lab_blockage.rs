@@ -1,0 +1,54 @@
+//! The controller lab's headline check (issue "Foundation", done-when):
+//! on the default script, RTW-TCP rides out the announced 150 ms blockage
+//! while CUBIC, which ignores the hint, collapses.
+
+use peregrine_cc::lab::{self, LabConfig};
+
+fn retention(name: &str) -> f64 {
+    let mut cc = peregrine_cc::build(name).expect("registered");
+    let trace = lab::run(cc.as_mut(), &LabConfig::default());
+    trace
+        .summary
+        .blockage_retention()
+        .expect("the default script has a blockage")
+}
+
+#[test]
+fn rtwtcp_keeps_its_window_through_a_predicted_blockage() {
+    let kept = retention("rtwtcp");
+    assert!(kept >= 0.9, "RTW-TCP kept only {:.1} % of cwnd", kept * 100.0);
+}
+
+#[test]
+fn cubic_loses_its_window_in_the_same_blockage() {
+    let kept = retention("cubic");
+    assert!(kept <= 0.8, "CUBIC kept {:.1} % of cwnd", kept * 100.0);
+}
+
+#[test]
+fn lab_runs_are_deterministic() {
+    for name in ["newreno", "cubic", "rtwtcp", "bbr"] {
+        let run = || {
+            let mut cc = peregrine_cc::build(name).expect("registered");
+            lab::run(cc.as_mut(), &LabConfig::default())
+        };
+        assert_eq!(run(), run(), "{name}: two runs differ");
+    }
+}
+
+#[test]
+fn default_script_produces_the_scripted_events() {
+    let mut cc = peregrine_cc::build("newreno").expect("registered");
+    let trace = lab::run(cc.as_mut(), &LabConfig::default());
+    let csv = trace.to_csv();
+    assert!(csv.starts_with("time_s,cwnd_bytes,ssthresh_bytes,pacing_rate_bps,event\n"));
+    for event in ["scripted_loss", "recovery_start", "blockage_start", "blockage_end", "scripted_rto"] {
+        assert!(csv.contains(event), "no {event} row");
+    }
+    // At least one row per RTT (40 ms): rows are at most 10 ms apart.
+    let gaps = trace.rows.windows(2).map(|w| w[1].time - w[0].time);
+    assert!(gaps.max().unwrap_or_default() <= std::time::Duration::from_millis(10));
+    // The flow fills most of the 10 Mbit/s link over 40 s.
+    let goodput_bps = trace.summary.bytes_delivered as f64 * 8.0 / 40.0;
+    assert!(goodput_bps > 8.0e6, "goodput {goodput_bps}");
+}
