@@ -16,7 +16,11 @@ fn retention(name: &str) -> f64 {
 #[test]
 fn rtwtcp_keeps_its_window_through_a_predicted_blockage() {
     let kept = retention("rtwtcp");
-    assert!(kept >= 0.9, "RTW-TCP kept only {:.1} % of cwnd", kept * 100.0);
+    assert!(
+        kept >= 0.9,
+        "RTW-TCP kept only {:.1} % of cwnd",
+        kept * 100.0
+    );
 }
 
 #[test]
@@ -42,7 +46,13 @@ fn default_script_produces_the_scripted_events() {
     let trace = lab::run(cc.as_mut(), &LabConfig::default());
     let csv = trace.to_csv();
     assert!(csv.starts_with("time_s,cwnd_bytes,ssthresh_bytes,pacing_rate_bps,event\n"));
-    for event in ["scripted_loss", "recovery_start", "blockage_start", "blockage_end", "scripted_rto"] {
+    for event in [
+        "scripted_loss",
+        "recovery_start",
+        "blockage_start",
+        "blockage_end",
+        "scripted_rto",
+    ] {
         assert!(csv.contains(event), "no {event} row");
     }
     // At least one row per RTT (40 ms): rows are at most 10 ms apart.

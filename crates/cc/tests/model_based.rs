@@ -22,18 +22,37 @@ const MSS: u32 = 1200;
 
 #[derive(Clone, Debug)]
 enum Op {
-    Ack { segs: u32, rtt_us: Option<u64>, advance: bool },
-    Loss { lost: u32 },
+    Ack {
+        segs: u32,
+        rtt_us: Option<u64>,
+        advance: bool,
+    },
+    Loss {
+        lost: u32,
+    },
     Ecn,
     Rto,
     PersistentCongestion,
     RecoveryExit,
     Undo,
-    Idle { ms: u64 },
-    Hint { kind: u8, duration_ms: Option<u64>, cqi: Option<u8>, speed: Option<f32> },
-    Send { n: u32 },
-    Wait { ms: u64 },
-    InitialWindow { bytes: u64 },
+    Idle {
+        ms: u64,
+    },
+    Hint {
+        kind: u8,
+        duration_ms: Option<u64>,
+        cqi: Option<u8>,
+        speed: Option<f32>,
+    },
+    Send {
+        n: u32,
+    },
+    Wait {
+        ms: u64,
+    },
+    InitialWindow {
+        bytes: u64,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -72,7 +91,7 @@ impl Conn {
     }
 
     fn advance(&mut self, ms: u64) {
-        self.path.now = self.path.now + Duration::from_millis(ms);
+        self.path.now += Duration::from_millis(ms);
     }
 
     fn rtt_sample(&mut self, rtt: Duration) {
@@ -122,7 +141,11 @@ impl Conn {
 
 fn check(cc: &dyn CongestionController, name: &str) -> Result<(), TestCaseError> {
     let s = cc.stats();
-    prop_assert!(s.cwnd_bytes >= MSS as u64, "{name}: cwnd {} below one segment", s.cwnd_bytes);
+    prop_assert!(
+        s.cwnd_bytes >= MSS as u64,
+        "{name}: cwnd {} below one segment",
+        s.cwnd_bytes
+    );
     prop_assert!(
         s.cwnd_bytes <= s.cwnd_clamp_bytes,
         "{name}: cwnd {} above clamp {}",
@@ -140,7 +163,11 @@ fn check(cc: &dyn CongestionController, name: &str) -> Result<(), TestCaseError>
 
 fn apply(cc: &mut dyn CongestionController, conn: &mut Conn, op: &Op) {
     match *op {
-        Op::Ack { segs, rtt_us, advance } => {
+        Op::Ack {
+            segs,
+            rtt_us,
+            advance,
+        } => {
             conn.advance(1);
             let ack = conn.ack(segs, rtt_us.map(Duration::from_micros), advance);
             if matches!(conn.path.ca_state, CaState::Loss | CaState::Disorder)
@@ -167,7 +194,11 @@ fn apply(cc: &mut dyn CongestionController, conn: &mut Conn, op: &Op) {
         Op::Ecn | Op::PersistentCongestion => {
             let persistent = matches!(op, Op::PersistentCongestion);
             let ev = CongestionEvent {
-                kind: if persistent { CongestionKind::Loss } else { CongestionKind::Ecn },
+                kind: if persistent {
+                    CongestionKind::Loss
+                } else {
+                    CongestionKind::Ecn
+                },
                 now: conn.path.now,
                 is_persistent: persistent,
                 lost_segs: 0,
@@ -175,7 +206,11 @@ fn apply(cc: &mut dyn CongestionController, conn: &mut Conn, op: &Op) {
             };
             cc.on_congestion_event(&ev, &conn.path);
             conn.recover = conn.path.snd_nxt;
-            conn.path.ca_state = if persistent { CaState::Loss } else { CaState::Cwr };
+            conn.path.ca_state = if persistent {
+                CaState::Loss
+            } else {
+                CaState::Cwr
+            };
         }
         Op::Rto => {
             conn.path.in_flight = 0;
@@ -199,7 +234,12 @@ fn apply(cc: &mut dyn CongestionController, conn: &mut Conn, op: &Op) {
             conn.path.in_flight = 0;
             cc.on_idle_restart(&conn.path, Duration::from_millis(ms));
         }
-        Op::Hint { kind, duration_ms, cqi, speed } => {
+        Op::Hint {
+            kind,
+            duration_ms,
+            cqi,
+            speed,
+        } => {
             let kind = [
                 LinkHintKind::Blockage,
                 LinkHintKind::Deafness,

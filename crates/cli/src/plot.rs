@@ -20,7 +20,10 @@ pub fn lab_trajectory(trace: &LabTrace, cfg: &LabConfig, file: &Path) -> anyhow:
     let root = SVGBackend::new(file, (900, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(to_anyhow)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{name}: controller lab trajectory"), ("sans-serif", 20))
+        .caption(
+            format!("{name}: controller lab trajectory"),
+            ("sans-serif", 20),
+        )
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
@@ -37,14 +40,25 @@ pub fn lab_trajectory(trace: &LabTrace, cfg: &LabConfig, file: &Path) -> anyhow:
     if let Some((start, end)) = cfg.blockage() {
         chart
             .draw_series(std::iter::once(Rectangle::new(
-                [(start.as_secs_f64(), 0.0), (end.as_secs_f64().max(start.as_secs_f64() + 0.05), y_max)],
+                [
+                    (start.as_secs_f64(), 0.0),
+                    (end.as_secs_f64().max(start.as_secs_f64() + 0.05), y_max),
+                ],
                 RGBColor(255, 200, 120).mix(0.6).filled(),
             )))
             .map_err(to_anyhow)?
             .label("blockage")
-            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], RGBColor(255, 200, 120).filled()));
+            .legend(|(x, y)| {
+                Rectangle::new(
+                    [(x, y - 5), (x + 14, y + 5)],
+                    RGBColor(255, 200, 120).filled(),
+                )
+            });
     }
-    let cwnd = trace.rows.iter().map(|r| (r.time.as_secs_f64(), kib(r.cwnd_bytes)));
+    let cwnd = trace
+        .rows
+        .iter()
+        .map(|r| (r.time.as_secs_f64(), kib(r.cwnd_bytes)));
     chart
         .draw_series(LineSeries::new(cwnd, BLUE.stroke_width(1)))
         .map_err(to_anyhow)?
@@ -53,7 +67,10 @@ pub fn lab_trajectory(trace: &LabTrace, cfg: &LabConfig, file: &Path) -> anyhow:
     let ssthresh: Vec<(f64, f64)> = trace
         .rows
         .iter()
-        .filter_map(|r| r.ssthresh_bytes.map(|s| (r.time.as_secs_f64(), kib(s).min(y_max))))
+        .filter_map(|r| {
+            r.ssthresh_bytes
+                .map(|s| (r.time.as_secs_f64(), kib(s).min(y_max)))
+        })
         .collect();
     if !ssthresh.is_empty() {
         chart
@@ -65,7 +82,13 @@ pub fn lab_trajectory(trace: &LabTrace, cfg: &LabConfig, file: &Path) -> anyhow:
     let marks = trace.rows.iter().filter(|r| {
         matches!(
             r.event,
-            Some(LabEvent::RecoveryStart | LabEvent::Rto | LabEvent::ScriptedRto | LabEvent::Hold | LabEvent::RtoHold)
+            Some(
+                LabEvent::RecoveryStart
+                    | LabEvent::Rto
+                    | LabEvent::ScriptedRto
+                    | LabEvent::Hold
+                    | LabEvent::RtoHold
+            )
         )
     });
     chart

@@ -27,10 +27,17 @@ fn cc_trace_writes_the_csv_contract() {
         .arg(&file)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let csv = std::fs::read_to_string(&file).unwrap();
     let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some("time_s,cwnd_bytes,ssthresh_bytes,pacing_rate_bps,event"));
+    assert_eq!(
+        lines.next(),
+        Some("time_s,cwnd_bytes,ssthresh_bytes,pacing_rate_bps,event")
+    );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert!(rows.len() > 4000, "one row per 10 ms over 40 s at least");
     assert!(rows.iter().all(|r| r.len() == 5));
@@ -56,7 +63,11 @@ fn cc_plot_writes_one_svg_per_controller() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for name in ["newreno", "rtwtcp"] {
         let svg = std::fs::read_to_string(dir.join(format!("{name}.svg"))).unwrap();
         assert!(svg.contains("<svg") && svg.contains("cwnd"), "{name}.svg");
@@ -67,7 +78,11 @@ fn cc_plot_writes_one_svg_per_controller() {
 fn default_run_prints_the_table_and_writes_the_report() {
     let dir = tempdir("showcase");
     let out = peregrine().current_dir(&dir).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     for name in peregrine_cc::NAMES {
         assert!(text.contains(&format!("| {name} |")), "no row for {name}");

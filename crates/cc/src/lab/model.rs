@@ -272,7 +272,10 @@ impl Lab<'_> {
                 Ev::BlockageEnd(_) => {
                     self.blocked_until = None;
                     self.record(Some(LabEvent::BlockageEnd));
-                    self.schedule(self.now + Duration::from_millis(300), Ev::MeasureAfterBlockage);
+                    self.schedule(
+                        self.now + Duration::from_millis(300),
+                        Ev::MeasureAfterBlockage,
+                    );
                 }
                 Ev::MeasureAfterBlockage => {
                     if self.cwnd_after_blockage.is_none() {
@@ -283,7 +286,10 @@ impl Lab<'_> {
                     self.record(None);
                     self.sample_cwnd_sum += self.cc.cwnd_bytes() as f64;
                     self.sample_count += 1;
-                    self.schedule(self.now + self.cfg.sample_interval.max(Duration::from_micros(100)), Ev::Sample);
+                    self.schedule(
+                        self.now + self.cfg.sample_interval.max(Duration::from_micros(100)),
+                        Ev::Sample,
+                    );
                 }
             }
             self.try_send();
@@ -375,7 +381,9 @@ impl Lab<'_> {
         });
         let pn = self.next_pn;
         self.next_pn += 1;
-        let rate = self.sampler.on_packet_sent(self.now, self.outstanding.is_empty());
+        let rate = self
+            .sampler
+            .on_packet_sent(self.now, self.outstanding.is_empty());
         self.outstanding.insert(
             pn,
             Outstanding {
@@ -578,14 +586,22 @@ impl Lab<'_> {
                 .keys()
                 .next()
                 .is_some_and(|first| *first < self.largest_acked);
-            self.ca_state = if holes { CaState::Disorder } else { CaState::Open };
+            self.ca_state = if holes {
+                CaState::Disorder
+            } else {
+                CaState::Open
+            };
         }
     }
 
     fn on_rto(&mut self, scripted: bool) {
         self.rtos += 1;
         // Everything outstanding is declared lost and queued for retransmission.
-        let lost: Vec<(u64, u64)> = self.outstanding.iter().map(|(k, p)| (*k, p.data_id)).collect();
+        let lost: Vec<(u64, u64)> = self
+            .outstanding
+            .iter()
+            .map(|(k, p)| (*k, p.data_id))
+            .collect();
         for (pn, data_id) in lost.iter().rev() {
             self.outstanding.remove(pn);
             self.retransmit.push_front(*data_id);
@@ -601,15 +617,26 @@ impl Lab<'_> {
                 self.ca_state = CaState::Loss;
                 self.recover = self.next_pn;
                 self.rto_backoff = self.rto_backoff.saturating_mul(2).min(64);
-                self.record(Some(if scripted { LabEvent::ScriptedRto } else { LabEvent::Rto }));
+                self.record(Some(if scripted {
+                    LabEvent::ScriptedRto
+                } else {
+                    LabEvent::Rto
+                }));
             }
             CongestionResponse::Hold => {
                 self.holds += 1;
-                let after = self.cc.held_rto_timeout(self.now).unwrap_or_else(|| self.rto());
+                let after = self
+                    .cc
+                    .held_rto_timeout(self.now)
+                    .unwrap_or_else(|| self.rto());
                 // Re-armed even with nothing outstanding: the held timer is the
                 // controller's deadline to give up on its prediction.
                 self.arm_rto(after.max(Duration::from_millis(1)));
-                self.record(Some(if scripted { LabEvent::ScriptedRto } else { LabEvent::RtoHold }));
+                self.record(Some(if scripted {
+                    LabEvent::ScriptedRto
+                } else {
+                    LabEvent::RtoHold
+                }));
             }
         }
     }

@@ -107,7 +107,10 @@ pub struct LabSummary {
 impl LabSummary {
     /// `cwnd_after / cwnd_before` around the blockage.
     pub fn blockage_retention(&self) -> Option<f64> {
-        match (self.cwnd_before_blockage_bytes, self.cwnd_after_blockage_bytes) {
+        match (
+            self.cwnd_before_blockage_bytes,
+            self.cwnd_after_blockage_bytes,
+        ) {
             (Some(b), Some(a)) if b > 0 => Some(a as f64 / b as f64),
             _ => None,
         }
