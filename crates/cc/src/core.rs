@@ -220,8 +220,10 @@ impl Core {
         let prr_out = self.prr_out as i64;
         let mut sndcnt: i64 = if pipe > ssthresh {
             let recover_fs = (self.prior_cwnd as i64).max(1);
-            // ceil(ssthresh * prr_delivered / prior_cwnd) - prr_out
-            (ssthresh * prr_delivered + recover_fs - 1) / recover_fs - prr_out
+            // ceil(ssthresh * prr_delivered / prior_cwnd) - prr_out; the product
+            // can reach 2^64 (u32 × u32), so it is formed in i128.
+            let num = ssthresh as i128 * prr_delivered as i128 + recover_fs as i128 - 1;
+            (num / recover_fs as i128).min(i64::MAX as i128 / 2) as i64 - prr_out
         } else {
             let mut s = (prr_delivered - prr_out).max(d as i64);
             if ack.una_advanced && ack.newly_lost == 0 {
