@@ -279,7 +279,9 @@ impl<P: CcPolicy> CongestionController for PolicyController<P> {
             return;
         }
         if !self.core.held {
-            if !self.core.undone && self.core.ssthresh < SSTHRESH_INF {
+            // Full-control policies (BBR) own cwnd: the kernel skips this step for them.
+            if !self.policy.full_control() && !self.core.undone && self.core.ssthresh < SSTHRESH_INF
+            {
                 let s = self.core.ssthresh;
                 self.core.set_cwnd(s);
             }

@@ -149,7 +149,11 @@ fn vegas_holds_the_queue_in_its_alpha_beta_band_without_loss() {
                 Some(lab::LabEvent::QueueDrop | lab::LabEvent::RecoveryStart | lab::LabEvent::Rto)
             )
     });
-    assert_eq!(late_losses.count(), 0, "Vegas lost packets after slow start");
+    assert_eq!(
+        late_losses.count(),
+        0,
+        "Vegas lost packets after slow start"
+    );
     // And it still fills the link.
     assert!(trace.summary.bytes_delivered as f64 * 8.0 / 30.0 > 9.5e6);
 }
@@ -163,7 +167,11 @@ fn veno_cuts_to_four_fifths_on_random_loss_and_halves_on_congestive_loss() {
         "congestive losses: {congestive:?}"
     );
     let random = cut_ratios("veno", &random_loss_path());
-    assert!(random.len() >= 20, "only {} random-loss episodes", random.len());
+    assert!(
+        random.len() >= 20,
+        "only {} random-loss episodes",
+        random.len()
+    );
     assert!(
         share(&random, |r| (0.75..=0.85).contains(&r)) >= 0.9,
         "random losses: {random:?}"
@@ -179,7 +187,11 @@ fn yeah_removes_only_its_queue_on_random_loss_and_halves_on_congestive_loss() {
         "congestive losses: {congestive:?}"
     );
     let random = cut_ratios("yeah", &random_loss_path());
-    assert!(random.len() >= 20, "only {} random-loss episodes", random.len());
+    assert!(
+        random.len() >= 20,
+        "only {} random-loss episodes",
+        random.len()
+    );
     assert!(
         share(&random, |r| r >= 0.85) >= 0.9,
         "random losses: {random:?}"
@@ -200,6 +212,63 @@ fn westwood_bandwidth_estimate_converges_to_the_bottleneck() {
         .collect();
     assert!(!late.is_empty());
     for bw in late {
-        assert!((bw - link).abs() <= 0.1 * link, "estimate {bw} vs link {link}");
+        assert!(
+            (bw - link).abs() <= 0.1 * link,
+            "estimate {bw} vs link {link}"
+        );
     }
+}
+
+/// `(time_s, mode, bandwidth estimate)` of every row of a 45 s clean BBR run.
+fn bbr_run() -> (LabConfig, LabTrace) {
+    let cfg = clean(45);
+    let trace = run("bbr", &cfg);
+    (cfg, trace)
+}
+
+#[test]
+fn bbr_delivery_rate_estimate_converges_to_the_bottleneck() {
+    let (cfg, trace) = bbr_run();
+    let link = cfg.rate_bps as f64 / 8.0;
+    let late: Vec<f64> = trace
+        .rows
+        .iter()
+        .filter(|r| r.time.as_secs_f64() > 2.0)
+        .filter_map(|r| r.bandwidth_estimate_bytes_per_sec)
+        .map(|b| b as f64)
+        .collect();
+    assert!(!late.is_empty());
+    for bw in late {
+        assert!((bw - link).abs() <= 0.05 * link, "estimate {bw} vs link {link}");
+    }
+}
+
+#[test]
+fn bbr_probes_rtt_every_ten_seconds() {
+    let (_, trace) = bbr_run();
+    let mut entries = Vec::new();
+    let mut prev = None;
+    for r in &trace.rows {
+        if r.mode == Some("probe_rtt") && prev != Some("probe_rtt") {
+            entries.push(r.time.as_secs_f64());
+        }
+        prev = r.mode;
+    }
+    assert!(entries.len() >= 4, "PROBE_RTT entered at {entries:?}");
+    // The first expiry is 10 s after start-up; each later one 10 s after the
+    // previous PROBE_RTT ended (≥ 200 ms and one round after it began).
+    assert!((10.0..10.3).contains(&entries[0]), "{entries:?}");
+    for w in entries.windows(2) {
+        let gap = w[1] - w[0];
+        assert!((10.2..10.5).contains(&gap), "PROBE_RTT gap {gap:.3} s in {entries:?}");
+    }
+    // And the window really drops to 4 packets while probing.
+    let min_probe_cwnd = trace
+        .rows
+        .iter()
+        .filter(|r| r.mode == Some("probe_rtt"))
+        .map(|r| r.cwnd_bytes)
+        .min()
+        .unwrap_or(0);
+    assert_eq!(min_probe_cwnd, 4 * 1448);
 }

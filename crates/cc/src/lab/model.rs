@@ -90,6 +90,7 @@ struct Lab<'a> {
     probe_sent_for: Option<Time>,
     last_activity: Time,
     round_end_pn: u64,
+    wake_pending: Option<Time>,
     largest_acked: u64,
     max_in_flight_round: u32,
     max_in_flight_prev: u32,
@@ -143,6 +144,7 @@ pub fn run(cc: &mut dyn CongestionController, cfg: &LabConfig) -> LabTrace {
         probe_sent_for: None,
         last_activity: Time::ZERO,
         round_end_pn: 0,
+        wake_pending: None,
         largest_acked: 0,
         max_in_flight_round: 0,
         max_in_flight_prev: 0,
@@ -267,7 +269,11 @@ impl Lab<'_> {
                 Ev::Ack(pn) => self.on_ack(pn),
                 Ev::Rto(gen) if gen == self.rto_gen && self.rto_armed => self.on_rto(false),
                 Ev::Rto(_) => {}
-                Ev::SendWake => {}
+                Ev::SendWake => {
+                    if self.wake_pending == Some(at) {
+                        self.wake_pending = None;
+                    }
+                }
                 Ev::Script(idx) => self.on_script(idx),
                 Ev::BlockageEnd(_) => {
                     self.blocked_until = None;
@@ -342,7 +348,7 @@ impl Lab<'_> {
                         self.send_one();
                         self.record(Some(LabEvent::Probe));
                     } else if next_probe_at > self.now {
-                        self.schedule(next_probe_at, Ev::SendWake);
+                        self.wake_at(next_probe_at);
                     }
                     return;
                 }
@@ -352,8 +358,7 @@ impl Lab<'_> {
                     }
                     if let Some(rate) = self.cc.pacing_rate_bytes_per_sec().filter(|r| *r > 0) {
                         if self.now < self.next_send_at {
-                            let at = self.next_send_at;
-                            self.schedule(at, Ev::SendWake);
+                            self.wake_at(self.next_send_at);
                             return;
                         }
                         let gap_ns = self.mss() as u128 * 1_000_000_000 / rate as u128;
@@ -364,6 +369,16 @@ impl Lab<'_> {
                 }
             }
         }
+    }
+
+    /// Schedule a send wake-up at `at` unless one is already due by then
+    /// (one pending wake-up at a time keeps the event count linear).
+    fn wake_at(&mut self, at: Time) {
+        if self.wake_pending.is_some_and(|w| w <= at && w >= self.now) {
+            return;
+        }
+        self.wake_pending = Some(at);
+        self.schedule(at, Ev::SendWake);
     }
 
     fn send_one(&mut self) {
