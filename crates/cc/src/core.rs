@@ -214,23 +214,23 @@ impl Core {
             return;
         }
         self.prr_delivered = self.prr_delivered.saturating_add(d);
-        let pipe = path.in_flight as i64;
-        let ssthresh = self.ssthresh.min(self.cwnd_clamp) as i64;
-        let prr_delivered = self.prr_delivered as i64;
-        let prr_out = self.prr_out as i64;
-        let mut sndcnt: i64 = if pipe > ssthresh {
-            let recover_fs = (self.prior_cwnd as i64).max(1);
+        let pipe = path.in_flight as i128;
+        let ssthresh = self.ssthresh.min(self.cwnd_clamp) as i128;
+        let prr_delivered = self.prr_delivered as i128;
+        let prr_out = self.prr_out as i128;
+        let mut sndcnt: i128 = if pipe > ssthresh {
+            let recover_fs = (self.prior_cwnd as i128).max(1);
             // ceil(ssthresh * prr_delivered / prior_cwnd) - prr_out
             (ssthresh * prr_delivered + recover_fs - 1) / recover_fs - prr_out
         } else {
-            let mut s = (prr_delivered - prr_out).max(d as i64);
+            let mut s = (prr_delivered - prr_out).max(d as i128);
             if ack.una_advanced && ack.newly_lost == 0 {
                 s += 1;
             }
             s.min(ssthresh - pipe)
         };
         sndcnt = sndcnt.max(if self.prr_out == 0 { 1 } else { 0 });
-        let cwnd = (pipe + sndcnt).clamp(1, u32::MAX as i64) as u32;
+        let cwnd = (pipe + sndcnt).clamp(1, u32::MAX as i128) as u32;
         self.set_cwnd(cwnd);
     }
 
