@@ -239,7 +239,10 @@ fn bbr_delivery_rate_estimate_converges_to_the_bottleneck() {
         .collect();
     assert!(!late.is_empty());
     for bw in late {
-        assert!((bw - link).abs() <= 0.05 * link, "estimate {bw} vs link {link}");
+        assert!(
+            (bw - link).abs() <= 0.05 * link,
+            "estimate {bw} vs link {link}"
+        );
     }
 }
 
@@ -260,7 +263,10 @@ fn bbr_probes_rtt_every_ten_seconds() {
     assert!((10.0..10.3).contains(&entries[0]), "{entries:?}");
     for w in entries.windows(2) {
         let gap = w[1] - w[0];
-        assert!((10.2..10.5).contains(&gap), "PROBE_RTT gap {gap:.3} s in {entries:?}");
+        assert!(
+            (10.2..10.5).contains(&gap),
+            "PROBE_RTT gap {gap:.3} s in {entries:?}"
+        );
     }
     // And the window really drops to 4 packets while probing.
     let min_probe_cwnd = trace
