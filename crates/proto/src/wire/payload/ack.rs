@@ -1,0 +1,180 @@
+//! ACK: which packets arrived, as QUIC-style descending ranges.
+//!
+//! ```text
+//! +---------------------------------------------------------------+
+//! |                     PACKET_NUMBER (32)                        |
+//! +---------------------------------------------------------------+
+//! |                   LARGEST_ACKED (64, full)                    |
+//! |                                                               |
+//! +---------------------------------------------------------------+
+//! |                      ACK_DELAY_US (32)                        |
+//! +---------------+-----------------------------------------------+
+//! |  RANGE_COUNT  |              FIRST_RANGE (32)                 |
+//! +---------------+-----------------------------------------------+
+//! |  FIRST_RANGE  |  RANGE_COUNT × { GAP (32), LENGTH (32) }  ... //
+//! +---------------+-----------------------------------------------+
+//! ```
+//!
+//! The first range acknowledges `LARGEST_ACKED - FIRST_RANGE ..=
+//! LARGEST_ACKED`. Each further range lies below the previous one: if the
+//! previous range's smallest packet is `s`, the next range's largest is
+//! `s - GAP - 2` and its smallest is that minus LENGTH (RFC 9000 §19.3.1).
+//! No range may reach below packet number 0. The header's MESS_ACC_NO
+//! carries the highest message number delivered in order (stream 0).
+
+use crate::wire::cursor::{check_room, Reader, Writer};
+use crate::wire::error::{Result, WireError};
+
+/// One additional ACK range.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct AckRange {
+    /// Unacknowledged packets between this range and the previous one, minus one.
+    pub gap: u32,
+    /// Packets in this range, minus one.
+    pub length: u32,
+}
+
+/// Payload of ACK.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct AckPayload {
+    /// Low 32 bits of this packet's own packet number.
+    pub packet_number: u32,
+    /// The largest packet number being acknowledged (full 64 bits).
+    pub largest_acked: u64,
+    /// How long the receiver held the ACK back after receiving `largest_acked`, µs.
+    pub ack_delay_us: u32,
+    /// Packets below `largest_acked` acknowledged with it.
+    pub first_range: u32,
+    /// Further ranges, descending (at most 255).
+    pub ranges: Vec<AckRange>,
+}
+
+impl AckPayload {
+    /// Length without the additional ranges.
+    pub const FIXED_LEN: usize = 21;
+    /// Most additional ranges one ACK carries.
+    pub const MAX_RANGES: usize = 255;
+
+    /// The acknowledged packet numbers as inclusive `(smallest, largest)`
+    /// pairs, largest first; fails if a range reaches below 0.
+    pub fn acked_ranges(&self) -> Result<Vec<(u64, u64)>> {
+        let mut out = Vec::with_capacity(self.ranges.len() + 1);
+        self.walk(|lo, hi| out.push((lo, hi)))?;
+        Ok(out)
+    }
+
+    fn walk(&self, mut visit: impl FnMut(u64, u64)) -> Result<()> {
+        let mut hi = self.largest_acked;
+        let mut lo = hi
+            .checked_sub(self.first_range.into())
+            .ok_or(WireError::AckRangeUnderflow { range: 0 })?;
+        visit(lo, hi);
+        for (i, r) in self.ranges.iter().enumerate() {
+            let err = WireError::AckRangeUnderflow { range: i + 1 };
+            hi = lo
+                .checked_sub(u64::from(r.gap))
+                .and_then(|v| v.checked_sub(2))
+                .ok_or(err.clone())?;
+            lo = hi.checked_sub(r.length.into()).ok_or(err)?;
+            visit(lo, hi);
+        }
+        Ok(())
+    }
+
+    /// Decodes the whole of `bytes`.
+    pub fn decode(bytes: &[u8]) -> Result<AckPayload> {
+        let mut r = Reader::new(bytes);
+        let packet_number = r.u32("packet number")?;
+        let largest_acked = r.u64("ACK largest acked")?;
+        let ack_delay_us = r.u32("ACK delay")?;
+        let count = r.u8("ACK range count")?;
+        let first_range = r.u32("ACK first range")?;
+        let mut ranges = Vec::with_capacity(usize::from(count).min(r.remaining() / 8));
+        for _ in 0..count {
+            ranges.push(AckRange {
+                gap: r.u32("ACK range")?,
+                length: r.u32("ACK range")?,
+            });
+        }
+        r.finish("ACK")?;
+        let ack = AckPayload {
+            packet_number,
+            largest_acked,
+            ack_delay_us,
+            first_range,
+            ranges,
+        };
+        ack.walk(|_, _| ())?;
+        Ok(ack)
+    }
+
+    /// Encoded length.
+    pub fn buffer_len(&self) -> usize {
+        Self::FIXED_LEN + 8 * self.ranges.len()
+    }
+
+    /// Writes the payload at the start of `buf`; returns its length.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
+        let count = u8::try_from(self.ranges.len()).map_err(|_| WireError::FieldOutOfRange {
+            field: "ACK range count",
+            value: self.ranges.len() as u64,
+            max: Self::MAX_RANGES as u64,
+        })?;
+        self.walk(|_, _| ())?;
+        check_room(buf, self.buffer_len())?;
+        let mut w = Writer::new(buf);
+        w.u32(self.packet_number)?;
+        w.u64(self.largest_acked)?;
+        w.u32(self.ack_delay_us)?;
+        w.u8(count)?;
+        w.u32(self.first_range)?;
+        for r in &self.ranges {
+            w.u32(r.gap)?;
+            w.u32(r.length)?;
+        }
+        Ok(w.written())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_descend_like_quic() {
+        let ack = AckPayload {
+            packet_number: 1,
+            largest_acked: 100,
+            ack_delay_us: 0,
+            first_range: 2,
+            ranges: vec![
+                AckRange { gap: 0, length: 1 },
+                AckRange { gap: 3, length: 0 },
+            ],
+        };
+        // 98..=100; 97 missing; 95..=96; 91..=94 missing; 90.
+        assert_eq!(ack.acked_ranges().unwrap(), [(98, 100), (95, 96), (90, 90)]);
+        let mut buf = [0u8; 64];
+        let n = ack.emit(&mut buf).unwrap();
+        assert_eq!(AckPayload::decode(&buf[..n]).unwrap(), ack);
+    }
+
+    #[test]
+    fn underflow_is_an_error() {
+        let ack = AckPayload {
+            largest_acked: 3,
+            first_range: 1,
+            ranges: vec![
+                AckRange { gap: 0, length: 0 },
+                AckRange { gap: 0, length: 0 },
+            ],
+            ..AckPayload::default()
+        };
+        // 2..=3, then 0..=0, then below zero.
+        assert_eq!(
+            ack.acked_ranges(),
+            Err(WireError::AckRangeUnderflow { range: 2 })
+        );
+        assert!(ack.emit(&mut [0u8; 64]).is_err());
+    }
+}

@@ -1,0 +1,119 @@
+//! START (and its REPLY) and REJECT: the handshake payloads.
+//!
+//! START is a list of extension TLVs (see [`crate::wire::tlv`]), possibly
+//! empty. REJECT is a one-byte reason code followed by TLVs (e.g. the
+//! VERSION the rejecting side speaks).
+//!
+//! ```text
+//! START:   | TLV | TLV | ...                     (0 or more)
+//! REJECT:  | REASON (8) | TLV | TLV | ...
+//! ```
+//!
+//! Handshake packets carry no packet number and never an authentication tag.
+
+use crate::wire::cursor::{check_room, Reader, Writer};
+use crate::wire::error::Result;
+use crate::wire::tlv::{self, Tlv};
+
+/// Payload of START (request with REPLY_REQ, answer with REPLY).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct StartPayload<'a> {
+    /// Extension TLVs in wire order, unknown ones included.
+    pub tlvs: Vec<Tlv<'a>>,
+}
+
+impl<'a> StartPayload<'a> {
+    /// Decodes the whole of `bytes` as a TLV list.
+    pub fn decode(bytes: &'a [u8]) -> Result<StartPayload<'a>> {
+        let tlvs = tlv::decode_list(&mut Reader::new(bytes))?;
+        Ok(StartPayload { tlvs })
+    }
+
+    /// Encoded length.
+    pub fn buffer_len(&self) -> usize {
+        tlv::list_len(&self.tlvs)
+    }
+
+    /// Writes the payload at the start of `buf`; returns its length.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
+        check_room(buf, self.buffer_len())?;
+        let mut w = Writer::new(buf);
+        tlv::emit_list(&self.tlvs, &mut w)?;
+        Ok(w.written())
+    }
+}
+
+/// Why a connection request was rejected. Codes without a name are carried as is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RejectReason(pub u8);
+
+impl RejectReason {
+    /// No reason given.
+    pub const UNSPECIFIED: RejectReason = RejectReason(0);
+    /// No common protocol version (a VERSION TLV says which one the rejecter speaks).
+    pub const VERSION_UNSUPPORTED: RejectReason = RejectReason(1);
+    /// The listener has no room for another connection.
+    pub const BUSY: RejectReason = RejectReason(2);
+    /// The requested congestion controller is not available.
+    pub const CONTROLLER_UNSUPPORTED: RejectReason = RejectReason(3);
+    /// A START parameter is unacceptable.
+    pub const BAD_PARAMETERS: RejectReason = RejectReason(4);
+    /// The listener requires the security handshake.
+    pub const SECURITY_REQUIRED: RejectReason = RejectReason(5);
+    /// The application refused the connection.
+    pub const REFUSED: RejectReason = RejectReason(6);
+
+    const NAMES: [&'static str; 7] = [
+        "unspecified",
+        "version_unsupported",
+        "busy",
+        "controller_unsupported",
+        "bad_parameters",
+        "security_required",
+        "refused",
+    ];
+
+    /// The reason's name, if the code has one.
+    pub fn name(self) -> Option<&'static str> {
+        Self::NAMES.get(usize::from(self.0)).copied()
+    }
+
+    /// The reason with this name.
+    pub fn from_name(name: &str) -> Option<RejectReason> {
+        let i = Self::NAMES.iter().position(|n| *n == name)?;
+        u8::try_from(i).ok().map(RejectReason)
+    }
+}
+
+/// Payload of REJECT.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct RejectPayload<'a> {
+    /// Reason code.
+    pub reason: RejectReason,
+    /// Extension TLVs in wire order.
+    pub tlvs: Vec<Tlv<'a>>,
+}
+
+impl<'a> RejectPayload<'a> {
+    /// Decodes the whole of `bytes`.
+    pub fn decode(bytes: &'a [u8]) -> Result<RejectPayload<'a>> {
+        let mut r = Reader::new(bytes);
+        let reason = RejectReason(r.u8("REJECT reason")?);
+        let tlvs = tlv::decode_list(&mut r)?;
+        Ok(RejectPayload { reason, tlvs })
+    }
+
+    /// Encoded length.
+    pub fn buffer_len(&self) -> usize {
+        1 + tlv::list_len(&self.tlvs)
+    }
+
+    /// Writes the payload at the start of `buf`; returns its length.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
+        check_room(buf, self.buffer_len())?;
+        let mut w = Writer::new(buf);
+        w.u8(self.reason.0)?;
+        tlv::emit_list(&self.tlvs, &mut w)?;
+        Ok(w.written())
+    }
+}

@@ -1,0 +1,368 @@
+//! Extension TLVs carried by START (and its REPLY) and REJECT.
+//!
+//! ```text
+//! +---------------+-------------------------------+----------------//
+//! |     TYPE      |            LENGTH             |  VALUE (LENGTH bytes)
+//! +---------------+-------------------------------+----------------//
+//! ```
+//!
+//! TYPE 0 is reserved. Known types have a fixed value shape that is
+//! checked; unknown types are skipped by the protocol but kept, in order,
+//! as [`Tlv::Unknown`] so a decoded list re-encodes to the same bytes.
+//! A known type may appear at most once.
+
+use super::cursor::{Reader, Writer};
+use super::error::{Result, WireError};
+
+/// Bytes of TYPE and LENGTH before each value.
+pub const TLV_HEADER_LEN: usize = 3;
+/// The protocol version this crate speaks (the payload layouts of docs/protocol.md).
+pub const PROTOCOL_VERSION: u16 = 1;
+/// Largest WINDOW_SCALE: WINDOW_SIZE (20 bits) << 12 spans 4 GiB.
+pub const WINDOW_SCALE_MAX: u8 = 12;
+/// Smallest MAX_PACKET_SIZE a peer may announce.
+pub const MIN_MAX_PACKET_SIZE: u16 = 64;
+/// Longest CONTROLLER name.
+pub const CONTROLLER_NAME_MAX: usize = 32;
+
+/// TLV type codes (the registry of docs/protocol.md).
+pub mod code {
+    /// Protocol version, u16.
+    pub const VERSION: u8 = 1;
+    /// Receive-window scale shift, u8.
+    pub const WINDOW_SCALE: u8 = 2;
+    /// Maximum datagram size the sender accepts, u16.
+    pub const MAX_PACKET_SIZE: u8 = 3;
+    /// Congestion controller name, ASCII, or `any`.
+    pub const CONTROLLER: u8 = 4;
+    /// Start-up mode, u8.
+    pub const STARTUP_MODE: u8 = 5;
+    /// Reserved for the security handshake; opaque bytes.
+    pub const SECURITY: u8 = 6;
+}
+
+/// How a connection ramps up its sending after the handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StartupMode {
+    /// The controller's own slow start.
+    SlowStart,
+    /// SLTP's packet pair: an ECHO_1/ECHO_2 probe sizes the first window.
+    PacketPair,
+}
+
+impl StartupMode {
+    /// Wire code.
+    pub const fn code(self) -> u8 {
+        match self {
+            StartupMode::SlowStart => 0,
+            StartupMode::PacketPair => 1,
+        }
+    }
+    /// The mode with this wire code.
+    pub fn from_code(code: u8) -> Option<StartupMode> {
+        match code {
+            0 => Some(StartupMode::SlowStart),
+            1 => Some(StartupMode::PacketPair),
+            _ => None,
+        }
+    }
+    /// Name used in JSON: `slow_start` or `packet_pair`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            StartupMode::SlowStart => "slow_start",
+            StartupMode::PacketPair => "packet_pair",
+        }
+    }
+    /// The mode with this JSON name.
+    pub fn from_name(name: &str) -> Option<StartupMode> {
+        [StartupMode::SlowStart, StartupMode::PacketPair]
+            .into_iter()
+            .find(|m| m.name() == name)
+    }
+}
+
+/// One extension TLV; values borrow from the datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tlv<'a> {
+    /// Protocol version the sender speaks (START) or chose (REPLY); ≥ 1.
+    Version(u16),
+    /// WINDOW_SIZE is in units of 2^scale bytes for the sender's window; ≤ 12.
+    WindowScale(u8),
+    /// Largest datagram the sender will accept, in bytes; ≥ 64.
+    MaxPacketSize(u16),
+    /// Congestion controller the sender asks for or uses; `any` = no preference.
+    Controller(&'a str),
+    /// Start-up mode.
+    StartupMode(StartupMode),
+    /// Reserved for the security handshake (a later issue); opaque here.
+    Security(&'a [u8]),
+    /// A TLV this version does not know: skipped, but kept for re-encoding.
+    Unknown {
+        /// TYPE code (never 0 nor a known code).
+        tlv_type: u8,
+        /// VALUE.
+        value: &'a [u8],
+    },
+}
+
+impl<'a> Tlv<'a> {
+    /// TYPE code.
+    pub const fn code(&self) -> u8 {
+        match self {
+            Tlv::Version(_) => code::VERSION,
+            Tlv::WindowScale(_) => code::WINDOW_SCALE,
+            Tlv::MaxPacketSize(_) => code::MAX_PACKET_SIZE,
+            Tlv::Controller(_) => code::CONTROLLER,
+            Tlv::StartupMode(_) => code::STARTUP_MODE,
+            Tlv::Security(_) => code::SECURITY,
+            Tlv::Unknown { tlv_type, .. } => *tlv_type,
+        }
+    }
+
+    /// Name used in messages and JSON.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Tlv::Version(_) => "VERSION",
+            Tlv::WindowScale(_) => "WINDOW_SCALE",
+            Tlv::MaxPacketSize(_) => "MAX_PACKET_SIZE",
+            Tlv::Controller(_) => "CONTROLLER",
+            Tlv::StartupMode(_) => "STARTUP_MODE",
+            Tlv::Security(_) => "SECURITY",
+            Tlv::Unknown { .. } => "unknown",
+        }
+    }
+
+    fn value_len(&self) -> usize {
+        match self {
+            Tlv::Version(_) | Tlv::MaxPacketSize(_) => 2,
+            Tlv::WindowScale(_) | Tlv::StartupMode(_) => 1,
+            Tlv::Controller(name) => name.len(),
+            Tlv::Security(v) | Tlv::Unknown { value: v, .. } => v.len(),
+        }
+    }
+
+    /// Encoded length including TYPE and LENGTH.
+    pub fn buffer_len(&self) -> usize {
+        TLV_HEADER_LEN + self.value_len()
+    }
+
+    /// Checks the value against the registry's rules (decode and encode
+    /// apply the same ones).
+    pub fn validate(&self) -> Result<()> {
+        let bad = |problem| {
+            Err(WireError::BadTlvValue {
+                name: self.name(),
+                problem,
+            })
+        };
+        match *self {
+            Tlv::Version(0) => bad("version 0 does not exist"),
+            Tlv::WindowScale(s) if s > WINDOW_SCALE_MAX => bad("scale above 12"),
+            Tlv::MaxPacketSize(s) if s < MIN_MAX_PACKET_SIZE => bad("size below 64 bytes"),
+            Tlv::Controller(name) => {
+                if name.is_empty() || name.len() > CONTROLLER_NAME_MAX {
+                    bad("name must be 1 to 32 bytes")
+                } else if !name.bytes().all(|b| b.is_ascii_graphic()) {
+                    bad("name must be printable ASCII without spaces")
+                } else {
+                    Ok(())
+                }
+            }
+            Tlv::Security(v) if v.len() > usize::from(u16::MAX) => bad("longer than 65535 bytes"),
+            Tlv::Unknown { tlv_type, value } => {
+                if tlv_type == 0 {
+                    Err(WireError::ReservedTlvType)
+                } else if tlv_type <= code::SECURITY {
+                    bad("type code belongs to a known TLV")
+                } else if value.len() > usize::from(u16::MAX) {
+                    bad("longer than 65535 bytes")
+                } else {
+                    Ok(())
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn decode(r: &mut Reader<'a>) -> Result<Tlv<'a>> {
+        let tlv_type = r.u8("TLV type")?;
+        let len = usize::from(r.u16("TLV length")?);
+        let value = r.take(len, "TLV value")?;
+        let fixed = |name: &'static str, want: usize, expected: &'static str| {
+            if len == want {
+                Ok(())
+            } else {
+                Err(WireError::BadTlvLength {
+                    name,
+                    len,
+                    expected,
+                })
+            }
+        };
+        let mut v = Reader::new(value);
+        let tlv = match tlv_type {
+            0 => return Err(WireError::ReservedTlvType),
+            code::VERSION => {
+                fixed("VERSION", 2, "2")?;
+                Tlv::Version(v.u16("VERSION")?)
+            }
+            code::WINDOW_SCALE => {
+                fixed("WINDOW_SCALE", 1, "1")?;
+                Tlv::WindowScale(v.u8("WINDOW_SCALE")?)
+            }
+            code::MAX_PACKET_SIZE => {
+                fixed("MAX_PACKET_SIZE", 2, "2")?;
+                Tlv::MaxPacketSize(v.u16("MAX_PACKET_SIZE")?)
+            }
+            code::CONTROLLER => match core::str::from_utf8(value) {
+                Ok(name) => Tlv::Controller(name),
+                Err(_) => {
+                    return Err(WireError::BadTlvValue {
+                        name: "CONTROLLER",
+                        problem: "name is not UTF-8",
+                    })
+                }
+            },
+            code::STARTUP_MODE => {
+                fixed("STARTUP_MODE", 1, "1")?;
+                let c = v.u8("STARTUP_MODE")?;
+                Tlv::StartupMode(StartupMode::from_code(c).ok_or(WireError::BadTlvValue {
+                    name: "STARTUP_MODE",
+                    problem: "unknown mode code",
+                })?)
+            }
+            code::SECURITY => Tlv::Security(value),
+            _ => Tlv::Unknown { tlv_type, value },
+        };
+        tlv.validate()?;
+        Ok(tlv)
+    }
+
+    fn emit(&self, w: &mut Writer<'_>) -> Result<()> {
+        self.validate()?;
+        w.u8(self.code())?;
+        // validate() bounds every variable-length value by u16::MAX.
+        w.u16(u16::try_from(self.value_len()).unwrap_or(u16::MAX))?;
+        match self {
+            Tlv::Version(x) | Tlv::MaxPacketSize(x) => w.u16(*x),
+            Tlv::WindowScale(x) => w.u8(*x),
+            Tlv::StartupMode(m) => w.u8(m.code()),
+            Tlv::Controller(name) => w.put(name.as_bytes()),
+            Tlv::Security(v) | Tlv::Unknown { value: v, .. } => w.put(v),
+        }
+    }
+}
+
+/// Decodes TLVs until `r` is empty. Rejects type 0, malformed known values
+/// and a known type seen twice.
+pub(crate) fn decode_list<'a>(r: &mut Reader<'a>) -> Result<Vec<Tlv<'a>>> {
+    let mut seen: u8 = 0;
+    let mut out = Vec::new();
+    while !r.is_empty() {
+        let tlv = Tlv::decode(r)?;
+        check_duplicate(&mut seen, &tlv)?;
+        out.push(tlv);
+    }
+    Ok(out)
+}
+
+fn check_duplicate(seen: &mut u8, tlv: &Tlv<'_>) -> Result<()> {
+    if matches!(tlv, Tlv::Unknown { .. }) {
+        return Ok(());
+    }
+    // Known codes are 1..=6, so the bit fits a u8.
+    let bit = 1u8.checked_shl(u32::from(tlv.code())).unwrap_or(0);
+    if *seen & bit != 0 {
+        return Err(WireError::DuplicateTlv { name: tlv.name() });
+    }
+    *seen |= bit;
+    Ok(())
+}
+
+/// Encoded length of a TLV list.
+pub(crate) fn list_len(tlvs: &[Tlv<'_>]) -> usize {
+    tlvs.iter().map(Tlv::buffer_len).sum()
+}
+
+/// Encodes a TLV list, applying the same rules as decoding.
+pub(crate) fn emit_list(tlvs: &[Tlv<'_>], w: &mut Writer<'_>) -> Result<()> {
+    let mut seen = 0u8;
+    for tlv in tlvs {
+        check_duplicate(&mut seen, tlv)?;
+        tlv.emit(w)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(bytes: &[u8]) -> Result<Vec<Tlv<'_>>> {
+        decode_list(&mut Reader::new(bytes))
+    }
+
+    #[test]
+    fn known_and_unknown_round_trip() {
+        let tlvs = [
+            Tlv::Version(1),
+            Tlv::Unknown {
+                tlv_type: 200,
+                value: &[9, 9],
+            },
+            Tlv::Controller("any"),
+            Tlv::StartupMode(StartupMode::PacketPair),
+        ];
+        let mut buf = [0u8; 64];
+        let mut w = Writer::new(&mut buf);
+        emit_list(&tlvs, &mut w).unwrap();
+        let n = w.written();
+        assert_eq!(n, list_len(&tlvs));
+        assert_eq!(decode(&buf[..n]).unwrap(), tlvs);
+    }
+
+    #[test]
+    fn malformed_tlvs_are_typed_errors() {
+        assert_eq!(decode(&[0, 0, 0]), Err(WireError::ReservedTlvType));
+        assert!(matches!(
+            decode(&[1, 0, 1, 5]),
+            Err(WireError::BadTlvLength {
+                name: "VERSION",
+                ..
+            })
+        ));
+        assert!(matches!(
+            decode(&[2, 0, 1, 13]),
+            Err(WireError::BadTlvValue {
+                name: "WINDOW_SCALE",
+                ..
+            })
+        ));
+        assert!(matches!(
+            decode(&[4, 0, 5, b'c']),
+            Err(WireError::Truncated {
+                what: "TLV value",
+                ..
+            })
+        ));
+        assert!(matches!(
+            decode(&[4, 0, 1, 0xff]),
+            Err(WireError::BadTlvValue {
+                name: "CONTROLLER",
+                ..
+            })
+        ));
+        assert!(matches!(
+            decode(&[5, 0, 1, 7]),
+            Err(WireError::BadTlvValue {
+                name: "STARTUP_MODE",
+                ..
+            })
+        ));
+        assert_eq!(
+            decode(&[1, 0, 2, 0, 1, 1, 0, 2, 0, 1]),
+            Err(WireError::DuplicateTlv { name: "VERSION" })
+        );
+        assert!(decode(&[1, 0]).is_err());
+    }
+}
