@@ -20,6 +20,9 @@
 
 #![warn(missing_docs)]
 
+pub mod io;
 pub mod wire;
+
+pub use io::{EcnCodepoint, SansIo, Transmit};
 
 pub use peregrine_cc::Time;

@@ -1,0 +1,58 @@
+//! The sans-IO boundary: what goes in and out of the protocol core.
+//!
+//! Everything that drives `peregrine-proto` — the UDP runtime, the
+//! simulator, the in-memory test harness — talks to it through
+//! [`SansIo`]: datagrams and time in, datagrams and the next timer out.
+
+use crate::Time;
+use std::net::SocketAddr;
+
+/// The ECN codepoint of a received or sent datagram (RFC 3168).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum EcnCodepoint {
+    /// ECN-capable transport, codepoint 0.
+    Ect0,
+    /// ECN-capable transport, codepoint 1.
+    Ect1,
+    /// Congestion experienced.
+    Ce,
+}
+
+/// One datagram the core wants sent: its bytes were written into the
+/// caller's buffer by [`SansIo::poll_transmit`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// Where to send it.
+    pub destination: SocketAddr,
+    /// ECN codepoint to set, if any.
+    pub ecn: Option<EcnCodepoint>,
+    /// Length of the datagram in the buffer.
+    pub size: usize,
+}
+
+/// A sans-IO protocol participant.
+///
+/// # Call contract
+///
+/// * `now` never goes backwards between calls.
+/// * After any `handle_*` call, call [`poll_transmit`](Self::poll_transmit)
+///   until it returns `None`, then [`poll_timeout`](Self::poll_timeout) and
+///   arm one timer for the instant it returns; when that instant comes, call
+///   [`handle_timeout`](Self::handle_timeout).
+/// * No method panics for any input bytes.
+pub trait SansIo {
+    /// A datagram arrived from `remote`.
+    fn handle_datagram(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        ecn: Option<EcnCodepoint>,
+        bytes: &[u8],
+    );
+    /// The next datagram to send, written into `buf` (cleared first), or `None`.
+    fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit>;
+    /// When [`handle_timeout`](Self::handle_timeout) must next be called, if ever.
+    fn poll_timeout(&mut self) -> Option<Time>;
+    /// The instant returned by [`poll_timeout`](Self::poll_timeout) has come.
+    fn handle_timeout(&mut self, now: Time);
+}
