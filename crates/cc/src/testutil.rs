@@ -48,3 +48,27 @@ pub fn ack_rtt(segs: u32, rtt_us: u64) -> AckSample {
         ..ack(segs)
     }
 }
+
+/// A loss event at time zero with `in_flight` segments outstanding.
+pub fn loss_event(in_flight: u32) -> crate::types::CongestionEvent {
+    crate::types::CongestionEvent {
+        kind: crate::types::CongestionKind::Loss,
+        now: Time::ZERO,
+        is_persistent: false,
+        lost_segs: 1,
+        in_flight,
+    }
+}
+
+/// `c` initialised on `path(0, 100)`, then set to `cwnd` and `ssthresh` segments.
+pub fn with_window<P: crate::policy::CcPolicy>(
+    mut c: crate::policy::PolicyController<P>,
+    cwnd: u32,
+    ssthresh: u32,
+) -> crate::policy::PolicyController<P> {
+    use crate::controller::CongestionController;
+    c.init(&path(0, 100));
+    c.core_mut().cwnd = cwnd;
+    c.core_mut().ssthresh = ssthresh;
+    c
+}

@@ -372,8 +372,7 @@ mod tests {
     use super::*;
     use crate::controller::CongestionController;
     use crate::testutil::{ack, ack_rtt, path};
-    use crate::types::{CongestionEvent, CongestionKind};
-    use crate::Time;
+    use crate::types::CongestionEvent;
 
     /// A controller in congestion avoidance with `cwnd_l` and `dwnd`
     /// (round boundary at packet 1100, `snd_una` 1000).
@@ -397,13 +396,7 @@ mod tests {
     }
 
     fn loss() -> CongestionEvent {
-        CongestionEvent {
-            kind: CongestionKind::Loss,
-            now: Time::ZERO,
-            is_persistent: false,
-            lost_segs: 1,
-            in_flight: 100,
-        }
+        crate::testutil::loss_event(100)
     }
 
     #[test]

@@ -79,11 +79,7 @@ mod tests {
     use crate::Time;
 
     fn newreno(cwnd: u32, ssthresh: u32) -> PolicyController<NewReno> {
-        let mut c = NewRenoConfig::default().build();
-        c.init(&path(0, 100));
-        c.core_mut().cwnd = cwnd;
-        c.core_mut().ssthresh = ssthresh;
-        c
+        crate::testutil::with_window(NewRenoConfig::default().build(), cwnd, ssthresh)
     }
 
     fn loss(in_flight: u32) -> CongestionEvent {

@@ -95,25 +95,14 @@ mod tests {
     use super::*;
     use crate::controller::CongestionController;
     use crate::testutil::{ack, path};
-    use crate::types::{CongestionEvent, CongestionKind, SSTHRESH_INF};
-    use crate::Time;
+    use crate::types::{CongestionEvent, SSTHRESH_INF};
 
     fn scalable(cwnd: u32, ssthresh: u32) -> PolicyController<Scalable> {
-        let mut c = ScalableConfig::default().build();
-        c.init(&path(0, 100));
-        c.core_mut().cwnd = cwnd;
-        c.core_mut().ssthresh = ssthresh;
-        c
+        crate::testutil::with_window(ScalableConfig::default().build(), cwnd, ssthresh)
     }
 
     fn loss() -> CongestionEvent {
-        CongestionEvent {
-            kind: CongestionKind::Loss,
-            now: Time::ZERO,
-            is_persistent: false,
-            lost_segs: 1,
-            in_flight: 100,
-        }
+        crate::testutil::loss_event(100)
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::*;
 use crate::controller::CongestionController;
 use crate::testutil::{ack, ack_rtt, path, MSS};
-use crate::types::{CaState, CongestionEvent, CongestionKind, SSTHRESH_INF};
+use crate::types::{CaState, CongestionEvent, SSTHRESH_INF};
 
 fn close(got: f64, want: f64, tol: f64) {
     assert!((got - want).abs() <= tol, "got {got}, want {want} ± {tol}");
@@ -18,13 +18,7 @@ fn rel(got: f64, want: f64) {
 }
 
 fn loss() -> CongestionEvent {
-    CongestionEvent {
-        kind: CongestionKind::Loss,
-        now: Time::ZERO,
-        is_persistent: false,
-        lost_segs: 1,
-        in_flight: 0,
-    }
+    crate::testutil::loss_event(0)
 }
 
 fn controller(cfg: CubicConfig, cwnd: u32, ssthresh: u32) -> PolicyController<Cubic> {

@@ -31,13 +31,7 @@ fn linux() -> HtcpConfig {
 }
 
 fn loss() -> CongestionEvent {
-    CongestionEvent {
-        kind: CongestionKind::Loss,
-        now: Time::ZERO,
-        is_persistent: false,
-        lost_segs: 1,
-        in_flight: 100,
-    }
+    crate::testutil::loss_event(100)
 }
 
 /// α for Δ, β and min RTT through the policy's own update.
