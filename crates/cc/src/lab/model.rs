@@ -472,7 +472,7 @@ impl Lab<'_> {
         self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
         match (self.srtt, self.rttvar) {
             (Some(s), Some(v)) => {
-                let err = if s > rtt { s - rtt } else { rtt - s };
+                let err = s.abs_diff(rtt);
                 self.rttvar = Some(v * 3 / 4 + err / 4);
                 self.srtt = Some(s * 7 / 8 + rtt / 8);
             }

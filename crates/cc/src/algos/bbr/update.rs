@@ -290,7 +290,7 @@ impl Bbr {
         let window = Duration::from_millis(self.cfg.min_rtt_window_ms);
         let expired = now > self.min_rtt_stamp.saturating_add(window);
         if let Some(rtt) = rs.rtt {
-            let lower = self.min_rtt.map_or(true, |m| rtt < m);
+            let lower = self.min_rtt.is_none_or(|m| rtt < m);
             if lower || (expired && !rs.is_ack_delayed) {
                 self.min_rtt = Some(rtt);
                 self.min_rtt_stamp = now;
@@ -334,7 +334,7 @@ impl Bbr {
 
     /// Kernel `bbr_check_probe_rtt_done`: leave PROBE_RTT after its hold time.
     pub(super) fn check_probe_rtt_done(&mut self, core: &mut Core, now: Time) {
-        if !self.probe_rtt_done_stamp.is_some_and(|done| now > done) {
+        if self.probe_rtt_done_stamp.is_none_or(|done| now <= done) {
             return;
         }
         self.min_rtt_stamp = now;

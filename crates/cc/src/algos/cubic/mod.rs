@@ -33,6 +33,7 @@
 //! the initial growth cap applies) — the measured pipe is not a loss point.
 //! The kernel's fixed-point mode (vector CU-7) is not implemented.
 
+mod fixed;
 mod hystart;
 #[cfg(test)]
 mod tests;
@@ -115,6 +116,11 @@ pub struct CubicConfig {
     pub hystart_plus_plus: HyStartPlusPlusConfig,
     /// Linux HyStart constants (kernel).
     pub linux_hystart: LinuxHyStartConfig,
+    /// [PROJECT CHOICE] compute `K` and the target in the kernel's fixed point
+    /// (C = 410/1024, time in 1/1024 s, integer windows; cc-spec CU-7) for
+    /// bit-compatible comparisons with Linux traces. Off: the RFC's real-valued
+    /// curve with `c_segs_per_sec3`.
+    pub kernel_fixed_point: bool,
 }
 
 impl Default for CubicConfig {
@@ -135,6 +141,7 @@ impl Default for CubicConfig {
             delay_min_holdoff_us: 1_000_000,
             hystart_plus_plus: HyStartPlusPlusConfig::default(),
             linux_hystart: LinuxHyStartConfig::default(),
+            kernel_fixed_point: false,
         }
     }
 }
@@ -180,6 +187,8 @@ pub struct Cubic {
     slow_start_exit: SlowStartExit,
     target_rtt: TargetRtt,
     delay_min_holdoff: Duration,
+    /// Kernel fixed-point curve (CU-7).
+    fixed_point: bool,
     // State.
     /// Window before the last reduction, segments; 0 = unknown.
     w_max: f64,
@@ -232,6 +241,7 @@ impl Cubic {
             slow_start_exit: cfg.slow_start_exit,
             target_rtt: cfg.target_rtt,
             delay_min_holdoff: Duration::from_micros(cfg.delay_min_holdoff_us),
+            fixed_point: cfg.kernel_fixed_point,
             w_max: 0.0,
             origin: 0.0,
             k_secs: 0.0,
@@ -281,6 +291,11 @@ impl Cubic {
 
     /// `W_cubic(τ) = C·(τ − K)³ + origin`, segments, τ in seconds since the epoch start.
     pub fn w_cubic(&self, tau_secs: f64) -> f64 {
+        if self.fixed_point {
+            let k_fp = (self.k_secs * 1024.0).round() as u64;
+            return fixed::target_segs(self.origin as u64, k_fp, fixed::secs_to_fp(tau_secs))
+                as f64;
+        }
         self.c * (tau_secs - self.k_secs).powi(3) + self.origin
     }
 
@@ -299,6 +314,9 @@ impl Cubic {
         if self.w_max <= cwnd {
             self.k_secs = 0.0;
             self.origin = cwnd;
+        } else if self.fixed_point {
+            self.origin = self.w_max.floor();
+            self.k_secs = fixed::k_fp(self.origin as u64, cwnd as u64) as f64 / 1024.0;
         } else {
             self.k_secs = ((self.w_max - cwnd) / self.c).cbrt();
             self.origin = self.w_max;

@@ -398,3 +398,25 @@ fn config_names() {
     let d: StrDeserializer<Error> = "min_rtt".into_deserializer();
     assert_eq!(TargetRtt::deserialize(d), Ok(TargetRtt::MinRtt));
 }
+
+/// CU-7 through the controller: with `kernel_fixed_point`, the epoch after
+/// a reduction from W_max 100 to 70 uses the kernel's K and integer curve.
+#[test]
+fn cu7_fixed_point_mode_drives_the_curve() {
+    let cfg = CubicConfig {
+        kernel_fixed_point: true,
+        ..CubicConfig::default()
+    };
+    let mut c = controller(cfg, 100, 50);
+    let p = path(0, 100);
+    c.on_congestion_event(&loss(), &p);
+    c.on_recovery_exit(&p);
+    assert_eq!(c.core().cwnd, 70);
+    // First CA ACK starts the epoch.
+    c.on_ack(&ack(1), &path(1_000, 100));
+    let k = c.policy().k_secs();
+    assert!((k - 4316.0 / 1024.0).abs() < 1e-12, "K = {k}");
+    for (t, want) in [(0.0, 71.0), (1.0, 87.0), (2.0, 96.0), (6.0, 102.0)] {
+        assert_eq!(c.policy().w_cubic(t), want, "t = {t}");
+    }
+}

@@ -169,7 +169,7 @@ impl Sim {
                     self.rttvar = r / 2;
                 }
                 Some(s) => {
-                    let diff = if s > r { s - r } else { r - s };
+                    let diff = s.abs_diff(r);
                     self.rttvar = self.rttvar * 3 / 4 + diff / 4;
                     self.srtt = Some(s * 7 / 8 + r / 8);
                 }

@@ -391,7 +391,7 @@ impl CcPolicy for RtwTcp {
         }
         if let Some(f) = &self.frozen {
             let delivered = ack.una_advanced || ack.acked_segs > 0;
-            let after_outage = f.outage_end.map_or(true, |end| path.now >= end);
+            let after_outage = f.outage_end.is_none_or(|end| path.now >= end);
             if delivered && after_outage && path.now > f.start {
                 self.thaw(core, path, true);
             }
