@@ -3,9 +3,10 @@
 //! controller. Run with `cargo bench -p peregrine-cc`; the figures are
 //! medians from criterion, to be compared within one run.
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion};
 use peregrine_cc::lab::{self, LabConfig};
 use peregrine_cc::{AckSample, CaState, PathInfo, RateSample, Time, NAMES};
+use std::hint::black_box;
 use std::time::Duration;
 
 fn steady_path(now: Time, pn: u64) -> PathInfo {
