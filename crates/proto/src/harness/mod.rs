@@ -25,6 +25,44 @@
 //!   a node that spins on a timer at or before now without progress
 //!   ([`HarnessError::TimerSpin`]).
 //!
+//! ## Example
+//!
+//! ```
+//! use peregrine_proto::harness::{Harness, PipeConfig, RunOutcome};
+//! use peregrine_proto::{EcnCodepoint, SansIo, Time, Transmit};
+//! use std::net::SocketAddr;
+//!
+//! /// Sends one datagram to `peer` at start; counts what it receives.
+//! struct Hello { peer: SocketAddr, said: bool, heard: usize }
+//!
+//! impl SansIo for Hello {
+//!     fn handle_datagram(&mut self, _: Time, _: SocketAddr, _: Option<EcnCodepoint>, _: &[u8]) {
+//!         self.heard += 1;
+//!     }
+//!     fn poll_transmit(&mut self, _: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
+//!         if self.said { return None; }
+//!         self.said = true;
+//!         buf.clear();
+//!         buf.extend_from_slice(b"hello");
+//!         Some(Transmit { destination: self.peer, ecn: None, size: buf.len() })
+//!     }
+//!     fn poll_timeout(&mut self) -> Option<Time> { None }
+//!     fn handle_timeout(&mut self, _: Time) {}
+//! }
+//!
+//! let (a_addr, b_addr): (SocketAddr, SocketAddr) =
+//!     ("10.0.0.1:9".parse().unwrap(), "10.0.0.2:9".parse().unwrap());
+//! let mut h = Harness::new(7);
+//! let a = h.add_node(a_addr, Hello { peer: b_addr, said: false, heard: 0 });
+//! let b = h.add_node(b_addr, Hello { peer: a_addr, said: false, heard: 0 });
+//! // 25 ms one way from a to b; b to a stays perfect.
+//! h.set_pipe(a, b, PipeConfig { delay_us: 25_000, ..Default::default() })?;
+//! assert_eq!(h.run_until_idle(Time::from_millis(1_000))?, RunOutcome::Idle);
+//! assert_eq!((h.node(a).heard, h.node(b).heard), (1, 1));
+//! assert_eq!(h.now(), Time::from_millis(25));
+//! # Ok::<(), peregrine_proto::harness::HarnessError>(())
+//! ```
+//!
 //! ## What it does not model
 //!
 //! No shared medium: pipes are independent, so two senders to one
@@ -48,14 +86,16 @@
 mod config;
 mod net;
 mod pipe;
+mod types;
 
 pub use config::{
     ConfigError, Corruption, CorruptionPattern, GilbertElliott, Jitter, Outage, PeriodicOutage,
     PipeConfig, Reorder,
 };
-pub use net::{Harness, HarnessError, LogEntry, NodeId, RunOutcome, StepEvent};
+pub use net::Harness;
 pub use pipe::{Delivered, DropCause, DropCounts, Pipe, PipeStats, PushOutcome};
 pub use rand_chacha::ChaCha8Rng;
+pub use types::{HarnessError, LogEntry, NodeId, RunOutcome, StepEvent};
 
 use rand::SeedableRng;
 

@@ -355,3 +355,21 @@ fn reconfiguring_keeps_datagrams_in_flight_and_time_never_goes_back() {
     assert_eq!(got[1].due_at, t_ms(15));
     check_conservation(&p);
 }
+
+#[test]
+fn normal_jitter_with_zero_deviation_is_a_fixed_extra_delay() {
+    let mut p = pipe(PipeConfig {
+        jitter: Jitter::Normal {
+            mean_us: 250.0,
+            std_dev_us: 0.0,
+        },
+        jitter_reorders: true,
+        ..Default::default()
+    });
+    for i in 0..100 {
+        p.push(Time::from_micros(i * 10), vec![0], None);
+    }
+    assert!(drain(&mut p)
+        .iter()
+        .all(|d| d.due_at.as_nanos() - d.sent_at.as_nanos() == 250_000));
+}
