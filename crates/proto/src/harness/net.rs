@@ -107,12 +107,13 @@ impl<N: SansIo> Harness<N> {
     /// If another node already has `addr`.
     pub fn add_node(&mut self, addr: SocketAddr, node: N) -> NodeId {
         let id = NodeId(self.nodes.len());
-        if let Some(other) = self.by_addr.insert(addr, id) {
+        if let Some(other) = self.by_addr.get(&addr) {
             panic!(
                 "harness: {addr} already belongs to {other} (harness seed {})",
                 self.seed
             );
         }
+        self.by_addr.insert(addr, id);
         self.nodes.push(Slot {
             addr,
             node,

@@ -201,3 +201,11 @@ fn invalid_configs_name_the_field() {
         serde_json::from_str(r#"{"gilbert_elliott": {"p_gb": 0.1, "p_bg": -0.3}}"#).unwrap();
     assert_eq!(cfg.validate().unwrap_err().field, "gilbert_elliott.p_bg");
 }
+
+#[test]
+#[should_panic(expected = "already belongs to node 0 (harness seed 31)")]
+fn duplicate_addresses_panic_with_the_seed() {
+    let mut h = Harness::new(31);
+    h.add_node(addr(1), Toy::sink());
+    h.add_node(addr(1), Toy::sink());
+}
