@@ -17,9 +17,18 @@
 //! into the caller's buffer without allocating. `docs/protocol.md` is the
 //! byte-level specification and holds the test vectors;
 //! `peregrine wire decode|encode` is the command-line view of this module.
+//!
+//! ## `harness`: bad links in memory
+//!
+//! [`harness`] runs any number of [`SansIo`] participants in virtual time
+//! over seeded, impaired one-way pipes (rate and drop-tail queue, delay,
+//! jitter, reordering, Bernoulli and Gilbert-Elliott loss, duplication,
+//! corruption, outages). Same seed, same run, bit for bit. Tests, the
+//! benchmark and simple simulations drive the protocol through it.
 
 #![warn(missing_docs)]
 
+pub mod harness;
 pub mod io;
 pub mod wire;
 
