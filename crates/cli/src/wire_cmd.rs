@@ -63,7 +63,7 @@ fn parse_hex(s: &str) -> Result<Vec<u8>> {
     {
         bail!("invalid hex: {c:?} at digit {i} is not a hex digit");
     }
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         bail!("invalid hex: odd number of digits ({})", digits.len());
     }
     Ok(digits

@@ -438,7 +438,7 @@ pub(crate) fn drive_arbitrary<S: Shaping>(
         });
         let mut p = path(now, 100);
         p.in_flight = (g.next() % 3000) as u32;
-        p.cwnd_limited = g.next() % 4 != 0;
+        p.cwnd_limited = !g.next().is_multiple_of(4);
         p.snd_una = g.next() % 2000;
         p.ca_state = [CaState::Open, CaState::Disorder][(g.next() % 2) as usize];
         let rtt = match g.next() % 5 {
@@ -448,7 +448,7 @@ pub(crate) fn drive_arbitrary<S: Shaping>(
         };
         let mut ev = loss();
         ev.kind = [CongestionKind::Loss, CongestionKind::Ecn][(g.next() % 2) as usize];
-        ev.is_persistent = g.next() % 8 == 0;
+        ev.is_persistent = g.next().is_multiple_of(8);
         match g.next() % 13 {
             0 => {
                 c.on_congestion_event(&ev, &p);
