@@ -20,7 +20,13 @@
 
 #![warn(missing_docs)]
 
+pub mod connection;
+pub mod endpoint;
 pub mod io;
+pub mod probe;
+pub mod recovery;
+pub mod rng;
+mod send_helpers;
 pub mod wire;
 
 pub use io::{EcnCodepoint, SansIo, Transmit};
