@@ -76,6 +76,8 @@ pub struct EndpointStats {
     pub rejects_sent: u64,
     /// Stateless resets sent.
     pub resets_sent: u64,
+    /// STARTs dropped because they lacked ST_CKS and the server checksums.
+    pub unchecked_dropped: u64,
     /// Stateless answers dropped because their queue was full.
     pub stateless_dropped: u64,
 }
@@ -356,6 +358,10 @@ impl Endpoint {
             self.reject(remote, &h, RejectReason::REFUSED);
             return;
         };
+        if cfg.checksum && !h.flags.contains(Flags::ST_CKS) {
+            self.stats.unchecked_dropped += 1;
+            return;
+        }
         if self.connections.len() >= self.config.max_connections {
             self.reject(remote, &h, RejectReason::BUSY);
             return;
@@ -400,7 +406,9 @@ impl Endpoint {
             PacketType::End => h.flags.contains(Flags::REPLY_REQ),
             _ => false,
         };
-        if !provokes || h.flags.contains(Flags::REMOTE_RESET) {
+        // Only a checksum-verified packet may provoke a reset: a corrupted
+        // DEST_ID must not end a healthy connection.
+        if !provokes || h.flags.contains(Flags::REMOTE_RESET) || !h.flags.contains(Flags::ST_CKS) {
             return;
         }
         let mut r = HeaderRepr::new(PacketType::Fin);

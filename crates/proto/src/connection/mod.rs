@@ -45,6 +45,10 @@ pub mod stats;
 mod transmit;
 
 #[cfg(test)]
+mod e2e_tests;
+#[cfg(test)]
+pub(crate) mod testdriver;
+#[cfg(test)]
 mod tests;
 
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig};
@@ -380,6 +384,12 @@ impl Connection {
             return;
         }
         let h = &dg.header;
+        // A side that checksums requires its peer's packets checksummed:
+        // otherwise a corruption that clears ST_CKS would go unnoticed.
+        if self.config.checksum && !h.flags.contains(Flags::ST_CKS) {
+            self.counters.protocol_errors += 1;
+            return;
+        }
         match &dg.payload {
             Payload::Start(start) => {
                 if !h.flags.contains(Flags::REPLY) {
