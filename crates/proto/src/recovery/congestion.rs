@@ -360,8 +360,12 @@ impl Congestion {
             CaState::Loss if ctx.snd_una >= self.recover => self.state = CaState::Open,
             _ => {}
         }
+        // Losses of packets sent before `recover` belong to the episode that
+        // set it, even when this same ACK ended it (RFC 6582: one reduction
+        // per flight).
+        let new_flight = lost.iter().any(|pn| *pn >= self.recover);
         if !lost.is_empty() {
-            if self.state <= CaState::Disorder {
+            if self.state <= CaState::Disorder && new_flight {
                 self.start_episode(ctx, CongestionKind::Loss, lost);
             } else {
                 self.remember_episode_losses(lost);

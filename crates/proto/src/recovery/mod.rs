@@ -17,6 +17,9 @@ pub mod congestion;
 pub mod loss;
 pub mod rtt;
 
+#[cfg(test)]
+mod tests;
+
 pub use congestion::{Allowance, Congestion, CongestionCounters, PathCtx};
 pub use loss::{BlockRef, SentPacket, SentPackets};
 pub use rtt::RttEstimator;
