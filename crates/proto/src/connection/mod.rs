@@ -558,10 +558,8 @@ impl Connection {
             (PacketType::Echo | PacketType::Echo1 | PacketType::Echo2, Payload::Echo(e)) => {
                 self.on_echo(now, h.pk_type, h.flags, e);
             }
-            (PacketType::Status, _) => {
-                if h.flags.contains(Flags::REPLY_REQ) {
-                    self.status_reply_pending = true;
-                }
+            (PacketType::Status, _) if h.flags.contains(Flags::REPLY_REQ) => {
+                self.status_reply_pending = true;
             }
             (PacketType::Cwin, Payload::Cwin(c)) => {
                 self.on_peer_window(u64::from(c.window_bytes));

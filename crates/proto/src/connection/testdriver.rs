@@ -33,6 +33,8 @@ pub(crate) struct Sent {
 }
 
 type Hook = Box<dyn FnMut(usize, &HeaderRepr, &[u8]) -> Fate>;
+/// A datagram on its way: (destination node, source address, bytes, ECN).
+type InFlight = (usize, SocketAddr, Vec<u8>, Option<EcnCodepoint>);
 
 pub(crate) struct Sim {
     pub now: Time,
@@ -44,7 +46,7 @@ pub(crate) struct Sim {
     pub rate_bps: u64,
     pub loss: f64,
     pub hook: Hook,
-    queue: BTreeMap<(Time, u64), (usize, SocketAddr, Vec<u8>, Option<EcnCodepoint>)>,
+    queue: BTreeMap<(Time, u64), InFlight>,
     link_free: Vec<Time>,
     seq: u64,
     rng: SeededRng,
@@ -105,10 +107,10 @@ impl Sim {
                 });
                 // Serialisation on the sender's link, then propagation.
                 let mut depart = self.now;
-                if self.rate_bps > 0 {
-                    let ser = Duration::from_nanos(
-                        bytes.len() as u64 * 8 * 1_000_000_000 / self.rate_bps,
-                    );
+                if let Some(ns) =
+                    (bytes.len() as u64 * 8 * 1_000_000_000).checked_div(self.rate_bps)
+                {
+                    let ser = Duration::from_nanos(ns);
                     depart = self.link_free[i].max(self.now) + ser;
                     self.link_free[i] = depart;
                 }

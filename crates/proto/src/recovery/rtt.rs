@@ -63,7 +63,11 @@ impl RttEstimator {
         };
         match (self.srtt, self.rttvar) {
             (Some(srtt), Some(rttvar)) => {
-                let diff = srtt.abs_diff(adjusted);
+                let diff = if srtt > adjusted {
+                    srtt - adjusted
+                } else {
+                    adjusted - srtt
+                };
                 self.rttvar = Some(rttvar * 3 / 4 + diff / 4);
                 self.srtt = Some(srtt * 7 / 8 + adjusted / 8);
             }
