@@ -146,8 +146,13 @@ impl ConnectionConfig {
         if self.max_send_buffer_bytes < self.max_message_size {
             return bad("max_send_buffer_bytes", "is smaller than max_message_size");
         }
-        if self.max_receive_buffer_bytes < usize::from(self.max_packet_size) {
-            return bad("max_receive_buffer_bytes", "is smaller than one packet");
+        if self.max_receive_buffer_bytes
+            < self.max_message_size.max(usize::from(self.max_packet_size))
+        {
+            return bad(
+                "max_receive_buffer_bytes",
+                "is smaller than max_message_size or one packet",
+            );
         }
         if self.max_reassembly_messages == 0 {
             return bad("max_reassembly_messages", "is zero");

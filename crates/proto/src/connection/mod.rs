@@ -345,7 +345,7 @@ impl Connection {
             let half = self.config.max_receive_buffer_bytes / 2;
             if before < half && self.free_receive_bytes() >= half {
                 // The window reopened: tell the sender without waiting.
-                self.recv.request_ack();
+                self.recv.request_ack_at(self.now);
             }
         }
         Some(ev)

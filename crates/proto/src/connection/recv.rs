@@ -249,9 +249,10 @@ impl RecvState {
         }
     }
 
-    /// Ask for an ACK at the next opportunity (window update, STATUS).
-    pub fn request_ack(&mut self) {
-        self.ack_now = true;
+    /// Ask for an ACK by `at` (a window update). Armed as the ACK timer,
+    /// so a driver that only watches `poll_timeout` still sends it.
+    pub fn request_ack_at(&mut self, at: Time) {
+        self.ack_deadline = Some(self.ack_deadline.map_or(at, |t| t.min(at)));
     }
 
     /// Whether an ACK must be sent now.
@@ -396,10 +397,18 @@ impl RecvState {
             }
             let head = f.message_number == next;
             extra_bytes += f.data.len();
-            if !head
-                && (self.reassembly_messages + extra_messages > limits.max_messages
-                    || self.buffered_bytes() + extra_bytes > limits.max_buffer_bytes)
-            {
+            let full = if head {
+                // The head of the stream only competes with what the
+                // application has not read yet, so reassembly never
+                // deadlocks, yet an application that stops reading stops
+                // the peer.
+                let so_far = existing.map_or(0, |m| m.bytes);
+                self.unread_bytes + so_far + extra_bytes > limits.max_buffer_bytes
+            } else {
+                self.reassembly_messages + extra_messages > limits.max_messages
+                    || self.buffered_bytes() + extra_bytes > limits.max_buffer_bytes
+            };
+            if full {
                 return Err(DataRejection::NoBuffer);
             }
         }

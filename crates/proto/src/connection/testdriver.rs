@@ -46,6 +46,8 @@ pub(crate) struct Sim {
     pub rate_bps: u64,
     pub loss: f64,
     pub hook: Hook,
+    /// Whether the application of each node reads its events.
+    pub read_events: Vec<bool>,
     queue: BTreeMap<(Time, u64), InFlight>,
     link_free: Vec<Time>,
     seq: u64,
@@ -70,6 +72,7 @@ impl Sim {
             rate_bps: 0,
             loss: 0.0,
             hook: Box::new(|_, _, _| Fate::Deliver),
+            read_events: vec![true; n],
             queue: BTreeMap::new(),
             link_free: vec![Time::ZERO; n],
             seq: 0,
@@ -130,6 +133,9 @@ impl Sim {
             }
         }
         for i in 0..self.eps.len() {
+            if !self.read_events[i] {
+                continue;
+            }
             while let Some(ev) = self.eps[i].poll_event() {
                 self.events[i].push(ev);
             }

@@ -743,3 +743,88 @@ fn a_lost_probe_falls_back_to_the_initial_window() {
     assert_eq!(s.cwnd_bytes, 10 * 1452, "the controller's own IW");
     assert_eq!(sim.received(1).len(), 1);
 }
+
+#[test]
+fn a_reader_that_stops_closes_the_window_and_the_sender_polls_with_status() {
+    let small = ConnectionConfig {
+        max_receive_buffer_bytes: 8 * 1024,
+        max_message_size: 4 * 1024,
+        ..cfg()
+    };
+    let (mut sim, client) = pair(cfg(), small, ms(10));
+    sim.run_for(ms(100));
+    let server = sim.eps[1].handles()[0];
+    sim.read_events[1] = false;
+    for i in 0..30u32 {
+        let mut m = vec![0u8; 1000];
+        m[..4].copy_from_slice(&i.to_be_bytes());
+        sim.eps[0].send_message(client, sim.now, 0, &m).unwrap();
+    }
+    sim.run_for(Duration::from_secs(3));
+    let srv = sim.eps[1].stats(server).unwrap();
+    assert!(
+        srv.messages_delivered <= 8,
+        "{} delivered into an 8 KiB buffer",
+        srv.messages_delivered
+    );
+    let cli = sim.eps[0].stats(client).unwrap();
+    assert!(
+        cli.peer_window_bytes < 1000,
+        "window {}",
+        cli.peer_window_bytes
+    );
+    let polls = sim
+        .log
+        .iter()
+        .filter(|s| s.from == 0 && s.header.pk_type == PacketType::Status)
+        .count();
+    assert!(polls >= 2, "{polls} STATUS polls");
+    assert!(sim.log.iter().any(|s| s.from == 1
+        && s.header.pk_type == PacketType::Status
+        && s.header.flags.contains(Flags::REPLY)));
+    // The application reads again: the window reopens, everything arrives.
+    sim.read_events[1] = true;
+    sim.run_for(Duration::from_secs(5));
+    let got = sim.received(1);
+    assert_eq!(got.len(), 30);
+    assert!(got.iter().enumerate().all(|(i, (n, _))| *n as usize == i));
+}
+
+#[test]
+fn a_cwin_from_the_receiver_sets_the_senders_window() {
+    let (mut sim, client, _) = connected();
+    // Craft a CWIN from the server: window 0 for a handover.
+    let last = sim.log.iter().rev().find(|s| s.from == 1).unwrap();
+    let ack = last.header;
+    let next_pn = sim
+        .log
+        .iter()
+        .filter(|s| s.from == 1)
+        .filter_map(|s| DatagramRepr::decode(&s.bytes).ok()?.payload.packet_number())
+        .max()
+        .map_or(0, |pn| pn + 1);
+    let mut h = HeaderRepr::new(PacketType::Cwin);
+    h.dest_id = ack.dest_id;
+    h.src_id = ack.src_id;
+    h.sync_no = ack.sync_no;
+    h.flags = Flags::ST_CKS;
+    let dg = DatagramRepr {
+        header: h,
+        payload: Payload::Cwin(crate::wire::CwinPayload {
+            packet_number: next_pn,
+            window_bytes: 0,
+            reason: crate::wire::CwinReason::HANDOVER_START,
+        }),
+        auth_tag: &[],
+    };
+    let mut bytes = vec![0u8; dg.buffer_len()];
+    dg.emit(&mut bytes).unwrap();
+    sim.inject(0, addr(1), &bytes);
+    assert_eq!(sim.eps[0].stats(client).unwrap().peer_window_bytes, 0);
+    sim.eps[0]
+        .send_message(client, sim.now, 0, b"after the handover")
+        .unwrap();
+    sim.run_for(Duration::from_secs(2));
+    // STATUS answers reopen the window and the message goes through.
+    assert_eq!(sim.received(1).len(), 1);
+}
