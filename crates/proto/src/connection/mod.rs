@@ -657,6 +657,8 @@ impl Connection {
         ConnectionStats {
             state: self.state,
             controller: self.recovery.congestion().controller_name(),
+            controller_mode: cc.mode,
+            bandwidth_estimate_bytes_per_sec: cc.bandwidth_estimate_bytes_per_sec,
             cwnd_bytes: cc.cwnd_bytes,
             ssthresh_bytes: cc.ssthresh_bytes,
             pacing_rate_bytes_per_sec: cc.pacing_rate_bytes_per_sec,

@@ -42,6 +42,10 @@ pub struct ConnectionStats {
     pub state: ConnectionState,
     /// The controller's registry name.
     pub controller: &'static str,
+    /// The controller's mode (BBR: `startup`, …; RTW-TCP: `normal`, `frozen`).
+    pub controller_mode: Option<&'static str>,
+    /// The controller's bandwidth estimate, bytes per second, if it keeps one.
+    pub bandwidth_estimate_bytes_per_sec: Option<u64>,
     /// Congestion window, bytes.
     pub cwnd_bytes: u64,
     /// Slow-start threshold, bytes (`None` while infinite).

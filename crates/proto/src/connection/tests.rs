@@ -828,3 +828,106 @@ fn a_cwin_from_the_receiver_sets_the_senders_window() {
     // STATUS answers reopen the window and the message goes through.
     assert_eq!(sim.received(1).len(), 1);
 }
+
+#[test]
+fn a_burst_of_nacks_repeats_the_packet_pair_test() {
+    let c = ConnectionConfig {
+        startup: StartupMode::PacketPair,
+        ..cfg()
+    };
+    let (mut sim, client) = pair(c.clone(), c, ms(10));
+    sim.rate_bps = 10_000_000;
+    sim.run_for(Duration::from_millis(1500));
+    assert_eq!(sim.eps[0].stats(client).unwrap().probes_completed, 1);
+    let mut n = 0;
+    sim.hook = Box::new(move |from, h, _| {
+        if from == 0 && h.pk_type == PacketType::Data {
+            n += 1;
+            if n % 4 == 0 {
+                return Fate::Drop;
+            }
+        }
+        Fate::Deliver
+    });
+    for _ in 0..60 {
+        sim.eps[0]
+            .send_message(client, sim.now, 0, &[3u8; 1400])
+            .unwrap();
+    }
+    sim.run_for(Duration::from_secs(2));
+    let s = sim.eps[0].stats(client).unwrap();
+    assert!(s.nacks_received >= 3, "{} NACKs", s.nacks_received);
+    assert_eq!(
+        s.probes_started, 2,
+        "re-probed once (then at most once a second)"
+    );
+    assert_eq!(s.probes_completed, 2);
+    assert_eq!(sim.received(1).len(), 60);
+}
+
+#[test]
+fn the_send_gate_holds_data_during_a_predicted_blockage() {
+    let c = ConnectionConfig {
+        cc: CcConfig::from_name("rtwtcp").unwrap(),
+        ..cfg()
+    };
+    let (mut sim, client) = pair(c.clone(), c, ms(10));
+    sim.run_for(ms(100));
+    for _ in 0..400 {
+        sim.eps[0]
+            .send_message(client, sim.now, 0, &[1u8; 1400])
+            .unwrap();
+    }
+    sim.run_for(ms(200));
+    let hint_at = sim.now;
+    let blockage = ms(150);
+    sim.eps[0].link_hint(
+        client,
+        hint_at,
+        &peregrine_cc::LinkHint {
+            kind: peregrine_cc::LinkHintKind::Blockage,
+            issued_at: hint_at,
+            predicted_duration: Some(blockage),
+            cqi: Some(0),
+            speed_mps: Some(15.0),
+        },
+    );
+    assert_eq!(
+        sim.eps[0].stats(client).unwrap().controller_mode,
+        Some("frozen")
+    );
+    let end = hint_at + blockage;
+    let clock = std::rc::Rc::new(std::cell::Cell::new(sim.now));
+    let c2 = clock.clone();
+    sim.hook = Box::new(move |_, _, _| {
+        if c2.get() < end {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+    while sim.now < end {
+        sim.run_for(ms(1));
+        clock.set(sim.now);
+    }
+    let during = sim
+        .log
+        .iter()
+        .filter(|s| s.from == 0 && s.header.pk_type == PacketType::Data)
+        .filter(|s| s.at > hint_at && s.at < end)
+        .count();
+    assert_eq!(during, 0, "frozen: no DATA until the outage is over");
+    let s = sim.eps[0].stats(client).unwrap();
+    assert_eq!(s.controller, "rtwtcp");
+    while sim.now < end + Duration::from_secs(10) && sim.received(1).len() < 400 {
+        sim.run_for(ms(10));
+        clock.set(sim.now);
+    }
+    assert_eq!(sim.received(1).len(), 400);
+    assert_eq!(
+        sim.eps[0].stats(client).unwrap().loss_episodes,
+        0,
+        "no reduction for the blockage: {:?}",
+        sim.eps[0].stats(client).unwrap()
+    );
+}
