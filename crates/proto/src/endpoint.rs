@@ -82,7 +82,23 @@ pub struct EndpointStats {
     pub stateless_dropped: u64,
 }
 
-/// Many connections, demultiplexed by connection id. See the module docs.
+/// Many connections, demultiplexed by connection id.
+///
+/// # Call order
+///
+/// 1. Tell it what happened: [`handle_datagram`](SansIo::handle_datagram),
+///    [`handle_timeout`](SansIo::handle_timeout) when the instant from
+///    [`poll_timeout`](SansIo::poll_timeout) comes, or an application call
+///    ([`connect`](Self::connect), [`send_message`](Self::send_message),
+///    [`close`](Self::close), …).
+/// 2. Call [`poll_transmit`](SansIo::poll_transmit) until `None` and send
+///    each datagram.
+/// 3. Call [`poll_event`](Self::poll_event) until `None`, then
+///    [`poll_timeout`](SansIo::poll_timeout) and arm that one timer.
+///
+/// **Time never goes backwards**: each `now` must be at least the previous
+/// one; an earlier value is treated as the latest seen. No method panics
+/// for any input bytes.
 #[derive(Debug)]
 pub struct Endpoint {
     config: EndpointConfig,

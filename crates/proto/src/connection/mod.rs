@@ -93,8 +93,13 @@ pub(crate) struct Counters {
     pub protocol_errors: u64,
 }
 
-/// One side of one connection. See the module documentation for the
-/// call order; the [`Endpoint`](crate::endpoint::Endpoint) is the public face.
+/// One side of one connection, driven through its
+/// [`Endpoint`](crate::endpoint::Endpoint).
+///
+/// Call order: feed datagrams, timeouts and application calls with `now`;
+/// then drain the transmit queue; then read events and ask for the next
+/// timeout. **Time never goes backwards**: an earlier `now` than the
+/// latest seen is treated as the latest seen.
 #[derive(Debug)]
 pub struct Connection {
     config: ConnectionConfig,
