@@ -22,7 +22,27 @@ fn message(i: u32, rng: &mut SeededRng) -> Vec<u8> {
     m
 }
 
-fn exchange(name: &str, startup: StartupMode, loss: f64, seed: u64) {
+/// Impairments of one run.
+#[derive(Clone, Copy)]
+struct Path {
+    loss: f64,
+    jitter: Duration,
+    duplicate: f64,
+    /// `[start, end)` during which everything is dropped.
+    outage: Option<(Time, Time)>,
+}
+
+fn lossy(loss: f64) -> Path {
+    Path {
+        loss,
+        jitter: Duration::ZERO,
+        duplicate: 0.0,
+        outage: None,
+    }
+}
+
+fn exchange(name: &str, startup: StartupMode, path: Path, seed: u64) {
+    let loss = path.loss;
     let cc = CcConfig::from_name(name).expect("registered");
     let config = ConnectionConfig {
         cc,
@@ -33,7 +53,20 @@ fn exchange(name: &str, startup: StartupMode, loss: f64, seed: u64) {
     let b = Endpoint::new(EndpointConfig::server(config.clone()), seed + 1);
     let mut sim = Sim::new(vec![a, b], Duration::from_millis(15), seed);
     sim.loss = loss;
+    sim.jitter = path.jitter;
+    sim.duplicate = path.duplicate;
     sim.rate_bps = 20_000_000;
+    let clock = std::rc::Rc::new(std::cell::Cell::new(Time::ZERO));
+    if let Some((from, to)) = path.outage {
+        let c = clock.clone();
+        sim.hook = Box::new(move |_, _, _| {
+            if c.get() >= from && c.get() < to {
+                super::testdriver::Fate::Drop
+            } else {
+                super::testdriver::Fate::Deliver
+            }
+        });
+    }
     let client = sim.eps[0]
         .connect(Time::ZERO, addr(1), config)
         .expect("valid config");
@@ -68,7 +101,10 @@ fn exchange(name: &str, startup: StartupMode, loss: f64, seed: u64) {
                 back += 1;
             }
         }
-        sim.run_for(Duration::from_millis(20));
+        for _ in 0..20 {
+            sim.run_for(Duration::from_millis(1));
+            clock.set(sim.now);
+        }
         if next == sent.len() && sim.received(1).len() == sent.len() && sim.received(0).len() == 100
         {
             break;
@@ -120,11 +156,37 @@ fn thousand_messages_over_a_lossy_link_with_every_controller() {
         } else {
             StartupMode::SlowStart
         };
-        exchange(name, startup, 0.05, 100 + i as u64);
+        exchange(name, startup, lossy(0.05), 100 + i as u64);
     }
 }
 
 #[test]
 fn thousand_messages_without_loss() {
-    exchange("cubic", StartupMode::PacketPair, 0.0, 9);
+    exchange("cubic", StartupMode::PacketPair, lossy(0.0), 9);
+}
+
+#[test]
+fn thousand_messages_through_reordering_duplication_and_loss() {
+    for (i, name) in ["newreno", "cubic", "bbr", "rtwtcp"].iter().enumerate() {
+        let path = Path {
+            loss: 0.03,
+            jitter: Duration::from_millis(8),
+            duplicate: 0.03,
+            outage: None,
+        };
+        exchange(name, StartupMode::PacketPair, path, 300 + i as u64);
+    }
+}
+
+#[test]
+fn thousand_messages_through_a_two_second_outage() {
+    for (i, name) in NAMES.iter().enumerate() {
+        let path = Path {
+            loss: 0.01,
+            jitter: Duration::ZERO,
+            duplicate: 0.0,
+            outage: Some((Time::from_millis(500), Time::from_millis(2500))),
+        };
+        exchange(name, StartupMode::SlowStart, path, 500 + i as u64);
+    }
 }

@@ -32,6 +32,8 @@ const MAX_RANGES: usize = 512;
 #[derive(Clone, Debug, Default)]
 pub struct RangeSet {
     ranges: BTreeMap<u64, u64>,
+    /// Everything below this was forgotten to bound memory.
+    trimmed_below: u64,
 }
 
 impl RangeSet {
@@ -63,7 +65,9 @@ impl RangeSet {
         }
         self.ranges.insert(start, end);
         while self.ranges.len() > MAX_RANGES {
-            self.ranges.pop_first();
+            if let Some((_, e)) = self.ranges.pop_first() {
+                self.trimmed_below = self.trimmed_below.max(e.saturating_add(1));
+            }
         }
         true
     }
@@ -73,9 +77,10 @@ impl RangeSet {
         self.ranges.iter().rev().map(|(&s, &e)| (s, e))
     }
 
-    /// The lowest number the set still remembers.
-    pub fn floor(&self) -> Option<u64> {
-        self.ranges.keys().next().copied()
+    /// Numbers below this were forgotten (the oldest ranges are dropped
+    /// beyond 512 ranges); they count as received.
+    pub fn trimmed_below(&self) -> u64 {
+        self.trimmed_below
     }
 
     /// Missing numbers in `from..=to`, as `(first, count)` runs, ascending.
@@ -203,7 +208,7 @@ impl RecvState {
     /// Whether `pn` was received before (or is too old to tell, which
     /// counts as received: its data was acknowledged long ago).
     pub fn is_duplicate(&self, pn: u64) -> bool {
-        self.received.contains(pn) || self.received.floor().is_some_and(|f| pn < f)
+        self.received.contains(pn) || pn < self.received.trimmed_below()
     }
 
     /// Count a duplicate packet.
@@ -260,9 +265,9 @@ impl RecvState {
         self.largest.is_some() && (self.ack_now || self.ack_deadline.is_some_and(|t| t <= now))
     }
 
-    /// The delayed-ACK timer.
+    /// The delayed-ACK timer (none before anything arrived).
     pub fn ack_deadline(&self) -> Option<Time> {
-        self.ack_deadline
+        self.largest.and(self.ack_deadline)
     }
 
     /// Build the ACK to send now and reset the ACK schedule. The second
@@ -315,7 +320,7 @@ impl RecvState {
         let Some(limit) = largest.checked_sub(threshold) else {
             return;
         };
-        let from = self.nack_floor.max(self.received.floor().unwrap_or(0));
+        let from = self.nack_floor.max(self.received.trimmed_below());
         if from > limit {
             return;
         }
@@ -522,6 +527,20 @@ mod tests {
         assert_eq!(r.gaps(0, 10), [(3, 2), (8, 2)]);
         assert_eq!(r.gaps(4, 8), [(4, 1), (8, 1)]);
         assert_eq!(r.gaps(11, 12), [(11, 2)]);
+    }
+
+    #[test]
+    fn early_reordering_is_not_taken_for_duplicates() {
+        let mut rx = RecvState::new();
+        rx.record(Time::ZERO, 5);
+        assert!(!rx.is_duplicate(0));
+        assert!(rx.is_duplicate(5));
+        let mut r = RangeSet::default();
+        for v in 0..2000u64 {
+            r.insert(v * 2);
+        }
+        assert!(r.trimmed_below() > 0, "bounded");
+        assert!(r.descending().count() <= 512);
     }
 
     #[test]

@@ -45,6 +45,10 @@ pub(crate) struct Sim {
     pub delay: Duration,
     pub rate_bps: u64,
     pub loss: f64,
+    /// Uniform extra delay in `[0, jitter)` per datagram (reorders).
+    pub jitter: Duration,
+    /// Probability that a datagram is delivered twice.
+    pub duplicate: f64,
     pub hook: Hook,
     /// Whether the application of each node reads its events.
     pub read_events: Vec<bool>,
@@ -71,6 +75,8 @@ impl Sim {
             delay,
             rate_bps: 0,
             loss: 0.0,
+            jitter: Duration::ZERO,
+            duplicate: 0.0,
             hook: Box::new(|_, _, _| Fate::Deliver),
             read_events: vec![true; n],
             queue: BTreeMap::new(),
@@ -125,11 +131,19 @@ impl Sim {
                 } else {
                     t.ecn
                 };
-                self.seq += 1;
-                self.queue.insert(
-                    (depart + self.delay, self.seq),
-                    (to, self.addrs[i], bytes, ecn),
-                );
+                let copies = if self.duplicate > 0.0 && self.chance() < self.duplicate {
+                    2
+                } else {
+                    1
+                };
+                for _ in 0..copies {
+                    let extra = self.jitter.mul_f64(self.chance());
+                    self.seq += 1;
+                    self.queue.insert(
+                        (depart + self.delay + extra, self.seq),
+                        (to, self.addrs[i], bytes.clone(), ecn),
+                    );
+                }
             }
         }
         for i in 0..self.eps.len() {
