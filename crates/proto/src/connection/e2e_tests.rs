@@ -5,6 +5,7 @@ use super::testdriver::{addr, Sim};
 use super::*;
 use crate::endpoint::Endpoint;
 use crate::rng::SeededRng;
+use crate::wire::StartupMode;
 use peregrine_cc::{CcConfig, Time, NAMES};
 use std::time::Duration;
 

@@ -1,5 +1,6 @@
 //! A snapshot of one connection, for the application, traces and tests.
 
+use super::Connection;
 use crate::probe::ProbeResult;
 use peregrine_cc::CaState;
 use std::time::Duration;
@@ -138,4 +139,69 @@ pub struct ConnectionStats {
     pub last_probe: Option<ProbeResult>,
     /// Window handed to the controller by the start-up probe, bytes.
     pub initial_window_bytes: Option<u64>,
+}
+
+impl Connection {
+    /// A snapshot of the connection.
+    pub(crate) fn stats(&self) -> ConnectionStats {
+        let cc = self.recovery.cc_stats();
+        let rtt = self.recovery.rtt();
+        let rc = self.recovery.counters();
+        let cg = self.recovery.congestion().counters();
+        let rx = self.recv.counters();
+        let tx = self.send.counters();
+        let c = &self.counters;
+        ConnectionStats {
+            state: self.state,
+            controller: self.recovery.congestion().controller_name(),
+            controller_mode: cc.mode,
+            bandwidth_estimate_bytes_per_sec: cc.bandwidth_estimate_bytes_per_sec,
+            cwnd_bytes: cc.cwnd_bytes,
+            ssthresh_bytes: cc.ssthresh_bytes,
+            pacing_rate_bytes_per_sec: cc.pacing_rate_bytes_per_sec,
+            ca_state: self.recovery.ca_state(),
+            srtt: rtt.srtt(),
+            min_rtt: rtt.min_rtt(),
+            rttvar: rtt.rttvar(),
+            latest_rtt: rtt.latest_rtt(),
+            rto: rtt.rto(),
+            bytes_in_flight: self.recovery.bytes_in_flight(),
+            peer_window_bytes: self.send.peer_window(),
+            packets_sent: c.packets_sent,
+            bytes_sent: c.bytes_sent,
+            packets_received: c.packets_received,
+            bytes_received: c.bytes_received,
+            data_packets_sent: rc.data_packets_sent,
+            packets_acked: rc.packets_acked,
+            bytes_acked: rc.bytes_acked,
+            packets_lost: rc.packets_lost,
+            bytes_lost: rc.bytes_lost,
+            packets_retransmitted: c.packets_retransmitted,
+            bytes_retransmitted: c.bytes_retransmitted,
+            spurious_losses: rc.spurious_losses,
+            undos: cg.undos,
+            loss_episodes: cg.loss_episodes,
+            ecn_episodes: cg.ecn_episodes,
+            rtos: cg.rtos,
+            holds: cg.holds,
+            messages_sent: tx.messages_sent,
+            messages_acked: tx.messages_acked,
+            messages_delivered: rx.messages_delivered,
+            acks_sent: c.acks_sent,
+            acks_received: rc.acks_received,
+            nacks_sent: c.nacks_sent,
+            nacks_received: c.nacks_received,
+            keep_alives_sent: c.keep_alives_sent,
+            duplicate_packets: rx.duplicate_packets,
+            wrong_sync_no: c.wrong_sync_no,
+            wrong_address: c.wrong_address,
+            protocol_errors: c.protocol_errors,
+            ecn_ce_received: rx.ecn_ce_received,
+            ecn_echoes_received: rc.ecn_echoes,
+            probes_started: self.probe.started(),
+            probes_completed: self.probe.completed(),
+            last_probe: self.probe.last(),
+            initial_window_bytes: self.initial_window,
+        }
+    }
 }
