@@ -485,3 +485,77 @@ fn malformed_and_random_datagrams_never_panic() {
     assert!(sim.received(1).iter().any(|(_, b)| b == b"after"));
     let _ = server;
 }
+
+#[test]
+fn close_before_the_answer_ends_at_once() {
+    let (mut sim, h) = pair(cfg(), cfg(), ms(10));
+    sim.eps[0]
+        .send_message(h, Time::ZERO, 0, b"queued")
+        .unwrap();
+    sim.eps[0].close(h, Time::ZERO);
+    sim.run_for(ms(100));
+    assert_eq!(
+        sim.closed(0),
+        Some(Event::Closed {
+            reason: CloseReason::Local,
+            undelivered: vec![MessageId {
+                stream: 0,
+                number: 0
+            }]
+        })
+    );
+}
+
+#[test]
+fn simultaneous_close_completes_on_both_sides() {
+    let (mut sim, client, server) = connected();
+    sim.eps[0].send_message(client, sim.now, 0, b"a").unwrap();
+    sim.eps[1].send_message(server, sim.now, 0, b"b").unwrap();
+    sim.eps[0].close(client, sim.now);
+    sim.eps[1].close(server, sim.now);
+    sim.run_for(Duration::from_secs(3));
+    assert_eq!(sim.received(0).len(), 1);
+    assert_eq!(sim.received(1).len(), 1);
+    for node in 0..2 {
+        assert!(
+            matches!(sim.closed(node), Some(Event::Closed { reason: CloseReason::Local, ref undelivered }) if undelivered.is_empty()),
+            "node {node}: {:?}",
+            sim.closed(node)
+        );
+        assert!(sim.saw(node, |e| *e == Event::PeerClosed));
+    }
+}
+
+#[test]
+fn one_endpoint_serves_many_connections_by_id() {
+    let mut eps = vec![Endpoint::new(EndpointConfig::server(cfg()), 10)];
+    for i in 0..3 {
+        eps.push(Endpoint::new(EndpointConfig::default(), 20 + i));
+    }
+    let mut sim = Sim::new(eps, ms(5), 3);
+    let mut handles = Vec::new();
+    for i in 1..4 {
+        let h = sim.eps[i].connect(Time::ZERO, addr(0), cfg()).unwrap();
+        // Two connections from the same client endpoint, too.
+        let h2 = sim.eps[i].connect(Time::ZERO, addr(0), cfg()).unwrap();
+        handles.push((i, h, h2));
+    }
+    sim.run_for(ms(100));
+    assert_eq!(sim.eps[0].connection_count(), 6);
+    for &(i, h, h2) in &handles {
+        sim.eps[i].send_message(h, sim.now, 0, &[i as u8]).unwrap();
+        sim.eps[i]
+            .send_message(h2, sim.now, 0, &[i as u8 + 10])
+            .unwrap();
+    }
+    sim.run_for(ms(200));
+    let mut got: Vec<u8> = sim.received(0).iter().map(|(_, b)| b[0]).collect();
+    got.sort_unstable();
+    assert_eq!(got, [1, 2, 3, 11, 12, 13]);
+    let per_conn: std::collections::BTreeSet<_> = sim.events[0]
+        .iter()
+        .filter(|(_, e)| matches!(e, Event::MessageReceived { .. }))
+        .map(|(h, _)| *h)
+        .collect();
+    assert_eq!(per_conn.len(), 6, "each message on its own connection");
+}

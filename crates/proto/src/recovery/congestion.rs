@@ -299,6 +299,9 @@ impl Congestion {
     pub fn after_send(&mut self, ctx: &PathCtx<'_>, size: u32, probe: bool) {
         let now = ctx.now;
         self.last_send = Some(now);
+        // Sending again: application-limited only if the sender runs out
+        // of data once more (then `on_app_limited` marks the sampler again).
+        self.app_limited = false;
         if probe {
             if let SendGate::ProbeOnly { next_probe_at } = self.cc.send_gate(now) {
                 self.probe_sent_for = Some(next_probe_at);
