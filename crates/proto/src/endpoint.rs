@@ -489,19 +489,23 @@ impl SansIo for Endpoint {
                 size: bytes.len(),
             });
         }
-        // Round robin, starting after the connection that sent last.
-        let order: Vec<ConnectionHandle> = self
-            .connections
-            .range(ConnectionHandle(self.cursor)..)
-            .chain(self.connections.range(..ConnectionHandle(self.cursor)))
-            .map(|(h, _)| *h)
-            .collect();
-        for handle in order {
+        // Round robin, starting after the connection that sent last (no
+        // allocation: this runs once per datagram).
+        let mut key = self.cursor;
+        for _ in 0..self.connections.len() {
+            let next = self
+                .connections
+                .range(ConnectionHandle(key)..)
+                .next()
+                .or_else(|| self.connections.iter().next())
+                .map(|(h, _)| *h);
+            let Some(handle) = next else { break };
+            key = handle.0.saturating_add(1);
             let Some(c) = self.connections.get_mut(&handle) else {
                 continue;
             };
             if let Some(size) = c.poll_transmit(now, buf) {
-                self.cursor = handle.0 + 1;
+                self.cursor = key;
                 let destination = c.remote();
                 self.reap(handle);
                 return Some(Transmit {
