@@ -18,6 +18,51 @@
 //! byte-level specification and holds the test vectors;
 //! `peregrine wire decode|encode` is the command-line view of this module.
 //!
+//! ## `endpoint`: the sans-IO face
+//!
+//! [`endpoint::Endpoint`] holds every connection of one socket or simulated
+//! node and implements [`SansIo`]: `handle_datagram` / `handle_timeout` in,
+//! `poll_transmit` / `poll_timeout` / `poll_event` out, in that order, with
+//! a `now` that never goes backwards. It demultiplexes by connection id,
+//! opens connections (`connect`), accepts or REJECTs STARTs, answers
+//! packets of unknown connections with a stateless REMOTE_RESET, and is
+//! where applications send messages, close, and read stats.
+//!
+//! ## `connection`: the SLTP state machine
+//!
+//! [`connection`] is one association: the life cycle of seed 003 §IV
+//! (two-way START with TLV negotiation, REJECT, END_LOCAL / END_REMOTE /
+//! TIMED_CLOSE, END/END + FIN, REMOTE_RESET, idle timeout with IDLE
+//! keep-alives, SYNC_NO checked on every packet), messages of any size
+//! fragmented into blocks and reassembled in order per stream (small ones
+//! coalesced into one datagram), the receive window, ACKs on REPLY_REQ and
+//! on the receiver's schedule, NACKs, the events (Connected,
+//! MessageReceived, PeerClosed, Closed, SecurityViolation, NetworkReset)
+//! and a stats snapshot. Every buffer is bounded by configuration.
+//!
+//! ## `recovery`: what the connection owes the controllers
+//!
+//! [`recovery`] is cc-spec §2.1–§2.2 for a packet-numbered transport: RFC
+//! 6298 RTT and RTO (minimum 200 ms by default, exponential backoff; never
+//! a sample from an ST_RET packet), packet- and time-threshold loss
+//! detection, the congestion-state machine around a
+//! `peregrine_cc::CongestionController` (one reduction per flight,
+//! recovery exit, `Hold`, spurious-loss undo, ECN), the delivery-rate
+//! sampler and round counter, cwnd-limited tracking, pacing and the
+//! controller's send gate.
+//!
+//! ## `probe`: packet-pair start-up
+//!
+//! [`probe`] is SLTP's ECHO_1/ECHO_2 test (seed 003 §III-D): latency,
+//! bandwidth and burst from two back-to-back probes, handed to the
+//! controller as its initial window (capped) before the first DATA packet;
+//! repeated after a burst of NACKs. `StartupMode::SlowStart` skips it.
+//!
+//! ## `rng`
+//!
+//! [`rng`] is the core's one random source, a SplitMix64 seeded by whoever
+//! creates the endpoint, so every run is reproducible.
+//!
 //! ## `harness`: bad links in memory
 //!
 //! [`harness`] runs any number of [`SansIo`] participants in virtual time
@@ -28,10 +73,21 @@
 
 #![warn(missing_docs)]
 
+pub mod connection;
+pub mod endpoint;
 pub mod harness;
 pub mod io;
+pub mod probe;
+pub mod recovery;
+pub mod rng;
+mod send_helpers;
 pub mod wire;
 
+pub use connection::{
+    CloseReason, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig, Event,
+    MessageId, SendError,
+};
+pub use endpoint::{ConnectionHandle, Endpoint};
 pub use io::{EcnCodepoint, SansIo, Transmit};
 
 pub use peregrine_cc::Time;

@@ -1,0 +1,268 @@
+//! Connection and endpoint settings, with the defaults of a drone/vehicle
+//! transport and the bounds that keep memory use finite.
+
+use crate::wire::{StartupMode, HEADER_LEN};
+use peregrine_cc::CcConfig;
+use std::time::Duration;
+
+/// Bytes of a DATA datagram that are not block data when it carries one
+/// frame: base header, packet number, stream-frame header.
+pub const DATA_OVERHEAD: usize = HEADER_LEN + 4 + crate::wire::StreamFrame::HEADER_LEN;
+/// The smallest datagram size a connection agrees to use: room for a
+/// header, a packet number, a frame header and 27 bytes of data, and for
+/// the ACK and NACK payloads the connection sends.
+pub const MIN_PACKET_SIZE: u16 = 64;
+
+/// A configuration value that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid connection configuration: {field} {problem}")]
+pub struct ConfigError {
+    /// The offending field.
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub problem: &'static str,
+}
+
+/// Settings of one connection (either side).
+///
+/// Every limit is enforced with an error or a drop, never a panic: a
+/// hostile peer cannot make the connection hold more than
+/// `max_receive_buffer_bytes` of reassembly data or more than
+/// `max_reassembly_messages` incomplete messages.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConnectionConfig {
+    /// The congestion controller of this side's sending direction.
+    pub cc: CcConfig,
+    /// How the sending direction starts: SLTP's packet pair (ECHO_1/ECHO_2
+    /// sizes the first window; the runtime's default) or the controller's
+    /// own slow start (what the seed reproductions of TCP and QUIC use).
+    pub startup: StartupMode,
+    /// Largest datagram (TOTAL_LEN) this side sends and accepts; the
+    /// connection uses the smaller of both sides' values. 1452 bytes is
+    /// SLTP's own choice (seed 003 §VI).
+    pub max_packet_size: u16,
+    /// Largest application message accepted by `send_message`, bytes.
+    pub max_message_size: usize,
+    /// Most messages sent but not yet acknowledged by the peer.
+    pub max_outstanding_messages: usize,
+    /// Most bytes of messages sent but not yet acknowledged by the peer.
+    pub max_send_buffer_bytes: usize,
+    /// Receive buffer: bytes of incomplete or out-of-order messages plus
+    /// received messages the application has not polled yet. The free part
+    /// is the window advertised in WINDOW_SIZE.
+    pub max_receive_buffer_bytes: usize,
+    /// Most incomplete or out-of-order messages held for reassembly.
+    pub max_reassembly_messages: usize,
+    /// RTO before the first RTT sample (RFC 6298: 1 s).
+    pub initial_rto: Duration,
+    /// Lower bound on the RTO (default 200 ms, as Linux; RFC 6298 says 1 s).
+    pub min_rto: Duration,
+    /// Upper bound on the backed-off RTO (RFC 6298: at least 60 s).
+    pub max_rto: Duration,
+    /// Longest this side holds an acknowledgement back.
+    pub max_ack_delay: Duration,
+    /// Acknowledge at once after this many unacknowledged DATA packets.
+    pub ack_frequency: u32,
+    /// Packet-threshold loss detection distance (DupThresh), also the
+    /// receiver's reordering allowance before it NACKs a gap.
+    pub packet_threshold: u64,
+    /// Close the connection when nothing arrives from the peer for this long.
+    pub idle_timeout: Duration,
+    /// Send an IDLE keep-alive when nothing was sent for this long; must be
+    /// shorter than `idle_timeout`.
+    pub keep_alive_interval: Duration,
+    /// Give up a START that gets no answer after this long.
+    pub handshake_timeout: Duration,
+    /// Upper bound on the packet-pair measured initial window, bytes
+    /// (SLTP's 144 KiB by default).
+    pub max_initial_window_bytes: u64,
+    /// Longest the packet-pair test waits for its two answers before the
+    /// connection falls back to the controller's initial window.
+    pub probe_timeout: Duration,
+    /// This many NACKs within one smoothed RTT count as a burst, which
+    /// repeats the packet-pair test (seed 003 §III-D); 0 disables re-probing.
+    pub reprobe_nack_burst: u32,
+    /// Least time between two packet-pair tests.
+    pub reprobe_min_interval: Duration,
+    /// Set ST_CKS (Internet checksum) on every datagram sent.
+    pub checksum: bool,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            cc: CcConfig::from_name("cubic").unwrap_or(CcConfig::NewReno(Default::default())),
+            startup: StartupMode::PacketPair,
+            max_packet_size: 1452,
+            max_message_size: 1 << 20,
+            max_outstanding_messages: 4096,
+            max_send_buffer_bytes: 16 << 20,
+            max_receive_buffer_bytes: 4 << 20,
+            max_reassembly_messages: 4096,
+            initial_rto: Duration::from_secs(1),
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(60),
+            max_ack_delay: Duration::from_millis(25),
+            ack_frequency: 2,
+            packet_threshold: 3,
+            idle_timeout: Duration::from_secs(30),
+            keep_alive_interval: Duration::from_secs(5),
+            handshake_timeout: Duration::from_secs(10),
+            max_initial_window_bytes: 144 * 1024,
+            probe_timeout: Duration::from_secs(1),
+            reprobe_nack_burst: 3,
+            reprobe_min_interval: Duration::from_secs(1),
+            checksum: true,
+        }
+    }
+}
+
+impl ConnectionConfig {
+    /// The default configuration with controller `cc` and start-up `startup`.
+    pub fn with_controller(cc: CcConfig, startup: StartupMode) -> ConnectionConfig {
+        ConnectionConfig {
+            cc,
+            startup,
+            ..ConnectionConfig::default()
+        }
+    }
+
+    /// Checks that the settings can work together.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |field, problem| Err(ConfigError { field, problem });
+        if self.max_packet_size < MIN_PACKET_SIZE {
+            return bad("max_packet_size", "is below 64 bytes");
+        }
+        let block = usize::from(self.max_packet_size) - DATA_OVERHEAD;
+        if self.max_message_size > block * usize::from(u16::MAX) {
+            return bad(
+                "max_message_size",
+                "needs more than 65,535 blocks of max_packet_size",
+            );
+        }
+        if self.max_outstanding_messages == 0 {
+            return bad("max_outstanding_messages", "is zero");
+        }
+        if self.max_send_buffer_bytes < self.max_message_size {
+            return bad("max_send_buffer_bytes", "is smaller than max_message_size");
+        }
+        if self.max_receive_buffer_bytes
+            < self.max_message_size.max(usize::from(self.max_packet_size))
+        {
+            return bad(
+                "max_receive_buffer_bytes",
+                "is smaller than max_message_size or one packet",
+            );
+        }
+        if self.max_reassembly_messages == 0 {
+            return bad("max_reassembly_messages", "is zero");
+        }
+        if self.min_rto.is_zero() {
+            return bad("min_rto", "is zero");
+        }
+        if self.max_rto < self.min_rto {
+            return bad("max_rto", "is below min_rto");
+        }
+        if self.ack_frequency == 0 {
+            return bad("ack_frequency", "is zero");
+        }
+        if self.packet_threshold == 0 {
+            return bad("packet_threshold", "is zero");
+        }
+        if self.idle_timeout.is_zero() {
+            return bad("idle_timeout", "is zero");
+        }
+        if self.keep_alive_interval.is_zero() || self.keep_alive_interval >= self.idle_timeout {
+            return bad(
+                "keep_alive_interval",
+                "must be positive and below idle_timeout",
+            );
+        }
+        if self.handshake_timeout.is_zero() {
+            return bad("handshake_timeout", "is zero");
+        }
+        if self.probe_timeout.is_zero() {
+            return bad("probe_timeout", "is zero");
+        }
+        Ok(())
+    }
+
+    /// The WINDOW_SCALE this side announces: the smallest shift that fits
+    /// its receive buffer into WINDOW_SIZE's 20 bits (at most 12).
+    pub fn window_scale(&self) -> u8 {
+        let mut scale = 0u8;
+        while scale < 12 && (self.max_receive_buffer_bytes >> scale) > 0x000f_ffff {
+            scale += 1;
+        }
+        scale
+    }
+}
+
+/// Settings of an [`Endpoint`](crate::endpoint::Endpoint).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndpointConfig {
+    /// How accepted connections are configured; `None` = this endpoint
+    /// accepts no connection (every START is answered with REJECT `refused`).
+    pub server: Option<ConnectionConfig>,
+    /// Most connections at once (further STARTs get REJECT `busy`).
+    pub max_connections: usize,
+    /// Run the controller the initiator asks for in its CONTROLLER TLV
+    /// (when it is a registered name) instead of `server.cc`; an unknown
+    /// name is then answered with REJECT `controller_unsupported`.
+    pub adopt_peer_controller: bool,
+    /// Most datagrams without a connection (REJECTs, resets) queued for sending.
+    pub max_stateless_queue: usize,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig {
+            server: None,
+            max_connections: 1024,
+            adopt_peer_controller: false,
+            max_stateless_queue: 64,
+        }
+    }
+}
+
+impl EndpointConfig {
+    /// An endpoint that accepts connections configured as `server`.
+    pub fn server(server: ConnectionConfig) -> EndpointConfig {
+        EndpointConfig {
+            server: Some(server),
+            ..EndpointConfig::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_bad_values_name_the_field() {
+        assert_eq!(ConnectionConfig::default().validate(), Ok(()));
+        let c = ConnectionConfig {
+            keep_alive_interval: Duration::from_secs(60),
+            ..ConnectionConfig::default()
+        };
+        assert_eq!(c.validate().unwrap_err().field, "keep_alive_interval");
+        let c = ConnectionConfig {
+            max_packet_size: 40,
+            ..ConnectionConfig::default()
+        };
+        assert_eq!(c.validate().unwrap_err().field, "max_packet_size");
+    }
+
+    #[test]
+    fn window_scale_fits_the_buffer_in_20_bits() {
+        let c = ConnectionConfig::default();
+        // 4 MiB >> 2 = 1 MiB > 0xfffff; >> 3 fits.
+        assert_eq!(c.window_scale(), 3);
+        let small = ConnectionConfig {
+            max_receive_buffer_bytes: 100_000,
+            ..ConnectionConfig::default()
+        };
+        assert_eq!(small.window_scale(), 0);
+    }
+}

@@ -1,0 +1,299 @@
+//! Incoming packets: checks (address, ST_CKS, SYNC_NO, duplicates) and
+//! dispatch by packet type to the life cycle, the receiver, recovery and
+//! the packet-pair prober.
+
+use super::recv::{self, RecvLimits};
+use super::{config, Connection, ConnectionState, Event, StartParams, ViolationKind};
+use crate::probe::ProbeOutcome;
+use crate::recovery::{BlockRef, RecoveryOutcome};
+use crate::wire::{
+    expand_packet_number, DatagramRepr, EchoPayload, Flags, MissingPackets, PacketType, Payload,
+    StartupMode,
+};
+use crate::EcnCodepoint;
+use peregrine_cc::Time;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Most ECHO answers queued (a flood of probes cannot grow memory).
+const MAX_ECHO_REPLIES: usize = 16;
+
+impl Connection {
+    /// One decoded datagram addressed to this connection.
+    pub(crate) fn handle_datagram(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        ecn: Option<EcnCodepoint>,
+        dg: &DatagramRepr<'_>,
+    ) {
+        let now = self.tick(now);
+        if self.state == ConnectionState::Closed {
+            return;
+        }
+        if remote != self.remote {
+            self.violation(ViolationKind::WrongAddress);
+            return;
+        }
+        let h = &dg.header;
+        // A side that checksums requires its peer's packets checksummed:
+        // otherwise a corruption that clears ST_CKS would go unnoticed.
+        if self.config.checksum && !h.flags.contains(Flags::ST_CKS) {
+            self.counters.protocol_errors += 1;
+            return;
+        }
+        match &dg.payload {
+            Payload::Start(start) => {
+                if !h.flags.contains(Flags::REPLY) {
+                    self.on_duplicate_start(now, h.sync_no);
+                } else if self.state == ConnectionState::Starting {
+                    let params = StartParams::from_tlvs(&start.tlvs);
+                    if h.flags.contains(Flags::W_VAL) {
+                        let scale = params.window_scale.min(12);
+                        self.send.set_peer_window(u64::from(h.window_size) << scale);
+                    }
+                    self.note_received(now, h.total_len);
+                    self.on_start_reply(now, h.src_id, h.sync_no, &params);
+                } else if self.peer_sync != Some(h.sync_no) {
+                    self.violation(ViolationKind::WrongSyncNo);
+                }
+                return;
+            }
+            Payload::Reject(r) => {
+                if h.sync_no == self.local_sync {
+                    self.on_reject(now, r.reason);
+                } else {
+                    self.violation(ViolationKind::WrongSyncNo);
+                }
+                return;
+            }
+            _ => {}
+        }
+        if h.flags.contains(Flags::REMOTE_RESET) {
+            if h.sync_no == self.local_sync || self.peer_sync == Some(h.sync_no) {
+                self.on_reset(now);
+            } else {
+                self.violation(ViolationKind::WrongSyncNo);
+            }
+            return;
+        }
+        let Some(peer_sync) = self.peer_sync else {
+            // Before the START answer nothing can be checked: drop.
+            self.counters.protocol_errors += 1;
+            return;
+        };
+        if h.sync_no != peer_sync {
+            self.violation(ViolationKind::WrongSyncNo);
+            return;
+        }
+        let Some(truncated) = dg.payload.packet_number() else {
+            return;
+        };
+        let pn = expand_packet_number(truncated, self.recv.largest());
+        if self.recv.is_duplicate(pn) {
+            self.recv.on_duplicate();
+            return;
+        }
+        let newest = self.recv.largest().map_or(true, |l| pn > l);
+        self.last_received = now;
+        if newest && h.flags.contains(Flags::W_VAL) {
+            let bytes = u64::from(h.window_size) << self.peer_scale.min(12);
+            self.on_peer_window(bytes);
+        }
+        match &dg.payload {
+            Payload::Data(d) => {
+                if !self.on_data(now, pn, dg, ecn, &d.frames) {
+                    return;
+                }
+            }
+            other => {
+                self.recv.record(now, pn);
+                self.on_control(now, h, other);
+            }
+        }
+        self.note_received(now, h.total_len);
+        self.recv.detect_missing(self.config.packet_threshold);
+        self.check_close_progress(now);
+    }
+
+    fn note_received(&mut self, _now: Time, len: u16) {
+        self.counters.packets_received += 1;
+        self.counters.bytes_received += u64::from(len);
+    }
+
+    fn on_peer_window(&mut self, bytes: u64) {
+        self.send.set_peer_window(bytes);
+        if !self.send.window_blocked() {
+            self.status_poll_at = None;
+            self.status_poll_pending = false;
+            self.status_backoff = 0;
+        }
+    }
+
+    fn on_data(
+        &mut self,
+        now: Time,
+        pn: u64,
+        dg: &DatagramRepr<'_>,
+        ecn: Option<EcnCodepoint>,
+        frames: &[crate::wire::StreamFrame<'_>],
+    ) -> bool {
+        if !matches!(
+            self.state,
+            ConnectionState::Connected
+                | ConnectionState::EndLocal
+                | ConnectionState::EndRemote
+                | ConnectionState::TimedClose
+        ) {
+            return false;
+        }
+        let limits = RecvLimits {
+            max_buffer_bytes: self.config.max_receive_buffer_bytes,
+            max_messages: self.config.max_reassembly_messages,
+            max_message_size: self.config.max_message_size,
+            peer_block_size: usize::from(self.packet_size).saturating_sub(config::DATA_OVERHEAD),
+        };
+        if let Err(why) = self.recv.check_frames(frames, &limits) {
+            if matches!(why, recv::DataRejection::Protocol(_)) {
+                self.counters.protocol_errors += 1;
+            }
+            self.recv.on_rejected(why);
+            return false;
+        }
+        let in_order = self.recv.record(now, pn);
+        for (id, bytes) in self.recv.store_frames(frames) {
+            self.events.push_back(Event::MessageReceived {
+                stream: id.stream,
+                id,
+                bytes,
+            });
+        }
+        let h = &dg.header;
+        let ce = ecn == Some(EcnCodepoint::Ce) || h.cn == 3;
+        self.recv.on_data_packet(
+            now,
+            in_order,
+            h.flags.contains(Flags::REPLY_REQ),
+            ce,
+            self.config.ack_frequency,
+            self.config.max_ack_delay,
+        );
+        true
+    }
+
+    fn on_control(&mut self, now: Time, h: &crate::wire::HeaderRepr, payload: &Payload<'_>) {
+        match (h.pk_type, payload) {
+            (PacketType::Ack, Payload::Ack(ack)) => {
+                let out = self.recovery.on_ack(now, ack, h.cn == 3);
+                self.apply(out);
+            }
+            (PacketType::Nack, Payload::Nack(nack)) => {
+                self.counters.nacks_received += 1;
+                let mut missing = nack.missing_packets.clone();
+                for b in &nack.missing_blocks {
+                    let block = BlockRef {
+                        stream: b.stream_id,
+                        message: b.message_number,
+                        block: b.block_index,
+                    };
+                    if let Some(pn) = self.send.carrier(block) {
+                        missing.push(MissingPackets {
+                            first: pn,
+                            count: 1,
+                        });
+                    }
+                }
+                let out = self.recovery.on_nack(now, &missing);
+                self.apply(out);
+                self.maybe_reprobe(now);
+            }
+            (PacketType::Echo | PacketType::Echo1 | PacketType::Echo2, Payload::Echo(e)) => {
+                self.on_echo(now, h.pk_type, h.flags, e);
+            }
+            (PacketType::Status, _) if h.flags.contains(Flags::REPLY_REQ) => {
+                self.status_reply_pending = true;
+            }
+            (PacketType::Cwin, Payload::Cwin(c)) => {
+                self.on_peer_window(u64::from(c.window_bytes));
+            }
+            (PacketType::End, _) => {
+                if h.flags.contains(Flags::REPLY) {
+                    self.on_end(now, true);
+                } else if h.flags.contains(Flags::REPLY_REQ) {
+                    self.on_end(now, false);
+                }
+            }
+            (PacketType::Fin, _) => self.on_fin(now),
+            // IDLE only keeps the connection alive; JOIN/LEAVE (multicast)
+            // come with a later issue.
+            _ => {}
+        }
+    }
+
+    pub(crate) fn apply(&mut self, out: RecoveryOutcome) {
+        self.send.on_acked(&out.acked_blocks);
+        self.send.on_lost(&out.lost_blocks);
+    }
+
+    fn maybe_reprobe(&mut self, now: Time) {
+        if self.config.startup != StartupMode::PacketPair
+            || !matches!(self.state, ConnectionState::Connected)
+        {
+            return;
+        }
+        let window = self
+            .recovery
+            .rtt()
+            .srtt()
+            .unwrap_or(Duration::from_millis(100));
+        if self.probe.on_nack(
+            now,
+            self.config.reprobe_nack_burst,
+            window,
+            self.config.reprobe_min_interval,
+        ) {
+            self.start_probe(now, false);
+        }
+    }
+
+    fn on_echo(&mut self, now: Time, pk_type: PacketType, flags: Flags, e: &EchoPayload) {
+        if flags.contains(Flags::REPLY_REQ) {
+            if self.echo_replies.len() < MAX_ECHO_REPLIES {
+                self.echo_replies
+                    .push_back((pk_type, e.probe_id, e.timestamp_ns));
+            }
+        } else if flags.contains(Flags::REPLY) {
+            if let Some(outcome) = self
+                .probe
+                .on_answer(now, pk_type, e.probe_id, e.timestamp_ns)
+            {
+                self.on_probe_outcome(now, outcome);
+            }
+        }
+    }
+
+    pub(crate) fn on_probe_outcome(&mut self, now: Time, outcome: ProbeOutcome) {
+        match outcome {
+            ProbeOutcome::Measured {
+                result,
+                initial,
+                rtts,
+            } => {
+                for r in rtts {
+                    self.recovery.on_rtt_sample(r);
+                }
+                if initial {
+                    let window = result.burst_bytes.min(self.config.max_initial_window_bytes);
+                    self.recovery.set_initial_window(now, window);
+                    self.initial_window = Some(window);
+                    self.data_ready = true;
+                }
+            }
+            ProbeOutcome::TimedOut { initial } => {
+                if initial {
+                    self.data_ready = true;
+                }
+            }
+        }
+    }
+}

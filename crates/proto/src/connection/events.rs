@@ -1,0 +1,91 @@
+//! What a connection tells the application (SLTP's event interface, seed
+//! 003 §III-E): a connection started, a message arrived, the peer closed,
+//! the connection is closed at both ends, a security violation, a network
+//! reset.
+
+use crate::wire::RejectReason;
+
+/// Identifies one application message: its stream and its per-stream
+/// number (the MESSAGE_NO of its stream frames). The sender gets it from
+/// `send_message`; the receiver sees the same value in
+/// [`Event::MessageReceived`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MessageId {
+    /// The stream.
+    pub stream: u16,
+    /// The message's number on its stream, from 0.
+    pub number: u32,
+}
+
+/// Why a connection ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// This side closed and the END/END + FIN exchange completed (or the
+    /// connection was closed before it was established).
+    Local,
+    /// The peer closed and the END/END + FIN exchange completed.
+    Remote,
+    /// The peer rejected the START.
+    Rejected(RejectReason),
+    /// No answer to START within the handshake timeout.
+    HandshakeTimeout,
+    /// Nothing arrived from the peer for the idle timeout.
+    IdleTimeout,
+    /// The peer reset the connection (REMOTE_RESET).
+    Reset,
+    /// This side aborted the connection.
+    Aborted,
+    /// The peer broke the protocol (an impossible START answer, a message
+    /// larger than this side accepts, …); the string says what.
+    ProtocolViolation(&'static str),
+}
+
+/// What went wrong in a [`Event::SecurityViolation`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ViolationKind {
+    /// A packet for this connection carried the wrong SYNC_NO.
+    WrongSyncNo,
+    /// A packet for this connection came from another address.
+    WrongAddress,
+}
+
+/// An event for the application, from [`Endpoint::poll_event`](crate::endpoint::Endpoint::poll_event).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The connection is established (both ends are CONNECTED).
+    Connected,
+    /// A whole message arrived, in order on its stream, exactly once.
+    MessageReceived {
+        /// Its stream.
+        stream: u16,
+        /// Its id (the same the sender got).
+        id: MessageId,
+        /// Its bytes.
+        bytes: Vec<u8>,
+    },
+    /// The peer closed the connection (END received); the messages it sent
+    /// before have all been delivered.
+    PeerClosed,
+    /// The connection is closed at both ends (or abandoned); its resources
+    /// are released after this event.
+    Closed {
+        /// Why.
+        reason: CloseReason,
+        /// Messages this side sent that the peer never acknowledged, in
+        /// order (empty after a normal close).
+        undelivered: Vec<MessageId>,
+    },
+    /// Packets failed the connection's checks. Reported for the 1st, 2nd,
+    /// 4th, 8th, … violation so a flood cannot flood the event queue; every
+    /// one is counted in the stats.
+    SecurityViolation {
+        /// What failed.
+        kind: ViolationKind,
+        /// Violations of this kind so far.
+        count: u64,
+    },
+    /// The peer's endpoint lost the connection or reset it (a datagram
+    /// with REMOTE_RESET arrived); a `Closed` event with reason
+    /// [`CloseReason::Reset`] follows.
+    NetworkReset,
+}

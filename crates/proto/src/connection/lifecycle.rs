@@ -1,0 +1,424 @@
+//! The life cycle of seed 003 §IV: two-way START, END/END + FIN close,
+//! REMOTE_RESET, idle timeout.
+//!
+//! ```text
+//!  initiator                                   responder
+//!  STARTING --START(REPLY_REQ, TLVs)------------>  (accept or REJECT)
+//!           <-START(REPLY, TLVs)----------------- CONNECTED
+//!  CONNECTED
+//!    close() -> END_LOCAL: finish sending; once everything is acknowledged
+//!           --END(REPLY_REQ, MESS_SEQ_NO=last)-->  END_REMOTE (PeerClosed):
+//!                                                  finish sending; once acked
+//!           <-END(REPLY)------------------------- TIMED_CLOSE
+//!           --FIN------------------------------->  CLOSED (or on its timer)
+//!  CLOSED
+//! ```
+//!
+//! SYNC_NO: each side draws its own at START from the endpoint's seeded RNG
+//! and repeats it in every packet it sends; every packet received must
+//! carry the peer's (a REJECT or a stateless reset echoes the SYNC_NO of
+//! the packet that provoked it). A packet with the wrong one is dropped and
+//! counted, and reported as a [`Event::SecurityViolation`].
+//!
+//! Liveness: nothing received for `idle_timeout` closes the connection
+//! ([`CloseReason::IdleTimeout`]); a side with nothing to send sends an
+//! IDLE every `keep_alive_interval` so that a live peer never times out.
+//! START and END are retransmitted with exponential backoff from the RTO.
+
+use super::events::{CloseReason, Event, ViolationKind};
+use super::stats::ConnectionState;
+use super::Connection;
+use crate::wire::{StartupMode, Tlv, PROTOCOL_VERSION};
+use peregrine_cc::Time;
+use std::time::Duration;
+
+/// What a START (request or answer) asked for, from its TLVs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartParams {
+    /// VERSION (1 if absent).
+    pub version: u16,
+    /// WINDOW_SCALE (0 if absent).
+    pub window_scale: u8,
+    /// MAX_PACKET_SIZE, if given.
+    pub max_packet_size: Option<u16>,
+    /// CONTROLLER, if given.
+    pub controller: Option<String>,
+    /// STARTUP_MODE, if given.
+    pub startup: Option<StartupMode>,
+    /// Whether a SECURITY TLV was present (not supported yet: ignored, so
+    /// the answer carries none and no tag is used).
+    pub security: bool,
+}
+
+impl StartParams {
+    /// Read the TLVs (already validated by the wire decoder; unknown ones
+    /// are skipped).
+    pub fn from_tlvs(tlvs: &[Tlv<'_>]) -> StartParams {
+        let mut p = StartParams {
+            version: 1,
+            window_scale: 0,
+            max_packet_size: None,
+            controller: None,
+            startup: None,
+            security: false,
+        };
+        for t in tlvs {
+            match *t {
+                Tlv::Version(v) => p.version = v,
+                Tlv::WindowScale(s) => p.window_scale = s,
+                Tlv::MaxPacketSize(s) => p.max_packet_size = Some(s),
+                Tlv::Controller(c) => p.controller = Some(c.to_string()),
+                Tlv::StartupMode(m) => p.startup = Some(m),
+                Tlv::Security(_) => p.security = true,
+                Tlv::Unknown { .. } => {}
+            }
+        }
+        p
+    }
+}
+
+/// Progress of the close handshake.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CloseProgress {
+    /// `close()` was called (or END_LOCAL entered) before the peer's END.
+    pub local_first: bool,
+    /// The peer's END with REPLY_REQ arrived.
+    pub peer_end: bool,
+    /// Our END with REPLY_REQ: due to be sent.
+    pub end_pending: bool,
+    /// Our END with REPLY_REQ was sent at least once.
+    pub end_sent: bool,
+    /// When to resend our END.
+    pub end_retx_at: Option<Time>,
+    /// Backoff exponent of the END retransmissions.
+    pub end_backoff: u32,
+    /// Our END with REPLY: due.
+    pub end_reply_pending: bool,
+    /// Our FIN: due (then the connection closes).
+    pub fin_pending: bool,
+    /// A FIN with REMOTE_RESET: due (abort, already closed).
+    pub reset_pending: bool,
+    /// TIMED_CLOSE expiry.
+    pub timed_close_at: Option<Time>,
+}
+
+impl Connection {
+    /// Enter CONNECTED: start the controller and the start-up probe.
+    pub(crate) fn enter_connected(&mut self, now: Time) {
+        self.state = ConnectionState::Connected;
+        self.last_received = now;
+        self.last_sent = now;
+        self.recovery.init_controller(now);
+        self.events.push_back(Event::Connected);
+        match self.config.startup {
+            StartupMode::PacketPair => self.start_probe(now, true),
+            StartupMode::SlowStart => self.data_ready = true,
+        }
+    }
+
+    /// The packet-pair timer: at most the configured probe timeout, shorter
+    /// once an RTT is known.
+    fn probe_timeout(&self) -> Duration {
+        let cap = self.config.probe_timeout;
+        match self.recovery.rtt().srtt() {
+            Some(s) => (s * 4).max(Duration::from_millis(10)).min(cap),
+            None => cap,
+        }
+    }
+
+    pub(crate) fn start_probe(&mut self, now: Time, initial: bool) {
+        let timeout = self.probe_timeout();
+        let size = u32::from(self.packet_size);
+        let id = self.probe.start(now, timeout, initial, size);
+        self.probe_sends.clear();
+        self.probe_sends
+            .push_back((crate::wire::PacketType::Echo1, id));
+        self.probe_sends
+            .push_back((crate::wire::PacketType::Echo2, id));
+    }
+
+    /// The application closes: END_LOCAL (or immediate close before the
+    /// connection is established).
+    pub(crate) fn close(&mut self, now: Time) {
+        match self.state {
+            ConnectionState::Starting => self.close_with(now, CloseReason::Local),
+            ConnectionState::Connected => {
+                self.state = ConnectionState::EndLocal;
+                self.closing.local_first = true;
+                self.check_close_progress(now);
+            }
+            _ => {}
+        }
+    }
+
+    /// The application aborts: a FIN with REMOTE_RESET, then closed.
+    pub(crate) fn abort(&mut self, now: Time) {
+        if self.state == ConnectionState::Closed {
+            return;
+        }
+        if self.peer_sync.is_some() {
+            self.closing.reset_pending = true;
+        }
+        self.close_with(now, CloseReason::Aborted);
+    }
+
+    /// Move the close handshake on once this side's data is all acknowledged.
+    pub(crate) fn check_close_progress(&mut self, now: Time) {
+        let drained = self.send.outstanding_messages() == 0;
+        match self.state {
+            ConnectionState::EndLocal if drained && !self.closing.end_sent => {
+                self.closing.end_pending = true;
+            }
+            ConnectionState::EndRemote if drained => {
+                self.closing.end_reply_pending = true;
+                self.state = ConnectionState::TimedClose;
+                self.closing.timed_close_at = Some(now + self.timed_close_delay());
+            }
+            _ => {}
+        }
+    }
+
+    fn timed_close_delay(&self) -> Duration {
+        (self.recovery.rtt().rto() * 3).max(Duration::from_millis(100))
+    }
+
+    /// The END with REPLY_REQ left: arm its retransmission.
+    pub(crate) fn on_end_sent(&mut self, now: Time) {
+        self.closing.end_pending = false;
+        self.closing.end_sent = true;
+        let rto = self.recovery.rtt().rto();
+        let backoff = 1u32 << self.closing.end_backoff.min(16);
+        self.closing.end_retx_at = Some(now + rto.saturating_mul(backoff).min(self.config.max_rto));
+        self.closing.end_backoff += 1;
+    }
+
+    /// An END arrived (`reply`: it answers ours).
+    pub(crate) fn on_end(&mut self, now: Time, reply: bool) {
+        if reply {
+            if self.closing.end_sent || self.state == ConnectionState::TimedClose {
+                self.closing.fin_pending = true;
+                self.closing.end_retx_at = None;
+            }
+            return;
+        }
+        if !self.closing.peer_end {
+            self.closing.peer_end = true;
+            self.events.push_back(Event::PeerClosed);
+        }
+        match self.state {
+            ConnectionState::Connected | ConnectionState::EndLocal => {
+                self.state = ConnectionState::EndRemote;
+                self.check_close_progress(now);
+            }
+            // Our END with REPLY was lost: answer again.
+            ConnectionState::TimedClose => self.closing.end_reply_pending = true,
+            _ => {}
+        }
+    }
+
+    /// A FIN arrived.
+    pub(crate) fn on_fin(&mut self, now: Time) {
+        let reason = if self.closing.local_first {
+            CloseReason::Local
+        } else {
+            CloseReason::Remote
+        };
+        self.close_with(now, reason);
+    }
+
+    /// A packet with REMOTE_RESET arrived (its SYNC_NO already checked).
+    pub(crate) fn on_reset(&mut self, now: Time) {
+        if self.state == ConnectionState::Closed {
+            return;
+        }
+        // After our END was sent everything we sent had been acknowledged:
+        // a peer that already forgot the connection ends it normally.
+        if self.closing.end_sent && self.send.outstanding_messages() == 0 {
+            self.close_with(now, CloseReason::Local);
+            return;
+        }
+        self.events.push_back(Event::NetworkReset);
+        self.close_with(now, CloseReason::Reset);
+    }
+
+    /// The peer rejected our START.
+    pub(crate) fn on_reject(&mut self, now: Time, reason: crate::wire::RejectReason) {
+        if self.state == ConnectionState::Starting {
+            self.close_with(now, CloseReason::Rejected(reason));
+        }
+    }
+
+    /// Close now: the `Closed` event lists what the peer never acknowledged,
+    /// and every buffer is released.
+    pub(crate) fn close_with(&mut self, _now: Time, reason: CloseReason) {
+        if self.state == ConnectionState::Closed {
+            return;
+        }
+        self.state = ConnectionState::Closed;
+        let undelivered = self.send.undelivered();
+        self.events.push_back(Event::Closed {
+            reason,
+            undelivered,
+        });
+        self.send.clear();
+        self.recv = super::recv::RecvState::new();
+        self.probe_sends.clear();
+        self.echo_replies.clear();
+        self.closing.end_pending = false;
+        self.closing.end_reply_pending = false;
+        self.closing.fin_pending = false;
+    }
+
+    /// Count a security violation; report the 1st, 2nd, 4th, 8th, … one.
+    pub(crate) fn violation(&mut self, kind: ViolationKind) {
+        let count = match kind {
+            ViolationKind::WrongSyncNo => {
+                self.counters.wrong_sync_no += 1;
+                self.counters.wrong_sync_no
+            }
+            ViolationKind::WrongAddress => {
+                self.counters.wrong_address += 1;
+                self.counters.wrong_address
+            }
+        };
+        if count.is_power_of_two() {
+            self.events
+                .push_back(Event::SecurityViolation { kind, count });
+        }
+    }
+
+    /// The TLVs of our START or its answer.
+    pub(crate) fn start_tlvs(&self) -> Vec<Tlv<'static>> {
+        vec![
+            Tlv::Version(PROTOCOL_VERSION),
+            Tlv::WindowScale(self.local_scale),
+            Tlv::MaxPacketSize(self.config.max_packet_size),
+            Tlv::Controller(self.recovery.congestion().controller_name()),
+            Tlv::StartupMode(self.config.startup),
+        ]
+    }
+
+    /// The answer to our START arrived: adopt the peer's parameters.
+    pub(crate) fn on_start_reply(
+        &mut self,
+        now: Time,
+        peer_id: u16,
+        peer_sync: u16,
+        params: &StartParams,
+    ) {
+        if self.state != ConnectionState::Starting {
+            return;
+        }
+        if params.version != PROTOCOL_VERSION {
+            self.close_with(
+                now,
+                CloseReason::ProtocolViolation("START answer chose an unknown version"),
+            );
+            return;
+        }
+        self.peer_id = peer_id;
+        self.peer_sync = Some(peer_sync);
+        self.peer_scale = params.window_scale;
+        if let Err(why) = self.negotiate_packet_size(params.max_packet_size) {
+            self.close_with(now, CloseReason::ProtocolViolation(why));
+            return;
+        }
+        // Karn: a sample only if START went once.
+        if !self.start.retransmitted {
+            if let Some(sent) = self.start.first_sent_at {
+                self.recovery
+                    .on_rtt_sample(now.saturating_duration_since(sent));
+            }
+        }
+        self.start.pending = false;
+        self.start.retx_at = None;
+        self.enter_connected(now);
+    }
+
+    /// Use the smaller of both sides' packet sizes; fails if messages of
+    /// the configured maximum would need more than 65,535 blocks.
+    pub(crate) fn negotiate_packet_size(&mut self, peer: Option<u16>) -> Result<(), &'static str> {
+        let size = peer
+            .unwrap_or(self.config.max_packet_size)
+            .min(self.config.max_packet_size);
+        let block = usize::from(size).saturating_sub(super::config::DATA_OVERHEAD);
+        if block == 0 || self.config.max_message_size > block * usize::from(u16::MAX) {
+            return Err("peer's MAX_PACKET_SIZE too small for the maximum message size");
+        }
+        if size != self.packet_size {
+            self.packet_size = size;
+            self.rebuild_recovery();
+        }
+        self.send.set_block_size(block);
+        Ok(())
+    }
+
+    /// Handshake timers: START retransmission and the handshake timeout.
+    pub(crate) fn on_start_timer(&mut self, now: Time) {
+        if self.state != ConnectionState::Starting {
+            return;
+        }
+        if now >= self.start.deadline {
+            self.close_with(now, CloseReason::HandshakeTimeout);
+            return;
+        }
+        if self.start.retx_at.is_some_and(|t| t <= now) {
+            self.start.pending = true;
+            self.start.retransmitted = true;
+            self.start.retx_at = None;
+        }
+    }
+
+    /// START left: arm its retransmission with backoff.
+    pub(crate) fn on_start_sent(&mut self, now: Time) {
+        self.start.pending = false;
+        if self.start.first_sent_at.is_none() {
+            self.start.first_sent_at = Some(now);
+        }
+        let backoff = 1u32 << self.start.backoff.min(16);
+        let rto = self
+            .config
+            .initial_rto
+            .saturating_mul(backoff)
+            .min(self.config.max_rto);
+        self.start.retx_at = Some(now + rto);
+        self.start.backoff += 1;
+    }
+
+    /// Idle timeout, keep-alive, END retransmission and TIMED_CLOSE timers.
+    pub(crate) fn on_liveness_timers(&mut self, now: Time) {
+        if matches!(
+            self.state,
+            ConnectionState::Starting | ConnectionState::Closed
+        ) {
+            return;
+        }
+        if now >= self.last_received + self.config.idle_timeout {
+            self.close_with(now, CloseReason::IdleTimeout);
+            return;
+        }
+        if self.closing.timed_close_at.is_some_and(|t| t <= now) {
+            self.closing.timed_close_at = None;
+            self.close_with(now, CloseReason::Remote);
+            return;
+        }
+        if self.closing.end_retx_at.is_some_and(|t| t <= now) {
+            self.closing.end_retx_at = None;
+            self.closing.end_pending = true;
+        }
+        if now >= self.last_sent + self.config.keep_alive_interval {
+            self.keep_alive_pending = true;
+        }
+    }
+}
+
+/// Progress of the START exchange (initiator).
+#[derive(Clone, Debug)]
+pub(crate) struct StartProgress {
+    pub pending: bool,
+    pub first_sent_at: Option<Time>,
+    pub retransmitted: bool,
+    pub retx_at: Option<Time>,
+    pub backoff: u32,
+    pub deadline: Time,
+}

@@ -1,0 +1,369 @@
+//! # The connection state machine
+//!
+//! One [`Connection`] is one SLTP association seen from one side. It is
+//! owned and driven by an [`Endpoint`](crate::endpoint::Endpoint), which
+//! demultiplexes datagrams by connection id; applications talk to the
+//! endpoint with a [`ConnectionHandle`](crate::endpoint::ConnectionHandle).
+//!
+//! ## Call order (the sans-IO contract)
+//!
+//! Like quinn-proto, nothing here reads a clock or touches a socket:
+//!
+//! 1. feed what happened: `handle_datagram(now, …)` for every datagram,
+//!    `handle_timeout(now)` when the instant last returned by
+//!    `poll_timeout()` has come, or an application call (`send_message`,
+//!    `close`, …) with `now`;
+//! 2. then call `poll_transmit(now, buf)` until it returns `None`, sending
+//!    each datagram it writes;
+//! 3. then `poll_event()` until `None`, and `poll_timeout()` to arm the one
+//!    timer.
+//!
+//! **Time never goes backwards**: every `now` passed in must be at least
+//! the previous one. An earlier `now` is treated as the latest seen
+//! (so a clock hiccup cannot corrupt RTT samples or timers).
+//!
+//! ## Layout
+//!
+//! * [`lifecycle`]: START / REJECT / END / FIN / REMOTE_RESET, idle timeout,
+//!   keep-alives, SYNC_NO checks;
+//! * [`send`]: messages, fragmentation, coalescing packetizer, per-block
+//!   retransmission state;
+//! * [`recv`]: received packets, ACK schedule, NACK generation, reassembly
+//!   and in-order delivery;
+//! * `transmit` (private): what `poll_transmit` sends next and the timers;
+//! * [`events`], [`stats`], [`config`]: what the application sees and sets.
+//!
+//! Loss recovery and congestion control live in [`crate::recovery`], the
+//! packet-pair start-up in [`crate::probe`].
+
+pub mod config;
+mod dispatch;
+pub mod events;
+pub mod lifecycle;
+pub mod recv;
+pub mod send;
+pub mod stats;
+mod transmit;
+
+#[cfg(test)]
+mod data_tests;
+#[cfg(test)]
+mod e2e_tests;
+#[cfg(test)]
+pub(crate) mod testdriver;
+#[cfg(test)]
+mod tests;
+
+pub use config::{ConfigError, ConnectionConfig, EndpointConfig};
+pub use events::{CloseReason, Event, MessageId, ViolationKind};
+pub use lifecycle::StartParams;
+pub use send::SendError;
+pub use stats::{ConnectionState, ConnectionStats};
+
+use crate::probe::PacketPair;
+use crate::recovery::{Recovery, RecoveryConfig};
+use crate::wire::PacketType;
+use lifecycle::{CloseProgress, StartProgress};
+use peregrine_cc::{CcConfig, LinkHint, Time};
+use recv::RecvState;
+use send::SendState;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+/// Connection-level counters (the rest live in recovery, send and recv).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Counters {
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    pub packets_received: u64,
+    pub bytes_received: u64,
+    pub acks_sent: u64,
+    pub nacks_sent: u64,
+    pub nacks_received: u64,
+    pub keep_alives_sent: u64,
+    pub packets_retransmitted: u64,
+    pub bytes_retransmitted: u64,
+    pub wrong_sync_no: u64,
+    pub wrong_address: u64,
+    pub protocol_errors: u64,
+}
+
+/// One side of one connection, driven through its
+/// [`Endpoint`](crate::endpoint::Endpoint).
+///
+/// Call order: feed datagrams, timeouts and application calls with `now`;
+/// then drain the transmit queue; then read events and ask for the next
+/// timeout. **Time never goes backwards**: an earlier `now` than the
+/// latest seen is treated as the latest seen.
+#[derive(Debug)]
+pub struct Connection {
+    config: ConnectionConfig,
+    state: ConnectionState,
+    now: Time,
+    local_id: u16,
+    peer_id: u16,
+    remote: SocketAddr,
+    local_sync: u16,
+    peer_sync: Option<u16>,
+    local_scale: u8,
+    peer_scale: u8,
+    packet_size: u16,
+    recovery: Recovery,
+    send: SendState,
+    recv: RecvState,
+    probe: PacketPair,
+    probe_sends: VecDeque<(PacketType, u32)>,
+    echo_replies: VecDeque<(PacketType, u32, u64)>,
+    data_ready: bool,
+    initial_window: Option<u64>,
+    last_received: Time,
+    last_sent: Time,
+    keep_alive_pending: bool,
+    start_reply_pending: bool,
+    status_reply_pending: bool,
+    status_poll_pending: bool,
+    status_poll_at: Option<Time>,
+    status_backoff: u32,
+    start: StartProgress,
+    closing: CloseProgress,
+    events: VecDeque<Event>,
+    counters: Counters,
+}
+
+fn recovery_config(config: &ConnectionConfig, packet_size: u16) -> RecoveryConfig {
+    RecoveryConfig {
+        mss: u32::from(packet_size),
+        initial_rto: config.initial_rto,
+        min_rto: config.min_rto,
+        max_rto: config.max_rto,
+        packet_threshold: config.packet_threshold,
+        max_ack_delay: config.max_ack_delay,
+    }
+}
+
+impl Connection {
+    fn new(
+        now: Time,
+        config: ConnectionConfig,
+        local_id: u16,
+        remote: SocketAddr,
+        local_sync: u16,
+        first_probe_id: u32,
+    ) -> Connection {
+        let packet_size = config.max_packet_size;
+        let block = usize::from(packet_size).saturating_sub(config::DATA_OVERHEAD);
+        let recovery = Recovery::new(recovery_config(&config, packet_size), config.cc.build());
+        Connection {
+            local_scale: config.window_scale(),
+            start: StartProgress {
+                pending: false,
+                first_sent_at: None,
+                retransmitted: false,
+                retx_at: None,
+                backoff: 0,
+                deadline: now + config.handshake_timeout,
+            },
+            config,
+            state: ConnectionState::Starting,
+            now,
+            local_id,
+            peer_id: 0,
+            remote,
+            local_sync,
+            peer_sync: None,
+            peer_scale: 0,
+            packet_size,
+            recovery,
+            send: SendState::new(block),
+            recv: RecvState::new(),
+            probe: PacketPair::new(first_probe_id),
+            probe_sends: VecDeque::new(),
+            echo_replies: VecDeque::new(),
+            data_ready: false,
+            initial_window: None,
+            last_received: now,
+            last_sent: now,
+            keep_alive_pending: false,
+            start_reply_pending: false,
+            status_reply_pending: false,
+            status_poll_pending: false,
+            status_poll_at: None,
+            status_backoff: 0,
+            closing: CloseProgress::default(),
+            events: VecDeque::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// An initiator: STARTING, with its START due.
+    pub(crate) fn connect(
+        now: Time,
+        config: ConnectionConfig,
+        local_id: u16,
+        remote: SocketAddr,
+        local_sync: u16,
+        first_probe_id: u32,
+    ) -> Connection {
+        let mut c = Connection::new(now, config, local_id, remote, local_sync, first_probe_id);
+        c.start.pending = true;
+        c
+    }
+
+    /// A responder for an accepted START: CONNECTED, with its answer due.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn accept(
+        now: Time,
+        config: ConnectionConfig,
+        local_id: u16,
+        remote: SocketAddr,
+        local_sync: u16,
+        first_probe_id: u32,
+        peer_id: u16,
+        peer_sync: u16,
+        peer_window: Option<u32>,
+        params: &StartParams,
+    ) -> Result<Connection, crate::wire::RejectReason> {
+        let mut c = Connection::new(now, config, local_id, remote, local_sync, first_probe_id);
+        c.peer_id = peer_id;
+        c.peer_sync = Some(peer_sync);
+        c.peer_scale = params.window_scale;
+        if let Some(w) = peer_window {
+            c.send
+                .set_peer_window(u64::from(w) << params.window_scale.min(12));
+        }
+        c.negotiate_packet_size(params.max_packet_size)
+            .map_err(|_| crate::wire::RejectReason::BAD_PARAMETERS)?;
+        c.start_reply_pending = true;
+        c.enter_connected(now);
+        Ok(c)
+    }
+
+    fn rebuild_recovery(&mut self) {
+        self.recovery = Recovery::new(
+            recovery_config(&self.config, self.packet_size),
+            self.config.cc.build(),
+        );
+    }
+
+    /// Clamp `now` so time never goes backwards.
+    fn tick(&mut self, now: Time) -> Time {
+        self.now = self.now.max(now);
+        self.now
+    }
+
+    /// This side's connection id.
+    pub fn local_id(&self) -> u16 {
+        self.local_id
+    }
+    /// The peer's connection id (0 until the START answer).
+    pub fn peer_id(&self) -> u16 {
+        self.peer_id
+    }
+    /// The peer's address.
+    pub fn remote(&self) -> SocketAddr {
+        self.remote
+    }
+    /// The life-cycle state.
+    pub fn state(&self) -> ConnectionState {
+        self.state
+    }
+    /// Whether the connection is closed and has nothing more to say: the
+    /// endpoint may forget it.
+    pub(crate) fn is_drained(&self) -> bool {
+        self.state == ConnectionState::Closed
+            && self.events.is_empty()
+            && !self.closing.reset_pending
+    }
+
+    /// Queue a message; see [`Endpoint::send_message`](crate::endpoint::Endpoint::send_message).
+    pub(crate) fn send_message(
+        &mut self,
+        now: Time,
+        stream: u16,
+        bytes: &[u8],
+    ) -> Result<MessageId, SendError> {
+        self.tick(now);
+        if !matches!(
+            self.state,
+            ConnectionState::Starting | ConnectionState::Connected
+        ) {
+            return Err(SendError::Closed);
+        }
+        if stream != 0 {
+            return Err(SendError::UnsupportedStream(stream));
+        }
+        if bytes.len() > self.config.max_message_size {
+            return Err(SendError::MessageTooLarge {
+                size: bytes.len(),
+                max: self.config.max_message_size,
+            });
+        }
+        if self.send.outstanding_messages() >= self.config.max_outstanding_messages
+            || self.send.buffered_bytes() + bytes.len() > self.config.max_send_buffer_bytes
+        {
+            return Err(SendError::BufferFull);
+        }
+        self.send.enqueue(stream, bytes)
+    }
+
+    /// The application closes the connection.
+    pub(crate) fn app_close(&mut self, now: Time) {
+        let now = self.tick(now);
+        self.close(now);
+    }
+
+    /// The application aborts the connection.
+    pub(crate) fn app_abort(&mut self, now: Time) {
+        let now = self.tick(now);
+        self.abort(now);
+    }
+
+    /// Replace the congestion controller.
+    pub(crate) fn set_controller(&mut self, now: Time, cc: CcConfig) {
+        let now = self.tick(now);
+        self.config.cc = cc;
+        if self.state == ConnectionState::Starting {
+            self.rebuild_recovery();
+        } else {
+            self.recovery
+                .replace_controller(now, self.config.cc.build());
+        }
+    }
+
+    /// Hand a link-layer hint to the controller.
+    pub(crate) fn link_hint(&mut self, now: Time, hint: &LinkHint) {
+        let now = self.tick(now);
+        self.recovery.on_link_hint(now, hint);
+    }
+
+    /// The next event for the application.
+    pub(crate) fn poll_event(&mut self) -> Option<Event> {
+        let ev = self.events.pop_front()?;
+        if let Event::MessageReceived { bytes, .. } = &ev {
+            let before = self.free_receive_bytes();
+            self.recv.on_read(bytes.len());
+            let half = self.config.max_receive_buffer_bytes / 2;
+            if before < half && self.free_receive_bytes() >= half {
+                // The window reopened: tell the sender without waiting.
+                self.recv.request_ack_at(self.now);
+            }
+        }
+        Some(ev)
+    }
+
+    fn free_receive_bytes(&self) -> usize {
+        self.config
+            .max_receive_buffer_bytes
+            .saturating_sub(self.recv.buffered_bytes())
+    }
+
+    /// A duplicate START from the peer (our answer was lost): answer again.
+    pub(crate) fn on_duplicate_start(&mut self, now: Time, sync_no: u16) {
+        self.tick(now);
+        if self.peer_sync == Some(sync_no) && self.state != ConnectionState::Closed {
+            self.start_reply_pending = true;
+        } else {
+            self.violation(ViolationKind::WrongSyncNo);
+        }
+    }
+}

@@ -1,0 +1,620 @@
+//! The receiving side: which packets arrived (for ACKs), which are missing
+//! (for NACKs), and the reassembly of blocks into messages delivered in
+//! order per stream, exactly once.
+//!
+//! * **ACKs** (seed 003 §III-G): the sender asks for one with REPLY_REQ;
+//!   besides, the receiver acknowledges on its own schedule — after
+//!   `ack_frequency` DATA packets, at once when a packet arrives out of
+//!   order, and at the latest `max_ack_delay` after the first
+//!   unacknowledged DATA packet.
+//! * **NACKs**: a packet number is reported missing once a packet
+//!   `packet_threshold` numbers later has arrived (the same reordering
+//!   allowance the sender's loss detection uses), once; the sender's
+//!   timers cover a lost NACK. This receiver names missing *packets*; it
+//!   honours block NACKs from peers that reassemble by message.
+//! * **Reassembly** is bounded: the head-of-line message of a stream is
+//!   always accepted (so the connection always progresses), other messages
+//!   only within `max_reassembly_messages` and the receive buffer. A DATA
+//!   packet any of whose frames cannot be stored is dropped whole and not
+//!   acknowledged, so the sender retransmits it: nothing acknowledged is
+//!   ever thrown away.
+
+use super::events::MessageId;
+use crate::wire::{AckPayload, AckRange, MissingPackets, StreamFrame};
+use peregrine_cc::Time;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Most ranges the received-packet set keeps (the ACK carries 256).
+const MAX_RANGES: usize = 512;
+
+/// A set of packet numbers as disjoint inclusive ranges.
+#[derive(Clone, Debug, Default)]
+pub struct RangeSet {
+    ranges: BTreeMap<u64, u64>,
+    /// Everything below this was forgotten to bound memory.
+    trimmed_below: u64,
+}
+
+impl RangeSet {
+    /// Whether `v` is in the set.
+    pub fn contains(&self, v: u64) -> bool {
+        self.ranges
+            .range(..=v)
+            .next_back()
+            .is_some_and(|(_, &end)| end >= v)
+    }
+
+    /// Insert `v`; returns whether it was new.
+    pub fn insert(&mut self, v: u64) -> bool {
+        if self.contains(v) {
+            return false;
+        }
+        let mut start = v;
+        let mut end = v;
+        if let Some((&s, &e)) = self.ranges.range(..v).next_back() {
+            if e.checked_add(1) == Some(v) {
+                start = s;
+                self.ranges.remove(&s);
+            }
+        }
+        if let Some(next) = v.checked_add(1) {
+            if let Some(e) = self.ranges.remove(&next) {
+                end = e;
+            }
+        }
+        self.ranges.insert(start, end);
+        while self.ranges.len() > MAX_RANGES {
+            if let Some((_, e)) = self.ranges.pop_first() {
+                self.trimmed_below = self.trimmed_below.max(e.saturating_add(1));
+            }
+        }
+        true
+    }
+
+    /// The ranges, highest first.
+    pub fn descending(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.ranges.iter().rev().map(|(&s, &e)| (s, e))
+    }
+
+    /// Numbers below this were forgotten (the oldest ranges are dropped
+    /// beyond 512 ranges); they count as received.
+    pub fn trimmed_below(&self) -> u64 {
+        self.trimmed_below
+    }
+
+    /// Missing numbers in `from..=to`, as `(first, count)` runs, ascending.
+    pub fn gaps(&self, from: u64, to: u64) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        if from > to {
+            return out;
+        }
+        let mut cursor = from;
+        // A range that starts below `from` may cover its beginning.
+        if let Some((_, &e)) = self.ranges.range(..from).next_back() {
+            if e >= from {
+                cursor = match e.checked_add(1) {
+                    Some(c) => c,
+                    None => return out,
+                };
+            }
+        }
+        for (&s, &e) in self.ranges.range(from..) {
+            if cursor > to {
+                break;
+            }
+            if s > cursor {
+                let last = (s - 1).min(to);
+                out.push((cursor, last - cursor + 1));
+            }
+            cursor = match e.checked_add(1) {
+                Some(c) => c.max(cursor),
+                None => return out,
+            };
+        }
+        if cursor <= to {
+            out.push((cursor, to - cursor + 1));
+        }
+        out
+    }
+}
+
+#[derive(Debug)]
+struct InMessage {
+    block_count: u16,
+    blocks: BTreeMap<u16, Vec<u8>>,
+    bytes: usize,
+}
+
+#[derive(Debug, Default)]
+struct RecvStream {
+    next_deliver: u32,
+    pending: BTreeMap<u32, InMessage>,
+}
+
+/// Limits on what the receiver stores.
+#[derive(Copy, Clone, Debug)]
+pub struct RecvLimits {
+    /// Receive buffer, bytes (reassembly plus unread messages).
+    pub max_buffer_bytes: usize,
+    /// Most incomplete or out-of-order messages.
+    pub max_messages: usize,
+    /// Largest message, bytes.
+    pub max_message_size: usize,
+    /// The peer's block size (bounds a message's block count).
+    pub peer_block_size: usize,
+}
+
+/// Why a DATA packet was dropped without acknowledgement.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum DataRejection {
+    /// No room to store one of its frames.
+    NoBuffer,
+    /// A frame contradicts the protocol (stream unsupported, block count
+    /// changed, message too large).
+    Protocol(&'static str),
+}
+
+/// Counters of the receiving side.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecvCounters {
+    /// Packets whose number had been seen already.
+    pub duplicate_packets: u64,
+    /// Messages delivered to the application.
+    pub messages_delivered: u64,
+    /// DATA packets dropped for lack of buffer.
+    pub dropped_no_buffer: u64,
+    /// DATA packets dropped for breaking the protocol.
+    pub dropped_protocol: u64,
+    /// CE-marked DATA packets.
+    pub ecn_ce_received: u64,
+}
+
+/// The receiving side of one connection.
+#[derive(Debug, Default)]
+pub struct RecvState {
+    received: RangeSet,
+    largest: Option<u64>,
+    largest_at: Time,
+    unacked_data: u32,
+    ack_deadline: Option<Time>,
+    ack_now: bool,
+    nack_floor: u64,
+    nack_pending: Vec<MissingPackets>,
+    ce_pending: bool,
+    streams: BTreeMap<u16, RecvStream>,
+    reassembly_bytes: usize,
+    reassembly_messages: usize,
+    unread_bytes: usize,
+    counters: RecvCounters,
+}
+
+impl RecvState {
+    /// A receiver that has seen nothing.
+    pub fn new() -> RecvState {
+        RecvState::default()
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &RecvCounters {
+        &self.counters
+    }
+
+    /// The largest packet number received.
+    pub fn largest(&self) -> Option<u64> {
+        self.largest
+    }
+
+    /// Whether `pn` was received before (or is too old to tell, which
+    /// counts as received: its data was acknowledged long ago).
+    pub fn is_duplicate(&self, pn: u64) -> bool {
+        self.received.contains(pn) || pn < self.received.trimmed_below()
+    }
+
+    /// Count a duplicate packet.
+    pub fn on_duplicate(&mut self) {
+        self.counters.duplicate_packets += 1;
+    }
+
+    /// Record the arrival of packet `pn` (any type) once its payload was
+    /// accepted. Returns whether it arrived in order (one above the largest).
+    pub fn record(&mut self, now: Time, pn: u64) -> bool {
+        let in_order = match self.largest {
+            None => pn == 0,
+            Some(l) => l.checked_add(1) == Some(pn),
+        };
+        self.received.insert(pn);
+        if self.largest.map_or(true, |l| pn > l) {
+            self.largest = Some(pn);
+            self.largest_at = now;
+        }
+        in_order
+    }
+
+    /// A DATA packet was accepted: schedule its acknowledgement.
+    /// `in_order` is false when it filled or opened a gap.
+    pub fn on_data_packet(
+        &mut self,
+        now: Time,
+        in_order: bool,
+        reply_req: bool,
+        ce: bool,
+        ack_frequency: u32,
+        max_ack_delay: Duration,
+    ) {
+        self.unacked_data += 1;
+        if ce {
+            self.ce_pending = true;
+            self.counters.ecn_ce_received += 1;
+        }
+        if reply_req || !in_order || ce || self.unacked_data >= ack_frequency {
+            self.ack_now = true;
+        } else if self.ack_deadline.is_none() {
+            self.ack_deadline = Some(now + max_ack_delay);
+        }
+    }
+
+    /// Ask for an ACK by `at` (a window update). Armed as the ACK timer,
+    /// so a driver that only watches `poll_timeout` still sends it.
+    pub fn request_ack_at(&mut self, at: Time) {
+        self.ack_deadline = Some(self.ack_deadline.map_or(at, |t| t.min(at)));
+    }
+
+    /// Whether an ACK must be sent now.
+    pub fn ack_due(&self, now: Time) -> bool {
+        self.largest.is_some() && (self.ack_now || self.ack_deadline.is_some_and(|t| t <= now))
+    }
+
+    /// The delayed-ACK timer (none before anything arrived).
+    pub fn ack_deadline(&self) -> Option<Time> {
+        self.largest.and(self.ack_deadline)
+    }
+
+    /// Build the ACK to send now and reset the ACK schedule. The second
+    /// value says whether to echo a CE mark.
+    pub fn build_ack(
+        &mut self,
+        now: Time,
+        pn: u32,
+        max_ranges: usize,
+    ) -> Option<(AckPayload, bool)> {
+        let largest = self.largest?;
+        let mut iter = self.received.descending();
+        let (top_lo, top_hi) = iter.next()?;
+        let first_range = u32::try_from(top_hi - top_lo).unwrap_or(u32::MAX);
+        let mut lo = top_hi - u64::from(first_range);
+        let mut ranges = Vec::new();
+        if u64::from(first_range) == top_hi - top_lo {
+            for (s, e) in iter.take(max_ranges.min(AckPayload::MAX_RANGES)) {
+                // `lo - gap - 2 = e`, and e < lo - 1 since ranges are disjoint
+                // and not adjacent.
+                let Some(gap) = lo.checked_sub(e + 2) else {
+                    break;
+                };
+                let (Ok(gap), Ok(length)) = (u32::try_from(gap), u32::try_from(e - s)) else {
+                    break;
+                };
+                ranges.push(AckRange { gap, length });
+                lo = s;
+            }
+        }
+        let delay = now.saturating_duration_since(self.largest_at);
+        let ack = AckPayload {
+            packet_number: pn,
+            largest_acked: largest,
+            ack_delay_us: u32::try_from(delay.as_micros()).unwrap_or(u32::MAX),
+            first_range,
+            ranges,
+        };
+        self.unacked_data = 0;
+        self.ack_deadline = None;
+        self.ack_now = false;
+        let ce = std::mem::take(&mut self.ce_pending);
+        Some((ack, ce))
+    }
+
+    /// After a packet arrived: find packet numbers now `threshold` behind
+    /// the largest that are still missing and not yet reported.
+    pub fn detect_missing(&mut self, threshold: u64) {
+        let Some(largest) = self.largest else { return };
+        let Some(limit) = largest.checked_sub(threshold) else {
+            return;
+        };
+        let from = self.nack_floor.max(self.received.trimmed_below());
+        if from > limit {
+            return;
+        }
+        for (first, count) in self.received.gaps(from, limit) {
+            if self.nack_pending.len() >= 255 {
+                break;
+            }
+            self.nack_pending.push(MissingPackets {
+                first,
+                count: u32::try_from(count).unwrap_or(u32::MAX),
+            });
+        }
+        self.nack_floor = limit + 1;
+    }
+
+    /// Missing ranges waiting to be NACKed.
+    pub fn nack_due(&self) -> bool {
+        !self.nack_pending.is_empty()
+    }
+
+    /// Take up to `max` missing ranges for one NACK (the rest stay due).
+    pub fn take_nack(&mut self, max: usize) -> Vec<MissingPackets> {
+        let n = max.min(255).min(self.nack_pending.len());
+        self.nack_pending.drain(..n).collect()
+    }
+
+    /// Bytes held: reassembly plus delivered-but-unread messages.
+    pub fn buffered_bytes(&self) -> usize {
+        self.reassembly_bytes + self.unread_bytes
+    }
+
+    /// The application read a message of `len` bytes.
+    pub fn on_read(&mut self, len: usize) {
+        self.unread_bytes = self.unread_bytes.saturating_sub(len);
+    }
+
+    /// Highest message number delivered in order on `stream`.
+    pub fn last_delivered(&self, stream: u16) -> Option<u32> {
+        self.streams.get(&stream)?.next_deliver.checked_sub(1)
+    }
+
+    /// Check that every frame of a DATA packet can be stored.
+    pub fn check_frames(
+        &self,
+        frames: &[StreamFrame<'_>],
+        limits: &RecvLimits,
+    ) -> Result<(), DataRejection> {
+        let mut extra_bytes = 0usize;
+        let mut extra_messages = 0usize;
+        let max_blocks = limits
+            .max_message_size
+            .div_ceil(limits.peer_block_size.max(1))
+            .max(1);
+        for f in frames {
+            if f.stream_id != 0 {
+                return Err(DataRejection::Protocol("frame on a stream other than 0"));
+            }
+            if usize::from(f.block_count) > max_blocks {
+                return Err(DataRejection::Protocol("message larger than accepted"));
+            }
+            let s = self.streams.get(&f.stream_id);
+            let next = s.map_or(0, |s| s.next_deliver);
+            if f.message_number < next {
+                continue; // Delivered already: a duplicate.
+            }
+            let existing = s.and_then(|s| s.pending.get(&f.message_number));
+            if let Some(m) = existing {
+                if m.block_count != f.block_count {
+                    return Err(DataRejection::Protocol("block count changed"));
+                }
+                if m.blocks.contains_key(&f.block_index) {
+                    continue;
+                }
+                if m.bytes + f.data.len() > limits.max_message_size {
+                    return Err(DataRejection::Protocol("message larger than accepted"));
+                }
+            } else {
+                extra_messages += 1;
+            }
+            let head = f.message_number == next;
+            extra_bytes += f.data.len();
+            let full = if head {
+                // The head of the stream only competes with what the
+                // application has not read yet, so reassembly never
+                // deadlocks, yet an application that stops reading stops
+                // the peer.
+                let so_far = existing.map_or(0, |m| m.bytes);
+                self.unread_bytes + so_far + extra_bytes > limits.max_buffer_bytes
+            } else {
+                self.reassembly_messages + extra_messages > limits.max_messages
+                    || self.buffered_bytes() + extra_bytes > limits.max_buffer_bytes
+            };
+            if full {
+                return Err(DataRejection::NoBuffer);
+            }
+        }
+        Ok(())
+    }
+
+    /// Store the frames of an accepted DATA packet; returns the messages it
+    /// completed, in delivery order.
+    pub fn store_frames(&mut self, frames: &[StreamFrame<'_>]) -> Vec<(MessageId, Vec<u8>)> {
+        let mut delivered = Vec::new();
+        for f in frames {
+            let s = self.streams.entry(f.stream_id).or_default();
+            if f.message_number < s.next_deliver {
+                continue;
+            }
+            let m = s.pending.entry(f.message_number).or_insert_with(|| {
+                self.reassembly_messages += 1;
+                InMessage {
+                    block_count: f.block_count,
+                    blocks: BTreeMap::new(),
+                    bytes: 0,
+                }
+            });
+            if m.block_count != f.block_count || m.blocks.contains_key(&f.block_index) {
+                continue;
+            }
+            m.blocks.insert(f.block_index, f.data.to_vec());
+            m.bytes += f.data.len();
+            self.reassembly_bytes += f.data.len();
+            // Deliver every complete message at the head of the stream.
+            while let Some(head) = s.pending.get(&s.next_deliver) {
+                if head.blocks.len() != usize::from(head.block_count) {
+                    break;
+                }
+                let number = s.next_deliver;
+                let Some(done) = s.pending.remove(&number) else {
+                    break;
+                };
+                let mut bytes = Vec::with_capacity(done.bytes);
+                for (_, b) in done.blocks {
+                    bytes.extend_from_slice(&b);
+                }
+                self.reassembly_messages = self.reassembly_messages.saturating_sub(1);
+                self.reassembly_bytes = self.reassembly_bytes.saturating_sub(done.bytes);
+                self.unread_bytes += done.bytes;
+                self.counters.messages_delivered += 1;
+                delivered.push((
+                    MessageId {
+                        stream: f.stream_id,
+                        number,
+                    },
+                    bytes,
+                ));
+                match s.next_deliver.checked_add(1) {
+                    Some(n) => s.next_deliver = n,
+                    None => break,
+                }
+            }
+        }
+        delivered
+    }
+
+    /// Count a dropped DATA packet.
+    pub fn on_rejected(&mut self, why: DataRejection) {
+        match why {
+            DataRejection::NoBuffer => self.counters.dropped_no_buffer += 1,
+            DataRejection::Protocol(_) => self.counters.dropped_protocol += 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Reliability;
+
+    fn frame(
+        message_number: u32,
+        block_index: u16,
+        block_count: u16,
+        data: &[u8],
+    ) -> StreamFrame<'_> {
+        StreamFrame {
+            stream_id: 0,
+            message_number,
+            block_index,
+            block_count,
+            reliability: Reliability::Reliable,
+            data,
+        }
+    }
+
+    const LIMITS: RecvLimits = RecvLimits {
+        max_buffer_bytes: 1000,
+        max_messages: 2,
+        max_message_size: 500,
+        peer_block_size: 100,
+    };
+
+    #[test]
+    fn range_set_merges_and_finds_gaps() {
+        let mut r = RangeSet::default();
+        for v in [0, 1, 2, 5, 7, 6, 10] {
+            assert!(r.insert(v));
+        }
+        assert!(!r.insert(6));
+        assert_eq!(
+            r.descending().collect::<Vec<_>>(),
+            [(10, 10), (5, 7), (0, 2)]
+        );
+        assert_eq!(r.gaps(0, 10), [(3, 2), (8, 2)]);
+        assert_eq!(r.gaps(4, 8), [(4, 1), (8, 1)]);
+        assert_eq!(r.gaps(11, 12), [(11, 2)]);
+    }
+
+    #[test]
+    fn early_reordering_is_not_taken_for_duplicates() {
+        let mut rx = RecvState::new();
+        rx.record(Time::ZERO, 5);
+        assert!(!rx.is_duplicate(0));
+        assert!(rx.is_duplicate(5));
+        let mut r = RangeSet::default();
+        for v in 0..2000u64 {
+            r.insert(v * 2);
+        }
+        assert!(r.trimmed_below() > 0, "bounded");
+        assert!(r.descending().count() <= 512);
+    }
+
+    #[test]
+    fn ack_ranges_describe_the_received_set() {
+        let mut rx = RecvState::new();
+        for pn in [0, 1, 2, 5, 6, 9] {
+            rx.record(Time::ZERO, pn);
+        }
+        let (ack, ce) = rx.build_ack(Time::from_millis(1), 0, 255).unwrap();
+        assert!(!ce);
+        assert_eq!(ack.largest_acked, 9);
+        assert_eq!(ack.acked_ranges().unwrap(), [(9, 9), (5, 6), (0, 2)]);
+        assert_eq!(ack.ack_delay_us, 1000);
+    }
+
+    #[test]
+    fn missing_packets_are_nacked_once_past_the_threshold() {
+        let mut rx = RecvState::new();
+        for pn in [0, 2, 3] {
+            rx.record(Time::ZERO, pn);
+            rx.detect_missing(3);
+        }
+        assert!(!rx.nack_due(), "1 is only 2 behind the largest");
+        rx.record(Time::ZERO, 4);
+        rx.detect_missing(3);
+        assert_eq!(rx.take_nack(255), [MissingPackets { first: 1, count: 1 }]);
+        rx.record(Time::ZERO, 5);
+        rx.detect_missing(3);
+        assert!(!rx.nack_due(), "reported once");
+    }
+
+    #[test]
+    fn reassembly_delivers_in_order_exactly_once() {
+        let mut rx = RecvState::new();
+        let a = [frame(1, 0, 1, b"second")];
+        assert_eq!(rx.check_frames(&a, &LIMITS), Ok(()));
+        assert!(rx.store_frames(&a).is_empty(), "waits for message 0");
+        let b = [frame(0, 1, 2, b"lo"), frame(0, 0, 2, b"hel")];
+        rx.check_frames(&b, &LIMITS).unwrap();
+        let got = rx.store_frames(&b);
+        let numbers: Vec<u32> = got.iter().map(|(id, _)| id.number).collect();
+        assert_eq!(numbers, [0, 1]);
+        assert_eq!(got[0].1, b"hello");
+        assert!(
+            rx.store_frames(&b).is_empty(),
+            "duplicates are not delivered"
+        );
+        assert_eq!(rx.last_delivered(0), Some(1));
+    }
+
+    #[test]
+    fn limits_drop_out_of_order_but_never_the_head() {
+        let mut rx = RecvState::new();
+        for n in 1..=2 {
+            let f = [frame(n, 0, 2, b"x")];
+            rx.check_frames(&f, &LIMITS).unwrap();
+            rx.store_frames(&f);
+        }
+        let f = [frame(3, 0, 2, b"x")];
+        assert_eq!(rx.check_frames(&f, &LIMITS), Err(DataRejection::NoBuffer));
+        let head = [frame(0, 0, 1, b"x")];
+        assert_eq!(rx.check_frames(&head, &LIMITS), Ok(()));
+        let big = [frame(9, 0, 6, b"x")];
+        assert!(matches!(
+            rx.check_frames(&big, &LIMITS),
+            Err(DataRejection::Protocol(_))
+        ));
+        let other = [StreamFrame {
+            stream_id: 1,
+            ..frame(0, 0, 1, b"x")
+        }];
+        assert!(matches!(
+            rx.check_frames(&other, &LIMITS),
+            Err(DataRejection::Protocol(_))
+        ));
+    }
+}

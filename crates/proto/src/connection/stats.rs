@@ -1,0 +1,207 @@
+//! A snapshot of one connection, for the application, traces and tests.
+
+use super::Connection;
+use crate::probe::ProbeResult;
+use peregrine_cc::CaState;
+use std::time::Duration;
+
+/// The life-cycle state (seed 003 §IV).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ConnectionState {
+    /// START sent, waiting for its REPLY.
+    Starting,
+    /// Established.
+    Connected,
+    /// This side closed: finishing its data, then END with REPLY_REQ.
+    EndLocal,
+    /// The peer closed first: finishing this side's data, then END with REPLY.
+    EndRemote,
+    /// END with REPLY sent: waiting for FIN (or the timer).
+    TimedClose,
+    /// Closed.
+    Closed,
+}
+
+impl ConnectionState {
+    /// The name used in seed 003 (`END_LOCAL`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            ConnectionState::Starting => "STARTING",
+            ConnectionState::Connected => "CONNECTED",
+            ConnectionState::EndLocal => "END_LOCAL",
+            ConnectionState::EndRemote => "END_REMOTE",
+            ConnectionState::TimedClose => "TIMED_CLOSE",
+            ConnectionState::Closed => "CLOSED",
+        }
+    }
+}
+
+/// Everything [`Endpoint::stats`](crate::endpoint::Endpoint::stats) reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConnectionStats {
+    /// Life-cycle state.
+    pub state: ConnectionState,
+    /// The controller's registry name.
+    pub controller: &'static str,
+    /// The controller's mode (BBR: `startup`, …; RTW-TCP: `normal`, `frozen`).
+    pub controller_mode: Option<&'static str>,
+    /// The controller's bandwidth estimate, bytes per second, if it keeps one.
+    pub bandwidth_estimate_bytes_per_sec: Option<u64>,
+    /// Congestion window, bytes.
+    pub cwnd_bytes: u64,
+    /// Slow-start threshold, bytes (`None` while infinite).
+    pub ssthresh_bytes: Option<u64>,
+    /// Pacing rate, bytes per second (`None` = unpaced).
+    pub pacing_rate_bytes_per_sec: Option<u64>,
+    /// The connection's congestion state.
+    pub ca_state: CaState,
+    /// Smoothed RTT.
+    pub srtt: Option<Duration>,
+    /// Minimum RTT.
+    pub min_rtt: Option<Duration>,
+    /// RTT variation.
+    pub rttvar: Option<Duration>,
+    /// Latest RTT sample.
+    pub latest_rtt: Option<Duration>,
+    /// Current RTO, without backoff.
+    pub rto: Duration,
+    /// Bytes of DATA in flight.
+    pub bytes_in_flight: u64,
+    /// The peer's receive window, bytes.
+    pub peer_window_bytes: u64,
+    /// Datagrams sent, all types.
+    pub packets_sent: u64,
+    /// Bytes of those.
+    pub bytes_sent: u64,
+    /// Datagrams received and accepted, all types.
+    pub packets_received: u64,
+    /// Bytes of those.
+    pub bytes_received: u64,
+    /// DATA packets sent (new data and retransmissions).
+    pub data_packets_sent: u64,
+    /// DATA packets acknowledged.
+    pub packets_acked: u64,
+    /// Bytes of those.
+    pub bytes_acked: u64,
+    /// DATA packets declared lost.
+    pub packets_lost: u64,
+    /// Bytes of those.
+    pub bytes_lost: u64,
+    /// DATA packets sent with ST_RET.
+    pub packets_retransmitted: u64,
+    /// Bytes of those.
+    pub bytes_retransmitted: u64,
+    /// Losses later proven spurious.
+    pub spurious_losses: u64,
+    /// Congestion episodes undone as spurious.
+    pub undos: u64,
+    /// Loss episodes (one per flight).
+    pub loss_episodes: u64,
+    /// ECN (`Cwr`) episodes.
+    pub ecn_episodes: u64,
+    /// Retransmission timeouts.
+    pub rtos: u64,
+    /// `Hold` answers of the controller.
+    pub holds: u64,
+    /// Messages accepted by `send_message`.
+    pub messages_sent: u64,
+    /// Messages the peer acknowledged completely.
+    pub messages_acked: u64,
+    /// Messages delivered to this side's application.
+    pub messages_delivered: u64,
+    /// ACK packets sent.
+    pub acks_sent: u64,
+    /// ACK packets received.
+    pub acks_received: u64,
+    /// NACK packets sent.
+    pub nacks_sent: u64,
+    /// NACK packets received.
+    pub nacks_received: u64,
+    /// IDLE keep-alives sent.
+    pub keep_alives_sent: u64,
+    /// Duplicate packets received.
+    pub duplicate_packets: u64,
+    /// Packets dropped for a wrong SYNC_NO.
+    pub wrong_sync_no: u64,
+    /// Packets dropped because they came from another address.
+    pub wrong_address: u64,
+    /// Packets that were well-formed but broke the protocol (dropped).
+    pub protocol_errors: u64,
+    /// CE-marked DATA packets received.
+    pub ecn_ce_received: u64,
+    /// ACKs received that echoed CE.
+    pub ecn_echoes_received: u64,
+    /// Packet-pair tests started.
+    pub probes_started: u64,
+    /// Packet-pair tests that produced a measurement.
+    pub probes_completed: u64,
+    /// The latest packet-pair measurement.
+    pub last_probe: Option<ProbeResult>,
+    /// Window handed to the controller by the start-up probe, bytes.
+    pub initial_window_bytes: Option<u64>,
+}
+
+impl Connection {
+    /// A snapshot of the connection.
+    pub(crate) fn stats(&self) -> ConnectionStats {
+        let cc = self.recovery.cc_stats();
+        let rtt = self.recovery.rtt();
+        let rc = self.recovery.counters();
+        let cg = self.recovery.congestion().counters();
+        let rx = self.recv.counters();
+        let tx = self.send.counters();
+        let c = &self.counters;
+        ConnectionStats {
+            state: self.state,
+            controller: self.recovery.congestion().controller_name(),
+            controller_mode: cc.mode,
+            bandwidth_estimate_bytes_per_sec: cc.bandwidth_estimate_bytes_per_sec,
+            cwnd_bytes: cc.cwnd_bytes,
+            ssthresh_bytes: cc.ssthresh_bytes,
+            pacing_rate_bytes_per_sec: cc.pacing_rate_bytes_per_sec,
+            ca_state: self.recovery.ca_state(),
+            srtt: rtt.srtt(),
+            min_rtt: rtt.min_rtt(),
+            rttvar: rtt.rttvar(),
+            latest_rtt: rtt.latest_rtt(),
+            rto: rtt.rto(),
+            bytes_in_flight: self.recovery.bytes_in_flight(),
+            peer_window_bytes: self.send.peer_window(),
+            packets_sent: c.packets_sent,
+            bytes_sent: c.bytes_sent,
+            packets_received: c.packets_received,
+            bytes_received: c.bytes_received,
+            data_packets_sent: rc.data_packets_sent,
+            packets_acked: rc.packets_acked,
+            bytes_acked: rc.bytes_acked,
+            packets_lost: rc.packets_lost,
+            bytes_lost: rc.bytes_lost,
+            packets_retransmitted: c.packets_retransmitted,
+            bytes_retransmitted: c.bytes_retransmitted,
+            spurious_losses: rc.spurious_losses,
+            undos: cg.undos,
+            loss_episodes: cg.loss_episodes,
+            ecn_episodes: cg.ecn_episodes,
+            rtos: cg.rtos,
+            holds: cg.holds,
+            messages_sent: tx.messages_sent,
+            messages_acked: tx.messages_acked,
+            messages_delivered: rx.messages_delivered,
+            acks_sent: c.acks_sent,
+            acks_received: rc.acks_received,
+            nacks_sent: c.nacks_sent,
+            nacks_received: c.nacks_received,
+            keep_alives_sent: c.keep_alives_sent,
+            duplicate_packets: rx.duplicate_packets,
+            wrong_sync_no: c.wrong_sync_no,
+            wrong_address: c.wrong_address,
+            protocol_errors: c.protocol_errors,
+            ecn_ce_received: rx.ecn_ce_received,
+            ecn_echoes_received: rc.ecn_echoes,
+            probes_started: self.probe.started(),
+            probes_completed: self.probe.completed(),
+            last_probe: self.probe.last(),
+            initial_window_bytes: self.initial_window,
+        }
+    }
+}

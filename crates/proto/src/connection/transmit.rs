@@ -1,0 +1,358 @@
+//! What the connection sends next, and its timers.
+//!
+//! `poll_transmit` writes at most one datagram per call, in this order of
+//! urgency: an abort's reset; the handshake (START or its answer); ECHO
+//! answers; ACK; NACK; the packet-pair probes; a STATUS answer; the close
+//! handshake (FIN, END with REPLY, END with REPLY_REQ); DATA as the window,
+//! the pacing rate and the controller's send gate allow; a STATUS poll of a
+//! closed peer window; an IDLE keep-alive.
+
+use super::stats::ConnectionState;
+use super::Connection;
+use crate::recovery::Allowance;
+use crate::send_helpers::write;
+use crate::wire::header::WINDOW_SIZE_MAX;
+use crate::wire::{
+    AckPayload, BarePayload, DataPayload, EchoPayload, Flags, HeaderRepr, NackPayload, PacketType,
+    Payload, StartPayload, HEADER_LEN,
+};
+use peregrine_cc::Time;
+
+impl Connection {
+    /// The base header every packet of this connection starts from.
+    fn header(&self, pk_type: PacketType, flags: Flags) -> HeaderRepr {
+        let mut h = HeaderRepr::new(pk_type);
+        h.dest_id = self.peer_id;
+        h.src_id = self.local_id;
+        h.sync_no = self.local_sync;
+        h.cn = 1;
+        let mut f = flags | Flags::W_VAL;
+        if self.config.checksum {
+            f = f | Flags::ST_CKS;
+        }
+        let free = u64::try_from(self.free_receive_bytes()).unwrap_or(u64::MAX);
+        h.window_size = u32::try_from(free >> self.local_scale)
+            .unwrap_or(WINDOW_SIZE_MAX)
+            .min(WINDOW_SIZE_MAX);
+        if let Some(n) = self.send.last_message_number(0) {
+            h.mess_seq_no = n as u16;
+        }
+        if let Some(n) = self.recv.last_delivered(0) {
+            h.mess_acc_no = n as u16;
+            f = f | Flags::EOM;
+        }
+        h.flags = f;
+        h
+    }
+
+    fn sent(&mut self, now: Time, n: usize) -> Option<usize> {
+        self.counters.packets_sent += 1;
+        self.counters.bytes_sent += n as u64;
+        self.last_sent = now;
+        self.keep_alive_pending = false;
+        Some(n)
+    }
+
+    fn send_bare(
+        &mut self,
+        now: Time,
+        buf: &mut Vec<u8>,
+        t: PacketType,
+        flags: Flags,
+    ) -> Option<usize> {
+        let pn = self.recovery.take_pn();
+        let h = self.header(t, flags);
+        let n = write(
+            buf,
+            h,
+            Payload::Bare(BarePayload {
+                packet_number: pn as u32,
+            }),
+        )?;
+        self.sent(now, n)
+    }
+
+    /// The next datagram, written into `buf`; its length.
+    pub(crate) fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<usize> {
+        let now = self.tick(now);
+        if self.closing.reset_pending {
+            self.closing.reset_pending = false;
+            return self.send_bare(now, buf, PacketType::Fin, Flags::REMOTE_RESET);
+        }
+        match self.state {
+            ConnectionState::Closed => return None,
+            ConnectionState::Starting => {
+                if !self.start.pending {
+                    return None;
+                }
+                let h = self.header(PacketType::Start, Flags::REPLY_REQ);
+                let n = write(
+                    buf,
+                    h,
+                    Payload::Start(StartPayload {
+                        tlvs: self.start_tlvs(),
+                    }),
+                )?;
+                self.on_start_sent(now);
+                return self.sent(now, n);
+            }
+            _ => {}
+        }
+        if self.start_reply_pending {
+            self.start_reply_pending = false;
+            let h = self.header(PacketType::Start, Flags::REPLY);
+            let n = write(
+                buf,
+                h,
+                Payload::Start(StartPayload {
+                    tlvs: self.start_tlvs(),
+                }),
+            )?;
+            return self.sent(now, n);
+        }
+        if let Some((t, probe_id, timestamp_ns)) = self.echo_replies.pop_front() {
+            let pn = self.recovery.take_pn();
+            let h = self.header(t, Flags::REPLY);
+            let p = EchoPayload {
+                packet_number: pn as u32,
+                probe_id,
+                timestamp_ns,
+                padding_len: 0,
+            };
+            let n = write(buf, h, Payload::Echo(p))?;
+            return self.sent(now, n);
+        }
+        if self.recv.ack_due(now) {
+            let pn = self.recovery.take_pn();
+            let room =
+                usize::from(self.packet_size).saturating_sub(HEADER_LEN + AckPayload::FIXED_LEN);
+            if let Some((ack, ce)) = self.recv.build_ack(now, pn as u32, room / 8) {
+                let mut h = self.header(PacketType::Ack, Flags::EMPTY);
+                if ce {
+                    h.cn = 3;
+                }
+                let n = write(buf, h, Payload::Ack(ack))?;
+                self.counters.acks_sent += 1;
+                return self.sent(now, n);
+            }
+        }
+        if self.recv.nack_due() {
+            let room =
+                usize::from(self.packet_size).saturating_sub(HEADER_LEN + NackPayload::FIXED_LEN);
+            let missing = self.recv.take_nack(room / 12);
+            if !missing.is_empty() {
+                let pn = self.recovery.take_pn();
+                let h = self.header(PacketType::Nack, Flags::EMPTY);
+                let p = NackPayload {
+                    packet_number: pn as u32,
+                    missing_packets: missing,
+                    missing_blocks: Vec::new(),
+                };
+                let n = write(buf, h, Payload::Nack(p))?;
+                self.counters.nacks_sent += 1;
+                return self.sent(now, n);
+            }
+        }
+        if let Some((t, probe_id)) = self.probe_sends.pop_front() {
+            let pn = self.recovery.take_pn();
+            let h = self.header(t, Flags::REPLY_REQ);
+            let padding =
+                usize::from(self.packet_size).saturating_sub(HEADER_LEN + EchoPayload::FIXED_LEN);
+            let p = EchoPayload {
+                packet_number: pn as u32,
+                probe_id,
+                timestamp_ns: now.as_nanos(),
+                padding_len: u16::try_from(padding).unwrap_or(0),
+            };
+            let n = write(buf, h, Payload::Echo(p))?;
+            return self.sent(now, n);
+        }
+        if self.status_reply_pending {
+            self.status_reply_pending = false;
+            return self.send_bare(now, buf, PacketType::Status, Flags::REPLY);
+        }
+        if self.closing.fin_pending {
+            self.closing.fin_pending = false;
+            let n = self.send_bare(now, buf, PacketType::Fin, Flags::EMPTY);
+            self.on_fin(now);
+            return n;
+        }
+        if self.closing.end_reply_pending {
+            self.closing.end_reply_pending = false;
+            return self.send_bare(now, buf, PacketType::End, Flags::REPLY);
+        }
+        if self.closing.end_pending {
+            let n = self.send_bare(now, buf, PacketType::End, Flags::REPLY_REQ);
+            self.on_end_sent(now);
+            return n;
+        }
+        if let Some(n) = self.send_data(now, buf) {
+            return Some(n);
+        }
+        if self.send.window_blocked()
+            && self.data_ready
+            && self.status_poll_at.is_none()
+            && !self.status_poll_pending
+        {
+            let wait = self
+                .recovery
+                .rtt()
+                .rto()
+                .saturating_mul(1 << self.status_backoff.min(6));
+            self.status_poll_at = Some(now + wait);
+        }
+        if self.status_poll_pending {
+            self.status_poll_pending = false;
+            self.status_backoff += 1;
+            return self.send_bare(now, buf, PacketType::Status, Flags::REPLY_REQ);
+        }
+        if self.keep_alive_pending {
+            self.counters.keep_alives_sent += 1;
+            return self.send_bare(now, buf, PacketType::Idle, Flags::EMPTY);
+        }
+        None
+    }
+
+    fn data_state(&self) -> bool {
+        self.data_ready
+            && matches!(
+                self.state,
+                ConnectionState::Connected | ConnectionState::EndLocal | ConnectionState::EndRemote
+            )
+    }
+
+    fn send_data(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<usize> {
+        if !self.data_state() {
+            return None;
+        }
+        let mps = u64::from(self.packet_size);
+        if !self.send.has_pending() {
+            if self.recovery.allowance(now, mps) == Allowance::Send {
+                self.recovery.on_app_limited();
+            }
+            return None;
+        }
+        let probe = match self.recovery.allowance(now, mps) {
+            Allowance::Send => false,
+            Allowance::Probe => true,
+            Allowance::Blocked => {
+                self.recovery.on_cwnd_limited();
+                return None;
+            }
+            Allowance::Wait(_) => return None,
+        };
+        let pn = self.recovery.next_pn();
+        let room = usize::from(self.packet_size).saturating_sub(HEADER_LEN + 4);
+        let mut taken = None;
+        if probe && !self.send.has_retransmission() {
+            if let Some(blocks) = self.recovery.oldest_blocks() {
+                let live = self.send.take_specific(pn, &blocks);
+                if !live.is_empty() {
+                    taken = Some(super::send::Taken {
+                        blocks: live,
+                        retransmission: true,
+                    });
+                }
+            }
+        }
+        let taken = match taken {
+            Some(t) => t,
+            None => self.send.take_frames(pn, room)?,
+        };
+        let taken_pn = self.recovery.take_pn();
+        debug_assert_eq!(taken_pn, pn);
+        let frames: Vec<_> = taken
+            .blocks
+            .iter()
+            .filter_map(|b| self.send.frame(*b))
+            .collect();
+        let payload = DataPayload {
+            packet_number: pn as u32,
+            frames,
+        };
+        let size = (HEADER_LEN + payload.buffer_len()) as u64;
+        let cwnd = self.recovery.congestion().cwnd_bytes();
+        let last = !self.send.has_pending() || self.recovery.bytes_in_flight() + size + mps > cwnd;
+        let mut flags = Flags::ST_RTR;
+        if taken.retransmission {
+            flags = flags | Flags::ST_RET;
+        }
+        if last {
+            flags = flags | Flags::REPLY_REQ;
+        }
+        let mut h = self.header(PacketType::Data, flags);
+        let summary = payload.header_summary();
+        h.mess_seq_no = summary.mess_seq_no;
+        h.pblock = summary.pblock;
+        h.tblock = summary.tblock;
+        let n = write(buf, h, Payload::Data(payload))?;
+        let size = u32::try_from(n).unwrap_or(u32::MAX);
+        self.recovery
+            .on_data_sent(now, pn, size, taken.retransmission, taken.blocks, probe);
+        if taken.retransmission {
+            self.counters.packets_retransmitted += 1;
+            self.counters.bytes_retransmitted += n as u64;
+        }
+        self.sent(now, n)
+    }
+
+    /// When `handle_timeout` must next run.
+    pub(crate) fn poll_timeout(&self) -> Option<Time> {
+        let mut t: Option<Time> = None;
+        let mut arm = |x: Option<Time>| {
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |y: Time| y.min(x)));
+            }
+        };
+        match self.state {
+            ConnectionState::Closed => return None,
+            ConnectionState::Starting => {
+                arm(self.start.retx_at);
+                arm(Some(self.start.deadline));
+                return t;
+            }
+            _ => {}
+        }
+        arm(Some(self.last_received + self.config.idle_timeout));
+        if !self.keep_alive_pending {
+            arm(Some(self.last_sent + self.config.keep_alive_interval));
+        }
+        arm(self.recovery.timeout());
+        arm(self.recv.ack_deadline());
+        arm(self.probe.timeout());
+        arm(self.closing.end_retx_at);
+        arm(self.closing.timed_close_at);
+        arm(self.status_poll_at);
+        if self.data_state() && self.send.has_pending() {
+            if let Allowance::Wait(at) = self
+                .recovery
+                .allowance(self.now, u64::from(self.packet_size))
+            {
+                arm(Some(at));
+            }
+        }
+        t
+    }
+
+    /// Run every timer that is due at `now`.
+    pub(crate) fn handle_timeout(&mut self, now: Time) {
+        let now = self.tick(now);
+        self.on_start_timer(now);
+        self.on_liveness_timers(now);
+        if matches!(
+            self.state,
+            ConnectionState::Closed | ConnectionState::Starting
+        ) {
+            return;
+        }
+        let out = self.recovery.on_timeout(now);
+        self.apply(out);
+        if let Some(outcome) = self.probe.on_timeout(now) {
+            self.on_probe_outcome(now, outcome);
+        }
+        if self.status_poll_at.is_some_and(|t| t <= now) {
+            self.status_poll_at = None;
+            self.status_poll_pending = self.send.window_blocked();
+        }
+    }
+}

@@ -1,0 +1,544 @@
+//! # The endpoint: many connections behind one socket
+//!
+//! An [`Endpoint`] owns every connection of one UDP socket (or simulated
+//! node), demultiplexes incoming datagrams by DEST_ID (the local connection
+//! id), answers STARTs (accepting them when it has a server configuration,
+//! else with REJECT), and answers packets for connections it does not know
+//! with a stateless reset. It implements [`SansIo`]: the UDP runtime, the
+//! simulator and the test harnesses drive it identically.
+//!
+//! ## Call order
+//!
+//! ```text
+//! loop {
+//!     // 1. something happened:
+//!     endpoint.handle_datagram(now, remote, ecn, &bytes);   // or
+//!     endpoint.handle_timeout(now);                          // or
+//!     endpoint.send_message(handle, now, 0, b"...")?;        // or close(...)
+//!     // 2. send what it wants sent:
+//!     while let Some(t) = endpoint.poll_transmit(now, &mut buf) { socket.send_to(&buf[..t.size], t.destination) }
+//!     // 3. read events and arm the one timer:
+//!     while let Some((handle, event)) = endpoint.poll_event() { ... }
+//!     timer = endpoint.poll_timeout();
+//! }
+//! ```
+//!
+//! **Time never goes backwards**: every `now` must be at least the
+//! previous one; an earlier value is treated as the latest seen.
+//! No method panics for any input bytes; malformed datagrams are counted
+//! in [`EndpointStats`] and dropped.
+
+use crate::connection::{
+    ConfigError, Connection, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig,
+    Event, MessageId, SendError, StartParams,
+};
+use crate::io::{EcnCodepoint, SansIo, Transmit};
+use crate::rng::SeededRng;
+use crate::send_helpers::write;
+use crate::wire::{
+    BarePayload, DatagramRepr, Flags, HeaderRepr, PacketType, Payload, RejectPayload, RejectReason,
+    Tlv, PROTOCOL_VERSION,
+};
+use peregrine_cc::{CcConfig, LinkHint, Time};
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+
+/// How many closed connections' final stats stay readable.
+const CLOSED_STATS_KEPT: usize = 64;
+
+/// Names one connection of an endpoint. Handles are never reused.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnectionHandle(pub u64);
+
+/// Why `connect` failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectError {
+    /// The configuration cannot work.
+    #[error(transparent)]
+    InvalidConfig(#[from] ConfigError),
+    /// The endpoint already has `max_connections` connections (or no free id).
+    #[error("too many connections")]
+    TooManyConnections,
+}
+
+/// Endpoint-wide counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Datagrams handed to `handle_datagram`.
+    pub datagrams_received: u64,
+    /// Datagrams that did not decode (bad length, checksum, payload, …).
+    pub decode_errors: u64,
+    /// Datagrams for a connection id this endpoint does not have.
+    pub unknown_connection: u64,
+    /// STARTs accepted.
+    pub connections_accepted: u64,
+    /// REJECTs sent.
+    pub rejects_sent: u64,
+    /// Stateless resets sent.
+    pub resets_sent: u64,
+    /// STARTs dropped because they lacked ST_CKS and the server checksums.
+    pub unchecked_dropped: u64,
+    /// Stateless answers dropped because their queue was full.
+    pub stateless_dropped: u64,
+}
+
+/// Many connections, demultiplexed by connection id.
+///
+/// # Call order
+///
+/// 1. Tell it what happened: [`handle_datagram`](SansIo::handle_datagram),
+///    [`handle_timeout`](SansIo::handle_timeout) when the instant from
+///    [`poll_timeout`](SansIo::poll_timeout) comes, or an application call
+///    ([`connect`](Self::connect), [`send_message`](Self::send_message),
+///    [`close`](Self::close), …).
+/// 2. Call [`poll_transmit`](SansIo::poll_transmit) until `None` and send
+///    each datagram.
+/// 3. Call [`poll_event`](Self::poll_event) until `None`, then
+///    [`poll_timeout`](SansIo::poll_timeout) and arm that one timer.
+///
+/// **Time never goes backwards**: each `now` must be at least the previous
+/// one; an earlier value is treated as the latest seen. No method panics
+/// for any input bytes.
+#[derive(Debug)]
+pub struct Endpoint {
+    config: EndpointConfig,
+    rng: SeededRng,
+    now: Time,
+    next_handle: u64,
+    connections: BTreeMap<ConnectionHandle, Connection>,
+    by_id: BTreeMap<u16, ConnectionHandle>,
+    by_peer: BTreeMap<(SocketAddr, u16), ConnectionHandle>,
+    stateless: VecDeque<(SocketAddr, Vec<u8>)>,
+    cursor: u64,
+    closed_stats: VecDeque<(ConnectionHandle, ConnectionStats)>,
+    stats: EndpointStats,
+}
+
+impl Endpoint {
+    /// An endpoint whose every random choice (connection ids, SYNC_NO,
+    /// probe ids) derives from `seed`.
+    pub fn new(config: EndpointConfig, seed: u64) -> Endpoint {
+        Endpoint {
+            config,
+            rng: SeededRng::new(seed).fork("endpoint"),
+            now: Time::ZERO,
+            next_handle: 0,
+            connections: BTreeMap::new(),
+            by_id: BTreeMap::new(),
+            by_peer: BTreeMap::new(),
+            stateless: VecDeque::new(),
+            cursor: 0,
+            closed_stats: VecDeque::new(),
+            stats: EndpointStats::default(),
+        }
+    }
+
+    fn tick(&mut self, now: Time) -> Time {
+        self.now = self.now.max(now);
+        self.now
+    }
+
+    /// Start accepting connections, configured as `server`.
+    pub fn accept(&mut self, server: ConnectionConfig) -> Result<(), ConfigError> {
+        server.validate()?;
+        self.config.server = Some(server);
+        Ok(())
+    }
+
+    /// Stop accepting connections (STARTs are rejected with `refused`).
+    pub fn stop_accepting(&mut self) {
+        self.config.server = None;
+    }
+
+    /// Open a connection to `remote`: its START leaves at the next
+    /// `poll_transmit`. Messages may be queued at once.
+    pub fn connect(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        config: ConnectionConfig,
+    ) -> Result<ConnectionHandle, ConnectError> {
+        let now = self.tick(now);
+        config.validate()?;
+        if self.connections.len() >= self.config.max_connections {
+            return Err(ConnectError::TooManyConnections);
+        }
+        let id = self.alloc_id().ok_or(ConnectError::TooManyConnections)?;
+        let sync = self.sync_no();
+        let probe_id = self.rng.next_u64() as u32;
+        let conn = Connection::connect(now, config, id, remote, sync, probe_id);
+        Ok(self.insert(id, None, conn))
+    }
+
+    fn insert(
+        &mut self,
+        id: u16,
+        peer: Option<(SocketAddr, u16)>,
+        conn: Connection,
+    ) -> ConnectionHandle {
+        let handle = ConnectionHandle(self.next_handle);
+        self.next_handle += 1;
+        self.by_id.insert(id, handle);
+        if let Some(p) = peer {
+            self.by_peer.insert(p, handle);
+        }
+        self.connections.insert(handle, conn);
+        handle
+    }
+
+    fn sync_no(&mut self) -> u16 {
+        (self.rng.next_u64() & 0x0fff) as u16
+    }
+
+    fn alloc_id(&mut self) -> Option<u16> {
+        for _ in 0..32 {
+            let id = (self.rng.next_u64() & 0xffff) as u16;
+            if id != 0 && !self.by_id.contains_key(&id) {
+                return Some(id);
+            }
+        }
+        (1..=u16::MAX).find(|id| !self.by_id.contains_key(id))
+    }
+
+    /// Queue a message on `stream` (only 0 for now); it is fragmented,
+    /// sent as the window allows and delivered exactly once, in order.
+    pub fn send_message(
+        &mut self,
+        handle: ConnectionHandle,
+        now: Time,
+        stream: u16,
+        bytes: &[u8],
+    ) -> Result<MessageId, SendError> {
+        let now = self.tick(now);
+        let conn = self
+            .connections
+            .get_mut(&handle)
+            .ok_or(SendError::UnknownConnection)?;
+        conn.send_message(now, stream, bytes)
+    }
+
+    /// Close gracefully: finish sending, then END / END + FIN.
+    pub fn close(&mut self, handle: ConnectionHandle, now: Time) {
+        let now = self.tick(now);
+        if let Some(c) = self.connections.get_mut(&handle) {
+            c.app_close(now);
+        }
+    }
+
+    /// Abort: tell the peer with REMOTE_RESET and close at once.
+    pub fn abort(&mut self, handle: ConnectionHandle, now: Time) {
+        let now = self.tick(now);
+        if let Some(c) = self.connections.get_mut(&handle) {
+            c.app_abort(now);
+        }
+    }
+
+    /// Replace the congestion controller of a connection (it restarts from
+    /// its initial window). Returns `false` for an unknown handle.
+    pub fn set_controller(&mut self, handle: ConnectionHandle, now: Time, cc: CcConfig) -> bool {
+        let now = self.tick(now);
+        match self.connections.get_mut(&handle) {
+            Some(c) => {
+                c.set_controller(now, cc);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Hand a link-layer hint (blockage, handover, …) to a connection's controller.
+    pub fn link_hint(&mut self, handle: ConnectionHandle, now: Time, hint: &LinkHint) {
+        let now = self.tick(now);
+        if let Some(c) = self.connections.get_mut(&handle) {
+            c.link_hint(now, hint);
+        }
+    }
+
+    /// A snapshot of a connection (also for the last closed ones).
+    pub fn stats(&self, handle: ConnectionHandle) -> Option<ConnectionStats> {
+        if let Some(c) = self.connections.get(&handle) {
+            return Some(c.stats());
+        }
+        self.closed_stats
+            .iter()
+            .find(|(h, _)| *h == handle)
+            .map(|(_, s)| s.clone())
+    }
+
+    /// The life-cycle state of a connection still held.
+    pub fn state(&self, handle: ConnectionHandle) -> Option<ConnectionState> {
+        self.connections.get(&handle).map(Connection::state)
+    }
+
+    /// The peer address of a connection still held.
+    pub fn remote(&self, handle: ConnectionHandle) -> Option<SocketAddr> {
+        self.connections.get(&handle).map(Connection::remote)
+    }
+
+    /// Connections held (closed ones are released once their events are read).
+    pub fn connection_count(&self) -> usize {
+        self.connections.len()
+    }
+
+    /// Handles of the connections held, ascending.
+    pub fn handles(&self) -> Vec<ConnectionHandle> {
+        self.connections.keys().copied().collect()
+    }
+
+    /// Endpoint-wide counters.
+    pub fn endpoint_stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+
+    /// The next event of any connection.
+    pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
+        let mut found = None;
+        for (h, c) in self.connections.iter_mut() {
+            if let Some(ev) = c.poll_event() {
+                found = Some((*h, ev));
+                break;
+            }
+        }
+        if let Some((h, _)) = &found {
+            self.reap(*h);
+        }
+        found
+    }
+
+    fn reap(&mut self, handle: ConnectionHandle) {
+        let drained = self
+            .connections
+            .get(&handle)
+            .is_some_and(Connection::is_drained);
+        if !drained {
+            return;
+        }
+        if let Some(c) = self.connections.remove(&handle) {
+            self.by_id.remove(&c.local_id());
+            self.by_peer.retain(|_, h| *h != handle);
+            self.closed_stats.push_back((handle, c.stats()));
+            while self.closed_stats.len() > CLOSED_STATS_KEPT {
+                self.closed_stats.pop_front();
+            }
+        }
+    }
+
+    fn queue_stateless(
+        &mut self,
+        to: SocketAddr,
+        header: HeaderRepr,
+        payload: Payload<'_>,
+    ) -> bool {
+        if self.stateless.len() >= self.config.max_stateless_queue {
+            self.stats.stateless_dropped += 1;
+            return false;
+        }
+        let mut buf = Vec::new();
+        if write(&mut buf, header, payload).is_some() {
+            self.stateless.push_back((to, buf));
+            true
+        } else {
+            false
+        }
+    }
+
+    fn reject(&mut self, to: SocketAddr, start: &HeaderRepr, reason: RejectReason) {
+        let mut h = HeaderRepr::new(PacketType::Reject);
+        h.dest_id = start.src_id;
+        h.src_id = 0;
+        // The rejecter has no SYNC_NO of its own: it echoes the START's.
+        h.sync_no = start.sync_no;
+        h.flags = Flags::REPLY | Flags::ST_CKS;
+        let p = RejectPayload {
+            reason,
+            tlvs: vec![Tlv::Version(PROTOCOL_VERSION)],
+        };
+        if self.queue_stateless(to, h, Payload::Reject(p)) {
+            self.stats.rejects_sent += 1;
+        }
+    }
+
+    fn on_start(&mut self, now: Time, remote: SocketAddr, dg: &DatagramRepr<'_>) {
+        let h = dg.header;
+        if let Some(handle) = self.by_peer.get(&(remote, h.src_id)).copied() {
+            if let Some(c) = self.connections.get_mut(&handle) {
+                c.on_duplicate_start(now, h.sync_no);
+            }
+            return;
+        }
+        let Payload::Start(start) = &dg.payload else {
+            return;
+        };
+        let params = StartParams::from_tlvs(&start.tlvs);
+        let Some(mut cfg) = self.config.server.clone() else {
+            self.reject(remote, &h, RejectReason::REFUSED);
+            return;
+        };
+        if cfg.checksum && !h.flags.contains(Flags::ST_CKS) {
+            self.stats.unchecked_dropped += 1;
+            return;
+        }
+        if self.connections.len() >= self.config.max_connections {
+            self.reject(remote, &h, RejectReason::BUSY);
+            return;
+        }
+        if self.config.adopt_peer_controller {
+            if let Some(name) = params.controller.as_deref().filter(|n| *n != "any") {
+                match CcConfig::from_name(name) {
+                    Ok(cc) => cfg.cc = cc,
+                    Err(_) => {
+                        self.reject(remote, &h, RejectReason::CONTROLLER_UNSUPPORTED);
+                        return;
+                    }
+                }
+            }
+        }
+        let Some(id) = self.alloc_id() else {
+            self.reject(remote, &h, RejectReason::BUSY);
+            return;
+        };
+        let sync = self.sync_no();
+        let probe_id = self.rng.next_u64() as u32;
+        let window = h.flags.contains(Flags::W_VAL).then_some(h.window_size);
+        match Connection::accept(
+            now, cfg, id, remote, sync, probe_id, h.src_id, h.sync_no, window, &params,
+        ) {
+            Ok(conn) => {
+                self.stats.connections_accepted += 1;
+                self.insert(id, Some((remote, h.src_id)), conn);
+            }
+            Err(reason) => self.reject(remote, &h, reason),
+        }
+    }
+
+    fn stateless_reset(&mut self, remote: SocketAddr, h: &HeaderRepr) {
+        let provokes = match h.pk_type {
+            PacketType::Data
+            | PacketType::Echo
+            | PacketType::Echo1
+            | PacketType::Echo2
+            | PacketType::Status
+            | PacketType::Idle => true,
+            PacketType::End => h.flags.contains(Flags::REPLY_REQ),
+            _ => false,
+        };
+        // Only a checksum-verified packet may provoke a reset: a corrupted
+        // DEST_ID must not end a healthy connection.
+        if !provokes || h.flags.contains(Flags::REMOTE_RESET) || !h.flags.contains(Flags::ST_CKS) {
+            return;
+        }
+        let mut r = HeaderRepr::new(PacketType::Fin);
+        r.dest_id = h.src_id;
+        r.src_id = h.dest_id;
+        // Echo the provoking packet's SYNC_NO: proof we saw it.
+        r.sync_no = h.sync_no;
+        r.flags = Flags::REMOTE_RESET | Flags::ST_CKS;
+        if self.queue_stateless(remote, r, Payload::Bare(BarePayload { packet_number: 0 })) {
+            self.stats.resets_sent += 1;
+        }
+    }
+}
+
+impl SansIo for Endpoint {
+    fn handle_datagram(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        ecn: Option<EcnCodepoint>,
+        bytes: &[u8],
+    ) {
+        let now = self.tick(now);
+        self.stats.datagrams_received += 1;
+        let Ok(dg) = DatagramRepr::decode(bytes) else {
+            self.stats.decode_errors += 1;
+            return;
+        };
+        let h = dg.header;
+        if h.dest_id == 0 {
+            let request = h.pk_type == PacketType::Start
+                && h.flags.contains(Flags::REPLY_REQ)
+                && !h.flags.contains(Flags::REPLY);
+            if request {
+                self.on_start(now, remote, &dg);
+            } else {
+                self.stats.unknown_connection += 1;
+            }
+            return;
+        }
+        match self.by_id.get(&h.dest_id).copied() {
+            Some(handle) => {
+                if let Some(c) = self.connections.get_mut(&handle) {
+                    c.handle_datagram(now, remote, ecn, &dg);
+                }
+            }
+            None => {
+                self.stats.unknown_connection += 1;
+                self.stateless_reset(remote, &h);
+            }
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let now = self.tick(now);
+        if let Some((destination, bytes)) = self.stateless.pop_front() {
+            buf.clear();
+            buf.extend_from_slice(&bytes);
+            return Some(Transmit {
+                destination,
+                ecn: None,
+                size: bytes.len(),
+            });
+        }
+        // Round robin, starting after the connection that sent last (no
+        // allocation: this runs once per datagram).
+        let mut key = self.cursor;
+        for _ in 0..self.connections.len() {
+            let next = self
+                .connections
+                .range(ConnectionHandle(key)..)
+                .next()
+                .or_else(|| self.connections.iter().next())
+                .map(|(h, _)| *h);
+            let Some(handle) = next else { break };
+            key = handle.0.saturating_add(1);
+            let Some(c) = self.connections.get_mut(&handle) else {
+                continue;
+            };
+            if let Some(size) = c.poll_transmit(now, buf) {
+                self.cursor = key;
+                let destination = c.remote();
+                self.reap(handle);
+                return Some(Transmit {
+                    destination,
+                    ecn: Some(EcnCodepoint::Ect0),
+                    size,
+                });
+            }
+            self.reap(handle);
+        }
+        buf.clear();
+        None
+    }
+
+    fn poll_timeout(&mut self) -> Option<Time> {
+        self.connections
+            .values()
+            .filter_map(Connection::poll_timeout)
+            .min()
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        let now = self.tick(now);
+        let due: Vec<ConnectionHandle> = self
+            .connections
+            .iter()
+            .filter(|(_, c)| c.poll_timeout().is_some_and(|t| t <= now))
+            .map(|(h, _)| *h)
+            .collect();
+        for handle in due {
+            if let Some(c) = self.connections.get_mut(&handle) {
+                c.handle_timeout(now);
+            }
+        }
+    }
+}

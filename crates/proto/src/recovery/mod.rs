@@ -1,0 +1,448 @@
+//! # Loss recovery: the connection's duties of cc-spec §2.1
+//!
+//! [`Recovery`] owns the sending side's packet numbers, the scoreboard of
+//! outstanding DATA packets ([`loss`]), the RTT estimator ([`rtt`]) and
+//! the congestion-state machine around the controller ([`congestion`]).
+//! The connection tells it what was sent and what the peer acknowledged,
+//! NACKed or left unanswered; it answers which blocks were delivered and
+//! which must be retransmitted, when its timer must fire, and whether the
+//! window, the pacing rate and the controller's send gate let a packet go.
+//!
+//! Per ACK it follows the order of cc-spec §2.3 and the controller lab:
+//! scoreboard and delivery-rate sampler, RTT sample (never from a packet
+//! that carried ST_RET), loss detection, round counting, timer restart,
+//! spurious-loss undo, the state machine, then the controller's `on_ack`.
+
+pub mod congestion;
+pub mod loss;
+pub mod rtt;
+
+#[cfg(test)]
+mod tests;
+
+pub use congestion::{Allowance, Congestion, CongestionCounters, PathCtx};
+pub use loss::{BlockRef, SentPacket, SentPackets};
+pub use rtt::RttEstimator;
+
+use crate::wire::{AckPayload, MissingPackets};
+use peregrine_cc::{
+    AckSample, CaState, CcStats, CongestionController, CongestionResponse, LinkHint, Time,
+};
+use std::time::Duration;
+
+/// Settings of [`Recovery`], taken from the connection's configuration.
+#[derive(Clone, Debug)]
+pub struct RecoveryConfig {
+    /// Full-sized packet, bytes: the controllers' segment.
+    pub mss: u32,
+    /// RTO before the first RTT sample.
+    pub initial_rto: Duration,
+    /// Lower bound on the RTO.
+    pub min_rto: Duration,
+    /// Upper bound on the (backed-off) RTO.
+    pub max_rto: Duration,
+    /// Packet-threshold loss detection distance.
+    pub packet_threshold: u64,
+    /// Largest ACK delay the peer may claim (longer claims are capped).
+    pub max_ack_delay: Duration,
+}
+
+/// Counters kept by [`Recovery`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryCounters {
+    /// DATA packets sent (new and retransmissions).
+    pub data_packets_sent: u64,
+    /// Bytes of those.
+    pub data_bytes_sent: u64,
+    /// DATA packets acknowledged.
+    pub packets_acked: u64,
+    /// Bytes of those.
+    pub bytes_acked: u64,
+    /// DATA packets declared lost.
+    pub packets_lost: u64,
+    /// Bytes of those.
+    pub bytes_lost: u64,
+    /// Losses later proven spurious by an acknowledgement.
+    pub spurious_losses: u64,
+    /// ACKs processed.
+    pub acks_received: u64,
+    /// ACKs ignored because they acknowledged packets never sent.
+    pub invalid_acks: u64,
+    /// ACKs that echoed an ECN-CE mark.
+    pub ecn_echoes: u64,
+}
+
+/// What one ACK, NACK or timer told the sender about its data.
+#[derive(Debug, Default)]
+pub struct RecoveryOutcome {
+    /// Blocks carried by newly acknowledged packets (including packets
+    /// previously declared lost).
+    pub acked_blocks: Vec<BlockRef>,
+    /// Blocks carried by packets newly declared lost, with the packet number
+    /// that carried them.
+    pub lost_blocks: Vec<(u64, BlockRef)>,
+    /// Number of packets newly declared lost.
+    pub newly_lost: u32,
+}
+
+/// Loss recovery and congestion control for one connection's sending side.
+#[derive(Debug)]
+pub struct Recovery {
+    config: RecoveryConfig,
+    rtt: RttEstimator,
+    sent: SentPackets,
+    cong: Congestion,
+    next_pn: u64,
+    rto_deadline: Option<Time>,
+    counters: RecoveryCounters,
+}
+
+impl Recovery {
+    /// Recovery around a fresh (uninitialised) controller.
+    pub fn new(config: RecoveryConfig, cc: Box<dyn CongestionController>) -> Recovery {
+        let rtt = RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto);
+        let cong = Congestion::new(cc, config.mss);
+        Recovery {
+            config,
+            rtt,
+            sent: SentPackets::new(),
+            cong,
+            next_pn: 0,
+            rto_deadline: None,
+            counters: RecoveryCounters::default(),
+        }
+    }
+
+    /// The next packet number to be sent.
+    pub fn next_pn(&self) -> u64 {
+        self.next_pn
+    }
+
+    /// Take a packet number for a packet about to be sent (any type).
+    pub fn take_pn(&mut self) -> u64 {
+        let pn = self.next_pn;
+        self.next_pn += 1;
+        pn
+    }
+
+    /// The RTT estimator.
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    /// Feed an RTT sample that did not come from an ACK (handshake, ECHO).
+    pub fn on_rtt_sample(&mut self, rtt: Duration) {
+        self.rtt.on_sample(rtt, Duration::ZERO);
+    }
+
+    /// The congestion state machine (read-only).
+    pub fn congestion(&self) -> &Congestion {
+        &self.cong
+    }
+
+    /// The controller's snapshot.
+    pub fn cc_stats(&self) -> CcStats {
+        self.cong.cc_stats()
+    }
+
+    /// The congestion state.
+    pub fn ca_state(&self) -> CaState {
+        self.cong.state()
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &RecoveryCounters {
+        &self.counters
+    }
+
+    /// Bytes of DATA in flight.
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.sent.bytes_in_flight()
+    }
+
+    /// Whether no DATA packet is outstanding.
+    pub fn nothing_in_flight(&self) -> bool {
+        self.sent.is_empty()
+    }
+
+    /// The blocks of the oldest outstanding DATA packet (what a send-gate
+    /// probe repeats).
+    pub fn oldest_blocks(&self) -> Option<Vec<BlockRef>> {
+        self.sent.oldest().map(|(_, p)| p.blocks.clone())
+    }
+
+    /// Whether `pn` is an outstanding DATA packet.
+    pub fn is_outstanding(&self, pn: u64) -> bool {
+        self.sent.is_outstanding(pn)
+    }
+
+    /// Start the controller.
+    pub fn init_controller(&mut self, now: Time) {
+        let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
+        self.cong.init(&ctx);
+    }
+
+    /// Hand the controller the packet-pair window.
+    pub fn set_initial_window(&mut self, now: Time, bytes: u64) {
+        let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
+        self.cong.set_initial_window(bytes, &ctx);
+    }
+
+    /// Swap the controller.
+    pub fn replace_controller(&mut self, now: Time, cc: Box<dyn CongestionController>) {
+        let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
+        self.cong.replace_controller(cc, &ctx);
+    }
+
+    /// Forward a link hint to the controller.
+    pub fn on_link_hint(&mut self, now: Time, hint: &LinkHint) {
+        let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
+        self.cong.on_link_hint(hint, &ctx);
+    }
+
+    /// Whether a DATA packet of `size` bytes may be sent now.
+    pub fn allowance(&self, now: Time, size: u64) -> Allowance {
+        self.cong.allowance(now, size, self.sent.bytes_in_flight())
+    }
+
+    /// The sender had room but nothing to send.
+    pub fn on_app_limited(&mut self) {
+        let b = self.sent.bytes_in_flight();
+        self.cong.on_app_limited(b);
+    }
+
+    /// The window stopped a send.
+    pub fn on_cwnd_limited(&mut self) {
+        self.cong.on_cwnd_limited();
+    }
+
+    /// A DATA packet `pn` of `size` bytes left now.
+    pub fn on_data_sent(
+        &mut self,
+        now: Time,
+        pn: u64,
+        size: u32,
+        retransmission: bool,
+        blocks: Vec<BlockRef>,
+        probe: bool,
+    ) {
+        let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
+        let rate = self.cong.before_send(&ctx);
+        self.sent.on_sent(
+            pn,
+            SentPacket {
+                time_sent: now,
+                size,
+                retransmission,
+                blocks,
+                rate,
+            },
+        );
+        self.counters.data_packets_sent += 1;
+        self.counters.data_bytes_sent += u64::from(size);
+        let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
+        self.cong.after_send(&ctx, size, probe);
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.backed_off_rto());
+        }
+    }
+
+    /// When [`on_timeout`](Self::on_timeout) must run: the time-threshold
+    /// loss timer or the retransmission timer, whichever is first.
+    pub fn timeout(&self) -> Option<Time> {
+        match (self.sent.loss_time(), self.rto_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The retransmission timer's deadline alone.
+    pub fn rto_deadline(&self) -> Option<Time> {
+        self.rto_deadline
+    }
+
+    fn collect_lost(&mut self, lost: &[(u64, SentPacket)], out: &mut RecoveryOutcome) -> Vec<u64> {
+        let mut pns = Vec::with_capacity(lost.len());
+        for (pn, p) in lost {
+            pns.push(*pn);
+            self.counters.packets_lost += 1;
+            self.counters.bytes_lost += u64::from(p.size);
+            out.lost_blocks.extend(p.blocks.iter().map(|b| (*pn, *b)));
+        }
+        out.newly_lost = u32::try_from(pns.len()).unwrap_or(u32::MAX);
+        pns
+    }
+
+    /// Process one ACK (`ecn_echo`: its CN field said congestion experienced).
+    /// An ACK of a packet number never sent is ignored and counted.
+    pub fn on_ack(&mut self, now: Time, ack: &AckPayload, ecn_echo: bool) -> RecoveryOutcome {
+        let mut out = RecoveryOutcome::default();
+        let Ok(ranges) = ack.acked_ranges() else {
+            self.counters.invalid_acks += 1;
+            return out;
+        };
+        if ack.largest_acked >= self.next_pn {
+            self.counters.invalid_acks += 1;
+            return out;
+        }
+        self.counters.acks_received += 1;
+        if ecn_echo {
+            self.counters.ecn_echoes += 1;
+        }
+        let prior_in_flight = self.cong.segs(self.sent.bytes_in_flight());
+        let una_before = self.sent.snd_una(self.next_pn);
+        let acked = self.sent.on_ack(&ranges);
+        // Scoreboard and delivery-rate sampler.
+        let sampler = self.cong.sampler_mut();
+        sampler.begin_ack();
+        let mut acked_bytes = 0u64;
+        for (_, p) in &acked.newly_acked {
+            sampler.on_packet_acked(now, &p.rate);
+            acked_bytes += u64::from(p.size);
+            out.acked_blocks.extend_from_slice(&p.blocks);
+        }
+        self.counters.packets_acked += acked.newly_acked.len() as u64;
+        self.counters.bytes_acked += acked_bytes;
+        // RTT: from the most recently sent packet newly acknowledged, never
+        // from a retransmission (Karn).
+        let mut rtt_sample = None;
+        if let Some((pn, p)) = acked.newly_acked.last() {
+            if !p.retransmission {
+                let rtt = now.saturating_duration_since(p.time_sent);
+                let delay = if *pn == ack.largest_acked {
+                    Duration::from_micros(u64::from(ack.ack_delay_us))
+                        .min(self.config.max_ack_delay)
+                } else {
+                    Duration::ZERO
+                };
+                self.rtt.on_sample(rtt, delay);
+                rtt_sample = Some(rtt);
+            }
+        }
+        // Late acknowledgements of packets declared lost.
+        self.counters.spurious_losses += acked.spurious.len() as u64;
+        // Loss detection.
+        let lost = self
+            .sent
+            .detect_lost(now, self.rtt.loss_delay(), self.config.packet_threshold);
+        let lost_pns = self.collect_lost(&lost, &mut out);
+        let acked_segs = self.cong.acked_segs(acked_bytes);
+        let rate = self.cong.sampler_mut().end_ack(
+            self.rtt.min_rtt(),
+            out.newly_lost,
+            prior_in_flight,
+            acked_segs,
+        );
+        // Retransmission timer (RFC 6298 (5.2), (5.3)).
+        if !acked.newly_acked.is_empty() {
+            self.rtt.reset_backoff();
+            self.rto_deadline = if self.sent.is_empty() {
+                None
+            } else {
+                Some(now + self.rtt.rto())
+            };
+        }
+        let cong = &mut self.cong;
+        let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
+        if let Some((pn, _)) = acked.newly_acked.last() {
+            cong.on_round_progress(*pn, &ctx, rate.prior_delivered);
+        }
+        if !acked.spurious.is_empty() {
+            cong.on_spurious(&ctx, &acked.spurious);
+        }
+        cong.update_state(&ctx, &lost_pns, ecn_echo);
+        let una_after = ctx.snd_una;
+        let sample = AckSample {
+            acked_segs,
+            acked_bytes,
+            rtt: rtt_sample,
+            prior_in_flight,
+            una_advanced: una_after > una_before,
+            is_dup_ack: una_after <= una_before,
+            newly_lost: out.newly_lost,
+            ecn_ce_count: u32::from(ecn_echo),
+            rate: Some(rate).filter(|_| !acked.newly_acked.is_empty()),
+        };
+        cong.on_ack(&sample, &ctx);
+        out
+    }
+
+    /// The peer NACKed these packet ranges: the outstanding ones are lost.
+    pub fn on_nack(&mut self, now: Time, missing: &[MissingPackets]) -> RecoveryOutcome {
+        let mut out = RecoveryOutcome::default();
+        let mut lost = Vec::new();
+        for m in missing {
+            let Ok(last) = m.last() else { continue };
+            if m.first >= self.next_pn {
+                continue;
+            }
+            for pn in self.sent.outstanding_in(m.first, last) {
+                if let Some(p) = self.sent.declare_lost(pn) {
+                    lost.push((pn, p));
+                }
+            }
+        }
+        if lost.is_empty() {
+            return out;
+        }
+        let lost_pns = self.collect_lost(&lost, &mut out);
+        if self.sent.is_empty() {
+            self.rto_deadline = None;
+        }
+        let cong = &mut self.cong;
+        let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
+        cong.update_state(&ctx, &lost_pns, false);
+        out
+    }
+
+    /// Run the loss timer or the retransmission timer if due.
+    pub fn on_timeout(&mut self, now: Time) -> RecoveryOutcome {
+        let mut out = RecoveryOutcome::default();
+        if self.sent.loss_time().is_some_and(|t| t <= now) {
+            let lost =
+                self.sent
+                    .detect_lost(now, self.rtt.loss_delay(), self.config.packet_threshold);
+            let lost_pns = self.collect_lost(&lost, &mut out);
+            if self.sent.is_empty() {
+                self.rto_deadline = None;
+            }
+            let cong = &mut self.cong;
+            let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
+            cong.update_state(&ctx, &lost_pns, false);
+            return out;
+        }
+        if !self.rto_deadline.is_some_and(|t| t <= now) {
+            return out;
+        }
+        self.rto_deadline = None;
+        let lost = self.sent.declare_all_lost();
+        let lost_pns = self.collect_lost(&lost, &mut out);
+        let cong = &mut self.cong;
+        let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
+        let response = cong.on_rto(&ctx, &lost_pns);
+        match response {
+            CongestionResponse::Reduce => self.rtt.back_off(),
+            CongestionResponse::Hold => {
+                // The held timer is the controller's deadline to give up on
+                // its prediction, so it is armed even with nothing in flight.
+                let after = cong
+                    .held_rto_timeout(now)
+                    .unwrap_or_else(|| self.rtt.rto())
+                    .max(Duration::from_millis(1));
+                self.rto_deadline = Some(now + after);
+            }
+        }
+        out
+    }
+}
+
+fn path_ctx<'a>(now: Time, rtt: &'a RttEstimator, sent: &SentPackets, next_pn: u64) -> PathCtx<'a> {
+    PathCtx {
+        now,
+        rtt,
+        snd_una: sent.snd_una(next_pn),
+        snd_nxt: next_pn,
+        bytes_in_flight: sent.bytes_in_flight(),
+        largest_acked: sent.largest_acked(),
+    }
+}
