@@ -94,7 +94,7 @@ impl Connection {
             self.recv.on_duplicate();
             return;
         }
-        let newest = self.recv.largest().map_or(true, |l| pn > l);
+        let newest = self.recv.largest().is_none_or(|l| pn > l);
         self.last_received = now;
         if newest && h.flags.contains(Flags::W_VAL) {
             let bytes = u64::from(h.window_size) << self.peer_scale.min(12);

@@ -224,7 +224,7 @@ impl RecvState {
             Some(l) => l.checked_add(1) == Some(pn),
         };
         self.received.insert(pn);
-        if self.largest.map_or(true, |l| pn > l) {
+        if self.largest.is_none_or(|l| pn > l) {
             self.largest = Some(pn);
             self.largest_at = now;
         }

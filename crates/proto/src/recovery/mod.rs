@@ -411,7 +411,7 @@ impl Recovery {
             cong.update_state(&ctx, &lost_pns, false);
             return out;
         }
-        if !self.rto_deadline.is_some_and(|t| t <= now) {
+        if self.rto_deadline.is_none_or(|t| t > now) {
             return out;
         }
         self.rto_deadline = None;

@@ -63,11 +63,7 @@ impl RttEstimator {
         };
         match (self.srtt, self.rttvar) {
             (Some(srtt), Some(rttvar)) => {
-                let diff = if srtt > adjusted {
-                    srtt - adjusted
-                } else {
-                    adjusted - srtt
-                };
+                let diff = srtt.max(adjusted) - srtt.min(adjusted);
                 self.rttvar = Some(rttvar * 3 / 4 + diff / 4);
                 self.srtt = Some(srtt * 7 / 8 + adjusted / 8);
             }
