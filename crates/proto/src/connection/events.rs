@@ -71,8 +71,12 @@ pub enum Event {
     Closed {
         /// Why.
         reason: CloseReason,
-        /// Messages this side sent that the peer never acknowledged, in
-        /// order (empty after a normal close).
+        /// Messages this side sent that the peer's application may not
+        /// have received, in order (empty after a normal close): on each
+        /// stream, the oldest message the peer has not acknowledged and
+        /// every later one — a stream delivers in order, so a message
+        /// behind a missing one was not delivered even if its own blocks
+        /// were acknowledged.
         undelivered: Vec<MessageId>,
     },
     /// Packets failed the connection's checks. Reported for the 1st, 2nd,

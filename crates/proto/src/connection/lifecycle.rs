@@ -237,6 +237,14 @@ impl Connection {
             self.close_with(now, CloseReason::Local);
             return;
         }
+        // In TIMED_CLOSE both directions are fully acknowledged and the
+        // peer has our END with REPLY: it sent FIN and forgot the
+        // connection, and the FIN was lost (a packet of ours, a keep-alive
+        // say, then drew its stateless reset). That is a normal close.
+        if self.state == ConnectionState::TimedClose {
+            self.close_with(now, CloseReason::Remote);
+            return;
+        }
         self.events.push_back(Event::NetworkReset);
         self.close_with(now, CloseReason::Reset);
     }

@@ -358,9 +358,13 @@ impl Connection {
     }
 
     /// A duplicate START from the peer (our answer was lost): answer again.
+    /// It is also the peer's sign of life: an initiator whose answers keep
+    /// getting lost sends nothing else, and this side must not time out
+    /// (with its queued messages) while the peer is still trying.
     pub(crate) fn on_duplicate_start(&mut self, now: Time, sync_no: u16) {
-        self.tick(now);
+        let now = self.tick(now);
         if self.peer_sync == Some(sync_no) && self.state != ConnectionState::Closed {
+            self.last_received = self.last_received.max(now);
             self.start_reply_pending = true;
         } else {
             self.violation(ViolationKind::WrongSyncNo);

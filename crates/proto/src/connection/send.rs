@@ -437,14 +437,29 @@ impl SendState {
         }
     }
 
-    /// Every message not acknowledged yet, in order (for `Closed`).
+    /// Every message the peer's application may not have received, in
+    /// order (for `Closed`): on each stream, the oldest message not yet
+    /// acknowledged and every message after it. A stream delivers in order,
+    /// so a message queued behind an unacknowledged one was not delivered
+    /// even if all its own blocks were acknowledged — the peer held them
+    /// for reassembly and dropped them when the connection closed.
     pub fn undelivered(&self) -> Vec<MessageId> {
         self.streams
             .iter()
             .flat_map(|(&stream, s)| {
-                s.messages
-                    .keys()
-                    .map(move |&number| MessageId { stream, number })
+                let last = if s.exhausted {
+                    Some(u32::MAX)
+                } else {
+                    s.next_number.checked_sub(1)
+                };
+                let numbers = match (s.messages.keys().next(), last) {
+                    (Some(&first), Some(last)) => Some(first..=last),
+                    _ => None,
+                };
+                numbers
+                    .into_iter()
+                    .flatten()
+                    .map(move |number| MessageId { stream, number })
             })
             .collect()
     }
@@ -520,6 +535,26 @@ mod tests {
             }]
         );
         assert_eq!(s.outstanding_messages(), 0);
+        assert!(s.undelivered().is_empty());
+    }
+
+    #[test]
+    fn undelivered_runs_from_the_oldest_unacknowledged_message_on() {
+        let mut s = SendState::new(100);
+        for _ in 0..4 {
+            s.enqueue(0, &[1u8; 10]).unwrap();
+        }
+        let t = s.take_frames(0, 1000).unwrap();
+        assert_eq!(t.blocks.len(), 4);
+        let id = |number| MessageId { stream: 0, number };
+        // Messages 0 and 2 acknowledged, 1 not: 2 and 3 cannot have been
+        // delivered in order yet, so 1, 2 and 3 are all undelivered.
+        s.on_acked(&[br(0, 0), br(2, 0)]);
+        assert_eq!(s.outstanding_messages(), 2);
+        assert_eq!(s.undelivered(), [id(1), id(2), id(3)]);
+        s.on_acked(&[br(1, 0)]);
+        assert_eq!(s.undelivered(), [id(3)]);
+        s.on_acked(&[br(3, 0)]);
         assert!(s.undelivered().is_empty());
     }
 

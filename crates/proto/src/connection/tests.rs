@@ -104,6 +104,43 @@ fn lost_start_and_lost_reply_are_retransmitted() {
 }
 
 #[test]
+fn repeated_starts_keep_the_responder_alive_while_its_answers_are_lost() {
+    // The responder is CONNECTED from the first START on; its answers are
+    // lost for longer than its idle timeout while the initiator keeps
+    // repeating START. Those repeats are the peer's sign of life: the
+    // responder must not time out (and lose what it queued) meanwhile.
+    let patient = ConnectionConfig {
+        idle_timeout: Duration::from_secs(3),
+        keep_alive_interval: ms(500),
+        max_rto: Duration::from_secs(1),
+        ..cfg()
+    };
+    let (mut sim, h) = pair(patient.clone(), patient, ms(10));
+    let clock = std::rc::Rc::new(std::cell::Cell::new(Time::ZERO));
+    let c = clock.clone();
+    sim.hook = Box::new(move |from, hdr, _| {
+        if from == 1 && hdr.pk_type == PacketType::Start && c.get() < Time::from_millis(5_500) {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+    sim.run_for(ms(100));
+    let server = sim.eps[1].handles()[0];
+    sim.eps[1]
+        .send_message(server, sim.now, 0, b"queued early")
+        .unwrap();
+    for _ in 0..80 {
+        sim.run_for(ms(100));
+        clock.set(sim.now);
+    }
+    assert_eq!(sim.eps[0].state(h), Some(ConnectionState::Connected));
+    assert_eq!(sim.closed(1), None, "the responder timed out");
+    assert_eq!(sim.eps[1].connection_count(), 1);
+    assert_eq!(sim.received(0), [(0, b"queued early".to_vec())]);
+}
+
+#[test]
 fn handshake_timeout_closes() {
     let (mut sim, h) = pair(cfg(), cfg(), ms(10));
     sim.hook = Box::new(|_, _, _| Fate::Drop);
@@ -308,6 +345,57 @@ fn end_remote_finishes_its_data_and_timed_close_ends_without_fin() {
             ..
         })
     ));
+}
+
+#[test]
+fn a_reset_after_a_lost_fin_ends_timed_close_normally() {
+    // Keep-alives shorter than TIMED_CLOSE: the server, waiting for the
+    // lost FIN, sends an IDLE to a client that has already closed, whose
+    // endpoint answers with a stateless reset. Both directions were fully
+    // acknowledged: the server's close is normal, not a network reset.
+    let quick = ConnectionConfig {
+        keep_alive_interval: ms(50),
+        ..cfg()
+    };
+    let (mut sim, client) = pair(quick.clone(), quick, ms(10));
+    sim.run_for(ms(100));
+    let server = sim.eps[1].handles()[0];
+    sim.eps[0]
+        .send_message(client, sim.now, 0, b"before close")
+        .unwrap();
+    sim.eps[1]
+        .send_message(server, sim.now, 0, b"reply")
+        .unwrap();
+    sim.eps[0].close(client, sim.now);
+    sim.hook = Box::new(|_, h, _| {
+        if h.pk_type == PacketType::Fin && !h.flags.contains(Flags::REMOTE_RESET) {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+    sim.run_for(Duration::from_secs(3));
+    assert_eq!(sim.received(0).len(), 1);
+    assert_eq!(sim.received(1).len(), 1);
+    assert!(
+        sim.eps[0].endpoint_stats().resets_sent >= 1,
+        "the IDLE drew a reset"
+    );
+    assert!(!sim.saw(1, |e| *e == Event::NetworkReset));
+    assert_eq!(
+        sim.closed(1),
+        Some(Event::Closed {
+            reason: CloseReason::Remote,
+            undelivered: vec![]
+        })
+    );
+    assert_eq!(
+        sim.closed(0),
+        Some(Event::Closed {
+            reason: CloseReason::Local,
+            undelivered: vec![]
+        })
+    );
 }
 
 #[test]

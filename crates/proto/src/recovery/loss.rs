@@ -48,10 +48,12 @@ pub struct SentPacket {
     pub rate: PacketRateInfo,
 }
 
-/// A packet declared lost, remembered so a late ACK can prove it spurious.
-#[derive(Clone, Copy, Debug)]
+/// A packet declared lost, remembered so a late ACK can prove it spurious
+/// and credit its blocks.
+#[derive(Clone, Debug)]
 struct LostRecord {
     size: u32,
+    blocks: Vec<BlockRef>,
 }
 
 /// The scoreboard of outstanding DATA packets.
@@ -73,6 +75,9 @@ pub struct AckedPackets {
     pub spurious: Vec<u64>,
     /// Bytes of `spurious`.
     pub spurious_bytes: u64,
+    /// The blocks `spurious` carried: the peer has them after all, even if
+    /// their retransmission is lost too.
+    pub spurious_blocks: Vec<BlockRef>,
 }
 
 impl SentPackets {
@@ -161,6 +166,7 @@ impl SentPackets {
                 if let Some(r) = self.lost.remove(&pn) {
                     out.spurious.push(pn);
                     out.spurious_bytes += u64::from(r.size);
+                    out.spurious_blocks.extend(r.blocks);
                 }
             }
         }
@@ -172,7 +178,7 @@ impl SentPackets {
     /// Declare one packet lost (NACK, probe); `None` if it is not outstanding.
     pub fn declare_lost(&mut self, pn: u64) -> Option<SentPacket> {
         let p = self.remove(pn)?;
-        self.remember_lost(pn, p.size);
+        self.remember_lost(pn, p.size, p.blocks.clone());
         Some(p)
     }
 
@@ -185,8 +191,8 @@ impl SentPackets {
             .collect()
     }
 
-    fn remember_lost(&mut self, pn: u64, size: u32) {
-        self.lost.insert(pn, LostRecord { size });
+    fn remember_lost(&mut self, pn: u64, size: u32, blocks: Vec<BlockRef>) {
+        self.lost.insert(pn, LostRecord { size, blocks });
         while self.lost.len() > LOST_MEMORY {
             self.lost.pop_first();
         }
@@ -277,12 +283,28 @@ mod tests {
     #[test]
     fn late_ack_of_a_lost_packet_is_reported_spurious() {
         let mut s = SentPackets::new();
-        s.on_sent(0, pkt(0));
+        let block = BlockRef {
+            stream: 0,
+            message: 7,
+            block: 1,
+        };
+        s.on_sent(
+            0,
+            SentPacket {
+                blocks: vec![block],
+                ..pkt(0)
+            },
+        );
         s.on_sent(1, pkt(1));
         assert!(s.declare_lost(0).is_some());
         assert!(s.declare_lost(0).is_none());
         let a = s.on_ack(&[(0, 1)]);
         assert_eq!(a.spurious, [0]);
+        assert_eq!(
+            a.spurious_blocks,
+            [block],
+            "the late ACK credits its blocks"
+        );
         assert_eq!(a.newly_acked.len(), 1);
         assert!(s.is_empty());
     }

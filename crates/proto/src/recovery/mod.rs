@@ -319,8 +319,10 @@ impl Recovery {
                 rtt_sample = Some(rtt);
             }
         }
-        // Late acknowledgements of packets declared lost.
+        // Late acknowledgements of packets declared lost: their blocks were
+        // delivered (a retransmission may still be in flight, or lost).
         self.counters.spurious_losses += acked.spurious.len() as u64;
+        out.acked_blocks.extend_from_slice(&acked.spurious_blocks);
         // Loss detection.
         let lost = self
             .sent
