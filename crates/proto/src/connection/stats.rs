@@ -145,6 +145,9 @@ pub struct ConnectionStats {
     pub scheduler_mode: Option<&'static str>,
     /// How often the adaptive scheduler switched policy.
     pub scheduler_switches: u64,
+    /// The adaptive scheduler's `sBW` estimate at its latest decision,
+    /// bits per second.
+    pub scheduler_estimate_bps: Option<u64>,
     /// Messages this side abandoned (deadline or unreliable loss).
     pub messages_abandoned: u64,
     /// Skip frames sent.
@@ -219,6 +222,7 @@ impl Connection {
             scheduler: self.send.scheduler().name(),
             scheduler_mode: self.send.scheduler().mode(),
             scheduler_switches: self.send.scheduler().switches(),
+            scheduler_estimate_bps: self.send.scheduler().estimate_bps(),
             messages_abandoned: tx.messages_abandoned,
             skips_sent: tx.skips_sent,
             messages_skipped: rx.messages_skipped,

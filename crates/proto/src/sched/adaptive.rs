@@ -104,6 +104,9 @@ impl Scheduler for Adaptive {
     fn switches(&self) -> u64 {
         self.switches
     }
+    fn estimate_bps(&self) -> Option<u64> {
+        self.last_estimate_bps
+    }
     fn len(&self) -> usize {
         self.abs.len()
     }

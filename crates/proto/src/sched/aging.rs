@@ -1,14 +1,16 @@
 //! ABS with aging, the extension seed 002 proposes as future work: a
 //! waiting stream's effective class falls (its priority rises) with the
-//! age of its oldest queued message — one class per quarter of the
+//! age of its oldest queued message — one class per eighth of the
 //! configured `bound` — so a low class cannot be starved: once a message
-//! has waited `bound`, its stream's effective class is below 0 and it is
-//! served before any ABS choice.
+//! has waited half the bound, even a class-3 stream's effective class is
+//! below 0 and it is served before any ABS choice; the other half of the
+//! bound is the margin for waiting for congestion-window space and for
+//! other aged streams.
 //!
 //! Each decision compares ABS's choice with the stream (other than that
 //! choice) whose next message is the oldest — the one closest to the
 //! bound — O(log n):
-//! effective class `class − ⌊4 · age / bound⌋`. A stream served because of
+//! effective class `class − ⌊8 · age / bound⌋`. A stream served because of
 //! its age sends one block, then the comparison is made again.
 //!
 //! **Tie-break**: if the oldest stream's effective class equals ABS's
@@ -35,7 +37,7 @@ impl Aging {
     /// ABS, with every stream's wait bounded by `bound`.
     pub fn new(bound: Duration) -> Aging {
         Aging {
-            bound: bound.max(Duration::from_micros(4)),
+            bound: bound.max(Duration::from_micros(8)),
             abs: Abs::new(),
             by_age: BTreeMap::new(),
             age_key: BTreeMap::new(),
@@ -50,7 +52,7 @@ impl Aging {
 
     fn effective_class(&self, class: u8, enqueued: Time, now: Time) -> i64 {
         let age = now.saturating_duration_since(enqueued).as_nanos();
-        let steps = age * 4 / self.bound.as_nanos();
+        let steps = age * 8 / self.bound.as_nanos();
         i64::from(class) - i64::try_from(steps).unwrap_or(i64::MAX / 2)
     }
 

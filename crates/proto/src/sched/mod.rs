@@ -19,7 +19,7 @@
 //! | [`abs`] | absolute priority | seed 002 Algorithms 2–3 | lower class, then earlier activation |
 //! | [`adaptive`] | RR above the target rate, ABS below | seed 002 Algorithm 4 | as RR / ABS |
 //! | [`edf`] | earliest deadline first | ours | earlier deadline, lower class, least recently served |
-//! | [`aging`] | ABS whose waiting streams age up | seed 002's future work | ABS wins a tie with the aged stream |
+//! | [`aging`] | ABS whose waiting streams age up (one class per eighth of the bound) | seed 002's future work | ABS wins a tie with the aged stream |
 //!
 //! Priority classes are 0 (most urgent) to 3, as the 2-bit PRI field of
 //! the base header carries them.
@@ -94,6 +94,10 @@ pub trait Scheduler: Debug + Send {
     /// How often the adaptive scheduler switched policy.
     fn switches(&self) -> u64 {
         0
+    }
+    /// The adaptive scheduler's latest `sBW` estimate, bits per second.
+    fn estimate_bps(&self) -> Option<u64> {
+        None
     }
     /// Active streams.
     fn len(&self) -> usize;
