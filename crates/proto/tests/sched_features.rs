@@ -360,3 +360,51 @@ fn unreliable_messages_past_their_deadline_are_never_sent() {
     );
     assert!(expired > 50 && p.delivered.len() + expired + lost >= 100);
 }
+
+#[test]
+fn abs_coalesces_small_messages_of_several_streams_and_marks_pri() {
+    use peregrine_proto::wire::{DatagramRepr, PacketType, Payload};
+    let pipe = PipeConfig {
+        rate_bps: 10_000_000,
+        delay_us: 10_000,
+        ..PipeConfig::default()
+    };
+    let mut p = Pair::new(pipe, cubic(SchedulerConfig::Abs), 61);
+    open(&mut p, 1, 2, StreamReliability::ReliableOrdered);
+    open(&mut p, 2, 1, StreamReliability::ReliableUnordered);
+    open(&mut p, 3, 3, StreamReliability::Unreliable);
+    p.run_until(Time::from_millis(500), 10 * MS);
+    p.h.record_deliveries(true);
+    let (now, conn) = (p.now(), p.conn);
+    for i in 0..5u8 {
+        for s in [3u16, 1, 2] {
+            p.sender().send_message(conn, now, s, &[i; 40]).unwrap();
+        }
+    }
+    p.run_until(now + 500 * MS, 10 * MS);
+    assert_eq!(p.delivered.len(), 15);
+    let mut coalesced = 0;
+    for e in p.h.delivery_log().iter().filter(|e| e.from == p.a) {
+        let d = DatagramRepr::decode(&e.datagram).unwrap();
+        if d.header.pk_type != PacketType::Data {
+            continue;
+        }
+        let Payload::Data(data) = &d.payload else {
+            unreachable!()
+        };
+        let class = |s: u16| [0, 2, 1, 3][usize::from(s)];
+        let streams: BTreeSet<u16> = data.frames.iter().map(|f| f.stream_id).collect();
+        let most_urgent = streams.iter().map(|&s| class(s)).min().unwrap();
+        assert_eq!(d.header.pri, most_urgent, "PRI is the most urgent class");
+        // ABS packs in priority order: classes never decrease.
+        let classes: Vec<u8> = data.frames.iter().map(|f| class(f.stream_id)).collect();
+        assert!(classes.windows(2).all(|w| w[0] <= w[1]), "{classes:?}");
+        if streams.len() > 1 {
+            coalesced += 1;
+        }
+    }
+    assert!(
+        coalesced >= 1,
+        "small messages of several streams share a datagram"
+    );
+}

@@ -684,4 +684,49 @@ mod tests {
         }];
         assert_eq!(rx.check_frames(&other, &LIMITS), Ok(()), "any stream");
     }
+
+    #[test]
+    fn a_skip_frame_unblocks_an_ordered_stream() {
+        let mut rx = RecvState::new();
+        let partial = |n, d| StreamFrame {
+            reliability: Reliability::Partial,
+            ..frame(n, 0, 2, d)
+        };
+        // Half of message 0, then message 1: 1 waits.
+        assert!(rx.store_frames(&[partial(0, b"ha")]).is_empty());
+        assert!(rx.store_frames(&[frame(1, 0, 1, b"one")]).is_empty());
+        assert_eq!(rx.reassembly_messages, 2);
+        let got = rx.store_frames(&[StreamFrame::skip(0, 0, Reliability::Partial)]);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0.number, 1);
+        assert_eq!(rx.reassembly_messages, 0, "the partial message is dropped");
+        assert!(
+            rx.store_frames(&[partial(0, b"lf")]).is_empty(),
+            "never delivered"
+        );
+        // A skip announced ahead of time is stepped over when reached.
+        assert!(rx
+            .store_frames(&[StreamFrame::skip(0, 3, Reliability::Partial)])
+            .is_empty());
+        let got = rx.store_frames(&[frame(4, 0, 1, b"4"), frame(2, 0, 1, b"2")]);
+        let numbers: Vec<u32> = got.iter().map(|g| g.0.number).collect();
+        assert_eq!(numbers, [2, 4]);
+        assert_eq!(rx.counters().messages_skipped, 2);
+    }
+
+    #[test]
+    fn unordered_streams_deliver_on_completion_at_most_once() {
+        let mut rx = RecvState::new();
+        let u = |n, i, c, d| StreamFrame {
+            stream_id: 7,
+            reliability: Reliability::Unreliable,
+            ..frame(n, i, c, d)
+        };
+        assert_eq!(rx.store_frames(&[u(5, 0, 1, b"five")]).len(), 1);
+        assert!(rx.store_frames(&[u(5, 0, 1, b"five")]).is_empty(), "once");
+        assert!(rx.store_frames(&[u(2, 0, 2, b"t")]).is_empty());
+        rx.store_frames(&[StreamFrame::skip(7, 2, Reliability::Unreliable)]);
+        assert!(rx.store_frames(&[u(2, 1, 2, b"wo")]).is_empty(), "skipped");
+        assert_eq!(rx.store_frames(&[u(0, 0, 1, b"zero")]).len(), 1);
+    }
 }

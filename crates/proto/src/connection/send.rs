@@ -961,4 +961,99 @@ mod tests {
         s.on_acked(&[br(0, 0)]);
         assert!(s.take_frames(1, 113, &CTX).is_some());
     }
+
+    #[test]
+    fn deadline_abandons_and_queues_a_skip_frame_on_an_ordered_stream() {
+        let mut s = SendState::new(100);
+        let late = s
+            .enqueue(Time::ZERO, 0, &[1u8; 150], Some(Time::from_millis(10)))
+            .unwrap();
+        s.enqueue(Time::ZERO, 0, b"next", None).unwrap();
+        let first = s.take_frames(0, 113, &CTX).unwrap();
+        assert_eq!(first.blocks, [br(0, 0)]);
+        s.expire(Time::from_millis(10));
+        assert_eq!(
+            s.pop_abandoned(),
+            Some((late, AbandonReason::DeadlineExpired))
+        );
+        assert_eq!(s.outstanding_messages(), 2, "message 1 and the skip");
+        // The skip goes first, alone in a retransmission packet.
+        let t = s.take_frames(1, 1000, &CTX).unwrap();
+        assert!(t.retransmission);
+        assert_eq!(
+            t.blocks,
+            [BlockRef {
+                stream: 0,
+                message: 0,
+                block: SKIP_BLOCK
+            }]
+        );
+        let f = s.frame(t.blocks[0]).unwrap();
+        assert!(f.is_skip());
+        assert_eq!(f.reliability, crate::wire::Reliability::Partial);
+        let t = s.take_frames(2, 1000, &CTX).unwrap();
+        assert_eq!(t.blocks, [br(1, 0)]);
+        s.on_acked(&[
+            BlockRef {
+                stream: 0,
+                message: 0,
+                block: SKIP_BLOCK,
+            },
+            br(1, 0),
+        ]);
+        assert_eq!(s.outstanding_messages(), 0);
+        // A late ACK of the abandoned block changes nothing.
+        assert!(s.on_acked(&[br(0, 0)]).is_empty());
+    }
+
+    #[test]
+    fn unreliable_loss_abandons_instead_of_retransmitting() {
+        let mut s = SendState::new(100);
+        s.configure(
+            4,
+            StreamConfig {
+                reliability: StreamReliability::Unreliable,
+                ..StreamConfig::default()
+            },
+        );
+        let id = s.enqueue(Time::ZERO, 4, &[1u8; 50], None).unwrap();
+        let t = s.take_frames(0, 1000, &CTX).unwrap();
+        s.on_lost(Time::ZERO, &[(0, t.blocks[0])]);
+        assert_eq!(s.pop_abandoned(), Some((id, AbandonReason::Lost)));
+        // The receiver may hold part of it: a skip frame, not the data.
+        let t = s.take_frames(1, 1000, &CTX).unwrap();
+        assert_eq!(t.blocks[0].block, SKIP_BLOCK);
+        assert!(s
+            .take_specific(
+                2,
+                &[BlockRef {
+                    stream: 4,
+                    message: 0,
+                    block: 0
+                }]
+            )
+            .is_empty());
+    }
+
+    #[test]
+    fn abs_packs_the_most_urgent_stream_first() {
+        let mut s = SendState::with_scheduler(100, SchedulerConfig::Abs);
+        for (id, class) in [(1u16, 3u8), (2, 0)] {
+            s.configure(
+                id,
+                StreamConfig {
+                    class,
+                    ..StreamConfig::default()
+                },
+            );
+        }
+        s.enqueue(Time::ZERO, 1, b"bulk", None).unwrap();
+        s.enqueue(Time::ZERO, 2, b"cmd", None).unwrap();
+        s.enqueue(Time::ZERO, 2, b"cmd2", None).unwrap();
+        let t = s.take_frames(0, 1000, &CTX).unwrap();
+        let streams: Vec<u16> = t.blocks.iter().map(|b| b.stream).collect();
+        assert_eq!(streams, [2, 2, 1]);
+        s.set_scheduler(SchedulerConfig::RoundRobin);
+        assert_eq!(s.scheduler().name(), "rr");
+    }
 }
