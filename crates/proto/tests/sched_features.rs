@@ -408,3 +408,51 @@ fn abs_coalesces_small_messages_of_several_streams_and_marks_pri() {
         "small messages of several streams share a datagram"
     );
 }
+
+#[test]
+fn rr_streams_are_opened_by_either_side() {
+    let mut p = Pair::new(fig6_pipe(), cubic(SchedulerConfig::RoundRobin), 71);
+    p.run_until(Time::from_millis(300), 10 * MS);
+    let server = p.h.node(p.b).handles()[0];
+    let now = p.now();
+    let b = p.b;
+    p.h.node_mut(b)
+        .open_stream(
+            server,
+            now,
+            9,
+            StreamConfig {
+                class: 0,
+                reliability: StreamReliability::ReliableUnordered,
+                ..StreamConfig::default()
+            },
+        )
+        .unwrap();
+    p.h.node_mut(b)
+        .set_scheduler(server, now, SchedulerConfig::Abs);
+    for i in 0..3u8 {
+        p.h.node_mut(b)
+            .send_message(server, now, 9, &[i; 10])
+            .unwrap();
+        p.h.node_mut(b)
+            .send_message(server, now, 4, &[i; 10])
+            .unwrap();
+    }
+    let conn = p.conn;
+    p.sender().send_message(conn, now, 9, b"client").unwrap();
+    p.run_until(now + 500 * MS, 10 * MS);
+    let at_client: Vec<(u16, u32)> = p
+        .sender_events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::MessageReceived { stream, id, .. } => Some((*stream, id.number)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(at_client.len(), 6);
+    assert_eq!(at_client[..3], [(9, 0), (9, 1), (9, 2)], "class 0 first");
+    assert_eq!(p.delivered.len(), 1);
+    assert_eq!((p.delivered[0].1, p.delivered[0].2), (9, 0));
+    let s = p.h.node(p.b).stats(server).unwrap();
+    assert_eq!(s.scheduler, "abs");
+}
