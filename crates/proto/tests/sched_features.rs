@@ -456,3 +456,28 @@ fn rr_streams_are_opened_by_either_side() {
     let s = p.h.node(p.b).stats(server).unwrap();
     assert_eq!(s.scheduler, "abs");
 }
+
+#[test]
+fn wfq_thousands_of_streams_on_one_connection() {
+    let pipe = PipeConfig {
+        rate_bps: 50_000_000,
+        delay_us: 10_000,
+        loss: 0.01,
+        ..PipeConfig::default()
+    };
+    let mut p = Pair::new(pipe, cubic(SchedulerConfig::Wfq), 81);
+    p.run_until(Time::from_millis(100), 10 * MS);
+    let (now, conn) = (p.now(), p.conn);
+    for id in 0..4_000u16 {
+        p.sender()
+            .send_message(conn, now, id, &id.to_be_bytes().repeat(20))
+            .unwrap();
+    }
+    p.run_until(now + 5_000 * MS, 10 * MS);
+    let got: BTreeSet<u16> = p.delivered.iter().map(|d| d.1).collect();
+    assert_eq!(got.len(), 4_000);
+    assert!(p
+        .delivered
+        .iter()
+        .all(|d| d.3 == d.1.to_be_bytes().repeat(20)));
+}

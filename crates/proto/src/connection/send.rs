@@ -213,6 +213,11 @@ pub struct SendState {
     scheduler_config: SchedulerConfig,
     /// Streams registered with the scheduler (they have something to send).
     active: BTreeSet<u16>,
+    /// Streams with never-sent blocks, and with entries in their
+    /// retransmission queue: `has_pending` and friends then need not look
+    /// at every active stream.
+    with_unsent: BTreeSet<u16>,
+    with_again: BTreeSet<u16>,
     deadlines: BTreeSet<(Time, u16, u32)>,
     abandoned: VecDeque<(MessageId, AbandonReason)>,
     block_size: usize,
@@ -242,6 +247,8 @@ impl SendState {
             scheduler: scheduler.build(),
             scheduler_config: scheduler,
             active: BTreeSet::new(),
+            with_unsent: BTreeSet::new(),
+            with_again: BTreeSet::new(),
             deadlines: BTreeSet::new(),
             abandoned: VecDeque::new(),
             block_size: block_size.max(1),
@@ -360,7 +367,28 @@ impl SendState {
             .is_none_or(|s| s.buffered_bytes.saturating_add(len) <= s.config.max_buffered_bytes)
     }
 
+    /// Bring `with_unsent` / `with_again` up to date for stream `id`.
+    fn sync(&mut self, id: u16) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            self.with_unsent.remove(&id);
+            self.with_again.remove(&id);
+            return;
+        };
+        s.clean_again();
+        if s.unsent.is_empty() {
+            self.with_unsent.remove(&id);
+        } else {
+            self.with_unsent.insert(id);
+        }
+        if s.again.is_empty() {
+            self.with_again.remove(&id);
+        } else {
+            self.with_again.insert(id);
+        }
+    }
+
     fn reactivate(&mut self, id: u16) {
+        self.sync(id);
         let Some(s) = self.streams.get_mut(&id) else {
             return;
         };
@@ -414,6 +442,7 @@ impl SendState {
         self.buffered_bytes += bytes.len();
         self.outstanding_messages += 1;
         self.counters.messages_sent += 1;
+        self.with_unsent.insert(stream);
         if !self.active.contains(&stream) {
             self.reactivate(stream);
         }
@@ -470,7 +499,7 @@ impl SendState {
 
     /// Whether a retransmission (or skip frame) is waiting.
     pub fn has_retransmission(&self) -> bool {
-        self.active.iter().any(|id| {
+        self.with_again.iter().any(|id| {
             self.streams.get(id).is_some_and(|s| {
                 s.again
                     .iter()
@@ -481,9 +510,7 @@ impl SendState {
 
     /// Whether a never-sent block is waiting.
     pub fn has_new_data(&self) -> bool {
-        self.active
-            .iter()
-            .any(|id| self.streams.get(id).is_some_and(|s| !s.unsent.is_empty()))
+        !self.with_unsent.is_empty()
     }
 
     /// Whether anything at all waits to be sent.
@@ -502,7 +529,7 @@ impl SendState {
             return false;
         }
         let mut any = false;
-        for id in &self.active {
+        for id in &self.with_unsent {
             let Some(s) = self.streams.get(id) else {
                 continue;
             };
@@ -607,6 +634,7 @@ impl SendState {
                 planned += len as u64;
             }
             self.consume(b, again);
+            self.sync(id);
             blocks.push(b);
             let (more, view) = match self.streams.get_mut(&id) {
                 Some(s) => (s.has_sendable(), s.view()),
@@ -642,7 +670,7 @@ impl SendState {
     }
 
     fn take_any_retransmission(&mut self, pn: u64, room: usize) -> Option<Taken> {
-        let ids: Vec<u16> = self.active.iter().copied().collect();
+        let ids: Vec<u16> = self.with_again.iter().copied().collect();
         let mut blocks = Vec::new();
         let mut used = 0usize;
         for id in ids {
@@ -872,6 +900,8 @@ impl SendState {
         for id in std::mem::take(&mut self.active) {
             self.scheduler.remove(id);
         }
+        self.with_unsent.clear();
+        self.with_again.clear();
         self.deadlines.clear();
         self.buffered_bytes = 0;
         self.outstanding_messages = 0;
