@@ -34,7 +34,9 @@ use crate::connection::{
 };
 use crate::io::{EcnCodepoint, SansIo, Transmit};
 use crate::rng::SeededRng;
+use crate::sched::SchedulerConfig;
 use crate::send_helpers::write;
+use crate::streams::StreamConfig;
 use crate::wire::{
     BarePayload, DatagramRepr, Flags, HeaderRepr, PacketType, Payload, RejectPayload, RejectReason,
     Tlv, PROTOCOL_VERSION,
@@ -200,8 +202,11 @@ impl Endpoint {
         (1..=u16::MAX).find(|id| !self.by_id.contains_key(id))
     }
 
-    /// Queue a message on `stream` (only 0 for now); it is fragmented,
-    /// sent as the window allows and delivered exactly once, in order.
+    /// Queue a message on `stream`; it is fragmented, scheduled among the
+    /// connection's streams and delivered as the stream's reliability mode
+    /// says (reliable-ordered by default: exactly once, in order). A
+    /// stream never configured with [`open_stream`](Self::open_stream) has
+    /// [`StreamConfig::default`].
     pub fn send_message(
         &mut self,
         handle: ConnectionHandle,
@@ -209,12 +214,62 @@ impl Endpoint {
         stream: u16,
         bytes: &[u8],
     ) -> Result<MessageId, SendError> {
+        self.send_message_with_deadline(handle, now, stream, bytes, None)
+    }
+
+    /// Queue a message that is useless after `deadline`: if the peer has
+    /// not acknowledged all of it by then, it is dropped, reported with
+    /// [`Event::MessageAbandoned`] and skipped by the receiver.
+    pub fn send_message_with_deadline(
+        &mut self,
+        handle: ConnectionHandle,
+        now: Time,
+        stream: u16,
+        bytes: &[u8],
+        deadline: Option<Time>,
+    ) -> Result<MessageId, SendError> {
         let now = self.tick(now);
         let conn = self
             .connections
             .get_mut(&handle)
             .ok_or(SendError::UnknownConnection)?;
-        conn.send_message(now, stream, bytes)
+        conn.send_message(now, stream, bytes, deadline)
+    }
+
+    /// Open a stream with `config`, or change an open one (priority class
+    /// 0–3, weight, reliability mode, buffer limit). Either side may open
+    /// streams; the receiver needs no configuration.
+    pub fn open_stream(
+        &mut self,
+        handle: ConnectionHandle,
+        now: Time,
+        stream: u16,
+        config: StreamConfig,
+    ) -> Result<(), SendError> {
+        let now = self.tick(now);
+        let conn = self
+            .connections
+            .get_mut(&handle)
+            .ok_or(SendError::UnknownConnection)?;
+        conn.configure_stream(now, stream, config)
+    }
+
+    /// Switch the connection's stream scheduler; queued data carries over.
+    /// Returns false for an unknown connection.
+    pub fn set_scheduler(
+        &mut self,
+        handle: ConnectionHandle,
+        now: Time,
+        config: SchedulerConfig,
+    ) -> bool {
+        let now = self.tick(now);
+        match self.connections.get_mut(&handle) {
+            Some(c) => {
+                c.set_scheduler(now, config);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Close gracefully: finish sending, then END / END + FIN.

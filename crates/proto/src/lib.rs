@@ -58,6 +58,16 @@
 //! controller as its initial window (capped) before the first DATA packet;
 //! repeated after a burst of NACKs. `StartupMode::SlowStart` skips it.
 //!
+//! ## `streams` and `sched`: many prioritized streams
+//!
+//! [`streams`] is what an application configures per stream (priority
+//! class 0–3, WFQ weight, reliability mode, send-buffer limit) and the
+//! per-stream stats; messages may carry a deadline, after which the
+//! sender drops them and tells the receiver to skip them. [`sched`] holds
+//! the `Scheduler` trait and its six implementations (RR, WFQ, ABS,
+//! adaptive, EDF, ABS with aging), chosen per connection and switchable at
+//! run time; the packetizer asks it which stream sends each next block.
+//!
 //! ## `rng`
 //!
 //! [`rng`] is the core's one random source, a SplitMix64 seeded by whoever
@@ -80,7 +90,9 @@ pub mod io;
 pub mod probe;
 pub mod recovery;
 pub mod rng;
+pub mod sched;
 mod send_helpers;
+pub mod streams;
 pub mod wire;
 
 pub use connection::{
@@ -89,5 +101,7 @@ pub use connection::{
 };
 pub use endpoint::{ConnectionHandle, Endpoint};
 pub use io::{EcnCodepoint, SansIo, Transmit};
+pub use sched::{Scheduler, SchedulerConfig};
+pub use streams::{AbandonReason, StreamConfig, StreamReliability, StreamStats};
 
 pub use peregrine_cc::Time;

@@ -165,6 +165,27 @@ fn vectors() -> Vec<Vector> {
         ],
     })));
 
+    // DATA with a skip frame (stream 2 abandoned message 5; an ordered
+    // stream, so R = 1) and a retransmitted reliable-unordered message of
+    // stream 3 (R = 3): skip frames travel as retransmissions (ST_RET).
+    let mut h = header(T::Data, Flags::ST_RTR | Flags::ST_RET, 52, 0x0000);
+    h.pri = 1;
+    h.mess_seq_no = 5;
+    push(
+        "data_skip",
+        "0b020a013430000000340000000500005a30000000000012000220000000050000000000000003e0000000090000000100026f6b",
+        dg(
+            h,
+            Payload::Data(DataPayload {
+                packet_number: 0x12,
+                frames: vec![
+                    StreamFrame::skip(2, 5, Reliability::Partial),
+                    frame(3, 9, 0, 1, Reliability::ReliableUnordered, b"ok"),
+                ],
+            }),
+        ),
+    );
+
     // ACK: 995..=1000 and 982..=992; MESS_ACC_NO and EOM report messages.
     let mut h = header(T::Ack, Flags::W_VAL | Flags::EOM, 49, 0x0000);
     h.mess_acc_no = 12;

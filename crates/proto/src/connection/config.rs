@@ -86,6 +86,9 @@ pub struct ConnectionConfig {
     pub reprobe_min_interval: Duration,
     /// Set ST_CKS (Internet checksum) on every datagram sent.
     pub checksum: bool,
+    /// The stream scheduler of this side's sending direction (switchable
+    /// at run time with `Endpoint::set_scheduler`).
+    pub scheduler: crate::sched::SchedulerConfig,
 }
 
 impl Default for ConnectionConfig {
@@ -113,6 +116,7 @@ impl Default for ConnectionConfig {
             reprobe_nack_burst: 3,
             reprobe_min_interval: Duration::from_secs(1),
             checksum: true,
+            scheduler: crate::sched::SchedulerConfig::RoundRobin,
         }
     }
 }

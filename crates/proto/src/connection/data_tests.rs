@@ -41,8 +41,16 @@ fn large_messages_are_fragmented_and_reassembled() {
         Err(SendError::MessageTooLarge { .. })
     ));
     assert_eq!(
-        sim.eps[0].send_message(client, sim.now, 3, b"x"),
-        Err(SendError::UnsupportedStream(3))
+        sim.eps[0].open_stream(
+            client,
+            sim.now,
+            3,
+            crate::streams::StreamConfig {
+                class: 4,
+                ..Default::default()
+            }
+        ),
+        Err(SendError::InvalidStreamConfig(3))
     );
 }
 

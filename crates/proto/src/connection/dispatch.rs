@@ -232,7 +232,8 @@ impl Connection {
 
     pub(crate) fn apply(&mut self, out: RecoveryOutcome) {
         self.send.on_acked(&out.acked_blocks);
-        self.send.on_lost(&out.lost_blocks);
+        self.send.on_lost(self.now, &out.lost_blocks);
+        self.report_abandoned();
     }
 
     fn maybe_reprobe(&mut self, now: Time) {

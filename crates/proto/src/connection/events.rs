@@ -3,6 +3,7 @@
 //! the connection is closed at both ends, a security violation, a network
 //! reset.
 
+use crate::streams::AbandonReason;
 use crate::wire::RejectReason;
 
 /// Identifies one application message: its stream and its per-stream
@@ -87,6 +88,16 @@ pub enum Event {
         kind: ViolationKind,
         /// Violations of this kind so far.
         count: u64,
+    },
+    /// This side gave up a message it sent: its deadline passed before the
+    /// peer acknowledged all of it, or (unreliable stream) a block was
+    /// lost. The peer skips it; it may still have been delivered if only
+    /// the acknowledgement was late.
+    MessageAbandoned {
+        /// The message.
+        id: MessageId,
+        /// Why.
+        reason: AbandonReason,
     },
     /// The peer's endpoint lost the connection or reset it (a datagram
     /// with REMOTE_RESET arrived); a `Closed` event with reason

@@ -62,6 +62,8 @@ pub use stats::{ConnectionState, ConnectionStats};
 
 use crate::probe::PacketPair;
 use crate::recovery::{Recovery, RecoveryConfig};
+use crate::sched::SchedulerConfig;
+use crate::streams::StreamConfig;
 use crate::wire::PacketType;
 use lifecycle::{CloseProgress, StartProgress};
 use peregrine_cc::{CcConfig, LinkHint, Time};
@@ -153,6 +155,7 @@ impl Connection {
         let packet_size = config.max_packet_size;
         let block = usize::from(packet_size).saturating_sub(config::DATA_OVERHEAD);
         let recovery = Recovery::new(recovery_config(&config, packet_size), config.cc.build());
+        let scheduler = config.scheduler;
         Connection {
             local_scale: config.window_scale(),
             start: StartProgress {
@@ -174,7 +177,7 @@ impl Connection {
             peer_scale: 0,
             packet_size,
             recovery,
-            send: SendState::new(block),
+            send: SendState::with_scheduler(block, scheduler),
             recv: RecvState::new(),
             probe: PacketPair::new(first_probe_id),
             probe_sends: VecDeque::new(),
@@ -281,16 +284,14 @@ impl Connection {
         now: Time,
         stream: u16,
         bytes: &[u8],
+        deadline: Option<Time>,
     ) -> Result<MessageId, SendError> {
-        self.tick(now);
+        let now = self.tick(now);
         if !matches!(
             self.state,
             ConnectionState::Starting | ConnectionState::Connected
         ) {
             return Err(SendError::Closed);
-        }
-        if stream != 0 {
-            return Err(SendError::UnsupportedStream(stream));
         }
         if bytes.len() > self.config.max_message_size {
             return Err(SendError::MessageTooLarge {
@@ -300,10 +301,47 @@ impl Connection {
         }
         if self.send.outstanding_messages() >= self.config.max_outstanding_messages
             || self.send.buffered_bytes() + bytes.len() > self.config.max_send_buffer_bytes
+            || !self.send.stream_has_room(stream, bytes.len())
         {
             return Err(SendError::BufferFull);
         }
-        self.send.enqueue(stream, bytes)
+        self.send.enqueue(now, stream, bytes, deadline)
+    }
+
+    /// Open or reconfigure a stream.
+    pub(crate) fn configure_stream(
+        &mut self,
+        now: Time,
+        stream: u16,
+        config: StreamConfig,
+    ) -> Result<(), SendError> {
+        self.tick(now);
+        if !config.is_valid() {
+            return Err(SendError::InvalidStreamConfig(stream));
+        }
+        self.send.configure(stream, config);
+        Ok(())
+    }
+
+    /// Replace the stream scheduler.
+    pub(crate) fn set_scheduler(&mut self, now: Time, config: SchedulerConfig) {
+        self.tick(now);
+        self.config.scheduler = config;
+        self.send.set_scheduler(config);
+    }
+
+    /// Abandon messages past their deadline and report every abandoned one.
+    pub(crate) fn expire_messages(&mut self, now: Time) {
+        self.send.expire(now);
+        self.report_abandoned();
+    }
+
+    /// Turn abandoned messages into events.
+    pub(crate) fn report_abandoned(&mut self) {
+        while let Some((id, reason)) = self.send.pop_abandoned() {
+            self.events
+                .push_back(Event::MessageAbandoned { id, reason });
+        }
     }
 
     /// The application closes the connection.

@@ -20,9 +20,10 @@
 //!   ever thrown away.
 
 use super::events::MessageId;
+use crate::streams::StreamReliability;
 use crate::wire::{AckPayload, AckRange, MissingPackets, StreamFrame};
 use peregrine_cc::Time;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Most ranges the received-packet set keeps (the ACK carries 256).
@@ -128,8 +129,24 @@ struct InMessage {
 
 #[derive(Debug, Default)]
 struct RecvStream {
+    /// Ordered delivery: the next message number to deliver.
     next_deliver: u32,
     pending: BTreeMap<u32, InMessage>,
+    /// Ordered delivery: abandoned messages at or above `next_deliver`.
+    skipped: BTreeSet<u32>,
+    /// Unordered delivery: messages delivered or skipped.
+    done: RangeSet,
+}
+
+impl RecvStream {
+    /// Whether a frame of message `n` is of no use any more.
+    fn finished(&self, n: u32, ordered: bool) -> bool {
+        if ordered {
+            n < self.next_deliver || self.skipped.contains(&n)
+        } else {
+            self.done.contains(u64::from(n)) || u64::from(n) < self.done.trimmed_below()
+        }
+    }
 }
 
 /// Limits on what the receiver stores.
@@ -162,6 +179,8 @@ pub struct RecvCounters {
     pub duplicate_packets: u64,
     /// Messages delivered to the application.
     pub messages_delivered: u64,
+    /// Messages the sender abandoned (skip frames that took effect).
+    pub messages_skipped: u64,
     /// DATA packets dropped for lack of buffer.
     pub dropped_no_buffer: u64,
     /// DATA packets dropped for breaking the protocol.
@@ -375,16 +394,17 @@ impl RecvState {
             .div_ceil(limits.peer_block_size.max(1))
             .max(1);
         for f in frames {
-            if f.stream_id != 0 {
-                return Err(DataRejection::Protocol("frame on a stream other than 0"));
+            if f.is_skip() {
+                continue; // Takes no buffer; frees some.
             }
             if usize::from(f.block_count) > max_blocks {
                 return Err(DataRejection::Protocol("message larger than accepted"));
             }
+            let ordered = StreamReliability::ordered(f.reliability);
             let s = self.streams.get(&f.stream_id);
             let next = s.map_or(0, |s| s.next_deliver);
-            if f.message_number < next {
-                continue; // Delivered already: a duplicate.
+            if s.is_some_and(|s| s.finished(f.message_number, ordered)) {
+                continue; // Delivered or skipped already: a duplicate.
             }
             let existing = s.and_then(|s| s.pending.get(&f.message_number));
             if let Some(m) = existing {
@@ -400,7 +420,13 @@ impl RecvState {
             } else {
                 extra_messages += 1;
             }
-            let head = f.message_number == next;
+            // The head of an ordered stream, or (unordered) a message that
+            // completes at once or is already being reassembled.
+            let head = if ordered {
+                f.message_number == next
+            } else {
+                f.block_count == 1 || existing.is_some()
+            };
             extra_bytes += f.data.len();
             let full = if head {
                 // The head of the stream only competes with what the
@@ -425,48 +451,80 @@ impl RecvState {
     pub fn store_frames(&mut self, frames: &[StreamFrame<'_>]) -> Vec<(MessageId, Vec<u8>)> {
         let mut delivered = Vec::new();
         for f in frames {
-            let s = self.streams.entry(f.stream_id).or_default();
-            if f.message_number < s.next_deliver {
+            let ordered = StreamReliability::ordered(f.reliability);
+            let stream = f.stream_id;
+            let s = self.streams.entry(stream).or_default();
+            if s.finished(f.message_number, ordered) {
                 continue;
             }
-            let m = s.pending.entry(f.message_number).or_insert_with(|| {
-                self.reassembly_messages += 1;
-                InMessage {
-                    block_count: f.block_count,
-                    blocks: BTreeMap::new(),
-                    bytes: 0,
+            if f.is_skip() {
+                // The sender abandoned it: drop what we have of it and never
+                // wait for it.
+                if let Some(m) = s.pending.remove(&f.message_number) {
+                    self.reassembly_messages = self.reassembly_messages.saturating_sub(1);
+                    self.reassembly_bytes = self.reassembly_bytes.saturating_sub(m.bytes);
                 }
-            });
-            if m.block_count != f.block_count || m.blocks.contains_key(&f.block_index) {
+                if ordered {
+                    s.skipped.insert(f.message_number);
+                } else {
+                    s.done.insert(u64::from(f.message_number));
+                }
+                self.counters.messages_skipped += 1;
+            } else {
+                let m = s.pending.entry(f.message_number).or_insert_with(|| {
+                    self.reassembly_messages += 1;
+                    InMessage {
+                        block_count: f.block_count,
+                        blocks: BTreeMap::new(),
+                        bytes: 0,
+                    }
+                });
+                if m.block_count != f.block_count || m.blocks.contains_key(&f.block_index) {
+                    continue;
+                }
+                m.blocks.insert(f.block_index, f.data.to_vec());
+                m.bytes += f.data.len();
+                self.reassembly_bytes += f.data.len();
+                if !ordered {
+                    if m.blocks.len() == usize::from(m.block_count) {
+                        s.done.insert(u64::from(f.message_number));
+                        if let Some(done) = s.pending.remove(&f.message_number) {
+                            let bytes = self.complete(done);
+                            delivered.push((
+                                MessageId {
+                                    stream,
+                                    number: f.message_number,
+                                },
+                                bytes,
+                            ));
+                        }
+                    }
+                    continue;
+                }
+            }
+            if !ordered {
                 continue;
             }
-            m.blocks.insert(f.block_index, f.data.to_vec());
-            m.bytes += f.data.len();
-            self.reassembly_bytes += f.data.len();
-            // Deliver every complete message at the head of the stream.
-            while let Some(head) = s.pending.get(&s.next_deliver) {
-                if head.blocks.len() != usize::from(head.block_count) {
-                    break;
-                }
+            // Deliver every complete message at the head of the stream,
+            // stepping over skipped ones.
+            loop {
+                let s = self.streams.entry(stream).or_default();
                 let number = s.next_deliver;
-                let Some(done) = s.pending.remove(&number) else {
-                    break;
-                };
-                let mut bytes = Vec::with_capacity(done.bytes);
-                for (_, b) in done.blocks {
-                    bytes.extend_from_slice(&b);
+                if !s.skipped.remove(&number) {
+                    let complete = s
+                        .pending
+                        .get(&number)
+                        .is_some_and(|h| h.blocks.len() == usize::from(h.block_count));
+                    if !complete {
+                        break;
+                    }
+                    let Some(done) = s.pending.remove(&number) else {
+                        break;
+                    };
+                    let bytes = self.complete(done);
+                    delivered.push((MessageId { stream, number }, bytes));
                 }
-                self.reassembly_messages = self.reassembly_messages.saturating_sub(1);
-                self.reassembly_bytes = self.reassembly_bytes.saturating_sub(done.bytes);
-                self.unread_bytes += done.bytes;
-                self.counters.messages_delivered += 1;
-                delivered.push((
-                    MessageId {
-                        stream: f.stream_id,
-                        number,
-                    },
-                    bytes,
-                ));
+                let s = self.streams.entry(stream).or_default();
                 match s.next_deliver.checked_add(1) {
                     Some(n) => s.next_deliver = n,
                     None => break,
@@ -474,6 +532,18 @@ impl RecvState {
             }
         }
         delivered
+    }
+
+    fn complete(&mut self, done: InMessage) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(done.bytes);
+        for (_, b) in done.blocks {
+            bytes.extend_from_slice(&b);
+        }
+        self.reassembly_messages = self.reassembly_messages.saturating_sub(1);
+        self.reassembly_bytes = self.reassembly_bytes.saturating_sub(done.bytes);
+        self.unread_bytes += done.bytes;
+        self.counters.messages_delivered += 1;
+        bytes
     }
 
     /// Count a dropped DATA packet.
@@ -612,9 +682,51 @@ mod tests {
             stream_id: 1,
             ..frame(0, 0, 1, b"x")
         }];
-        assert!(matches!(
-            rx.check_frames(&other, &LIMITS),
-            Err(DataRejection::Protocol(_))
-        ));
+        assert_eq!(rx.check_frames(&other, &LIMITS), Ok(()), "any stream");
+    }
+
+    #[test]
+    fn a_skip_frame_unblocks_an_ordered_stream() {
+        let mut rx = RecvState::new();
+        let partial = |n, d| StreamFrame {
+            reliability: Reliability::Partial,
+            ..frame(n, 0, 2, d)
+        };
+        // Half of message 0, then message 1: 1 waits.
+        assert!(rx.store_frames(&[partial(0, b"ha")]).is_empty());
+        assert!(rx.store_frames(&[frame(1, 0, 1, b"one")]).is_empty());
+        assert_eq!(rx.reassembly_messages, 2);
+        let got = rx.store_frames(&[StreamFrame::skip(0, 0, Reliability::Partial)]);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0.number, 1);
+        assert_eq!(rx.reassembly_messages, 0, "the partial message is dropped");
+        assert!(
+            rx.store_frames(&[partial(0, b"lf")]).is_empty(),
+            "never delivered"
+        );
+        // A skip announced ahead of time is stepped over when reached.
+        assert!(rx
+            .store_frames(&[StreamFrame::skip(0, 3, Reliability::Partial)])
+            .is_empty());
+        let got = rx.store_frames(&[frame(4, 0, 1, b"4"), frame(2, 0, 1, b"2")]);
+        let numbers: Vec<u32> = got.iter().map(|g| g.0.number).collect();
+        assert_eq!(numbers, [2, 4]);
+        assert_eq!(rx.counters().messages_skipped, 2);
+    }
+
+    #[test]
+    fn unordered_streams_deliver_on_completion_at_most_once() {
+        let mut rx = RecvState::new();
+        let u = |n, i, c, d| StreamFrame {
+            stream_id: 7,
+            reliability: Reliability::Unreliable,
+            ..frame(n, i, c, d)
+        };
+        assert_eq!(rx.store_frames(&[u(5, 0, 1, b"five")]).len(), 1);
+        assert!(rx.store_frames(&[u(5, 0, 1, b"five")]).is_empty(), "once");
+        assert!(rx.store_frames(&[u(2, 0, 2, b"t")]).is_empty());
+        rx.store_frames(&[StreamFrame::skip(7, 2, Reliability::Unreliable)]);
+        assert!(rx.store_frames(&[u(2, 1, 2, b"wo")]).is_empty(), "skipped");
+        assert_eq!(rx.store_frames(&[u(0, 0, 1, b"zero")]).len(), 1);
     }
 }

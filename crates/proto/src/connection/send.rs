@@ -11,13 +11,25 @@
 //! unacknowledged go back in the retransmission queue and leave in new
 //! packets (new packet numbers, ST_RET set).
 //!
-//! Everything is keyed by stream id so the streams issue can add streams,
-//! schedulers and reliability modes; today only stream 0 carries data.
+//! Every stream has its own queues (unsent messages; lost blocks and skip
+//! frames to send again). Which stream gives the next frame is the
+//! connection's [`Scheduler`]'s decision, for new data and retransmissions
+//! alike; a packet still carries either only first transmissions or only
+//! retransmissions and skip frames (ST_RET). Messages past their deadline
+//! and lost blocks of unreliable streams are abandoned here
+//! ([`crate::streams`]).
 
 use super::events::MessageId;
 use crate::recovery::BlockRef;
-use crate::wire::{Reliability, StreamFrame};
-use std::collections::{BTreeMap, VecDeque};
+use crate::sched::{SchedContext, Scheduler, SchedulerConfig, StreamView};
+use crate::streams::{AbandonReason, StreamConfig, StreamReliability, StreamStats};
+use crate::wire::StreamFrame;
+use peregrine_cc::Time;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// The block index that names a stream's skip frame in a [`BlockRef`]
+/// (real blocks are numbered below 65,535).
+pub const SKIP_BLOCK: u16 = u16::MAX;
 
 /// Why `send_message` refused a message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -28,9 +40,9 @@ pub enum SendError {
     /// The connection is closing or closed: no new message is accepted.
     #[error("the connection is closing or closed")]
     Closed,
-    /// Only stream 0 exists in this version.
-    #[error("stream {0} is not supported (only stream 0 exists yet)")]
-    UnsupportedStream(u16),
+    /// A stream configuration with a class above 3 or a weight of 0.
+    #[error("invalid stream configuration for stream {0}")]
+    InvalidStreamConfig(u16),
     /// The message is larger than the configured maximum.
     #[error("message of {size} bytes exceeds the maximum of {max}")]
     MessageTooLarge {
@@ -39,7 +51,8 @@ pub enum SendError {
         /// The limit.
         max: usize,
     },
-    /// Too many messages, or too many bytes, are waiting for acknowledgement.
+    /// Too many messages, or too many bytes, are waiting for acknowledgement
+    /// (on the connection or on this stream).
     #[error("send buffer full: wait for the peer to acknowledge")]
     BufferFull,
     /// The stream's 32-bit message numbers are used up.
@@ -61,15 +74,112 @@ struct OutMessage {
     blocks: Vec<BlockState>,
     next_unsent: usize,
     acked: usize,
+    deadline: Option<Time>,
+    enqueued: Time,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct SendStream {
+    config: StreamConfig,
     next_number: u32,
     exhausted: bool,
     messages: BTreeMap<u32, OutMessage>,
     /// Messages with blocks never sent, oldest first.
     unsent: VecDeque<u32>,
+    /// Lost blocks and skip frames waiting to be sent (stale entries are
+    /// dropped when met).
+    again: VecDeque<BlockRef>,
+    /// Skip frames not yet acknowledged: their state and when the message
+    /// was abandoned.
+    skips: BTreeMap<u32, (BlockState, Time)>,
+    buffered_bytes: usize,
+    stats: StreamStats,
+}
+
+impl SendStream {
+    fn new(id: u16, config: StreamConfig) -> SendStream {
+        SendStream {
+            config,
+            next_number: 0,
+            exhausted: false,
+            messages: BTreeMap::new(),
+            unsent: VecDeque::new(),
+            again: VecDeque::new(),
+            skips: BTreeMap::new(),
+            buffered_bytes: 0,
+            stats: StreamStats {
+                id,
+                class: config.class,
+                weight: config.weight,
+                ..StreamStats::default()
+            },
+        }
+    }
+
+    fn state(&self, b: BlockRef) -> Option<BlockState> {
+        if b.block == SKIP_BLOCK {
+            return self.skips.get(&b.message).map(|s| s.0);
+        }
+        self.messages
+            .get(&b.message)?
+            .blocks
+            .get(usize::from(b.block))
+            .copied()
+    }
+
+    /// Drop stale entries at the front of `again`; whether one is left.
+    fn clean_again(&mut self) -> bool {
+        while let Some(&b) = self.again.front() {
+            if self.state(b) == Some(BlockState::Lost) || self.state(b) == Some(BlockState::Unsent)
+            {
+                return true;
+            }
+            self.again.pop_front();
+        }
+        false
+    }
+
+    fn has_sendable(&mut self) -> bool {
+        self.clean_again() || !self.unsent.is_empty()
+    }
+
+    /// The next item: a retransmission (or skip) first, else a new block.
+    fn next_item(&self) -> Option<(BlockRef, bool)> {
+        if let Some(&b) = self.again.front() {
+            return Some((b, true));
+        }
+        let &message = self.unsent.front()?;
+        let m = self.messages.get(&message)?;
+        let block = u16::try_from(m.next_unsent).ok()?;
+        Some((
+            BlockRef {
+                stream: self.stats.id,
+                message,
+                block,
+            },
+            false,
+        ))
+    }
+
+    fn view(&self) -> StreamView {
+        let (deadline, enqueued) = match self.next_item() {
+            Some((b, _)) if b.block == SKIP_BLOCK => {
+                (None, self.skips.get(&b.message).map_or(Time::ZERO, |s| s.1))
+            }
+            Some((b, _)) => self
+                .messages
+                .get(&b.message)
+                .map_or((None, Time::ZERO), |m| (m.deadline, m.enqueued)),
+            None => (None, Time::ZERO),
+        };
+        StreamView {
+            id: self.stats.id,
+            class: self.config.class,
+            weight: self.config.weight,
+            head_deadline: deadline,
+            head_enqueued: enqueued,
+        }
+    }
 }
 
 /// Blocks chosen for one DATA packet.
@@ -77,7 +187,8 @@ struct SendStream {
 pub struct Taken {
     /// The blocks, in frame order.
     pub blocks: Vec<BlockRef>,
-    /// All of them were sent before (the packet carries ST_RET).
+    /// All of them were sent before, or are skip frames (the packet
+    /// carries ST_RET).
     pub retransmission: bool,
 }
 
@@ -88,16 +199,31 @@ pub struct SendCounters {
     pub messages_sent: u64,
     /// Messages acknowledged completely.
     pub messages_acked: u64,
+    /// Messages abandoned (deadline passed, or unreliable and lost).
+    pub messages_abandoned: u64,
+    /// Skip frames sent (first transmissions and repeats).
+    pub skips_sent: u64,
 }
 
 /// All messages of one connection's sending side.
 #[derive(Debug)]
 pub struct SendState {
     streams: BTreeMap<u16, SendStream>,
-    retransmit: VecDeque<BlockRef>,
+    scheduler: Box<dyn Scheduler>,
+    scheduler_config: SchedulerConfig,
+    /// Streams registered with the scheduler (they have something to send).
+    active: BTreeSet<u16>,
+    /// Streams with never-sent blocks, and with entries in their
+    /// retransmission queue: `has_pending` and friends then need not look
+    /// at every active stream.
+    with_unsent: BTreeSet<u16>,
+    with_again: BTreeSet<u16>,
+    deadlines: BTreeSet<(Time, u16, u32)>,
+    abandoned: VecDeque<(MessageId, AbandonReason)>,
     block_size: usize,
     buffered_bytes: usize,
     outstanding_messages: usize,
+    pending_skips: usize,
     unacked_bytes: u64,
     peer_window: u64,
     counters: SendCounters,
@@ -108,14 +234,27 @@ fn block_count(len: usize, block_size: usize) -> usize {
 }
 
 impl SendState {
-    /// An empty sending side cutting messages into `block_size`-byte blocks.
+    /// An empty sending side cutting messages into `block_size`-byte
+    /// blocks, scheduling streams round-robin.
     pub fn new(block_size: usize) -> SendState {
+        SendState::with_scheduler(block_size, SchedulerConfig::default())
+    }
+
+    /// An empty sending side with the given scheduler.
+    pub fn with_scheduler(block_size: usize, scheduler: SchedulerConfig) -> SendState {
         SendState {
             streams: BTreeMap::new(),
-            retransmit: VecDeque::new(),
+            scheduler: scheduler.build(),
+            scheduler_config: scheduler,
+            active: BTreeSet::new(),
+            with_unsent: BTreeSet::new(),
+            with_again: BTreeSet::new(),
+            deadlines: BTreeSet::new(),
+            abandoned: VecDeque::new(),
             block_size: block_size.max(1),
             buffered_bytes: 0,
             outstanding_messages: 0,
+            pending_skips: 0,
             unacked_bytes: 0,
             peer_window: u64::MAX,
             counters: SendCounters::default(),
@@ -141,14 +280,69 @@ impl SendState {
         }
     }
 
+    /// Replace the scheduler (at any time): the active streams carry over.
+    pub fn set_scheduler(&mut self, config: SchedulerConfig) {
+        self.scheduler = config.build();
+        self.scheduler_config = config;
+        for id in &self.active {
+            if let Some(s) = self.streams.get(id) {
+                self.scheduler.activate(&s.view());
+            }
+        }
+    }
+
+    /// The scheduler in use.
+    pub fn scheduler(&self) -> &dyn Scheduler {
+        self.scheduler.as_ref()
+    }
+
+    /// The configuration of the scheduler in use.
+    pub fn scheduler_config(&self) -> SchedulerConfig {
+        self.scheduler_config
+    }
+
+    /// Configure (and open) a stream; may change a stream in use.
+    pub fn configure(&mut self, id: u16, config: StreamConfig) {
+        let s = self
+            .streams
+            .entry(id)
+            .or_insert_with(|| SendStream::new(id, config));
+        s.config = config;
+        s.stats.class = config.class;
+        s.stats.weight = config.weight;
+        if self.active.contains(&id) {
+            let v = s.view();
+            // A class change must re-sort it: take it out and back in.
+            self.scheduler.remove(id);
+            self.scheduler.activate(&v);
+        }
+    }
+
+    /// A stream's configuration (the default if never configured).
+    pub fn stream_config(&self, id: u16) -> StreamConfig {
+        self.streams.get(&id).map(|s| s.config).unwrap_or_default()
+    }
+
+    /// Per-stream counters, by stream id.
+    pub fn stream_stats(&self) -> Vec<StreamStats> {
+        self.streams
+            .values()
+            .map(|s| StreamStats {
+                buffered_bytes: s.buffered_bytes,
+                ..s.stats
+            })
+            .collect()
+    }
+
     /// The counters.
     pub fn counters(&self) -> &SendCounters {
         &self.counters
     }
 
-    /// Messages accepted and not yet acknowledged.
+    /// Messages accepted and not yet acknowledged or abandoned, plus skip
+    /// frames not yet acknowledged (the close waits for both).
     pub fn outstanding_messages(&self) -> usize {
-        self.outstanding_messages
+        self.outstanding_messages + self.pending_skips
     }
 
     /// Bytes of messages accepted and not yet acknowledged.
@@ -166,11 +360,60 @@ impl SendState {
         self.peer_window = bytes;
     }
 
-    /// Queue a message. Limits are checked by the caller except the
-    /// per-stream number space.
-    pub fn enqueue(&mut self, stream: u16, bytes: &[u8]) -> Result<MessageId, SendError> {
+    /// Whether `stream` can take `len` more bytes (its own buffer limit).
+    pub fn stream_has_room(&self, stream: u16, len: usize) -> bool {
+        self.streams
+            .get(&stream)
+            .is_none_or(|s| s.buffered_bytes.saturating_add(len) <= s.config.max_buffered_bytes)
+    }
+
+    /// Bring `with_unsent` / `with_again` up to date for stream `id`.
+    fn sync(&mut self, id: u16) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            self.with_unsent.remove(&id);
+            self.with_again.remove(&id);
+            return;
+        };
+        s.clean_again();
+        if s.unsent.is_empty() {
+            self.with_unsent.remove(&id);
+        } else {
+            self.with_unsent.insert(id);
+        }
+        if s.again.is_empty() {
+            self.with_again.remove(&id);
+        } else {
+            self.with_again.insert(id);
+        }
+    }
+
+    fn reactivate(&mut self, id: u16) {
+        self.sync(id);
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        if s.has_sendable() {
+            self.scheduler.activate(&s.view());
+            self.active.insert(id);
+        } else if self.active.remove(&id) {
+            self.scheduler.remove(id);
+        }
+    }
+
+    /// Queue a message with an optional deadline. Limits are checked by
+    /// the caller except the per-stream number space.
+    pub fn enqueue(
+        &mut self,
+        now: Time,
+        stream: u16,
+        bytes: &[u8],
+        deadline: Option<Time>,
+    ) -> Result<MessageId, SendError> {
         let block_size = self.block_size;
-        let s = self.streams.entry(stream).or_default();
+        let s = self
+            .streams
+            .entry(stream)
+            .or_insert_with(|| SendStream::new(stream, StreamConfig::default()));
         if s.exhausted {
             return Err(SendError::MessageNumbersExhausted);
         }
@@ -186,12 +429,23 @@ impl SendState {
                 blocks: vec![BlockState::Unsent; block_count(bytes.len(), block_size)],
                 next_unsent: 0,
                 acked: 0,
+                deadline,
+                enqueued: now,
             },
         );
         s.unsent.push_back(number);
+        s.buffered_bytes += bytes.len();
+        s.stats.messages_queued += 1;
+        if let Some(d) = deadline {
+            self.deadlines.insert((d, stream, number));
+        }
         self.buffered_bytes += bytes.len();
         self.outstanding_messages += 1;
         self.counters.messages_sent += 1;
+        self.with_unsent.insert(stream);
+        if !self.active.contains(&stream) {
+            self.reactivate(stream);
+        }
         Ok(MessageId { stream, number })
     }
 
@@ -205,28 +459,27 @@ impl SendState {
         }
     }
 
-    fn state_mut(&mut self, b: BlockRef) -> Option<&mut BlockState> {
-        self.streams
-            .get_mut(&b.stream)?
-            .messages
-            .get_mut(&b.message)?
-            .blocks
-            .get_mut(usize::from(b.block))
-    }
-
     fn state(&self, b: BlockRef) -> Option<BlockState> {
-        self.streams
-            .get(&b.stream)?
-            .messages
-            .get(&b.message)?
-            .blocks
-            .get(usize::from(b.block))
-            .copied()
+        self.streams.get(&b.stream)?.state(b)
     }
 
-    /// The data and block count of a block, for building its frame.
+    /// The priority class of `stream` (for the header's PRI).
+    pub fn class_of(&self, stream: u16) -> u8 {
+        self.streams.get(&stream).map_or(2, |s| s.config.class)
+    }
+
+    /// The frame of a block (or skip frame) to send.
     pub fn frame(&self, b: BlockRef) -> Option<StreamFrame<'_>> {
-        let m = self.streams.get(&b.stream)?.messages.get(&b.message)?;
+        let s = self.streams.get(&b.stream)?;
+        if b.block == SKIP_BLOCK {
+            s.skips.get(&b.message)?;
+            return Some(StreamFrame::skip(
+                b.stream,
+                b.message,
+                s.config.reliability.wire(true),
+            ));
+        }
+        let m = s.messages.get(&b.message)?;
         let start = usize::from(b.block) * self.block_size;
         let end = (start + self.block_size).min(m.bytes.len());
         let data = m.bytes.get(start..end).unwrap_or(&[]);
@@ -235,7 +488,7 @@ impl SendState {
             message_number: b.message,
             block_index: b.block,
             block_count: u16::try_from(m.blocks.len()).unwrap_or(u16::MAX),
-            reliability: Reliability::Reliable,
+            reliability: s.config.reliability.wire(m.deadline.is_some()),
             data,
         })
     }
@@ -244,115 +497,92 @@ impl SendState {
         self.frame(b).map_or(0, |f| f.data.len())
     }
 
-    /// Whether a retransmission is waiting.
+    /// Whether a retransmission (or skip frame) is waiting.
     pub fn has_retransmission(&self) -> bool {
-        self.retransmit
-            .iter()
-            .any(|b| self.state(*b) == Some(BlockState::Lost))
+        self.with_again.iter().any(|id| {
+            self.streams.get(id).is_some_and(|s| {
+                s.again
+                    .iter()
+                    .any(|b| matches!(s.state(*b), Some(BlockState::Lost | BlockState::Unsent)))
+            })
+        })
     }
 
     /// Whether a never-sent block is waiting.
     pub fn has_new_data(&self) -> bool {
-        self.streams.values().any(|s| !s.unsent.is_empty())
+        !self.with_unsent.is_empty()
     }
 
     /// Whether anything at all waits to be sent.
     pub fn has_pending(&self) -> bool {
-        self.has_new_data() || self.has_retransmission()
+        !self.active.is_empty() && (self.has_new_data() || self.has_retransmission())
     }
 
-    fn next_new_block(&self) -> Option<BlockRef> {
-        for (&stream, s) in &self.streams {
-            if let Some(&message) = s.unsent.front() {
-                let m = s.messages.get(&message)?;
-                let block = u16::try_from(m.next_unsent).ok()?;
-                return Some(BlockRef {
-                    stream,
-                    message,
-                    block,
-                });
+    fn new_fits(&self, len: usize, planned: u64) -> bool {
+        self.unacked_bytes + planned + len as u64 <= self.peer_window
+    }
+
+    /// Whether new data waits but the peer's window has no room for any of
+    /// it (the sender must poll with STATUS).
+    pub fn window_blocked(&self) -> bool {
+        if self.has_retransmission() {
+            return false;
+        }
+        let mut any = false;
+        for id in &self.with_unsent {
+            let Some(s) = self.streams.get(id) else {
+                continue;
+            };
+            if let Some((b, false)) = s.next_item() {
+                any = true;
+                if self.new_fits(self.block_len(b), 0) {
+                    return false;
+                }
             }
         }
-        None
-    }
-
-    /// Whether new data waits but the peer's window has no room for it
-    /// (the sender must poll with STATUS).
-    pub fn window_blocked(&self) -> bool {
-        self.next_new_block().is_some_and(|b| {
-            self.unacked_bytes + self.block_len(b) as u64 > self.peer_window
-                && !self.has_retransmission()
-        })
+        any
     }
 
     fn mark_sent(&mut self, b: BlockRef, pn: u64) {
         let len = self.block_len(b) as u64;
-        if let Some(st) = self.state_mut(b) {
-            if *st == BlockState::Unsent {
-                *st = BlockState::InFlight(pn);
-                self.unacked_bytes += len;
-            } else if *st != BlockState::Acked {
-                *st = BlockState::InFlight(pn);
-            }
-        }
-    }
-
-    /// Choose the blocks of the next DATA packet `pn`, whose frames may take
-    /// `room` bytes (after the packet number): retransmissions first, else
-    /// new blocks within the peer's window. `None` if nothing fits.
-    pub fn take_frames(&mut self, pn: u64, room: usize) -> Option<Taken> {
-        let mut blocks = Vec::new();
-        let mut used = 0usize;
-        while let Some(&b) = self.retransmit.front() {
-            if self.state(b) != Some(BlockState::Lost) {
-                self.retransmit.pop_front();
-                continue;
-            }
-            let need = StreamFrame::HEADER_LEN + self.block_len(b);
-            if used + need > room {
-                break;
-            }
-            self.retransmit.pop_front();
-            used += need;
-            blocks.push(b);
-        }
-        if !blocks.is_empty() {
-            for b in &blocks {
-                self.mark_sent(*b, pn);
-            }
-            return Some(Taken {
-                blocks,
-                retransmission: true,
-            });
-        }
-        let mut planned = 0u64;
-        while let Some(b) = self.next_new_block() {
-            let len = self.block_len(b);
-            let need = StreamFrame::HEADER_LEN + len;
-            if used + need > room || self.unacked_bytes + planned + len as u64 > self.peer_window {
-                break;
-            }
-            used += need;
-            planned += len as u64;
-            blocks.push(b);
-            self.advance_unsent(b);
-        }
-        if blocks.is_empty() {
-            return None;
-        }
-        for b in &blocks {
-            self.mark_sent(*b, pn);
-        }
-        Some(Taken {
-            blocks,
-            retransmission: false,
-        })
-    }
-
-    fn advance_unsent(&mut self, b: BlockRef) {
         let Some(s) = self.streams.get_mut(&b.stream) else {
             return;
         };
+        if b.block == SKIP_BLOCK {
+            if let Some(st) = s.skips.get_mut(&b.message) {
+                if st.0 != BlockState::Acked {
+                    st.0 = BlockState::InFlight(pn);
+                    self.counters.skips_sent += 1;
+                }
+            }
+            return;
+        }
+        let Some(st) = s
+            .messages
+            .get_mut(&b.message)
+            .and_then(|m| m.blocks.get_mut(usize::from(b.block)))
+        else {
+            return;
+        };
+        if *st == BlockState::Unsent {
+            *st = BlockState::InFlight(pn);
+            self.unacked_bytes += len;
+            s.stats.bytes_sent += len;
+        } else if *st != BlockState::Acked {
+            *st = BlockState::InFlight(pn);
+            s.stats.bytes_retransmitted += len;
+        }
+    }
+
+    /// Take `item` out of its stream's queue.
+    fn consume(&mut self, b: BlockRef, again: bool) {
+        let Some(s) = self.streams.get_mut(&b.stream) else {
+            return;
+        };
+        if again {
+            s.again.pop_front();
+            return;
+        }
         let Some(m) = s.messages.get_mut(&b.message) else {
             return;
         };
@@ -362,8 +592,118 @@ impl SendState {
         }
     }
 
+    /// Choose the blocks of the next DATA packet `pn`, whose frames may take
+    /// `room` bytes (after the packet number): the scheduler picks a stream
+    /// per frame; a stream gives its retransmissions and skip frames before
+    /// new blocks, new blocks only within the peer's window. A packet holds
+    /// only one of the two kinds. `None` if nothing fits.
+    pub fn take_frames(&mut self, pn: u64, room: usize, ctx: &SchedContext) -> Option<Taken> {
+        let mut blocks = Vec::new();
+        let mut used = 0usize;
+        let mut planned = 0u64;
+        let mut kind: Option<bool> = None;
+        // Every stream picked either gives a frame or ends the packet, so
+        // the loop is bounded by the frames that fit plus stale streams.
+        while let Some(id) = self.scheduler.pick(ctx) {
+            let item = match self.streams.get_mut(&id) {
+                Some(s) => {
+                    if s.has_sendable() {
+                        s.next_item()
+                    } else {
+                        None
+                    }
+                }
+                None => None,
+            };
+            let Some((b, again)) = item else {
+                self.active.remove(&id);
+                self.scheduler.remove(id);
+                continue;
+            };
+            if kind.is_some_and(|k| k != again) {
+                break;
+            }
+            let len = self.block_len(b);
+            let need = StreamFrame::HEADER_LEN + len;
+            if used + need > room || (!again && !self.new_fits(len, planned)) {
+                break;
+            }
+            kind = Some(again);
+            used += need;
+            if !again {
+                planned += len as u64;
+            }
+            self.consume(b, again);
+            self.sync(id);
+            blocks.push(b);
+            let (more, view) = match self.streams.get_mut(&id) {
+                Some(s) => (s.has_sendable(), s.view()),
+                None => (
+                    false,
+                    StreamView {
+                        id,
+                        class: 0,
+                        weight: 1,
+                        head_deadline: None,
+                        head_enqueued: Time::ZERO,
+                    },
+                ),
+            };
+            self.scheduler.on_sent(&view, need, more);
+            if !more {
+                self.active.remove(&id);
+            }
+        }
+        if blocks.is_empty() {
+            // The stream the scheduler wants may be held by the peer's
+            // window while another has retransmissions: those need no
+            // window, so they go.
+            return self.take_any_retransmission(pn, room);
+        }
+        for b in &blocks {
+            self.mark_sent(*b, pn);
+        }
+        Some(Taken {
+            blocks,
+            retransmission: kind == Some(true),
+        })
+    }
+
+    fn take_any_retransmission(&mut self, pn: u64, room: usize) -> Option<Taken> {
+        let ids: Vec<u16> = self.with_again.iter().copied().collect();
+        let mut blocks = Vec::new();
+        let mut used = 0usize;
+        for id in ids {
+            while let Some(s) = self.streams.get_mut(&id) {
+                if !s.clean_again() {
+                    break;
+                }
+                let Some(&b) = s.again.front() else { break };
+                let need = StreamFrame::HEADER_LEN + self.block_len(b);
+                if used + need > room {
+                    break;
+                }
+                used += need;
+                self.consume(b, true);
+                blocks.push(b);
+            }
+            self.reactivate(id);
+        }
+        if blocks.is_empty() {
+            return None;
+        }
+        for b in &blocks {
+            self.mark_sent(*b, pn);
+        }
+        Some(Taken {
+            blocks,
+            retransmission: true,
+        })
+    }
+
     /// Re-send `blocks` (a send-gate probe repeating the oldest packet) in
-    /// packet `pn`; returns those still unacknowledged.
+    /// packet `pn`; returns those still unacknowledged (never blocks of
+    /// unreliable streams, which are not retransmitted).
     pub fn take_specific(&mut self, pn: u64, blocks: &[BlockRef]) -> Vec<BlockRef> {
         let live: Vec<BlockRef> = blocks
             .iter()
@@ -372,7 +712,8 @@ impl SendState {
                 matches!(
                     self.state(*b),
                     Some(BlockState::InFlight(_) | BlockState::Lost)
-                )
+                ) && (b.block == SKIP_BLOCK
+                    || self.stream_config(b.stream).reliability != StreamReliability::Unreliable)
             })
             .collect();
         for b in &live {
@@ -389,6 +730,12 @@ impl SendState {
             let Some(s) = self.streams.get_mut(&b.stream) else {
                 continue;
             };
+            if b.block == SKIP_BLOCK {
+                if s.skips.remove(&b.message).is_some() {
+                    self.pending_skips = self.pending_skips.saturating_sub(1);
+                }
+                continue;
+            }
             let Some(m) = s.messages.get_mut(&b.message) else {
                 continue;
             };
@@ -403,7 +750,12 @@ impl SendState {
             self.unacked_bytes = self.unacked_bytes.saturating_sub(len);
             if m.acked == m.blocks.len() {
                 let size = m.bytes.len();
+                if let Some(d) = m.deadline {
+                    self.deadlines.remove(&(d, b.stream, b.message));
+                }
                 s.messages.remove(&b.message);
+                s.buffered_bytes = s.buffered_bytes.saturating_sub(size);
+                s.stats.messages_acked += 1;
                 self.buffered_bytes = self.buffered_bytes.saturating_sub(size);
                 self.outstanding_messages = self.outstanding_messages.saturating_sub(1);
                 self.counters.messages_acked += 1;
@@ -416,17 +768,104 @@ impl SendState {
         done
     }
 
-    /// Blocks of packet `pn`, which was declared lost: those whose latest
-    /// transmission was `pn` go back in the retransmission queue.
-    pub fn on_lost(&mut self, lost: &[(u64, BlockRef)]) {
+    /// Blocks of packets declared lost (with the packet that carried
+    /// them): those whose latest transmission was that packet go back in
+    /// their stream's queue — except blocks of unreliable streams, which
+    /// abandon their message instead.
+    pub fn on_lost(&mut self, now: Time, lost: &[(u64, BlockRef)]) {
         for &(pn, b) in lost {
-            if let Some(st) = self.state_mut(b) {
-                if *st == BlockState::InFlight(pn) {
-                    *st = BlockState::Lost;
-                    self.retransmit.push_back(b);
+            let Some(s) = self.streams.get_mut(&b.stream) else {
+                continue;
+            };
+            if s.state(b) != Some(BlockState::InFlight(pn)) {
+                continue;
+            }
+            if b.block != SKIP_BLOCK && s.config.reliability == StreamReliability::Unreliable {
+                self.abandon(now, b.stream, b.message, AbandonReason::Lost);
+                continue;
+            }
+            if b.block == SKIP_BLOCK {
+                if let Some(st) = s.skips.get_mut(&b.message) {
+                    st.0 = BlockState::Lost;
                 }
+            } else if let Some(st) = s
+                .messages
+                .get_mut(&b.message)
+                .and_then(|m| m.blocks.get_mut(usize::from(b.block)))
+            {
+                *st = BlockState::Lost;
+            }
+            s.again.push_back(b);
+            self.reactivate(b.stream);
+        }
+    }
+
+    /// Give up message `number` of `stream`: forget it, report it, and
+    /// queue a skip frame if the receiver could be waiting for it (an
+    /// ordered stream, or some of its blocks were sent).
+    fn abandon(&mut self, now: Time, stream: u16, number: u32, reason: AbandonReason) {
+        let block_size = self.block_size;
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        let Some(m) = s.messages.remove(&number) else {
+            return;
+        };
+        let mut unacked = 0u64;
+        for (i, st) in m.blocks.iter().enumerate() {
+            if matches!(st, BlockState::InFlight(_) | BlockState::Lost) {
+                let start = i * block_size;
+                let end = (start + block_size).min(m.bytes.len());
+                unacked += end.saturating_sub(start) as u64;
             }
         }
+        self.unacked_bytes = self.unacked_bytes.saturating_sub(unacked);
+        if m.next_unsent < m.blocks.len() {
+            s.unsent.retain(|&n| n != number);
+        }
+        if let Some(d) = m.deadline {
+            self.deadlines.remove(&(d, stream, number));
+        }
+        let size = m.bytes.len();
+        s.buffered_bytes = s.buffered_bytes.saturating_sub(size);
+        s.stats.messages_abandoned += 1;
+        self.buffered_bytes = self.buffered_bytes.saturating_sub(size);
+        self.outstanding_messages = self.outstanding_messages.saturating_sub(1);
+        self.counters.messages_abandoned += 1;
+        let ordered = s.config.reliability == StreamReliability::ReliableOrdered;
+        if ordered || m.next_unsent > 0 {
+            s.skips.insert(number, (BlockState::Unsent, now));
+            s.again.push_back(BlockRef {
+                stream,
+                message: number,
+                block: SKIP_BLOCK,
+            });
+            self.pending_skips += 1;
+        }
+        self.abandoned
+            .push_back((MessageId { stream, number }, reason));
+        self.reactivate(stream);
+    }
+
+    /// Abandon every message whose deadline is at or before `now`.
+    pub fn expire(&mut self, now: Time) {
+        while let Some(&(d, stream, number)) = self.deadlines.first() {
+            if d > now {
+                break;
+            }
+            self.deadlines.pop_first();
+            self.abandon(now, stream, number, AbandonReason::DeadlineExpired);
+        }
+    }
+
+    /// The earliest deadline of a message not yet acknowledged.
+    pub fn next_deadline(&self) -> Option<Time> {
+        self.deadlines.first().map(|d| d.0)
+    }
+
+    /// The next abandoned message to report.
+    pub fn pop_abandoned(&mut self) -> Option<(MessageId, AbandonReason)> {
+        self.abandoned.pop_front()
     }
 
     /// The packet that last carried `b`, if it is in flight.
@@ -438,27 +877,40 @@ impl SendState {
     }
 
     /// Every message the peer's application may not have received, in
-    /// order (for `Closed`): on each stream, the oldest message not yet
-    /// acknowledged and every message after it. A stream delivers in order,
-    /// so a message queued behind an unacknowledged one was not delivered
-    /// even if all its own blocks were acknowledged — the peer held them
-    /// for reassembly and dropped them when the connection closed.
+    /// order (for `Closed`). On a reliable-ordered stream: the oldest
+    /// message not yet acknowledged (or whose skip frame is not yet
+    /// acknowledged) and every message after it — the stream delivers in
+    /// order, so a message queued behind an unacknowledged one was not
+    /// delivered even if all its own blocks were acknowledged: the peer held
+    /// them for reassembly and dropped them when the connection closed. On
+    /// unordered and unreliable streams a message is delivered when it is
+    /// complete, so only the messages not fully acknowledged.
     pub fn undelivered(&self) -> Vec<MessageId> {
         self.streams
             .iter()
             .flat_map(|(&stream, s)| {
-                let last = if s.exhausted {
-                    Some(u32::MAX)
-                } else {
-                    s.next_number.checked_sub(1)
-                };
-                let numbers = match (s.messages.keys().next(), last) {
-                    (Some(&first), Some(last)) => Some(first..=last),
-                    _ => None,
-                };
+                let numbers: Vec<u32> =
+                    if s.config.reliability == StreamReliability::ReliableOrdered {
+                        let last = if s.exhausted {
+                            Some(u32::MAX)
+                        } else {
+                            s.next_number.checked_sub(1)
+                        };
+                        let first = match (s.messages.keys().next(), s.skips.keys().next()) {
+                            (Some(&m), Some(&k)) => Some(m.min(k)),
+                            (Some(&m), None) => Some(m),
+                            (None, Some(&k)) => Some(k),
+                            (None, None) => None,
+                        };
+                        match (first, last) {
+                            (Some(first), Some(last)) => (first..=last).collect(),
+                            _ => Vec::new(),
+                        }
+                    } else {
+                        s.messages.keys().copied().collect()
+                    };
                 numbers
                     .into_iter()
-                    .flatten()
                     .map(move |number| MessageId { stream, number })
             })
             .collect()
@@ -466,10 +918,22 @@ impl SendState {
 
     /// Drop everything (the connection closed).
     pub fn clear(&mut self) {
-        self.streams.clear();
-        self.retransmit.clear();
+        for s in self.streams.values_mut() {
+            s.messages.clear();
+            s.unsent.clear();
+            s.again.clear();
+            s.skips.clear();
+            s.buffered_bytes = 0;
+        }
+        for id in std::mem::take(&mut self.active) {
+            self.scheduler.remove(id);
+        }
+        self.with_unsent.clear();
+        self.with_again.clear();
+        self.deadlines.clear();
         self.buffered_bytes = 0;
         self.outstanding_messages = 0;
+        self.pending_skips = 0;
         self.unacked_bytes = 0;
     }
 }
@@ -477,6 +941,12 @@ impl SendState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const CTX: SchedContext = SchedContext {
+        now: Time::ZERO,
+        cwnd_bytes: 0,
+        srtt: None,
+    };
 
     fn br(message: u32, block: u16) -> BlockRef {
         BlockRef {
@@ -489,8 +959,8 @@ mod tests {
     #[test]
     fn fragmentation_cuts_fixed_blocks_and_one_for_empty() {
         let mut s = SendState::new(100);
-        s.enqueue(0, &[7u8; 250]).unwrap();
-        s.enqueue(0, &[]).unwrap();
+        s.enqueue(Time::ZERO, 0, &[7u8; 250], None).unwrap();
+        s.enqueue(Time::ZERO, 0, &[], None).unwrap();
         let f = s.frame(br(0, 2)).unwrap();
         assert_eq!((f.block_count, f.data.len()), (3, 50));
         assert!(f.is_end_of_message());
@@ -502,29 +972,29 @@ mod tests {
     fn small_messages_coalesce_and_big_blocks_fill_packets() {
         let mut s = SendState::new(100);
         for _ in 0..5 {
-            s.enqueue(0, &[1u8; 10]).unwrap();
+            s.enqueue(Time::ZERO, 0, &[1u8; 10], None).unwrap();
         }
         // Room for 3 frames of 13 + 10 bytes.
-        let t = s.take_frames(0, 3 * 23).unwrap();
+        let t = s.take_frames(0, 3 * 23, &CTX).unwrap();
         assert_eq!(t.blocks, [br(0, 0), br(1, 0), br(2, 0)]);
         assert!(!t.retransmission);
-        let t = s.take_frames(1, 1000).unwrap();
+        let t = s.take_frames(1, 1000, &CTX).unwrap();
         assert_eq!(t.blocks, [br(3, 0), br(4, 0)]);
-        assert!(s.take_frames(2, 1000).is_none());
+        assert!(s.take_frames(2, 1000, &CTX).is_none());
     }
 
     #[test]
     fn lost_blocks_are_retransmitted_first_and_acks_complete_messages() {
         let mut s = SendState::new(100);
-        s.enqueue(0, &[1u8; 150]).unwrap();
-        let a = s.take_frames(0, 113).unwrap();
-        let b = s.take_frames(1, 113).unwrap();
+        s.enqueue(Time::ZERO, 0, &[1u8; 150], None).unwrap();
+        let a = s.take_frames(0, 113, &CTX).unwrap();
+        let b = s.take_frames(1, 113, &CTX).unwrap();
         assert_eq!((a.blocks[0], b.blocks[0]), (br(0, 0), br(0, 1)));
-        s.on_lost(&[(0, br(0, 0))]);
+        s.on_lost(Time::ZERO, &[(0, br(0, 0))]);
         // A stale loss report for a block re-sent since is ignored.
-        let r = s.take_frames(2, 113).unwrap();
+        let r = s.take_frames(2, 113, &CTX).unwrap();
         assert!(r.retransmission);
-        s.on_lost(&[(0, br(0, 0))]);
+        s.on_lost(Time::ZERO, &[(0, br(0, 0))]);
         assert!(!s.has_retransmission());
         assert!(s.on_acked(&[br(0, 1)]).is_empty());
         assert_eq!(
@@ -542,9 +1012,9 @@ mod tests {
     fn undelivered_runs_from_the_oldest_unacknowledged_message_on() {
         let mut s = SendState::new(100);
         for _ in 0..4 {
-            s.enqueue(0, &[1u8; 10]).unwrap();
+            s.enqueue(Time::ZERO, 0, &[1u8; 10], None).unwrap();
         }
-        let t = s.take_frames(0, 1000).unwrap();
+        let t = s.take_frames(0, 1000, &CTX).unwrap();
         assert_eq!(t.blocks.len(), 4);
         let id = |number| MessageId { stream: 0, number };
         // Messages 0 and 2 acknowledged, 1 not: 2 and 3 cannot have been
@@ -561,12 +1031,139 @@ mod tests {
     #[test]
     fn peer_window_limits_new_data() {
         let mut s = SendState::new(100);
-        s.enqueue(0, &[1u8; 300]).unwrap();
+        s.enqueue(Time::ZERO, 0, &[1u8; 300], None).unwrap();
         s.set_peer_window(150);
-        assert!(s.take_frames(0, 113).is_some());
-        assert!(s.take_frames(1, 113).is_none());
+        assert!(s.take_frames(0, 113, &CTX).is_some());
+        assert!(s.take_frames(1, 113, &CTX).is_none());
         assert!(s.window_blocked());
         s.on_acked(&[br(0, 0)]);
-        assert!(s.take_frames(1, 113).is_some());
+        assert!(s.take_frames(1, 113, &CTX).is_some());
+    }
+
+    #[test]
+    fn deadline_abandons_and_queues_a_skip_frame_on_an_ordered_stream() {
+        let mut s = SendState::new(100);
+        let late = s
+            .enqueue(Time::ZERO, 0, &[1u8; 150], Some(Time::from_millis(10)))
+            .unwrap();
+        s.enqueue(Time::ZERO, 0, b"next", None).unwrap();
+        let first = s.take_frames(0, 113, &CTX).unwrap();
+        assert_eq!(first.blocks, [br(0, 0)]);
+        s.expire(Time::from_millis(10));
+        assert_eq!(
+            s.pop_abandoned(),
+            Some((late, AbandonReason::DeadlineExpired))
+        );
+        assert_eq!(s.outstanding_messages(), 2, "message 1 and the skip");
+        // The skip goes first, alone in a retransmission packet.
+        let t = s.take_frames(1, 1000, &CTX).unwrap();
+        assert!(t.retransmission);
+        assert_eq!(
+            t.blocks,
+            [BlockRef {
+                stream: 0,
+                message: 0,
+                block: SKIP_BLOCK
+            }]
+        );
+        let f = s.frame(t.blocks[0]).unwrap();
+        assert!(f.is_skip());
+        assert_eq!(f.reliability, crate::wire::Reliability::Partial);
+        let t = s.take_frames(2, 1000, &CTX).unwrap();
+        assert_eq!(t.blocks, [br(1, 0)]);
+        s.on_acked(&[
+            BlockRef {
+                stream: 0,
+                message: 0,
+                block: SKIP_BLOCK,
+            },
+            br(1, 0),
+        ]);
+        assert_eq!(s.outstanding_messages(), 0);
+        // A late ACK of the abandoned block changes nothing.
+        assert!(s.on_acked(&[br(0, 0)]).is_empty());
+    }
+
+    #[test]
+    fn unreliable_loss_abandons_instead_of_retransmitting() {
+        let mut s = SendState::new(100);
+        s.configure(
+            4,
+            StreamConfig {
+                reliability: StreamReliability::Unreliable,
+                ..StreamConfig::default()
+            },
+        );
+        let id = s.enqueue(Time::ZERO, 4, &[1u8; 50], None).unwrap();
+        let t = s.take_frames(0, 1000, &CTX).unwrap();
+        s.on_lost(Time::ZERO, &[(0, t.blocks[0])]);
+        assert_eq!(s.pop_abandoned(), Some((id, AbandonReason::Lost)));
+        // The receiver may hold part of it: a skip frame, not the data.
+        let t = s.take_frames(1, 1000, &CTX).unwrap();
+        assert_eq!(t.blocks[0].block, SKIP_BLOCK);
+        assert!(s
+            .take_specific(
+                2,
+                &[BlockRef {
+                    stream: 4,
+                    message: 0,
+                    block: 0
+                }]
+            )
+            .is_empty());
+    }
+
+    #[test]
+    fn undelivered_on_an_unordered_stream_is_only_what_is_unacknowledged() {
+        let mut s = SendState::new(100);
+        s.configure(
+            3,
+            StreamConfig {
+                reliability: StreamReliability::ReliableUnordered,
+                ..StreamConfig::default()
+            },
+        );
+        for _ in 0..3 {
+            s.enqueue(Time::ZERO, 3, &[1u8; 10], None).unwrap();
+        }
+        let t = s.take_frames(0, 1000, &CTX).unwrap();
+        assert_eq!(t.blocks.len(), 3);
+        let b = |message| BlockRef {
+            stream: 3,
+            message,
+            block: 0,
+        };
+        // Complete messages are delivered at once on an unordered stream:
+        // only message 1 is missing at the peer.
+        s.on_acked(&[b(0), b(2)]);
+        assert_eq!(
+            s.undelivered(),
+            [MessageId {
+                stream: 3,
+                number: 1
+            }]
+        );
+    }
+
+    #[test]
+    fn abs_packs_the_most_urgent_stream_first() {
+        let mut s = SendState::with_scheduler(100, SchedulerConfig::Abs);
+        for (id, class) in [(1u16, 3u8), (2, 0)] {
+            s.configure(
+                id,
+                StreamConfig {
+                    class,
+                    ..StreamConfig::default()
+                },
+            );
+        }
+        s.enqueue(Time::ZERO, 1, b"bulk", None).unwrap();
+        s.enqueue(Time::ZERO, 2, b"cmd", None).unwrap();
+        s.enqueue(Time::ZERO, 2, b"cmd2", None).unwrap();
+        let t = s.take_frames(0, 1000, &CTX).unwrap();
+        let streams: Vec<u16> = t.blocks.iter().map(|b| b.stream).collect();
+        assert_eq!(streams, [2, 2, 1]);
+        s.set_scheduler(SchedulerConfig::RoundRobin);
+        assert_eq!(s.scheduler().name(), "rr");
     }
 }

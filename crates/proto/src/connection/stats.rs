@@ -139,6 +139,23 @@ pub struct ConnectionStats {
     pub last_probe: Option<ProbeResult>,
     /// Window handed to the controller by the start-up probe, bytes.
     pub initial_window_bytes: Option<u64>,
+    /// The stream scheduler's name (`rr`, `wfq`, `abs`, `adaptive`, …).
+    pub scheduler: &'static str,
+    /// The adaptive scheduler's current policy (`abs` or `rr`).
+    pub scheduler_mode: Option<&'static str>,
+    /// How often the adaptive scheduler switched policy.
+    pub scheduler_switches: u64,
+    /// The adaptive scheduler's `sBW` estimate at its latest decision,
+    /// bits per second.
+    pub scheduler_estimate_bps: Option<u64>,
+    /// Messages this side abandoned (deadline or unreliable loss).
+    pub messages_abandoned: u64,
+    /// Skip frames sent.
+    pub skips_sent: u64,
+    /// Messages the peer abandoned that this side skipped.
+    pub messages_skipped: u64,
+    /// Per-stream counters of the sending side, by stream id.
+    pub streams: Vec<crate::streams::StreamStats>,
 }
 
 impl Connection {
@@ -202,6 +219,14 @@ impl Connection {
             probes_completed: self.probe.completed(),
             last_probe: self.probe.last(),
             initial_window_bytes: self.initial_window,
+            scheduler: self.send.scheduler().name(),
+            scheduler_mode: self.send.scheduler().mode(),
+            scheduler_switches: self.send.scheduler().switches(),
+            scheduler_estimate_bps: self.send.scheduler().estimate_bps(),
+            messages_abandoned: tx.messages_abandoned,
+            skips_sent: tx.skips_sent,
+            messages_skipped: rx.messages_skipped,
+            streams: self.send.stream_stats(),
         }
     }
 }

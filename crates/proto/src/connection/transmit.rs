@@ -10,6 +10,7 @@
 use super::stats::ConnectionState;
 use super::Connection;
 use crate::recovery::Allowance;
+use crate::sched::SchedContext;
 use crate::send_helpers::write;
 use crate::wire::header::WINDOW_SIZE_MAX;
 use crate::wire::{
@@ -225,6 +226,7 @@ impl Connection {
         if !self.data_state() {
             return None;
         }
+        self.expire_messages(now);
         let mps = u64::from(self.packet_size);
         if !self.send.has_pending() {
             if self.recovery.allowance(now, mps) == Allowance::Send {
@@ -257,7 +259,14 @@ impl Connection {
         }
         let taken = match taken {
             Some(t) => t,
-            None => self.send.take_frames(pn, room)?,
+            None => {
+                let ctx = SchedContext {
+                    now,
+                    cwnd_bytes: self.recovery.congestion().cwnd_bytes(),
+                    srtt: self.recovery.rtt().srtt(),
+                };
+                self.send.take_frames(pn, room, &ctx)?
+            }
         };
         let taken_pn = self.recovery.take_pn();
         debug_assert_eq!(taken_pn, pn);
@@ -281,6 +290,14 @@ impl Connection {
             flags = flags | Flags::REPLY_REQ;
         }
         let mut h = self.header(PacketType::Data, flags);
+        // PRI: the most urgent class among the frames (protocol.md §6.4).
+        h.pri = taken
+            .blocks
+            .iter()
+            .map(|b| self.send.class_of(b.stream))
+            .min()
+            .unwrap_or(0)
+            .min(3);
         let summary = payload.header_summary();
         h.mess_seq_no = summary.mess_seq_no;
         h.pblock = summary.pblock;
@@ -323,6 +340,7 @@ impl Connection {
         arm(self.closing.end_retx_at);
         arm(self.closing.timed_close_at);
         arm(self.status_poll_at);
+        arm(self.send.next_deadline());
         if self.data_state() && self.send.has_pending() {
             if let Allowance::Wait(at) = self
                 .recovery
@@ -347,6 +365,7 @@ impl Connection {
         }
         let out = self.recovery.on_timeout(now);
         self.apply(out);
+        self.expire_messages(now);
         if let Some(outcome) = self.probe.on_timeout(now) {
             self.on_probe_outcome(now, outcome);
         }

@@ -22,6 +22,8 @@
 //!
 //! E (0x80) is end-of-message and must equal `BLOCK_INDEX == BLOCK_COUNT-1`;
 //! R (0x60) is the reliability; the low five bits are reserved (zero).
+//! A frame with BLOCK_COUNT 0 (then BLOCK_INDEX 0, LENGTH 0, E clear) is a
+//! skip frame: message MESSAGE_NO was abandoned by the sender.
 
 use crate::wire::cursor::{check_room, Reader, Writer};
 use crate::wire::error::{Result, WireError};
@@ -41,6 +43,9 @@ pub enum Reliability {
     Partial,
     /// Never retransmitted.
     Unreliable,
+    /// Retransmitted until acknowledged, delivered as soon as complete
+    /// (not in order).
+    ReliableUnordered,
 }
 
 impl Reliability {
@@ -50,14 +55,16 @@ impl Reliability {
             Reliability::Reliable => 0,
             Reliability::Partial => 1,
             Reliability::Unreliable => 2,
+            Reliability::ReliableUnordered => 3,
         }
     }
-    /// The reliability with this code; 3 is reserved.
+    /// The reliability with this code (0–3).
     pub fn from_code(code: u8) -> Result<Reliability> {
         match code {
             0 => Ok(Reliability::Reliable),
             1 => Ok(Reliability::Partial),
             2 => Ok(Reliability::Unreliable),
+            3 => Ok(Reliability::ReliableUnordered),
             _ => Err(WireError::ReservedReliability),
         }
     }
@@ -67,6 +74,7 @@ impl Reliability {
             Reliability::Reliable => "reliable",
             Reliability::Partial => "partial",
             Reliability::Unreliable => "unreliable",
+            Reliability::ReliableUnordered => "reliable_unordered",
         }
     }
     /// The reliability with this JSON name.
@@ -75,6 +83,7 @@ impl Reliability {
             Reliability::Reliable,
             Reliability::Partial,
             Reliability::Unreliable,
+            Reliability::ReliableUnordered,
         ]
         .into_iter()
         .find(|r| r.name() == name)
@@ -107,12 +116,51 @@ impl<'a> StreamFrame<'a> {
         self.block_count > 0 && self.block_index == self.block_count - 1
     }
 
+    /// Whether this is a skip frame (BLOCK_COUNT 0): the sender abandoned
+    /// message `message_number`; the receiver must not wait for it.
+    pub fn is_skip(&self) -> bool {
+        self.block_count == 0
+    }
+
+    /// The skip frame announcing that `message_number` of `stream_id` was
+    /// abandoned.
+    pub fn skip(
+        stream_id: u16,
+        message_number: u32,
+        reliability: Reliability,
+    ) -> StreamFrame<'static> {
+        StreamFrame {
+            stream_id,
+            message_number,
+            block_index: 0,
+            block_count: 0,
+            reliability,
+            data: &[],
+        }
+    }
+
     /// Encoded length.
     pub fn buffer_len(&self) -> usize {
         Self::HEADER_LEN + self.data.len()
     }
 
     fn check_blocks(&self) -> Result<()> {
+        if self.is_skip() {
+            if self.block_index != 0 {
+                return Err(WireError::BadBlock {
+                    index: self.block_index,
+                    count: 0,
+                });
+            }
+            if !self.data.is_empty() {
+                return Err(WireError::FieldOutOfRange {
+                    field: "skip frame length",
+                    value: self.data.len() as u64,
+                    max: 0,
+                });
+            }
+            return Ok(());
+        }
         if self.block_index >= self.block_count {
             return Err(WireError::BadBlock {
                 index: self.block_index,
@@ -314,8 +362,9 @@ mod tests {
         bad = buf;
         bad[6] |= 0x60;
         assert_eq!(
-            DataPayload::decode(&bad[..n]),
-            Err(WireError::ReservedReliability)
+            DataPayload::decode(&bad[..n]).unwrap().frames[0].reliability,
+            Reliability::ReliableUnordered,
+            "R = 3 is reliable-unordered"
         );
         bad = buf;
         bad[6] |= 0x01;
@@ -324,11 +373,11 @@ mod tests {
             Err(WireError::ReservedFrameFlags { .. })
         ));
         bad = buf;
-        bad[13] = 0; // block_count = 0
+        bad[13] = 0; // block_count = 0: a skip frame, which carries no data
         bad[14] = 0;
         assert!(matches!(
             DataPayload::decode(&bad[..n]),
-            Err(WireError::BadBlock { .. })
+            Err(WireError::FieldOutOfRange { .. })
         ));
         assert!(matches!(
             DataPayload::decode(&buf[..n - 1]),

@@ -1,0 +1,197 @@
+//! # Stream schedulers
+//!
+//! A [`Scheduler`] decides, one frame at a time, which stream the
+//! packetizer takes its next block from — for new data and for
+//! retransmissions alike (a stream with lost blocks is active, and when it
+//! is chosen its retransmissions go first, as seed 002 §3 does: "the
+//! prioritization covers both transmission and retransmission queues").
+//!
+//! The packetizer tells the scheduler when a stream becomes active
+//! ([`Scheduler::activate`]), after every block it took from one
+//! ([`Scheduler::on_sent`], with whether the stream has more), and when a
+//! stream stops being active for another reason ([`Scheduler::remove`]).
+//! Every decision is O(log n) or better in the number of active streams.
+//!
+//! | file | scheduler | source | tie-break |
+//! |---|---|---|---|
+//! | [`rr`] | round robin | seed 002 Algorithm 1 | activation order (FIFO) |
+//! | [`wfq`] | weighted fair queuing (start-time fair queuing) | seed 002 §3, real WFQ | smaller start tag, then earlier activation |
+//! | [`abs`] | absolute priority | seed 002 Algorithms 2–3 | lower class, then earlier activation |
+//! | [`adaptive`] | RR above the target rate, ABS below | seed 002 Algorithm 4 | as RR / ABS |
+//! | [`edf`] | earliest deadline first | ours | earlier deadline, lower class, least recently served |
+//! | [`aging`] | ABS whose waiting streams age up (one class per eighth of the bound) | seed 002's future work | ABS wins a tie with the aged stream |
+//!
+//! Priority classes are 0 (most urgent) to 3, as the 2-bit PRI field of
+//! the base header carries them.
+
+pub mod abs;
+pub mod adaptive;
+pub mod aging;
+pub mod edf;
+pub mod rr;
+pub mod wfq;
+
+use peregrine_cc::Time;
+use std::fmt::Debug;
+use std::time::Duration;
+
+/// What a scheduler may know about one active stream.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct StreamView {
+    /// The stream id.
+    pub id: u16,
+    /// Priority class, 0 (most urgent) to 3.
+    pub class: u8,
+    /// WFQ weight, ≥ 1.
+    pub weight: u32,
+    /// Deadline of the message the stream would send next, if it has one.
+    pub head_deadline: Option<Time>,
+    /// When the message the stream would send next was queued.
+    pub head_enqueued: Time,
+}
+
+/// What the connection knows when a decision is made (Algorithm 4 reads
+/// cwnd and sRTT; aging reads the clock).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SchedContext {
+    /// Now.
+    pub now: Time,
+    /// Congestion window, bytes.
+    pub cwnd_bytes: u64,
+    /// Smoothed RTT, if measured.
+    pub srtt: Option<Duration>,
+}
+
+impl SchedContext {
+    /// A context at `now` with no congestion state (tests, benchmarks).
+    pub fn at(now: Time) -> SchedContext {
+        SchedContext {
+            now,
+            cwnd_bytes: 0,
+            srtt: None,
+        }
+    }
+}
+
+/// One stream scheduler. Ids passed to `on_sent` and `remove` are of
+/// active streams; `activate` of an active stream updates its view.
+pub trait Scheduler: Debug + Send {
+    /// Registry name (`rr`, `wfq`, `abs`, `adaptive`, `edf`, `aging`).
+    fn name(&self) -> &'static str;
+    /// `s` has data to send (again, or its next message changed).
+    fn activate(&mut self, s: &StreamView);
+    /// The stream is no longer active.
+    fn remove(&mut self, id: u16);
+    /// The stream to take the next block from.
+    fn pick(&mut self, ctx: &SchedContext) -> Option<u16>;
+    /// `bytes` of stream `s.id` were just put in a packet; `more` says
+    /// whether it still has data (`s` then describes its next message).
+    fn on_sent(&mut self, s: &StreamView, bytes: usize, more: bool);
+    /// The adaptive scheduler's current policy (`"abs"` or `"rr"`).
+    fn mode(&self) -> Option<&'static str> {
+        None
+    }
+    /// How often the adaptive scheduler switched policy.
+    fn switches(&self) -> u64 {
+        0
+    }
+    /// The adaptive scheduler's latest `sBW` estimate, bits per second.
+    fn estimate_bps(&self) -> Option<u64> {
+        None
+    }
+    /// Active streams.
+    fn len(&self) -> usize;
+    /// Whether no stream is active.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Which scheduler a connection uses; switchable at run time with
+/// [`Endpoint::set_scheduler`](crate::endpoint::Endpoint::set_scheduler).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum SchedulerConfig {
+    /// Round robin (seed 002 Algorithm 1), the default.
+    #[default]
+    RoundRobin,
+    /// Weighted fair queuing by the streams' weights.
+    Wfq,
+    /// Absolute priority by the streams' classes.
+    Abs,
+    /// Seed 002 Algorithm 4: ABS while `5/4 · cwnd · 8 / sRTT` is at most
+    /// `target_bps`, RR above it.
+    Adaptive {
+        /// The application's target rate, bits per second.
+        target_bps: u64,
+    },
+    /// Earliest deadline first.
+    Edf,
+    /// ABS with aging: no stream's oldest message waits longer than `bound`
+    /// (as long as the link can carry the aged streams at all).
+    Aging {
+        /// The longest wait.
+        bound: Duration,
+    },
+}
+
+impl SchedulerConfig {
+    /// A fresh scheduler of this kind.
+    pub fn build(self) -> Box<dyn Scheduler> {
+        match self {
+            SchedulerConfig::RoundRobin => Box::new(rr::RoundRobin::new()),
+            SchedulerConfig::Wfq => Box::new(wfq::Wfq::new()),
+            SchedulerConfig::Abs => Box::new(abs::Abs::new()),
+            SchedulerConfig::Adaptive { target_bps } => {
+                Box::new(adaptive::Adaptive::new(target_bps))
+            }
+            SchedulerConfig::Edf => Box::new(edf::Edf::new()),
+            SchedulerConfig::Aging { bound } => Box::new(aging::Aging::new(bound)),
+        }
+    }
+
+    /// The registry name of the scheduler it builds.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedulerConfig::RoundRobin => "rr",
+            SchedulerConfig::Wfq => "wfq",
+            SchedulerConfig::Abs => "abs",
+            SchedulerConfig::Adaptive { .. } => "adaptive",
+            SchedulerConfig::Edf => "edf",
+            SchedulerConfig::Aging { .. } => "aging",
+        }
+    }
+}
+
+/// A dense set of stream ids (65,536 bits), O(1) membership.
+#[derive(Clone)]
+pub(crate) struct IdSet(Vec<u64>);
+
+impl Debug for IdSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "IdSet")
+    }
+}
+
+impl IdSet {
+    pub(crate) fn new() -> IdSet {
+        IdSet(vec![0; 1024])
+    }
+    pub(crate) fn contains(&self, id: u16) -> bool {
+        self.0[usize::from(id >> 6)] & (1 << (id & 63)) != 0
+    }
+    /// Insert; whether it was new.
+    pub(crate) fn insert(&mut self, id: u16) -> bool {
+        let had = self.contains(id);
+        self.0[usize::from(id >> 6)] |= 1 << (id & 63);
+        !had
+    }
+    /// Remove; whether it was there.
+    pub(crate) fn remove(&mut self, id: u16) -> bool {
+        let had = self.contains(id);
+        self.0[usize::from(id >> 6)] &= !(1 << (id & 63));
+        had
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
