@@ -124,15 +124,27 @@ fn payload_json(p: &Payload<'_>) -> Value {
                 "data": to_hex(f.data),
             })).collect::<Vec<_>>(),
         }),
-        Payload::Ack(a) => json!({
-            "packet_number": a.packet_number,
-            "largest_acked": a.largest_acked,
-            "ack_delay_us": a.ack_delay_us,
-            "first_range": a.first_range,
-            "ranges": a.ranges.iter()
-                .map(|r| json!({ "gap": r.gap, "length": r.length }))
-                .collect::<Vec<_>>(),
-        }),
+        Payload::Ack(a) => {
+            let mut v = json!({
+                "packet_number": a.packet_number,
+                "largest_acked": a.largest_acked,
+                "ack_delay_us": a.ack_delay_us,
+                "first_range": a.first_range,
+                "ranges": a.ranges.iter()
+                    .map(|r| json!({ "gap": r.gap, "length": r.length }))
+                    .collect::<Vec<_>>(),
+            });
+            // The credit section is optional: shown only when present.
+            if !a.credits.is_empty() {
+                v["credits"] = a
+                    .credits
+                    .iter()
+                    .map(|c| json!({ "stream_id": c.stream, "max_message": c.max_message }))
+                    .collect::<Vec<_>>()
+                    .into();
+            }
+            v
+        }
         Payload::Nack(n) => json!({
             "packet_number": n.packet_number,
             "missing_packets": n.missing_packets.iter()
@@ -375,6 +387,7 @@ fn payload_from(t: PacketType, v: &Value) -> Result<Payload<'static>> {
             "ack_delay_us",
             "first_range",
             "ranges",
+            "credits",
         ],
         T::Nack => &["packet_number", "missing_packets", "missing_blocks"],
         T::Echo | T::Echo1 | T::Echo2 => {
@@ -411,12 +424,25 @@ fn payload_from(t: PacketType, v: &Value) -> Result<Payload<'static>> {
                 let (gap, length) = (r.num("gap", U32)? as u32, r.num("length", U32)? as u32);
                 ranges.push(AckRange { gap, length });
             }
+            let mut credits = Vec::new();
+            for (i, c) in p.list("credits")?.iter().enumerate() {
+                let c = Obj::new(
+                    c,
+                    format!("payload.credits[{i}]"),
+                    &["stream_id", "max_message"],
+                )?;
+                credits.push(StreamCredit {
+                    stream: c.num("stream_id", u16::MAX.into())? as u16,
+                    max_message: c.num("max_message", U32)? as u32,
+                });
+            }
             Payload::Ack(AckPayload {
                 packet_number: pn,
                 largest_acked: p.num("largest_acked", u64::MAX)?,
                 ack_delay_us: p.num("ack_delay_us", U32)? as u32,
                 first_range: p.num("first_range", U32)? as u32,
                 ranges,
+                credits,
             })
         }
         T::Nack => {

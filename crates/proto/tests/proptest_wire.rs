@@ -154,6 +154,7 @@ fn payload(pk_type: PacketType) -> BoxedStrategy<Payload<'static>> {
                             .into_iter()
                             .map(|(gap, length)| AckRange { gap, length })
                             .collect(),
+                        credits: Vec::new(),
                     })
                 },
             )

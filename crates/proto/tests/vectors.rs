@@ -198,6 +198,26 @@ fn vectors() -> Vec<Vector> {
         ack_delay_us: 250,
         first_range: 5,
         ranges: vec![AckRange { gap: 1, length: 10 }],
+        credits: Vec::new(),
+    })));
+
+    // The same ACK with a credit section (§6.5.1): stream 1 may send new
+    // data of messages below 4, stream 3 below 70,000.
+    let mut h = header(T::Ack, Flags::W_VAL | Flags::EOM, 62, 0x0000);
+    h.mess_acc_no = 12;
+    h.window_size = 0x02400;
+    push(
+        "ack_credit",
+        "0b020a0140810000003e00000000000c5a3024000000002000000000000003e8000000fa0100000005000000010000000a02000100000004000300011170", dg(h, Payload::Ack(AckPayload {
+        packet_number: 0x20,
+        largest_acked: 1000,
+        ack_delay_us: 250,
+        first_range: 5,
+        ranges: vec![AckRange { gap: 1, length: 10 }],
+        credits: vec![
+            StreamCredit { stream: 1, max_message: 4 },
+            StreamCredit { stream: 3, max_message: 70_000 },
+        ],
     })));
 
     push(

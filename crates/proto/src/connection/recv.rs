@@ -324,6 +324,7 @@ impl RecvState {
             ack_delay_us: u32::try_from(delay.as_micros()).unwrap_or(u32::MAX),
             first_range,
             ranges,
+            credits: Vec::new(),
         };
         self.unacked_data = 0;
         self.ack_deadline = None;

@@ -66,6 +66,7 @@ fn ack(ranges: &[(u64, u64)]) -> AckPayload {
         ack_delay_us: 0,
         first_range: (hi0 - lo0) as u32,
         ranges: extra,
+        credits: Vec::new(),
     }
 }
 

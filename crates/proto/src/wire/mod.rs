@@ -55,6 +55,6 @@ pub use packet_type::PacketType;
 pub use payload::{
     AckPayload, AckRange, BarePayload, CwinPayload, CwinReason, DataHeaderSummary, DataPayload,
     EchoPayload, GroupPayload, MissingBlock, MissingPackets, NackPayload, Payload, RejectPayload,
-    RejectReason, Reliability, StartPayload, StreamFrame,
+    RejectReason, Reliability, StartPayload, StreamCredit, StreamFrame,
 };
 pub use tlv::{StartupMode, Tlv, PROTOCOL_VERSION};

@@ -21,6 +21,12 @@
 //! `s - GAP - 2` and its smallest is that minus LENGTH (RFC 9000 §19.3.1).
 //! No range may reach below packet number 0. The header's MESS_ACC_NO
 //! carries the highest message number delivered in order (stream 0).
+//!
+//! An optional **credit section** may follow the ranges (per-stream flow
+//! control, docs/protocol.md §6.5.1): CREDIT_COUNT (8, ≥ 1) then
+//! CREDIT_COUNT × { STREAM_ID (16), MAX_MESSAGE (32) }, stream ids strictly
+//! ascending. No bytes after the ranges = no section (every ACK of earlier
+//! builds reads the same).
 
 use crate::wire::cursor::{check_room, Reader, Writer};
 use crate::wire::error::{Result, WireError};
@@ -32,6 +38,16 @@ pub struct AckRange {
     pub gap: u32,
     /// Packets in this range, minus one.
     pub length: u32,
+}
+
+/// One per-stream credit: the sender may send new blocks of `stream`'s
+/// messages numbered below `max_message`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct StreamCredit {
+    /// The stream.
+    pub stream: u16,
+    /// First message number the receiver does not yet accept new data of.
+    pub max_message: u32,
 }
 
 /// Payload of ACK.
@@ -47,6 +63,9 @@ pub struct AckPayload {
     pub first_range: u32,
     /// Further ranges, descending (at most 255).
     pub ranges: Vec<AckRange>,
+    /// Per-stream credits (the optional credit section; empty = absent),
+    /// stream ids strictly ascending, at most 255.
+    pub credits: Vec<StreamCredit>,
 }
 
 impl AckPayload {
@@ -54,6 +73,10 @@ impl AckPayload {
     pub const FIXED_LEN: usize = 21;
     /// Most additional ranges one ACK carries.
     pub const MAX_RANGES: usize = 255;
+    /// Most credits one ACK carries.
+    pub const MAX_CREDITS: usize = 255;
+    /// Bytes of one credit entry.
+    pub const CREDIT_LEN: usize = 6;
 
     /// The acknowledged packet numbers as inclusive `(smallest, largest)`
     /// pairs, largest first; fails if a range reaches below 0.
@@ -96,6 +119,24 @@ impl AckPayload {
                 length: r.u32("ACK range")?,
             });
         }
+        let mut credits = Vec::new();
+        if r.remaining() > 0 {
+            let n = r.u8("ACK credit count")?;
+            if n == 0 {
+                return Err(WireError::FieldOutOfRange {
+                    field: "ACK credit count",
+                    value: 0,
+                    max: Self::MAX_CREDITS as u64,
+                });
+            }
+            credits.reserve(usize::from(n).min(r.remaining() / Self::CREDIT_LEN));
+            for _ in 0..n {
+                credits.push(StreamCredit {
+                    stream: r.u16("ACK credit")?,
+                    max_message: r.u32("ACK credit")?,
+                });
+            }
+        }
         r.finish("ACK")?;
         let ack = AckPayload {
             packet_number,
@@ -103,14 +144,47 @@ impl AckPayload {
             ack_delay_us,
             first_range,
             ranges,
+            credits,
         };
         ack.walk(|_, _| ())?;
+        ack.check_credits()?;
         Ok(ack)
+    }
+
+    /// Credit section rules: at most 255 entries, stream ids strictly
+    /// ascending (so each ACK has one encoding).
+    fn check_credits(&self) -> Result<()> {
+        if self.credits.len() > Self::MAX_CREDITS {
+            return Err(WireError::FieldOutOfRange {
+                field: "ACK credit count",
+                value: self.credits.len() as u64,
+                max: Self::MAX_CREDITS as u64,
+            });
+        }
+        for pair in self.credits.windows(2) {
+            if pair[1].stream <= pair[0].stream {
+                return Err(WireError::FieldOutOfRange {
+                    field: "ACK credit stream order",
+                    value: u64::from(pair[1].stream),
+                    max: u64::from(pair[0].stream),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Length of the credit section (0 when absent).
+    pub fn credits_len(&self) -> usize {
+        if self.credits.is_empty() {
+            0
+        } else {
+            1 + Self::CREDIT_LEN * self.credits.len()
+        }
     }
 
     /// Encoded length.
     pub fn buffer_len(&self) -> usize {
-        Self::FIXED_LEN + 8 * self.ranges.len()
+        Self::FIXED_LEN + 8 * self.ranges.len() + self.credits_len()
     }
 
     /// Writes the payload at the start of `buf`; returns its length.
@@ -121,6 +195,7 @@ impl AckPayload {
             max: Self::MAX_RANGES as u64,
         })?;
         self.walk(|_, _| ())?;
+        self.check_credits()?;
         check_room(buf, self.buffer_len())?;
         let mut w = Writer::new(buf);
         w.u32(self.packet_number)?;
@@ -132,6 +207,14 @@ impl AckPayload {
             w.u32(r.gap)?;
             w.u32(r.length)?;
         }
+        if !self.credits.is_empty() {
+            // check_credits bounds the count by 255.
+            w.u8(u8::try_from(self.credits.len()).unwrap_or(u8::MAX))?;
+            for c in &self.credits {
+                w.u16(c.stream)?;
+                w.u32(c.max_message)?;
+            }
+        }
         Ok(w.written())
     }
 }
@@ -139,6 +222,44 @@ impl AckPayload {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flow_credit_section_round_trips_and_is_checked() {
+        let ack = AckPayload {
+            packet_number: 7,
+            largest_acked: 9,
+            credits: vec![
+                StreamCredit {
+                    stream: 1,
+                    max_message: 4,
+                },
+                StreamCredit {
+                    stream: 3,
+                    max_message: 70_000,
+                },
+            ],
+            ..AckPayload::default()
+        };
+        let mut buf = [0u8; 64];
+        let n = ack.emit(&mut buf).unwrap();
+        assert_eq!(n, AckPayload::FIXED_LEN + 13);
+        assert_eq!(AckPayload::decode(&buf[..n]).unwrap(), ack);
+        // Every truncation is an error, never a panic.
+        for cut in AckPayload::FIXED_LEN + 1..n {
+            assert!(AckPayload::decode(&buf[..cut]).is_err());
+        }
+        // A present but empty section is malformed.
+        let mut zero = buf[..AckPayload::FIXED_LEN + 1].to_vec();
+        zero[AckPayload::FIXED_LEN] = 0;
+        assert!(AckPayload::decode(&zero).is_err());
+        // Unsorted or repeated stream ids are malformed.
+        let mut bad = ack.clone();
+        bad.credits.swap(0, 1);
+        assert!(bad.emit(&mut buf).is_err());
+        bad.credits[0].stream = 1;
+        bad.credits[1].stream = 1;
+        assert!(bad.emit(&mut buf).is_err());
+    }
 
     #[test]
     fn ranges_descend_like_quic() {
@@ -151,6 +272,7 @@ mod tests {
                 AckRange { gap: 0, length: 1 },
                 AckRange { gap: 3, length: 0 },
             ],
+            credits: Vec::new(),
         };
         // 98..=100; 97 missing; 95..=96; 91..=94 missing; 90.
         assert_eq!(ack.acked_ranges().unwrap(), [(98, 100), (95, 96), (90, 90)]);
