@@ -345,6 +345,20 @@ impl Endpoint {
         &self.stats
     }
 
+    /// Stop (`held = true`) or resume reading `stream` of a connection:
+    /// while held, `poll_event` does not return that stream's messages, so
+    /// they count as unread and the stream's credit (if the connection has
+    /// `initial_stream_credit`) stops growing. Whether the connection exists.
+    pub fn hold_stream(&mut self, handle: ConnectionHandle, stream: u16, held: bool) -> bool {
+        match self.connections.get_mut(&handle) {
+            Some(c) => {
+                c.hold_stream(stream, held);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The next event of any connection.
     pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
         let mut found = None;

@@ -89,6 +89,12 @@ pub struct ConnectionConfig {
     /// The stream scheduler of this side's sending direction (switchable
     /// at run time with `Endpoint::set_scheduler`).
     pub scheduler: crate::sched::SchedulerConfig,
+    /// Per-stream receive credit, in messages: how many messages of one
+    /// stream beyond the oldest one its application has not read yet this
+    /// side accepts (docs/protocol.md §6.5.1). Announced in START (TLV 7
+    /// STREAM_CREDIT) and raised in ACKs as the application reads. `None`
+    /// (the default): no per-stream limit. `Some(0)` is invalid.
+    pub initial_stream_credit: Option<u32>,
 }
 
 impl Default for ConnectionConfig {
@@ -117,6 +123,7 @@ impl Default for ConnectionConfig {
             reprobe_min_interval: Duration::from_secs(1),
             checksum: true,
             scheduler: crate::sched::SchedulerConfig::RoundRobin,
+            initial_stream_credit: None,
         }
     }
 }
@@ -160,6 +167,12 @@ impl ConnectionConfig {
         }
         if self.max_reassembly_messages == 0 {
             return bad("max_reassembly_messages", "is zero");
+        }
+        if self.initial_stream_credit == Some(0) {
+            return bad(
+                "initial_stream_credit",
+                "is zero (no stream could ever send)",
+            );
         }
         if self.min_rto.is_zero() {
             return bad("min_rto", "is zero");

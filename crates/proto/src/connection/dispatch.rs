@@ -123,7 +123,7 @@ impl Connection {
 
     fn on_peer_window(&mut self, bytes: u64) {
         self.send.set_peer_window(bytes);
-        if !self.send.window_blocked() {
+        if !self.send.window_blocked() && !self.send.credit_blocked() {
             self.status_poll_at = None;
             self.status_poll_pending = false;
             self.status_backoff = 0;
@@ -162,6 +162,7 @@ impl Connection {
         }
         let in_order = self.recv.record(now, pn);
         for (id, bytes) in self.recv.store_frames(frames) {
+            self.on_delivered(id);
             self.events.push_back(Event::MessageReceived {
                 stream: id.stream,
                 id,
@@ -186,6 +187,14 @@ impl Connection {
             (PacketType::Ack, Payload::Ack(ack)) => {
                 let out = self.recovery.on_ack(now, ack, h.cn == 3);
                 self.apply(out);
+                for c in &ack.credits {
+                    self.send.raise_credit(c.stream, c.max_message);
+                }
+                if !self.send.window_blocked() && !self.send.credit_blocked() {
+                    self.status_poll_at = None;
+                    self.status_poll_pending = false;
+                    self.status_backoff = 0;
+                }
             }
             (PacketType::Nack, Payload::Nack(nack)) => {
                 self.counters.nacks_received += 1;
@@ -212,6 +221,10 @@ impl Connection {
             }
             (PacketType::Status, _) if h.flags.contains(Flags::REPLY_REQ) => {
                 self.status_reply_pending = true;
+                if self.config.initial_stream_credit.is_some() {
+                    // The sender may be waiting for credit: repeat it.
+                    self.recv.request_ack_at(now);
+                }
             }
             (PacketType::Cwin, Payload::Cwin(c)) => {
                 self.on_peer_window(u64::from(c.window_bytes));

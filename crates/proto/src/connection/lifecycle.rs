@@ -32,6 +32,10 @@ use crate::wire::{StartupMode, Tlv, PROTOCOL_VERSION};
 use peregrine_cc::Time;
 use std::time::Duration;
 
+/// TLV type of STREAM_CREDIT (docs/protocol.md §6.1): carried by the wire
+/// decoder as an unknown TLV, read here.
+pub const STREAM_CREDIT_TLV: u8 = 7;
+
 /// What a START (request or answer) asked for, from its TLVs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StartParams {
@@ -45,6 +49,9 @@ pub struct StartParams {
     pub controller: Option<String>,
     /// STARTUP_MODE, if given.
     pub startup: Option<StartupMode>,
+    /// STREAM_CREDIT (TLV 7, u32): the sender's initial per-stream credit
+    /// in messages; `None` if absent (or not 4 bytes, or 0).
+    pub stream_credit: Option<u32>,
     /// Whether a SECURITY TLV was present (not supported yet: ignored, so
     /// the answer carries none and no tag is used).
     pub security: bool,
@@ -60,6 +67,7 @@ impl StartParams {
             max_packet_size: None,
             controller: None,
             startup: None,
+            stream_credit: None,
             security: false,
         };
         for t in tlvs {
@@ -70,6 +78,15 @@ impl StartParams {
                 Tlv::Controller(c) => p.controller = Some(c.to_string()),
                 Tlv::StartupMode(m) => p.startup = Some(m),
                 Tlv::Security(_) => p.security = true,
+                Tlv::Unknown {
+                    tlv_type: STREAM_CREDIT_TLV,
+                    value,
+                } => {
+                    p.stream_credit = <[u8; 4]>::try_from(value)
+                        .ok()
+                        .map(u32::from_be_bytes)
+                        .filter(|&c| c > 0);
+                }
                 Tlv::Unknown { .. } => {}
             }
         }
@@ -296,14 +313,21 @@ impl Connection {
     }
 
     /// The TLVs of our START or its answer.
-    pub(crate) fn start_tlvs(&self) -> Vec<Tlv<'static>> {
-        vec![
+    pub(crate) fn start_tlvs(&self) -> Vec<Tlv<'_>> {
+        let mut tlvs = vec![
             Tlv::Version(PROTOCOL_VERSION),
             Tlv::WindowScale(self.local_scale),
             Tlv::MaxPacketSize(self.config.max_packet_size),
             Tlv::Controller(self.recovery.congestion().controller_name()),
             Tlv::StartupMode(self.config.startup),
-        ]
+        ];
+        if self.config.initial_stream_credit.is_some() {
+            tlvs.push(Tlv::Unknown {
+                tlv_type: STREAM_CREDIT_TLV,
+                value: &self.credit_tlv,
+            });
+        }
+        tlvs
     }
 
     /// The answer to our START arrived: adopt the peer's parameters.
@@ -327,6 +351,7 @@ impl Connection {
         self.peer_id = peer_id;
         self.peer_sync = Some(peer_sync);
         self.peer_scale = params.window_scale;
+        self.send.set_initial_credit(params.stream_credit);
         if let Err(why) = self.negotiate_packet_size(params.max_packet_size) {
             self.close_with(now, CloseReason::ProtocolViolation(why));
             return;

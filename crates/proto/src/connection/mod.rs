@@ -50,6 +50,8 @@ mod data_tests;
 #[cfg(test)]
 mod e2e_tests;
 #[cfg(test)]
+mod flow_tests;
+#[cfg(test)]
 pub(crate) mod testdriver;
 #[cfg(test)]
 mod tests;
@@ -64,12 +66,12 @@ use crate::probe::PacketPair;
 use crate::recovery::{Recovery, RecoveryConfig};
 use crate::sched::SchedulerConfig;
 use crate::streams::StreamConfig;
-use crate::wire::PacketType;
+use crate::wire::{AckPayload, PacketType, StreamCredit};
 use lifecycle::{CloseProgress, StartProgress};
 use peregrine_cc::{CcConfig, LinkHint, Time};
 use recv::RecvState;
 use send::SendState;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::SocketAddr;
 
 /// Connection-level counters (the rest live in recovery, send and recv).
@@ -109,6 +111,17 @@ pub struct Connection {
     peer_sync: Option<u16>,
     local_scale: u8,
     peer_scale: u8,
+    /// Our STREAM_CREDIT TLV value (initial credit, big-endian).
+    credit_tlv: [u8; 4],
+    /// Per stream: numbers of delivered messages the application has not
+    /// read yet.
+    unread: BTreeMap<u16, BTreeSet<u32>>,
+    /// Per stream: the credit last put in an ACK.
+    advertised: BTreeMap<u16, u32>,
+    /// Streams whose messages the application does not read for now.
+    held: BTreeSet<u16>,
+    /// Where the next ACK's credit section starts (rotation).
+    credit_cursor: u16,
     packet_size: u16,
     recovery: Recovery,
     send: SendState,
@@ -158,6 +171,11 @@ impl Connection {
         let scheduler = config.scheduler;
         Connection {
             local_scale: config.window_scale(),
+            credit_tlv: config.initial_stream_credit.unwrap_or(0).to_be_bytes(),
+            unread: BTreeMap::new(),
+            advertised: BTreeMap::new(),
+            held: BTreeSet::new(),
+            credit_cursor: 0,
             start: StartProgress {
                 pending: false,
                 first_sent_at: None,
@@ -230,6 +248,7 @@ impl Connection {
         c.peer_id = peer_id;
         c.peer_sync = Some(peer_sync);
         c.peer_scale = params.window_scale;
+        c.send.set_initial_credit(params.stream_credit);
         if let Some(w) = peer_window {
             c.send
                 .set_peer_window(u64::from(w) << params.window_scale.min(12));
@@ -376,7 +395,17 @@ impl Connection {
 
     /// The next event for the application.
     pub(crate) fn poll_event(&mut self) -> Option<Event> {
-        let ev = self.events.pop_front()?;
+        let at = if self.held.is_empty() {
+            0
+        } else {
+            self.events.iter().position(|e| {
+                !matches!(e, Event::MessageReceived { stream, .. } if self.held.contains(stream))
+            })?
+        };
+        let ev = self.events.remove(at)?;
+        if let Event::MessageReceived { id, .. } = &ev {
+            self.on_app_read(*id);
+        }
         if let Event::MessageReceived { bytes, .. } = &ev {
             let before = self.free_receive_bytes();
             self.recv.on_read(bytes.len());
@@ -387,6 +416,87 @@ impl Connection {
             }
         }
         Some(ev)
+    }
+
+    /// The application stops (`true`) or resumes reading `stream`: while
+    /// held, its messages stay unread (and keep its credit from growing).
+    pub(crate) fn hold_stream(&mut self, stream: u16, held: bool) {
+        if held {
+            self.held.insert(stream);
+        } else {
+            self.held.remove(&stream);
+        }
+    }
+
+    /// A delivered message waits for the application.
+    pub(crate) fn on_delivered(&mut self, id: MessageId) {
+        if self.config.initial_stream_credit.is_some() {
+            self.unread.entry(id.stream).or_default().insert(id.number);
+        }
+    }
+
+    fn on_app_read(&mut self, id: MessageId) {
+        let Some(credit) = self.config.initial_stream_credit else {
+            return;
+        };
+        if let Some(set) = self.unread.get_mut(&id.stream) {
+            set.remove(&id.number);
+            if set.is_empty() {
+                self.unread.remove(&id.stream);
+            }
+        }
+        // Tell the sender without waiting once half the credit came back.
+        let limit = self.credit_limit(id.stream, credit);
+        let old = self.advertised.get(&id.stream).copied().unwrap_or(credit);
+        if limit.saturating_sub(old) >= (credit / 2).max(1) {
+            self.recv.request_ack_at(self.now);
+        }
+    }
+
+    /// Our credit for `stream`: the oldest message not yet read (or not yet
+    /// delivered) plus the initial credit.
+    fn credit_limit(&self, stream: u16, credit: u32) -> u32 {
+        let mut base = self.recv.first_unfinished(stream);
+        if let Some(&n) = self.unread.get(&stream).and_then(|s| s.first()) {
+            base = base.min(n);
+        }
+        base.saturating_add(credit)
+    }
+
+    /// The credit section of the next ACK: up to `max` streams, taken
+    /// round-robin from the streams data arrived on, ascending.
+    pub(crate) fn credits_for_ack(&mut self, max: usize) -> Vec<StreamCredit> {
+        let Some(credit) = self.config.initial_stream_credit else {
+            return Vec::new();
+        };
+        let ids = self.recv.stream_ids();
+        let max = max.min(AckPayload::MAX_CREDITS);
+        if ids.is_empty() || max == 0 {
+            return Vec::new();
+        }
+        let start = ids.partition_point(|&id| id < self.credit_cursor);
+        let mut chosen: Vec<u16> = ids
+            .iter()
+            .cycle()
+            .skip(start)
+            .take(ids.len().min(max))
+            .copied()
+            .collect();
+        if ids.len() > max {
+            self.credit_cursor = chosen.last().map_or(0, |&id| id.wrapping_add(1));
+        }
+        chosen.sort_unstable();
+        chosen
+            .into_iter()
+            .map(|stream| {
+                let max_message = self.credit_limit(stream, credit);
+                self.advertised.insert(stream, max_message);
+                StreamCredit {
+                    stream,
+                    max_message,
+                }
+            })
+            .collect()
     }
 
     fn free_receive_bytes(&self) -> usize {

@@ -377,6 +377,28 @@ impl RecvState {
         self.unread_bytes = self.unread_bytes.saturating_sub(len);
     }
 
+    /// Lowest message number of `stream` not yet delivered or skipped (in
+    /// order for an ordered stream; the first gap of an unordered one).
+    pub fn first_unfinished(&self, stream: u16) -> u32 {
+        let Some(s) = self.streams.get(&stream) else {
+            return 0;
+        };
+        let mut unordered = s.done.trimmed_below();
+        while s.done.contains(unordered) {
+            match s.done.ranges.range(..=unordered).next_back() {
+                Some((_, &end)) => unordered = end + 1,
+                None => break,
+            }
+        }
+        let unordered = u32::try_from(unordered).unwrap_or(u32::MAX);
+        s.next_deliver.max(unordered)
+    }
+
+    /// The streams data arrived on, ascending.
+    pub fn stream_ids(&self) -> Vec<u16> {
+        self.streams.keys().copied().collect()
+    }
+
     /// Highest message number delivered in order on `stream`.
     pub fn last_delivered(&self, stream: u16) -> Option<u32> {
         self.streams.get(&stream)?.next_deliver.checked_sub(1)

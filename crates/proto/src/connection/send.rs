@@ -93,12 +93,16 @@ struct SendStream {
     /// was abandoned.
     skips: BTreeMap<u32, (BlockState, Time)>,
     buffered_bytes: usize,
+    /// The peer's credit: new blocks only of messages numbered below it
+    /// (`None`: unlimited).
+    credit: Option<u32>,
     stats: StreamStats,
 }
 
 impl SendStream {
-    fn new(id: u16, config: StreamConfig) -> SendStream {
+    fn new(id: u16, config: StreamConfig, credit: Option<u32>) -> SendStream {
         SendStream {
+            credit,
             config,
             next_number: 0,
             exhausted: false,
@@ -140,13 +144,28 @@ impl SendStream {
     }
 
     fn has_sendable(&mut self) -> bool {
-        self.clean_again() || !self.unsent.is_empty()
+        self.clean_again() || self.new_allowed()
+    }
+
+    /// Whether the oldest unsent message is within the peer's credit.
+    fn new_allowed(&self) -> bool {
+        self.unsent
+            .front()
+            .is_some_and(|&m| self.credit.is_none_or(|c| m < c))
+    }
+
+    /// Whether new data waits but the peer's credit holds it back.
+    fn credit_blocked(&self) -> bool {
+        !self.unsent.is_empty() && !self.new_allowed()
     }
 
     /// The next item: a retransmission (or skip) first, else a new block.
     fn next_item(&self) -> Option<(BlockRef, bool)> {
         if let Some(&b) = self.again.front() {
             return Some((b, true));
+        }
+        if !self.new_allowed() {
+            return None;
         }
         let &message = self.unsent.front()?;
         let m = self.messages.get(&message)?;
@@ -226,6 +245,8 @@ pub struct SendState {
     pending_skips: usize,
     unacked_bytes: u64,
     peer_window: u64,
+    /// The peer's initial per-stream credit (TLV STREAM_CREDIT).
+    initial_credit: Option<u32>,
     counters: SendCounters,
 }
 
@@ -257,6 +278,7 @@ impl SendState {
             pending_skips: 0,
             unacked_bytes: 0,
             peer_window: u64::MAX,
+            initial_credit: None,
             counters: SendCounters::default(),
         }
     }
@@ -306,7 +328,7 @@ impl SendState {
         let s = self
             .streams
             .entry(id)
-            .or_insert_with(|| SendStream::new(id, config));
+            .or_insert_with(|| SendStream::new(id, config, self.initial_credit));
         s.config = config;
         s.stats.class = config.class;
         s.stats.weight = config.weight;
@@ -360,6 +382,49 @@ impl SendState {
         self.peer_window = bytes;
     }
 
+    /// The peer's initial per-stream credit (from its START): applies to
+    /// every stream, also those already open.
+    pub fn set_initial_credit(&mut self, credit: Option<u32>) {
+        self.initial_credit = credit;
+        let ids: Vec<u16> = self.streams.keys().copied().collect();
+        for id in ids {
+            if let Some(s) = self.streams.get_mut(&id) {
+                s.credit = credit;
+            }
+            self.reactivate(id);
+        }
+    }
+
+    /// The peer raised `stream`'s credit to `max_message` (ACK credit
+    /// section); a lower value than known is ignored.
+    pub fn raise_credit(&mut self, stream: u16, max_message: u32) {
+        let initial = self.initial_credit;
+        let s = self
+            .streams
+            .entry(stream)
+            .or_insert_with(|| SendStream::new(stream, StreamConfig::default(), initial));
+        let Some(c) = s.credit else {
+            return;
+        };
+        if max_message > c {
+            s.credit = Some(max_message);
+            self.reactivate(stream);
+        }
+    }
+
+    /// The peer's credit of `stream` (`None`: unlimited).
+    pub fn credit(&self, stream: u16) -> Option<u32> {
+        self.streams
+            .get(&stream)
+            .map_or(self.initial_credit, |s| s.credit)
+    }
+
+    /// Whether new data of some stream waits only for the peer's credit
+    /// and nothing else can be sent (the sender must poll).
+    pub fn credit_blocked(&self) -> bool {
+        !self.has_pending() && self.streams.values().any(SendStream::credit_blocked)
+    }
+
     /// Whether `stream` can take `len` more bytes (its own buffer limit).
     pub fn stream_has_room(&self, stream: u16, len: usize) -> bool {
         self.streams
@@ -375,7 +440,7 @@ impl SendState {
             return;
         };
         s.clean_again();
-        if s.unsent.is_empty() {
+        if !s.new_allowed() {
             self.with_unsent.remove(&id);
         } else {
             self.with_unsent.insert(id);
@@ -410,10 +475,9 @@ impl SendState {
         deadline: Option<Time>,
     ) -> Result<MessageId, SendError> {
         let block_size = self.block_size;
-        let s = self
-            .streams
-            .entry(stream)
-            .or_insert_with(|| SendStream::new(stream, StreamConfig::default()));
+        let s = self.streams.entry(stream).or_insert_with(|| {
+            SendStream::new(stream, StreamConfig::default(), self.initial_credit)
+        });
         if s.exhausted {
             return Err(SendError::MessageNumbersExhausted);
         }
@@ -442,7 +506,7 @@ impl SendState {
         self.buffered_bytes += bytes.len();
         self.outstanding_messages += 1;
         self.counters.messages_sent += 1;
-        self.with_unsent.insert(stream);
+        self.sync(stream);
         if !self.active.contains(&stream) {
             self.reactivate(stream);
         }

@@ -127,7 +127,12 @@ impl Connection {
             let pn = self.recovery.take_pn();
             let room =
                 usize::from(self.packet_size).saturating_sub(HEADER_LEN + AckPayload::FIXED_LEN);
-            if let Some((ack, ce)) = self.recv.build_ack(now, pn as u32, room / 8) {
+            // Credits first (a handful of streams), ranges in the rest.
+            let credits =
+                self.credits_for_ack((room / 2).saturating_sub(1) / AckPayload::CREDIT_LEN);
+            let room = room.saturating_sub(1 + credits.len() * AckPayload::CREDIT_LEN);
+            if let Some((mut ack, ce)) = self.recv.build_ack(now, pn as u32, room / 8) {
+                ack.credits = credits;
                 let mut h = self.header(PacketType::Ack, Flags::EMPTY);
                 if ce {
                     h.cn = 3;
@@ -190,7 +195,7 @@ impl Connection {
         if let Some(n) = self.send_data(now, buf) {
             return Some(n);
         }
-        if self.send.window_blocked()
+        if (self.send.window_blocked() || self.send.credit_blocked())
             && self.data_ready
             && self.status_poll_at.is_none()
             && !self.status_poll_pending
@@ -371,7 +376,7 @@ impl Connection {
         }
         if self.status_poll_at.is_some_and(|t| t <= now) {
             self.status_poll_at = None;
-            self.status_poll_pending = self.send.window_blocked();
+            self.status_poll_pending = self.send.window_blocked() || self.send.credit_blocked();
         }
     }
 }
