@@ -11,7 +11,12 @@
 //! * a **weight** for WFQ;
 //! * a **reliability mode** ([`StreamReliability`]);
 //! * a **send-buffer limit** (per-stream flow control on the sending side;
-//!   the connection-wide limits and the peer's receive window apply too).
+//!   the connection-wide limits and the peer's receive window apply too);
+//! * a **credit** from the receiver, when the peer sets
+//!   `ConnectionConfig::initial_stream_credit`: new blocks only of messages
+//!   numbered below it; the receiver raises it as its application reads
+//!   (docs/protocol.md §6.5.1 and §10). A stream held by its credit does not
+//!   hold the others back.
 //!
 //! A message may carry a **deadline**. A message not completely
 //! acknowledged by then is dropped by the sender, reported with
