@@ -153,6 +153,14 @@ impl Connection {
             max_message_size: self.config.max_message_size,
             peer_block_size: usize::from(self.packet_size).saturating_sub(config::DATA_OVERHEAD),
         };
+        if self.beyond_credit(frames) {
+            // The peer sent new data past a credit we never gave: a
+            // protocol error; the packet is dropped unacknowledged.
+            let why = recv::DataRejection::Protocol("past the stream credit");
+            self.counters.protocol_errors += 1;
+            self.recv.on_rejected(why);
+            return false;
+        }
         if let Err(why) = self.recv.check_frames(frames, &limits) {
             if matches!(why, recv::DataRejection::Protocol(_)) {
                 self.counters.protocol_errors += 1;

@@ -177,5 +177,8 @@ fn flow_no_deadlock_under_five_percent_loss() {
     sim.run_for(Duration::from_secs(1));
     assert_eq!(received_on(&sim, 1), (0..N).collect::<Vec<_>>());
     assert_eq!(received_on(&sim, 2), (0..N).collect::<Vec<_>>());
+    // The receiver's check of the credit never fired on a correct sender.
+    let stats = sim.eps[1].stats(srv).expect("open");
+    assert_eq!(stats.protocol_errors, 0);
     assert!(sim.now < Time::from_secs_f64(90.0), "stalled");
 }

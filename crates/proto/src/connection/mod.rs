@@ -453,6 +453,17 @@ impl Connection {
         }
     }
 
+    /// Whether a frame carries data of a message at or above our current
+    /// credit (which is at least every credit we ever announced).
+    pub(crate) fn beyond_credit(&self, frames: &[crate::wire::StreamFrame<'_>]) -> bool {
+        let Some(credit) = self.config.initial_stream_credit else {
+            return false;
+        };
+        frames
+            .iter()
+            .any(|f| !f.is_skip() && f.message_number >= self.credit_limit(f.stream_id, credit))
+    }
+
     /// Our credit for `stream`: the oldest message not yet read (or not yet
     /// delivered) plus the initial credit.
     fn credit_limit(&self, stream: u16, credit: u32) -> u32 {
