@@ -186,6 +186,7 @@ fn tlvs_json(tlvs: &[Tlv<'_>]) -> Value {
             Tlv::Controller(c) => json!({ "controller": c }),
             Tlv::StartupMode(m) => json!({ "startup_mode": m.name() }),
             Tlv::Security(v) => json!({ "security": to_hex(v) }),
+            Tlv::StreamCredit(c) => json!({ "stream_credit": c }),
             Tlv::Unknown { tlv_type, value } => {
                 json!({ "unknown": { "type": tlv_type, "value": to_hex(value) } })
             }
@@ -544,6 +545,7 @@ fn tlvs_from(p: &Obj<'_>) -> Result<Vec<Tlv<'static>>> {
             "controller",
             "startup_mode",
             "security",
+            "stream_credit",
             "unknown",
         ];
         let t = Obj::new(v, path.clone(), &keys)?;
@@ -566,6 +568,7 @@ fn tlvs_from(p: &Obj<'_>) -> Result<Vec<Tlv<'static>>> {
                 )
             }
             "security" => Tlv::Security(t.hex(key)?),
+            "stream_credit" => Tlv::StreamCredit(t.num(key, u64::from(u32::MAX))? as u32),
             _ => {
                 let u = Obj::new(&t.map[key], format!("{path}.unknown"), &["type", "value"])?;
                 Tlv::Unknown {

@@ -66,7 +66,8 @@ fn tlv() -> impl Strategy<Value = Tlv<'static>> {
         prop_oneof![Just(StartupMode::SlowStart), Just(StartupMode::PacketPair)]
             .prop_map(Tlv::StartupMode),
         bytes(40).prop_map(Tlv::Security),
-        (7u8.., bytes(40)).prop_map(|(tlv_type, value)| Tlv::Unknown { tlv_type, value }),
+        (1u32..).prop_map(Tlv::StreamCredit),
+        (8u8.., bytes(40)).prop_map(|(tlv_type, value)| Tlv::Unknown { tlv_type, value }),
     ]
 }
 

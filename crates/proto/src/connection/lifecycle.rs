@@ -32,10 +32,6 @@ use crate::wire::{StartupMode, Tlv, PROTOCOL_VERSION};
 use peregrine_cc::Time;
 use std::time::Duration;
 
-/// TLV type of STREAM_CREDIT (docs/protocol.md §6.1): carried by the wire
-/// decoder as an unknown TLV, read here.
-pub const STREAM_CREDIT_TLV: u8 = 7;
-
 /// What a START (request or answer) asked for, from its TLVs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StartParams {
@@ -78,15 +74,8 @@ impl StartParams {
                 Tlv::Controller(c) => p.controller = Some(c.to_string()),
                 Tlv::StartupMode(m) => p.startup = Some(m),
                 Tlv::Security(_) => p.security = true,
-                Tlv::Unknown {
-                    tlv_type: STREAM_CREDIT_TLV,
-                    value,
-                } => {
-                    p.stream_credit = <[u8; 4]>::try_from(value)
-                        .ok()
-                        .map(u32::from_be_bytes)
-                        .filter(|&c| c > 0);
-                }
+                // The decoder guarantees c ≥ 1.
+                Tlv::StreamCredit(c) => p.stream_credit = Some(c),
                 Tlv::Unknown { .. } => {}
             }
         }
@@ -321,11 +310,8 @@ impl Connection {
             Tlv::Controller(self.recovery.congestion().controller_name()),
             Tlv::StartupMode(self.config.startup),
         ];
-        if self.config.initial_stream_credit.is_some() {
-            tlvs.push(Tlv::Unknown {
-                tlv_type: STREAM_CREDIT_TLV,
-                value: &self.credit_tlv,
-            });
+        if let Some(credit) = self.config.initial_stream_credit {
+            tlvs.push(Tlv::StreamCredit(credit));
         }
         tlvs
     }

@@ -111,8 +111,6 @@ pub struct Connection {
     peer_sync: Option<u16>,
     local_scale: u8,
     peer_scale: u8,
-    /// Our STREAM_CREDIT TLV value (initial credit, big-endian).
-    credit_tlv: [u8; 4],
     /// Per stream: numbers of delivered messages the application has not
     /// read yet.
     unread: BTreeMap<u16, BTreeSet<u32>>,
@@ -171,7 +169,6 @@ impl Connection {
         let scheduler = config.scheduler;
         Connection {
             local_scale: config.window_scale(),
-            credit_tlv: config.initial_stream_credit.unwrap_or(0).to_be_bytes(),
             unread: BTreeMap::new(),
             advertised: BTreeMap::new(),
             held: BTreeSet::new(),

@@ -39,6 +39,8 @@ pub mod code {
     pub const STARTUP_MODE: u8 = 5;
     /// Reserved for the security handshake; opaque bytes.
     pub const SECURITY: u8 = 6;
+    /// Initial per-stream credit in messages, u32 ≥ 1 (§6.5.1).
+    pub const STREAM_CREDIT: u8 = 7;
 }
 
 /// How a connection ramps up its sending after the handshake.
@@ -96,6 +98,8 @@ pub enum Tlv<'a> {
     StartupMode(StartupMode),
     /// Reserved for the security handshake (a later issue); opaque here.
     Security(&'a [u8]),
+    /// The sender's initial per-stream credit in messages; ≥ 1.
+    StreamCredit(u32),
     /// A TLV this version does not know: skipped, but kept for re-encoding.
     Unknown {
         /// TYPE code (never 0 nor a known code).
@@ -115,6 +119,7 @@ impl<'a> Tlv<'a> {
             Tlv::Controller(_) => code::CONTROLLER,
             Tlv::StartupMode(_) => code::STARTUP_MODE,
             Tlv::Security(_) => code::SECURITY,
+            Tlv::StreamCredit(_) => code::STREAM_CREDIT,
             Tlv::Unknown { tlv_type, .. } => *tlv_type,
         }
     }
@@ -128,6 +133,7 @@ impl<'a> Tlv<'a> {
             Tlv::Controller(_) => "CONTROLLER",
             Tlv::StartupMode(_) => "STARTUP_MODE",
             Tlv::Security(_) => "SECURITY",
+            Tlv::StreamCredit(_) => "STREAM_CREDIT",
             Tlv::Unknown { .. } => "unknown",
         }
     }
@@ -136,6 +142,7 @@ impl<'a> Tlv<'a> {
         match self {
             Tlv::Version(_) | Tlv::MaxPacketSize(_) => 2,
             Tlv::WindowScale(_) | Tlv::StartupMode(_) => 1,
+            Tlv::StreamCredit(_) => 4,
             Tlv::Controller(name) => name.len(),
             Tlv::Security(v) | Tlv::Unknown { value: v, .. } => v.len(),
         }
@@ -157,6 +164,7 @@ impl<'a> Tlv<'a> {
         };
         match *self {
             Tlv::Version(0) => bad("version 0 does not exist"),
+            Tlv::StreamCredit(0) => bad("credit 0 would block every stream"),
             Tlv::WindowScale(s) if s > WINDOW_SCALE_MAX => bad("scale above 12"),
             Tlv::MaxPacketSize(s) if s < MIN_MAX_PACKET_SIZE => bad("size below 64 bytes"),
             Tlv::Controller(name) => {
@@ -172,7 +180,7 @@ impl<'a> Tlv<'a> {
             Tlv::Unknown { tlv_type, value } => {
                 if tlv_type == 0 {
                     Err(WireError::ReservedTlvType)
-                } else if tlv_type <= code::SECURITY {
+                } else if tlv_type <= code::STREAM_CREDIT {
                     bad("type code belongs to a known TLV")
                 } else if value.len() > usize::from(u16::MAX) {
                     bad("longer than 65535 bytes")
@@ -232,6 +240,10 @@ impl<'a> Tlv<'a> {
                 })?)
             }
             code::SECURITY => Tlv::Security(value),
+            code::STREAM_CREDIT => {
+                fixed("STREAM_CREDIT", 4, "4")?;
+                Tlv::StreamCredit(v.u32("STREAM_CREDIT")?)
+            }
             _ => Tlv::Unknown { tlv_type, value },
         };
         tlv.validate()?;
@@ -247,6 +259,7 @@ impl<'a> Tlv<'a> {
             Tlv::Version(x) | Tlv::MaxPacketSize(x) => w.u16(*x),
             Tlv::WindowScale(x) => w.u8(*x),
             Tlv::StartupMode(m) => w.u8(m.code()),
+            Tlv::StreamCredit(c) => w.u32(*c),
             Tlv::Controller(name) => w.put(name.as_bytes()),
             Tlv::Security(v) | Tlv::Unknown { value: v, .. } => w.put(v),
         }
@@ -270,7 +283,7 @@ fn check_duplicate(seen: &mut u8, tlv: &Tlv<'_>) -> Result<()> {
     if matches!(tlv, Tlv::Unknown { .. }) {
         return Ok(());
     }
-    // Known codes are 1..=6, so the bit fits a u8.
+    // Known codes are 1..=7, so the bit fits a u8.
     let bit = 1u8.checked_shl(u32::from(tlv.code())).unwrap_or(0);
     if *seen & bit != 0 {
         return Err(WireError::DuplicateTlv { name: tlv.name() });
@@ -312,6 +325,7 @@ mod tests {
             },
             Tlv::Controller("any"),
             Tlv::StartupMode(StartupMode::PacketPair),
+            Tlv::StreamCredit(3),
         ];
         let mut buf = [0u8; 64];
         let mut w = Writer::new(&mut buf);
@@ -324,6 +338,20 @@ mod tests {
     #[test]
     fn malformed_tlvs_are_typed_errors() {
         assert_eq!(decode(&[0, 0, 0]), Err(WireError::ReservedTlvType));
+        assert!(matches!(
+            decode(&[7, 0, 2, 0, 1]),
+            Err(WireError::BadTlvLength {
+                name: "STREAM_CREDIT",
+                ..
+            })
+        ));
+        assert!(matches!(
+            decode(&[7, 0, 4, 0, 0, 0, 0]),
+            Err(WireError::BadTlvValue {
+                name: "STREAM_CREDIT",
+                ..
+            })
+        ));
         assert!(matches!(
             decode(&[1, 0, 1, 5]),
             Err(WireError::BadTlvLength {
