@@ -41,8 +41,7 @@
 //!   sent from PROBE_RTT entry until the connection's kernel-style mark
 //!   (`delivered + in_flight` at the last PROBE_RTT ACK) was passed.
 //! * The kernel skips `cwnd = ssthresh` at recovery exit for `cong_control`
-//!   algorithms; the adapter applies it, so BBR restores its own cwnd on
-//!   `CompleteCwr`. BBR ignores `CoreConfig::recovery_mode` (always PRR
+//!   algorithms; so does the adapter for every full-control policy. BBR ignores `CoreConfig::recovery_mode` (always PRR
 //!   bookkeeping, which BBR never uses) so classic inflation cannot touch it.
 //! * There is no earliest-departure-time queue to discount, so in-flight is
 //!   used as is (the spec's v1 rules).
@@ -275,8 +274,6 @@ pub struct Bbr {
     last_in_flight: u32,
     /// Packets with `delivered` at send in this range are app-limited (PROBE_RTT).
     app_limited_range: Option<(u64, u64)>,
-    /// cwnd as BBR last left it (restored after the adapter's recovery exit).
-    cwnd_shadow: u32,
 }
 
 impl Bbr {
@@ -315,7 +312,6 @@ impl Bbr {
             lost_segs: 0,
             last_in_flight: 0,
             app_limited_range: None,
-            cwnd_shadow: 0,
             cfg,
         }
     }
@@ -406,7 +402,6 @@ impl CcPolicy for Bbr {
         self.init_pacing_rate_from_rtt(core.cwnd, path);
         self.reset_lt_sampling();
         self.agg.restart_epoch(path.now);
-        self.cwnd_shadow = core.cwnd;
     }
 
     fn on_cong_avoid(&mut self, _core: &mut Core, _ack: &AckSample, _acked: u32, _p: &PathInfo) {
@@ -415,7 +410,6 @@ impl CcPolicy for Bbr {
 
     fn ssthresh(&mut self, core: &Core, _path: &PathInfo) -> u32 {
         self.save_cwnd(core.cwnd);
-        self.cwnd_shadow = core.cwnd;
         core.ssthresh
     }
 
@@ -453,12 +447,10 @@ impl CcPolicy for Bbr {
                     BbrMode::ProbeRtt => self.check_probe_rtt_done(core, path.now),
                     _ => {}
                 }
-                self.cwnd_shadow = core.cwnd;
             }
-            // The kernel does not reset cwnd to ssthresh at recovery exit for
-            // `cong_control` algorithms: undo the adapter's H7.
-            CwndEvent::CompleteCwr => core.set_cwnd(self.cwnd_shadow),
-            CwndEvent::Loss | CwndEvent::EcnCe => {}
+            // The adapter skips H7 (cwnd = ssthresh) at recovery exit for
+            // full-control policies, as the kernel does for `cong_control`.
+            CwndEvent::CompleteCwr | CwndEvent::Loss | CwndEvent::EcnCe => {}
         }
     }
 
@@ -478,7 +470,6 @@ impl CcPolicy for Bbr {
         core.set_cwnd(segs);
         self.has_seen_rtt = false;
         self.init_pacing_rate_from_rtt(core.cwnd, path);
-        self.cwnd_shadow = core.cwnd;
     }
 
     fn mode(&self) -> Option<&'static str> {

@@ -67,7 +67,6 @@ fn steady(mode: BbrMode, cycle_idx: usize) -> (PolicyController<Bbr>, PathInfo) 
     b.pacing_rate_bytes_per_sec = b.bw_to_pacing_rate(b.bw(), b.pacing_gain_x256);
     core.cwnd = 100;
     core.pacing_rate = Some(b.pacing_rate_bytes_per_sec);
-    b.cwnd_shadow = 100;
     (c, path)
 }
 

@@ -83,7 +83,6 @@ impl Bbr {
         let bw = self.bw();
         self.set_pacing_rate(core.cwnd, path, bw, self.pacing_gain_x256);
         self.set_cwnd(core, &rs, path, bw, self.cwnd_gain_x256);
-        self.cwnd_shadow = core.cwnd;
     }
 
     /// The send quantum at the current pacing rate, segments.
