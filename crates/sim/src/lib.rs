@@ -1,8 +1,17 @@
-//! # peregrine-sim — the laboratory (not yet built)
+//! # peregrine-sim — the laboratory
 //!
-//! A deterministic discrete-event simulator that will run the unmodified
-//! `peregrine-proto` code over modelled mobile wireless networks. This crate
-//! is an empty shell until the simulator issues land; today's controller lab
-//! lives in `peregrine_cc::lab`.
+//! A deterministic discrete-event simulator that runs the unmodified
+//! `peregrine-proto` code over modelled mobile wireless networks.
+//!
+//! * [`rng`]: every random source is a seeded generator derived from the
+//!   scenario seed and a stable component name, so adding a component never
+//!   changes another component's draws.
+//! * [`world`]: the modelled physical world — geometry, and (as they land)
+//!   mobility, channels, links, queues and routing.
 
 #![warn(missing_docs)]
+
+pub mod rng;
+pub mod world;
+
+pub use peregrine_cc::Time;
