@@ -6,12 +6,14 @@
 //! * [`rng`]: every random source is a seeded generator derived from the
 //!   scenario seed and a stable component name, so adding a component never
 //!   changes another component's draws.
+//! * [`scenario`]: scenario files and `key=value` overrides.
 //! * [`world`]: the modelled physical world — geometry, and (as they land)
 //!   mobility, channels, links, queues and routing.
 
 #![warn(missing_docs)]
 
 pub mod rng;
+pub mod scenario;
 pub mod world;
 
 pub use peregrine_cc::Time;
