@@ -6,7 +6,21 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 mod cc_cmd;
+// Experiment infrastructure (charts, Markdown reports, published numbers,
+// sweeps with a progress bar): wired to `peregrine sim --sweep` and
+// `peregrine reproduce` once the simulation engine lands; until then only
+// their tests use them.
+#[allow(dead_code, unused_imports)]
+mod charts;
 mod plot;
+#[allow(dead_code)]
+mod progress;
+#[allow(dead_code)]
+mod published;
+#[allow(dead_code)]
+mod report;
+#[allow(dead_code)]
+mod sweep_cli;
 mod wire_cmd;
 
 /// Peregrine: a transport for things that move, and a laboratory to study it.

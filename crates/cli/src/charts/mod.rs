@@ -1,0 +1,353 @@
+//! Paper-quality SVG charts (plotters) for experiment reports.
+//!
+//! Four kinds, each a function from generic inputs (labels and `f64`
+//! samples) to an SVG file:
+//!
+//! * [`time_series`]: several `(x, y)` series with a legend;
+//! * [`cdf`]: empirical CDFs of several samples;
+//! * [`box_plot`]: one box per category — median, quartiles, whiskers at
+//!   the most extreme values within 1.5 IQR, outliers as dots;
+//! * [`bar_chart`]: bars grouped by category, one bar per series, with
+//!   optional error bars (e.g. 95 % confidence intervals).
+//!
+//! Choices: every chart carries a title and axis labels with units (the
+//! caller's [`ChartText`]); colours are the Okabe–Ito palette (readable
+//! by colour-blind readers and in grey print); output bytes are a
+//! function of the inputs alone (no timestamps, no random ids), so
+//! reports can be diffed. Bad inputs never panic: a non-finite value or
+//! mismatched lengths are a [`ChartError`] naming the series and index;
+//! no data at all gives a framed "no data" chart, so a report's image
+//! link is never broken.
+
+mod bars;
+mod boxplot;
+mod cdf;
+mod timeseries;
+
+pub use bars::{bar_chart, BarSeries};
+pub use boxplot::{box_plot, BoxStats};
+pub use cdf::cdf;
+pub use timeseries::{time_series, Series};
+
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// Size of every chart, in SVG pixels (a two-column figure at ~100 dpi).
+pub const SIZE: (u32, u32) = (800, 480);
+
+/// Title and axis labels of a chart. Axis labels should carry units:
+/// `"latency (ms)"`, `"time (s)"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChartText {
+    /// The chart's title.
+    pub title: String,
+    /// The x axis label, with unit.
+    pub x_label: String,
+    /// The y axis label, with unit.
+    pub y_label: String,
+}
+
+impl ChartText {
+    /// Title and axis labels.
+    pub fn new(
+        title: impl Into<String>,
+        x_label: impl Into<String>,
+        y_label: impl Into<String>,
+    ) -> Self {
+        ChartText {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+        }
+    }
+}
+
+/// A labelled sample (one CDF curve, one box).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Samples {
+    /// Legend or category label.
+    pub label: String,
+    /// The values, in any order.
+    pub values: Vec<f64>,
+}
+
+impl Samples {
+    /// A labelled sample.
+    pub fn new(label: impl Into<String>, values: Vec<f64>) -> Self {
+        Samples {
+            label: label.into(),
+            values,
+        }
+    }
+}
+
+/// Why a chart could not be drawn.
+#[derive(Debug, Error)]
+pub enum ChartError {
+    /// A NaN or infinite value in the input.
+    #[error(
+        "chart `{chart}`: series `{series}` has a non-finite value ({value}) at index {index}"
+    )]
+    NonFinite {
+        /// The chart's title.
+        chart: String,
+        /// The series' label.
+        series: String,
+        /// Position of the value in the series.
+        index: usize,
+        /// The value, as text.
+        value: String,
+    },
+    /// A series whose length does not match the categories.
+    #[error("chart `{chart}`: series `{series}` has {found} {what}, expected {expected}")]
+    Length {
+        /// The chart's title.
+        chart: String,
+        /// The series' label.
+        series: String,
+        /// What is counted (`values`, `errors`).
+        what: &'static str,
+        /// Its length.
+        found: usize,
+        /// The expected length.
+        expected: usize,
+    },
+    /// A negative error-bar half-width.
+    #[error("chart `{chart}`: series `{series}` has a negative error bar at index {index}")]
+    NegativeError {
+        /// The chart's title.
+        chart: String,
+        /// The series' label.
+        series: String,
+        /// Position of the error.
+        index: usize,
+    },
+    /// The drawing or the file write failed.
+    #[error("cannot draw {}: {message}", file.display())]
+    Draw {
+        /// The SVG file.
+        file: PathBuf,
+        /// plotters' message.
+        message: String,
+    },
+}
+
+/// The Okabe–Ito palette (black last).
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),   // blue
+    RGBColor(230, 159, 0),   // orange
+    RGBColor(0, 158, 115),   // bluish green
+    RGBColor(204, 121, 167), // reddish purple
+    RGBColor(86, 180, 233),  // sky blue
+    RGBColor(213, 94, 0),    // vermillion
+    RGBColor(240, 228, 66),  // yellow
+    RGBColor(0, 0, 0),       // black
+];
+
+/// The colour of series `i` (cycling through the palette).
+pub(crate) fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Check that every value is finite.
+pub(crate) fn check_finite(
+    chart: &str,
+    series: &str,
+    values: impl IntoIterator<Item = f64>,
+) -> Result<(), ChartError> {
+    for (index, v) in values.into_iter().enumerate() {
+        if !v.is_finite() {
+            return Err(ChartError::NonFinite {
+                chart: chart.into(),
+                series: series.into(),
+                index,
+                value: v.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A `(lo, hi)` range covering `values`, padded by `pad` of its width on
+/// each side; a zero-width range is widened so the chart has an extent.
+pub(crate) fn padded_range(values: impl IntoIterator<Item = f64>, pad: f64) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() || !hi.is_finite() {
+        return (0.0, 1.0);
+    }
+    let width = hi - lo;
+    if width <= 0.0 {
+        let half = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
+        return (lo - half, hi + half);
+    }
+    (lo - width * pad, hi + width * pad)
+}
+
+/// A drawing error as a [`ChartError`] for `file`.
+pub(crate) fn draw_err(file: &Path) -> impl Fn(&dyn std::fmt::Display) -> ChartError + '_ {
+    move |e| ChartError::Draw {
+        file: file.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+/// Write a framed chart saying "no data" (with `reason`) to `file`.
+pub fn no_data(file: &Path, text: &ChartText, reason: &str) -> Result<(), ChartError> {
+    let err = draw_err(file);
+    let root = SVGBackend::new(file, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&text.title, ("sans-serif", 24))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..1.0, 0.0..1.0)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_labels(0)
+        .y_labels(0)
+        .x_desc(&text.x_label)
+        .y_desc(&text.y_label)
+        .axis_desc_style(("sans-serif", 18))
+        .label_style(("sans-serif", 15))
+        .draw()
+        .map_err(|e| err(&e))?;
+    let style = ("sans-serif", 22)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Center));
+    chart
+        .draw_series(std::iter::once(Text::new(
+            format!("no data: {reason}"),
+            (0.5, 0.5),
+            style,
+        )))
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// Draw the legend of `chart` in the upper-right corner (leave headroom).
+pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    file: &Path,
+) -> Result<(), ChartError> {
+    legend_at(chart, file, SeriesLabelPosition::UpperRight)
+}
+
+/// Draw the legend of `chart` at `position`.
+pub(crate) fn legend_at<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    file: &Path,
+    position: SeriesLabelPosition,
+) -> Result<(), ChartError> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .position(position)
+        .draw()
+        .map_err(|e| draw_err(file)(&e))
+}
+
+/// A chart whose x axis holds categories at 0, 1, …, n − 1.
+pub(crate) type CategoryChart<'a> =
+    ChartContext<'a, SVGBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Write `labels[i]` under x = i of a category chart, just below the
+/// axis at y = `y0` (plotters' own tick labels cannot be pinned to the
+/// category positions on a continuous axis, so the mesh draws none).
+pub(crate) fn category_labels(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    chart: &CategoryChart<'_>,
+    y0: f64,
+    labels: &[String],
+    file: &Path,
+) -> Result<(), ChartError> {
+    let style = ("sans-serif", 18)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    for (i, label) in labels.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(i as f64, y0));
+        root.draw(&Text::new(label.clone(), (px, py + 6), style.clone()))
+            .map_err(|e| draw_err(file)(&e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Helpers for the chart tests: a fresh directory and SVG checks.
+
+    use std::path::PathBuf;
+
+    /// A fresh, empty directory under the target's temp dir.
+    pub fn dir(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("peregrine-charts-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp dir is writable");
+        d
+    }
+
+    /// Read an SVG and check it is a well-formed-looking SVG document.
+    pub fn read_svg(path: &std::path::Path) -> String {
+        let text = std::fs::read_to_string(path).expect("the chart was written");
+        assert!(
+            text.trim_start().starts_with("<svg"),
+            "not an SVG: {}",
+            &text[..text.len().min(80)]
+        );
+        assert!(text.trim_end().ends_with("</svg>"), "SVG not closed");
+        assert_eq!(text.matches("<svg").count(), 1);
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_padded_and_never_empty() {
+        assert_eq!(padded_range([1.0, 3.0], 0.5), (0.0, 4.0));
+        assert_eq!(padded_range([5.0], 0.1), (4.5, 5.5));
+        assert_eq!(padded_range([0.0, 0.0], 0.1), (-1.0, 1.0));
+        assert_eq!(padded_range([], 0.1), (0.0, 1.0));
+    }
+
+    #[test]
+    fn no_data_chart_is_written_with_its_reason() {
+        let d = testutil::dir("nodata");
+        let f = d.join("empty.svg");
+        no_data(
+            &f,
+            &ChartText::new("Latency", "time (s)", "latency (ms)"),
+            "no runs",
+        )
+        .unwrap();
+        let svg = testutil::read_svg(&f);
+        assert!(svg.contains("no data: no runs"));
+        assert!(svg.contains("latency (ms)") && svg.contains("Latency"));
+    }
+
+    #[test]
+    fn non_finite_values_are_named() {
+        let e = check_finite("c", "rr", [1.0, f64::NAN]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "chart `c`: series `rr` has a non-finite value (NaN) at index 1"
+        );
+    }
+}

@@ -1,0 +1,361 @@
+//! The CLI side of sweeps: `--sweep key=v1,v2,… --seeds N --threads T
+//! --quiet`, and [`run_sweep_to_dir`], which runs a sweep with a progress
+//! bar and writes its results into an output directory:
+//!
+//! * `sweep.csv`: the tidy per-point statistics
+//!   (`point,key,n,mean,ci95,std,min,median,max`);
+//! * `sweep.json`: the same as JSON, with the base seed and seed count;
+//! * `report.md`: what was run (grid, seeds), then for the first
+//!   [`REPORT_KEYS`] keys a table (mean ± 95 % CI, median, min, max per
+//!   point) and a bar chart with error bars in `plots/`.
+//!
+//! The engine is a closure, so `peregrine sim --sweep` is a few lines:
+//! parse the scenario document, call [`run_sweep_to_dir`] with
+//! `|doc, _seed| Ok(peregrine_sim::run(&Scenario::from_document(doc)?)?.summary_json())`.
+//! Every output byte depends only on the document, the sweep and the
+//! run results — not on the thread count or the time of day.
+
+use crate::charts::{self, BarSeries, ChartText};
+use crate::progress::Progress;
+use crate::report::{Cell, Report, Table};
+use anyhow::Context;
+use clap::Args;
+use peregrine_sim::experiment::{
+    self, aggregate::format_number, spec::value_label, Aggregate, SweepOutcome, SweepSpec,
+};
+use std::path::{Path, PathBuf};
+
+/// How many keys the report tabulates and plots (all are in the CSV).
+pub const REPORT_KEYS: usize = 8;
+
+/// Sweep options shared by `peregrine sim` and the reproductions.
+#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepArgs {
+    /// Sweep a scenario field over values: `key=v1,v2,…` (repeatable;
+    /// dotted keys as for --set, e.g. `flows.0.cc=cubic,bbr`). Laid over the
+    /// scenario's own [sweep.grid].
+    #[arg(long = "sweep", value_name = "KEY=V1,V2,…")]
+    pub sweep: Vec<String>,
+    /// Runs per grid point, with seeds seed, seed+1, … (the scenario's
+    /// `seed`, default 1). Overrides [sweep] seeds.
+    #[arg(long, value_name = "N")]
+    pub seeds: Option<u32>,
+    /// Worker threads (0: one per core). Results do not depend on it.
+    #[arg(long, value_name = "T", default_value_t = 0)]
+    pub threads: usize,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl SweepArgs {
+    /// The sweep of `doc`'s `[sweep]` table with these options laid over it.
+    pub fn spec(&self, doc: &toml::Value) -> anyhow::Result<SweepSpec> {
+        let from_doc = SweepSpec::from_document(doc)?.unwrap_or_default();
+        let cli = SweepSpec::from_cli(&self.sweep, self.seeds)?;
+        Ok(from_doc.merge(cli, self.seeds))
+    }
+}
+
+/// What [`run_sweep_to_dir`] wrote and computed.
+#[derive(Debug, Clone)]
+pub struct SweepFiles {
+    /// `out/sweep.csv`.
+    pub csv: PathBuf,
+    /// `out/sweep.json`.
+    pub json: PathBuf,
+    /// `out/report.md`.
+    pub report: PathBuf,
+    /// Every run's summary.
+    pub outcome: SweepOutcome,
+    /// The per-point statistics.
+    pub aggregate: Aggregate,
+}
+
+/// Run the sweep of `base` (its `[sweep]` table with `args` laid over it)
+/// through `run`, with a progress bar, and write `sweep.csv`,
+/// `sweep.json`, `report.md` and `plots/` into `out_dir`.
+pub fn run_sweep_to_dir<F>(
+    title: &str,
+    base: &toml::Value,
+    args: &SweepArgs,
+    out_dir: &Path,
+    run: F,
+) -> anyhow::Result<SweepFiles>
+where
+    F: Fn(&toml::Value, u64) -> anyhow::Result<serde_json::Value> + Sync,
+{
+    let spec = args.spec(base)?;
+    std::fs::create_dir_all(out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let progress = Progress::new(spec.run_count(), title, args.quiet);
+    let result = experiment::run_sweep(base, &spec, args.threads, &progress.callback(), run);
+    progress.finish();
+    let outcome = result.map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    let aggregate = experiment::aggregate(&outcome);
+    let write = |name: &str, text: &str| -> anyhow::Result<PathBuf> {
+        let path = out_dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    };
+    let csv = write("sweep.csv", &aggregate.to_csv())?;
+    let json = write("sweep.json", &aggregate.to_json_string())?;
+    let report = write_report(title, &spec, &aggregate, out_dir)?;
+    Ok(SweepFiles {
+        csv,
+        json,
+        report,
+        outcome,
+        aggregate,
+    })
+}
+
+/// A file-name-safe version of a JSON pointer: `/flows/0/x` → `flows_0_x`.
+fn slug(key: &str) -> String {
+    let s: String = key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let s = s.trim_matches('_').to_string();
+    if s.is_empty() {
+        "value".into()
+    } else {
+        s
+    }
+}
+
+fn write_report(
+    title: &str,
+    spec: &SweepSpec,
+    agg: &Aggregate,
+    out_dir: &Path,
+) -> anyhow::Result<PathBuf> {
+    let mut r = Report::new(title, out_dir);
+    r.heading(2, "What was run");
+    let mut grid: Vec<String> = spec
+        .grid
+        .iter()
+        .map(|(k, vs)| {
+            format!(
+                "`{k}` ∈ {{{}}}",
+                vs.iter().map(value_label).collect::<Vec<_>>().join(", ")
+            )
+        })
+        .collect();
+    if grid.is_empty() {
+        grid.push("no grid: the base scenario only".into());
+    }
+    r.bullets(grid);
+    r.paragraph(&format!(
+        "{} grid point(s) × {} seed(s) (seeds {} to {}) = {} runs. Each value below is the mean over \
+         the seeds with its 95 % confidence interval (Student t, n − 1 degrees of freedom); \
+         every numeric result is in `sweep.csv` and `sweep.json`.",
+        spec.point_count(),
+        agg.seeds,
+        agg.base_seed,
+        agg.base_seed + u64::from(agg.seeds) - 1,
+        spec.run_count(),
+    ));
+    if agg.keys.is_empty() {
+        r.paragraph("The runs reported no numeric results.");
+    }
+    let plots = out_dir.join("plots");
+    for key in agg.keys.iter().take(REPORT_KEYS) {
+        r.heading(2, &format!("`{key}`"));
+        let mut t = Table::new(["point", "n", "mean ± 95 % CI", "median", "min", "max"]);
+        let mut means = Vec::new();
+        let mut cis = Vec::new();
+        let mut cats = Vec::new();
+        for p in &agg.points {
+            let Some(s) = p.get(key) else { continue };
+            t.row([
+                Cell::Text(p.label.clone()),
+                Cell::num(s.n as f64, 0),
+                Cell::Text(match s.ci95 {
+                    Some(ci) => format!("{} ± {}", format_number(s.mean), format_number(ci)),
+                    None => format_number(s.mean),
+                }),
+                Cell::Text(format_number(s.median)),
+                Cell::Text(format_number(s.min)),
+                Cell::Text(format_number(s.max)),
+            ]);
+            cats.push(p.label.clone());
+            means.push(s.mean);
+            cis.push(s.ci95);
+        }
+        r.table(None, &t);
+        std::fs::create_dir_all(&plots)
+            .with_context(|| format!("cannot create {}", plots.display()))?;
+        let file = plots.join(format!("{}.svg", slug(key)));
+        let text = ChartText::new(
+            key.as_str(),
+            "grid point",
+            format!("{key} (mean ± 95 % CI)"),
+        );
+        charts::bar_chart(&file, &text, &cats, &[BarSeries::new("mean", means, cis)])?;
+        r.image(&format!("{key} per grid point"), &file);
+    }
+    if agg.keys.len() > REPORT_KEYS {
+        r.paragraph(&format!(
+            "{} more numeric results are in `sweep.csv`.",
+            agg.keys.len() - REPORT_KEYS
+        ));
+    }
+    Ok(r.write()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use serde_json::json;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        sweep: SweepArgs,
+    }
+
+    fn doc(text: &str) -> toml::Value {
+        toml::Value::Table(text.parse::<toml::Table>().expect("test TOML is valid"))
+    }
+
+    fn toy(d: &toml::Value, seed: u64) -> anyhow::Result<serde_json::Value> {
+        let cc = d["cc"].as_str().context("cc")?;
+        let rate = d["rate"].as_integer().context("rate")? as f64;
+        let noise = ((seed * 7919) % 101) as f64 / 100.0;
+        Ok(
+            json!({ "goodput_mbps": rate * if cc == "bbr" { 0.9 } else { 0.8 } + noise, "delay_ms": 40.0 + noise, "cc": cc }),
+        )
+    }
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("peregrine-sweep-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    const BASE: &str = "seed = 100\ncc = \"cubic\"\nrate = 10\n[sweep]\nseeds = 3\n[sweep.grid]\ncc = [\"cubic\", \"bbr\"]\n";
+
+    #[test]
+    fn clap_args_parse() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "--sweep",
+            "a=1,2",
+            "--sweep",
+            "b=x",
+            "--seeds",
+            "4",
+            "--threads",
+            "2",
+            "-q",
+        ])
+        .unwrap();
+        assert_eq!(cli.sweep.sweep, ["a=1,2", "b=x"]);
+        assert_eq!(
+            (cli.sweep.seeds, cli.sweep.threads, cli.sweep.quiet),
+            (Some(4), 2, true)
+        );
+        let spec = cli.sweep.spec(&doc(BASE)).unwrap();
+        assert_eq!(
+            spec.grid
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect::<Vec<_>>(),
+            ["cc", "a", "b"]
+        );
+        assert_eq!(spec.seeds, 4);
+        let bad = Cli::try_parse_from(["x", "--sweep", "nokey"])
+            .unwrap()
+            .sweep
+            .spec(&doc(BASE))
+            .unwrap_err();
+        assert!(
+            bad.to_string()
+                .contains("`--sweep nokey` is not of the form key=v1,v2,…"),
+            "{bad}"
+        );
+    }
+
+    #[test]
+    fn writes_csv_json_report_and_plots_identically_for_any_thread_count() {
+        let base = doc(BASE);
+        let mut outputs = Vec::new();
+        for threads in [1, 2] {
+            let out = dir(&format!("t{threads}"));
+            let args = SweepArgs {
+                sweep: vec!["rate=10,20".into()],
+                threads,
+                quiet: true,
+                ..SweepArgs::default()
+            };
+            let files = run_sweep_to_dir("Toy sweep", &base, &args, &out, toy).unwrap();
+            assert_eq!(files.outcome.runs.len(), 4);
+            let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+            let plot = out.join("plots/goodput_mbps.svg");
+            outputs.push((
+                read(&files.csv),
+                read(&files.json),
+                read(&files.report),
+                read(&plot),
+            ));
+            let _ = std::fs::remove_dir_all(&out);
+        }
+        assert_eq!(outputs[0], outputs[1]);
+        let (csv, json, report, svg) = &outputs[0];
+        assert!(csv.starts_with("point,key,n,mean,ci95,std,min,median,max\n"));
+        assert_eq!(
+            csv.lines().count(),
+            1 + 4 * 2,
+            "4 points × 2 numeric keys:\n{csv}"
+        );
+        assert!(csv.contains("\"cc=bbr,rate=20\",/goodput_mbps,3,"), "{csv}");
+        let j: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(j["base_seed"], 100);
+        assert_eq!(j["points"].as_array().map(Vec::len), Some(4));
+        assert!(
+            report.starts_with(
+                "# Toy sweep\n\n## What was run\n\n- `cc` ∈ {cubic, bbr}\n- `rate` ∈ {10, 20}\n"
+            ),
+            "{report}"
+        );
+        assert!(
+            report.contains("4 grid point(s) × 3 seed(s) (seeds 100 to 102) = 12 runs."),
+            "{report}"
+        );
+        assert!(
+            report.contains("![/goodput_mbps per grid point](plots/goodput_mbps.svg)"),
+            "{report}"
+        );
+        assert!(report.contains("| cc=bbr,rate=20 "), "{report}");
+        assert!(svg.contains("cc=cubic,rate=10") && svg.contains("mean ± 95 % CI"));
+    }
+
+    #[test]
+    fn a_failing_run_is_an_error_naming_point_and_seed() {
+        let out = dir("fail");
+        let args = SweepArgs {
+            quiet: true,
+            ..SweepArgs::default()
+        };
+        let e = run_sweep_to_dir("Failing", &doc(BASE), &args, &out, |d, seed| {
+            if d["cc"].as_str() == Some("bbr") && seed == 101 {
+                anyhow::bail!("engine exploded")
+            }
+            toy(d, seed)
+        })
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "run of sweep point `cc=bbr` with seed 101 failed (1 of 6 runs failed): engine exploded"
+        );
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
