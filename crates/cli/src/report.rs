@@ -41,6 +41,9 @@ pub enum Cell {
         /// Digits after the point (both numbers).
         decimals: usize,
     },
+    /// A number already formatted (e.g. to significant digits),
+    /// right-aligned like the other numbers.
+    NumText(String),
     /// No value: [`MISSING`].
     Missing,
 }
@@ -66,13 +69,16 @@ impl Cell {
     }
 
     fn is_numeric(&self) -> bool {
-        matches!(self, Cell::Num { .. } | Cell::MeanCi { .. })
+        matches!(
+            self,
+            Cell::Num { .. } | Cell::MeanCi { .. } | Cell::NumText(_)
+        )
     }
 
     /// The cell's text (`|` escaped; non-finite numbers as `NaN`/`inf`).
     pub fn render(&self) -> String {
         match self {
-            Cell::Text(t) => t.replace('|', "\\|").replace('\n', " "),
+            Cell::Text(t) | Cell::NumText(t) => t.replace('|', "\\|").replace('\n', " "),
             Cell::Num { value, decimals } => fixed(*value, *decimals),
             Cell::MeanCi {
                 mean,

@@ -5,6 +5,9 @@
 //! * `sweep.csv`: the tidy per-point statistics
 //!   (`point,key,n,mean,ci95,std,min,median,max`);
 //! * `sweep.json`: the same as JSON, with the base seed and seed count;
+//! * `runs.jsonl`: every run's own summary, one JSON line per run in
+//!   (point, seed) order (`{"point": label, "seed": n, "summary": {…}}`),
+//!   for plots that need the raw values (CDFs, box plots);
 //! * `report.md`: what was run (grid, seeds), then for the first
 //!   [`REPORT_KEYS`] keys a table (mean ± 95 % CI, median, min, max per
 //!   point) and a bar chart with error bars in `plots/`.
@@ -21,7 +24,7 @@ use crate::report::{Cell, Report, Table};
 use anyhow::Context;
 use clap::Args;
 use peregrine_sim::experiment::{
-    self, aggregate::format_number, spec::value_label, Aggregate, SweepOutcome, SweepSpec,
+    self, aggregate::format_significant, spec::value_label, Aggregate, SweepOutcome, SweepSpec,
 };
 use std::path::{Path, PathBuf};
 
@@ -64,6 +67,8 @@ pub struct SweepFiles {
     pub csv: PathBuf,
     /// `out/sweep.json`.
     pub json: PathBuf,
+    /// `out/runs.jsonl`.
+    pub runs: PathBuf,
     /// `out/report.md`.
     pub report: PathBuf,
     /// Every run's summary.
@@ -100,14 +105,38 @@ where
     };
     let csv = write("sweep.csv", &aggregate.to_csv())?;
     let json = write("sweep.json", &aggregate.to_json_string())?;
+    let runs = write("runs.jsonl", &runs_jsonl(&outcome))?;
     let report = write_report(title, &spec, &aggregate, out_dir)?;
     Ok(SweepFiles {
         csv,
         json,
+        runs,
         report,
         outcome,
         aggregate,
     })
+}
+
+/// One JSON line per run, in (point, seed) order.
+fn runs_jsonl(outcome: &SweepOutcome) -> String {
+    let mut text = String::new();
+    for (point, runs) in outcome.points.iter().zip(&outcome.runs) {
+        for (i, summary) in runs.iter().enumerate() {
+            let line = serde_json::json!({
+                "point": point.label,
+                "seed": outcome.seed(i),
+                "summary": summary,
+            });
+            text.push_str(&line.to_string());
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// Whether point labels are short and few enough to label chart bars.
+fn labels_fit(agg: &Aggregate) -> bool {
+    agg.points.len() <= 6 && agg.points.iter().all(|p| p.label.chars().count() <= 18)
 }
 
 /// A file-name-safe version of a JSON pointer: `/flows/0/x` → `flows_0_x`.
@@ -165,27 +194,37 @@ fn write_report(
     if agg.keys.is_empty() {
         r.paragraph("The runs reported no numeric results.");
     }
+    // Long or many labels would overlap under the bars: number the
+    // points instead (the tables give the number of each).
+    let numbered = !labels_fit(agg);
+    // Four significant digits read well; the CSV has nine.
+    let sig = |x: f64| format_significant(x, 4);
     let plots = out_dir.join("plots");
     for key in agg.keys.iter().take(REPORT_KEYS) {
         r.heading(2, &format!("`{key}`"));
-        let mut t = Table::new(["point", "n", "mean ± 95 % CI", "median", "min", "max"]);
+        let mut t = Table::new(["#", "point", "n", "mean ± 95 % CI", "median", "min", "max"]);
         let mut means = Vec::new();
         let mut cis = Vec::new();
         let mut cats = Vec::new();
-        for p in &agg.points {
+        for (i, p) in agg.points.iter().enumerate() {
             let Some(s) = p.get(key) else { continue };
             t.row([
+                Cell::num((i + 1) as f64, 0),
                 Cell::Text(p.label.clone()),
                 Cell::num(s.n as f64, 0),
-                Cell::Text(match s.ci95 {
-                    Some(ci) => format!("{} ± {}", format_number(s.mean), format_number(ci)),
-                    None => format_number(s.mean),
+                Cell::NumText(match s.ci95 {
+                    Some(ci) => format!("{} ± {}", sig(s.mean), sig(ci)),
+                    None => sig(s.mean),
                 }),
-                Cell::Text(format_number(s.median)),
-                Cell::Text(format_number(s.min)),
-                Cell::Text(format_number(s.max)),
+                Cell::NumText(sig(s.median)),
+                Cell::NumText(sig(s.min)),
+                Cell::NumText(sig(s.max)),
             ]);
-            cats.push(p.label.clone());
+            cats.push(if numbered {
+                (i + 1).to_string()
+            } else {
+                p.label.clone()
+            });
             means.push(s.mean);
             cis.push(s.ci95);
         }
@@ -193,11 +232,12 @@ fn write_report(
         std::fs::create_dir_all(&plots)
             .with_context(|| format!("cannot create {}", plots.display()))?;
         let file = plots.join(format!("{}.svg", slug(key)));
-        let text = ChartText::new(
-            key.as_str(),
-            "grid point",
-            format!("{key} (mean ± 95 % CI)"),
-        );
+        let x_label = if numbered {
+            "grid point (#, see the table)"
+        } else {
+            "grid point"
+        };
+        let text = ChartText::new(key.as_str(), x_label, format!("{key} (mean ± 95 % CI)"));
         charts::bar_chart(&file, &text, &cats, &[BarSeries::new("mean", means, cis)])?;
         r.image(&format!("{key} per grid point"), &file);
     }
@@ -300,16 +340,25 @@ mod tests {
             assert_eq!(files.outcome.runs.len(), 4);
             let read = |p: &Path| std::fs::read_to_string(p).unwrap();
             let plot = out.join("plots/goodput_mbps.svg");
+            let runs = read(&files.runs);
+            assert_eq!(runs.lines().count(), 12);
+            let first: serde_json::Value =
+                serde_json::from_str(runs.lines().next().unwrap()).unwrap();
+            assert_eq!(
+                (first["point"].as_str(), first["seed"].as_u64()),
+                (Some("cc=cubic,rate=10"), Some(100))
+            );
             outputs.push((
                 read(&files.csv),
                 read(&files.json),
                 read(&files.report),
                 read(&plot),
+                runs,
             ));
             let _ = std::fs::remove_dir_all(&out);
         }
         assert_eq!(outputs[0], outputs[1]);
-        let (csv, json, report, svg) = &outputs[0];
+        let (csv, json, report, svg, _) = &outputs[0];
         assert!(csv.starts_with("point,key,n,mean,ci95,std,min,median,max\n"));
         assert_eq!(
             csv.lines().count(),
@@ -334,7 +383,10 @@ mod tests {
             report.contains("![/goodput_mbps per grid point](plots/goodput_mbps.svg)"),
             "{report}"
         );
-        assert!(report.contains("| cc=bbr,rate=20 "), "{report}");
+        assert!(
+            report.contains("4 | cc=bbr,rate=20 ") && report.contains("18.34 ± 0.7618"),
+            "{report}"
+        );
         assert!(svg.contains("cc=cubic,rate=10") && svg.contains("mean ± 95 % CI"));
     }
 

@@ -135,6 +135,14 @@ fn numeric_leaves(v: &serde_json::Value, path: &mut String, out: &mut Vec<(Strin
 /// outside 1e-4 ..< 1e15 (`1.5e-7`); `0` for ±0; `NaN`/`inf`/`-inf` for
 /// non-finite values.
 pub fn format_number(x: f64) -> String {
+    format_significant(x, 9)
+}
+
+/// Format `x` with `digits` (1 ..= 17) significant digits, as
+/// [`format_number`] does with 9 (the integer part of a large number is
+/// always printed whole).
+pub fn format_significant(x: f64, digits: u32) -> String {
+    let digits = digits.clamp(1, 17) as i32;
     if x == 0.0 {
         return "0".into();
     }
@@ -143,7 +151,8 @@ pub fn format_number(x: f64) -> String {
     }
     let mag = x.abs();
     if !(1e-4..1e15).contains(&mag) {
-        let s = format!("{x:.8e}");
+        let p = (digits - 1) as usize;
+        let s = format!("{x:.p$e}");
         // Trim the mantissa's trailing zeros: 1.50000000e-7 -> 1.5e-7.
         return match s.split_once('e') {
             Some((m, e)) => format!("{}e{e}", trim_zeros(m)),
@@ -151,7 +160,7 @@ pub fn format_number(x: f64) -> String {
         };
     }
     let digits_before = mag.log10().floor() as i32 + 1;
-    let decimals = (9 - digits_before).clamp(0, 12) as usize;
+    let decimals = (digits - digits_before).clamp(0, 20) as usize;
     trim_zeros(&format!("{x:.decimals$}")).to_string()
 }
 
@@ -420,6 +429,10 @@ mod tests {
         assert_eq!(format_number(2.5e17), "2.5e17");
         assert_eq!(format_number(-42.0), "-42");
         assert_eq!(format_number(f64::NAN), "NaN");
+        assert_eq!(format_significant(2.0 / 3.0, 4), "0.6667");
+        assert_eq!(format_significant(123_456.7, 4), "123457");
+        assert_eq!(format_significant(0.000_123_45, 3), "0.000123");
+        assert_eq!(format_significant(1.234_5e-7, 2), "1.2e-7");
         assert_eq!(csv_field("a\"b"), "\"a\"\"b\"");
     }
 }
