@@ -13,18 +13,23 @@
 //!   of completion, so the thread count never changes a result;
 //! * [`stats`]: mean, standard deviation, median and the 95 % Student-t
 //!   confidence interval;
-//! * [`aggregate`]: every numeric leaf of the run summaries, per grid
+//! * [`compare`]: one point's per-seed values of a key (for box plots
+//!   and CDFs) and paired per-seed comparisons of two points (gains over
+//!   a baseline) with their confidence interval;
+//! * [`aggregate`](mod@aggregate): every numeric leaf of the run summaries, per grid
 //!   point, as a tidy CSV and a JSON document with byte-deterministic
 //!   number formatting.
 //!
 //! Nothing here prints: progress goes through a callback.
 
 pub mod aggregate;
+pub mod compare;
 pub mod runner;
 pub mod spec;
 pub mod stats;
 
 pub use aggregate::{aggregate, Aggregate, KeyStats, PointStats};
+pub use compare::{paired, values, CompareError};
 pub use runner::{run_sweep, SweepError, SweepOutcome, DEFAULT_BASE_SEED, SEED_KEY};
 pub use spec::{SpecError, SweepPoint, SweepSpec};
 pub use stats::{t_975, Summary};

@@ -23,7 +23,7 @@
 //! ## On the command line
 //!
 //! `--sweep key=v1,v2,…` (repeatable) and `--seeds N`. Each value is read
-//! with [`parse_value`](crate::scenario::overrides::parse_value) (`5` is
+//! with [`parse_value`] (`5` is
 //! an integer, `bbr` a string); commas inside brackets, braces or quotes
 //! do not split (`--sweep sizes=[1,2],[4,8]` has two values).
 //! [`SweepSpec::merge`] lays the command line over the document: a key
