@@ -79,9 +79,12 @@ pub struct SweepFiles {
 
 /// Run the sweep of `base` (its `[sweep]` table with `args` laid over it)
 /// through `run`, with a progress bar, and write `sweep.csv`,
-/// `sweep.json`, `report.md` and `plots/` into `out_dir`.
+/// `sweep.json`, `runs.jsonl`, `report.md` and `plots/` into `out_dir`.
+/// `description` (Markdown: the scenario, the command line) opens the
+/// report's "What was run" section; it may be empty.
 pub fn run_sweep_to_dir<F>(
     title: &str,
+    description: &str,
     base: &toml::Value,
     args: &SweepArgs,
     out_dir: &Path,
@@ -106,7 +109,7 @@ where
     let csv = write("sweep.csv", &aggregate.to_csv())?;
     let json = write("sweep.json", &aggregate.to_json_string())?;
     let runs = write("runs.jsonl", &runs_jsonl(&outcome))?;
-    let report = write_report(title, &spec, &aggregate, out_dir)?;
+    let report = write_report(title, description, &spec, &aggregate, out_dir)?;
     Ok(SweepFiles {
         csv,
         json,
@@ -161,12 +164,16 @@ fn slug(key: &str) -> String {
 
 fn write_report(
     title: &str,
+    description: &str,
     spec: &SweepSpec,
     agg: &Aggregate,
     out_dir: &Path,
 ) -> anyhow::Result<PathBuf> {
     let mut r = Report::new(title, out_dir);
     r.heading(2, "What was run");
+    if !description.trim().is_empty() {
+        r.paragraph(description);
+    }
     let mut grid: Vec<String> = spec
         .grid
         .iter()
@@ -336,7 +343,15 @@ mod tests {
                 quiet: true,
                 ..SweepArgs::default()
             };
-            let files = run_sweep_to_dir("Toy sweep", &base, &args, &out, toy).unwrap();
+            let files = run_sweep_to_dir(
+                "Toy sweep",
+                "`peregrine sim toy.toml --sweep rate=10,20`",
+                &base,
+                &args,
+                &out,
+                toy,
+            )
+            .unwrap();
             assert_eq!(files.outcome.runs.len(), 4);
             let read = |p: &Path| std::fs::read_to_string(p).unwrap();
             let plot = out.join("plots/goodput_mbps.svg");
@@ -371,7 +386,7 @@ mod tests {
         assert_eq!(j["points"].as_array().map(Vec::len), Some(4));
         assert!(
             report.starts_with(
-                "# Toy sweep\n\n## What was run\n\n- `cc` ∈ {cubic, bbr}\n- `rate` ∈ {10, 20}\n"
+                "# Toy sweep\n\n## What was run\n\n`peregrine sim toy.toml --sweep rate=10,20`\n\n- `cc` ∈ {cubic, bbr}\n- `rate` ∈ {10, 20}\n"
             ),
             "{report}"
         );
@@ -397,7 +412,7 @@ mod tests {
             quiet: true,
             ..SweepArgs::default()
         };
-        let e = run_sweep_to_dir("Failing", &doc(BASE), &args, &out, |d, seed| {
+        let e = run_sweep_to_dir("Failing", "", &doc(BASE), &args, &out, |d, seed| {
             if d["cc"].as_str() == Some("bbr") && seed == 101 {
                 anyhow::bail!("engine exploded")
             }
