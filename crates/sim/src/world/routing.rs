@@ -457,15 +457,13 @@ mod tests {
             n in 1usize..9,
             bits in prop::collection::vec(any::<bool>(), 36),
         ) {
-            let mut adj = vec![vec![false; n]; n];
-            let mut k = 0;
-            for a in 0..n {
-                for b in a + 1..n {
-                    adj[a][b] = bits[k];
-                    adj[b][a] = bits[k];
-                    k += 1;
-                }
-            }
+            // Pair (a, b), a < b, is bit a·n − a(a+1)/2 + (b − a − 1).
+            let edge = |a: usize, b: usize| {
+                let (a, b) = (a.min(b), a.max(b));
+                a != b && bits[a * n - a * (a + 1) / 2 + (b - a - 1)]
+            };
+            let adj: Vec<Vec<bool>> =
+                (0..n).map(|a| (0..n).map(|b| edge(a, b)).collect()).collect();
             let mut r = routing(n);
             r.recompute(Time::ZERO, |a, b| adj[a][b]);
             for s in 0..n {

@@ -103,7 +103,7 @@ impl<S: LegSource> Walker<S> {
         while t >= self.leg.t1 {
             let mut next = self.source.next_leg(&self.leg);
             let min_end = (next.t0 + MIN_LEG_S).max(next.t0.next_up());
-            if !(next.t1 >= min_end) {
+            if next.t1.is_nan() || next.t1 < min_end {
                 next.t1 = min_end;
             }
             self.leg = next;

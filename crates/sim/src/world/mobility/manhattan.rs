@@ -63,10 +63,11 @@ const HEADINGS: [(i64, i64); 4] = [(1, 0), (0, 1), (-1, 0), (0, -1)];
 /// What a vehicle did at an intersection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Turn {
+    // `Back` is a U-turn.
     Straight = 0,
     Left = 1,
     Right = 2,
-    UTurn = 3,
+    Back = 3,
 }
 
 impl ManhattanConfig {
@@ -237,7 +238,7 @@ impl ManhattanSource {
             .collect();
         if feasible.is_empty() {
             // A dead end (only on a degenerate grid): turn around.
-            return ((self.heading + 2) % 4, Turn::UTurn);
+            return ((self.heading + 2) % 4, Turn::Back);
         }
         let total: f64 = feasible.iter().map(|o| o.2).sum();
         let pick = if total > 0.0 {
