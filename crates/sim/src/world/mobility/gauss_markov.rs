@@ -218,6 +218,7 @@ impl GaussMarkov {
         seed: u64,
     ) -> Result<GaussMarkov, MobilityError> {
         MobilityConfig::GaussMarkov(cfg.clone()).validate()?;
+        super::check_bounds(bounds)?;
         cfg.build(
             bounds,
             crate::rng::component_rng(seed, &format!("mobility/{node}")),

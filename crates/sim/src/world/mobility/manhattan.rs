@@ -302,6 +302,7 @@ impl Manhattan {
         seed: u64,
     ) -> Result<Manhattan, MobilityError> {
         MobilityConfig::Manhattan(cfg.clone()).validate()?;
+        super::check_bounds(bounds)?;
         cfg.build(
             bounds,
             crate::rng::component_rng(seed, &format!("mobility/{node}")),

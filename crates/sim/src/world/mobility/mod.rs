@@ -205,7 +205,7 @@ pub(crate) fn non_negative(x: f64) -> bool {
 
 /// The box must be finite and not inverted (a zero extent on an axis is
 /// allowed: that axis is then fixed).
-fn check_bounds(b: Bounds) -> Result<(), MobilityError> {
+pub(crate) fn check_bounds(b: Bounds) -> Result<(), MobilityError> {
     let finite = [b.min.x, b.min.y, b.min.z, b.max.x, b.max.y, b.max.z]
         .iter()
         .all(|v| v.is_finite());
