@@ -27,6 +27,7 @@ pub enum Boundary {
 #[serde(default, deny_unknown_fields)]
 pub struct ConstantVelocityConfig {
     /// Initial position `[x, y, z]`, metres; default: uniform in the box.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub initial_position_m: Option<[f64; 3]>,
     /// Velocity `[vx, vy, vz]`, m/s; default `[10, 0, 0]`.
     pub velocity_mps: [f64; 3],

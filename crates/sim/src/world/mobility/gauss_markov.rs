@@ -43,6 +43,7 @@ use std::f64::consts::{PI, TAU};
 #[serde(default, deny_unknown_fields)]
 pub struct GaussMarkovConfig {
     /// Initial position `[x, y, z]`, metres; default: uniform in the box.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub initial_position_m: Option<[f64; 3]>,
     /// Memory α in `[0, 1]`: 1 keeps the velocity forever, 0 is memoryless;
     /// default 0.85 (ns-3's default).
@@ -57,6 +58,7 @@ pub struct GaussMarkovConfig {
     pub speed_std_mps: f64,
     /// Mean direction d̄ (azimuth from +x towards +y), degrees; default:
     /// drawn uniformly in `[0, 360)` per node.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mean_direction_deg: Option<f64>,
     /// Standard deviation σ_d of the direction, degrees; default 30.
     pub direction_std_deg: f64,

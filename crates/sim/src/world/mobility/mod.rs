@@ -21,6 +21,22 @@
 //! random direction, Manhattan) are walked leg by leg ([`leg`]); Gauss-Markov
 //! follows seed 001 Eqs. 1–5 with a fixed update step and linear
 //! interpolation between steps.
+//!
+//! ```
+//! use peregrine_sim::world::geom::Bounds;
+//! use peregrine_sim::world::mobility::MobilityConfig;
+//! use peregrine_sim::Time;
+//!
+//! // As a scenario file would give it (any serde format; TOML in practice).
+//! let cfg: MobilityConfig =
+//!     serde_json::from_str(r#"{"model": "gauss_markov", "mean_speed_mps": 20.0}"#)?;
+//! let area = Bounds::from_size(300.0, 300.0, 100.0);
+//! let mut uav = cfg.build(3, area, 42)?;
+//! let p = uav.position(Time::from_millis(1_500));
+//! assert!(area.contains(p));
+//! assert!(uav.velocity(Time::from_millis(1_500)).norm() > 0.0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod constant_velocity;
 mod gauss_markov;

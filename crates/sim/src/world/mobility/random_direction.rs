@@ -20,6 +20,7 @@ use std::f64::consts::TAU;
 #[serde(default, deny_unknown_fields)]
 pub struct RandomDirectionConfig {
     /// Initial position `[x, y, z]`, metres; default: uniform in the box.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub initial_position_m: Option<[f64; 3]>,
     /// 2 (horizontal directions, constant altitude) or 3; default 3.
     pub dimensions: u8,

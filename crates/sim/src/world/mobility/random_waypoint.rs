@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 #[serde(default, deny_unknown_fields)]
 pub struct RandomWaypointConfig {
     /// Initial position `[x, y, z]`, metres; default: uniform in the box.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub initial_position_m: Option<[f64; 3]>,
     /// 2 (waypoints at the initial altitude) or 3; default 3.
     pub dimensions: u8,

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 #[serde(default, deny_unknown_fields)]
 pub struct StaticConfig {
     /// Position `[x, y, z]`, metres; default: drawn uniformly in the box.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub position_m: Option<[f64; 3]>,
 }
 

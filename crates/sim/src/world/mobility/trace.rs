@@ -32,6 +32,7 @@ pub struct TraceConfig {
     /// made them relative to the scenario file. Required.
     pub path: String,
     /// The trace's node id to replay; default: the simulated node's index.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub node_id: Option<u64>,
 }
 
@@ -323,5 +324,35 @@ time_s,node,x,y,z
             .expect("trace builds");
         assert_eq!(m.position(t(2.5)), Vec3::new(25.0, 0.0, 10.0));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn replay_stays_within_the_samples_and_finite(
+            rows in proptest::collection::vec(
+                (0.0f64..5.0, proptest::array::uniform3(-100.0f64..100.0)), 1..20),
+            probes in proptest::collection::vec(0.0f64..10.0, 1..50),
+        ) {
+            let mut t = 0.0;
+            let mut text = String::from("time_s,node,x,y,z\n");
+            for (dt, p) in &rows {
+                t += dt;
+                text.push_str(&format!("{t},3,{},{},{}\n", p[0], p[1], p[2]));
+            }
+            let lo = |k: usize| rows.iter().map(|r| r.1[k]).fold(f64::INFINITY, f64::min);
+            let hi = |k: usize| rows.iter().map(|r| r.1[k]).fold(f64::NEG_INFINITY, f64::max);
+            let mut m = PositionTrace::parse(&text).expect("generated trace is valid")
+                .node(3).expect("node 3 present");
+            let mut now = 0.0;
+            for dt in probes {
+                now += dt;
+                let p = m.position(Time::from_secs_f64(now));
+                let v = m.velocity(Time::from_secs_f64(now));
+                for (k, c) in [p.x, p.y, p.z].into_iter().enumerate() {
+                    proptest::prop_assert!(c >= lo(k) - 1e-9 && c <= hi(k) + 1e-9);
+                }
+                proptest::prop_assert!(v.x.is_finite() && v.y.is_finite() && v.z.is_finite());
+            }
+        }
     }
 }
