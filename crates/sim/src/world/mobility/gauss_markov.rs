@@ -26,7 +26,9 @@
 //! the current direction, so that averaging 179° with −179° gives 180°, not
 //! 0°.
 
-use super::{check, initial_position, non_negative, reflect, secs, uniform, MobilityError};
+use super::{
+    check, initial_position, non_negative, reflect, secs, uniform, MobilityError, MAX_SPEED_MPS,
+};
 use super::{Mobility, MobilityConfig};
 use crate::rng::SimRng;
 use crate::world::geom::{Bounds, Vec3};
@@ -48,7 +50,7 @@ pub struct GaussMarkovConfig {
     /// Memory α in `[0, 1]`: 1 keeps the velocity forever, 0 is memoryless;
     /// default 0.85 (ns-3's default).
     pub alpha: f64,
-    /// Mean speed s̄, m/s, `>= 0`; default 20 (seed 001).
+    /// Mean speed s̄, m/s, in `[0, 1000]`; default 20 (seed 001).
     pub mean_speed_mps: f64,
     /// Each node's s̄ is drawn uniformly in `mean_speed_mps ± this`, m/s
     /// (seed 001: "mean velocity … randomly defined between two
@@ -67,7 +69,7 @@ pub struct GaussMarkovConfig {
     pub mean_pitch_deg: f64,
     /// Standard deviation σ_p of the pitch, degrees; default 10.
     pub pitch_std_deg: f64,
-    /// Time between updates, seconds, `> 0`; default 0.1 (seed 001).
+    /// Time between updates, seconds, `>= 0.001`; default 0.1 (seed 001).
     pub update_interval_s: f64,
 }
 
@@ -97,10 +99,10 @@ impl GaussMarkovConfig {
             "0 <= alpha <= 1",
         )?;
         check(
-            non_negative(self.mean_speed_mps),
+            non_negative(self.mean_speed_mps) && self.mean_speed_mps <= MAX_SPEED_MPS,
             "gauss_markov.mean_speed_mps",
             self.mean_speed_mps,
-            "a finite speed >= 0 m/s",
+            "0 <= speed <= 1000 m/s",
         )?;
         check(
             non_negative(self.mean_speed_spread_mps)
@@ -142,10 +144,10 @@ impl GaussMarkovConfig {
             "a finite value >= 0 degrees",
         )?;
         check(
-            self.update_interval_s.is_finite() && self.update_interval_s > 0.0,
+            self.update_interval_s.is_finite() && self.update_interval_s >= 1e-3,
             "gauss_markov.update_interval_s",
             self.update_interval_s,
-            "a finite interval > 0 s",
+            "a finite interval >= 0.001 s",
         )
     }
 

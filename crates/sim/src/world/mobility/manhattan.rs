@@ -13,7 +13,7 @@
 //! model is 2-D: `z` is the vehicle's antenna height.
 
 use super::leg::{Leg, LegSource, Walker};
-use super::{check, uniform, Mobility, MobilityConfig, MobilityError};
+use super::{check, uniform, Mobility, MobilityConfig, MobilityError, MAX_SPEED_MPS};
 use crate::rng::SimRng;
 use crate::world::geom::{Bounds, Vec3};
 use peregrine_cc::Time;
@@ -24,12 +24,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ManhattanConfig {
-    /// Distance between parallel streets, metres, `> 0`; default 25 (a
+    /// Distance between parallel streets, metres, `>= 1`; default 25 (a
     /// 5 × 5 street grid in seed 004's 100 m × 100 m area).
     pub block_size_m: f64,
     /// Lowest vehicle speed, m/s, `> 0`; default 5 (seed 004).
     pub speed_min_mps: f64,
-    /// Highest vehicle speed, m/s, `>= speed_min_mps`; default 30 (seed 004).
+    /// Highest vehicle speed, m/s, `>= speed_min_mps`, `<= 1000`; default 30 (seed 004).
     pub speed_max_mps: f64,
     /// Probability of going straight at an intersection; default 0.5.
     pub turn_straight_prob: f64,
@@ -73,10 +73,10 @@ enum Turn {
 impl ManhattanConfig {
     pub(crate) fn validate(&self) -> Result<(), MobilityError> {
         check(
-            self.block_size_m.is_finite() && self.block_size_m > 0.0,
+            self.block_size_m.is_finite() && self.block_size_m >= 1.0,
             "manhattan.block_size_m",
             self.block_size_m,
-            "a finite length > 0 m",
+            "a finite length >= 1 m",
         )?;
         check(
             self.speed_min_mps.is_finite() && self.speed_min_mps > 0.0,
@@ -85,10 +85,10 @@ impl ManhattanConfig {
             "a finite speed > 0 m/s",
         )?;
         check(
-            self.speed_max_mps.is_finite() && self.speed_max_mps >= self.speed_min_mps,
+            self.speed_max_mps <= MAX_SPEED_MPS && self.speed_max_mps >= self.speed_min_mps,
             "manhattan.speed_max_mps",
             self.speed_max_mps,
-            "a finite speed >= speed_min_mps",
+            "speed_min_mps <= speed_max_mps <= 1000 m/s",
         )?;
         for (p, field) in [
             (self.turn_straight_prob, "manhattan.turn_straight_prob"),

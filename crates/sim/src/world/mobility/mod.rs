@@ -196,6 +196,11 @@ impl MobilityConfig {
     }
 }
 
+/// The highest speed a model accepts, m/s: far above any vehicle or UAV,
+/// low enough that legs cannot shrink to nothing and stall a simulation
+/// on a mistyped scenario.
+pub const MAX_SPEED_MPS: f64 = 1000.0;
+
 /// `Err(Field)` unless `ok`.
 pub(crate) fn check(
     ok: bool,

@@ -9,7 +9,7 @@
 //! half-space (or quarter, at an edge).
 
 use super::leg::{Leg, LegSource, Walker};
-use super::{check, initial_position, non_negative, uniform, MobilityError};
+use super::{check, initial_position, non_negative, uniform, MobilityError, MAX_SPEED_MPS};
 use crate::rng::SimRng;
 use crate::world::geom::{Bounds, Vec3};
 use serde::{Deserialize, Serialize};
@@ -26,7 +26,7 @@ pub struct RandomDirectionConfig {
     pub dimensions: u8,
     /// Lowest speed, m/s, `> 0`; default 1.
     pub speed_min_mps: f64,
-    /// Highest speed, m/s, `>= speed_min_mps`; default 20.
+    /// Highest speed, m/s, `>= speed_min_mps`, `<= 1000`; default 20.
     pub speed_max_mps: f64,
     /// Pause at the wall before turning, seconds; default 1.
     pub pause_s: f64,
@@ -59,10 +59,10 @@ impl RandomDirectionConfig {
             "a finite speed > 0 m/s",
         )?;
         check(
-            self.speed_max_mps.is_finite() && self.speed_max_mps >= self.speed_min_mps,
+            self.speed_max_mps <= MAX_SPEED_MPS && self.speed_max_mps >= self.speed_min_mps,
             "random_direction.speed_max_mps",
             self.speed_max_mps,
-            "a finite speed >= speed_min_mps",
+            "speed_min_mps <= speed_max_mps <= 1000 m/s",
         )?;
         check(
             non_negative(self.pause_s),

@@ -7,7 +7,9 @@
 //! over time (Yoon, Liu & Noble, INFOCOM 2003).
 
 use super::leg::{Leg, LegSource, Walker};
-use super::{check, initial_position, non_negative, uniform, uniform_in, MobilityError};
+use super::{
+    check, initial_position, non_negative, uniform, uniform_in, MobilityError, MAX_SPEED_MPS,
+};
 use crate::rng::SimRng;
 use crate::world::geom::Bounds;
 use serde::{Deserialize, Serialize};
@@ -23,7 +25,7 @@ pub struct RandomWaypointConfig {
     pub dimensions: u8,
     /// Lowest travel speed, m/s, `> 0`; default 1.
     pub speed_min_mps: f64,
-    /// Highest travel speed, m/s, `>= speed_min_mps`; default 20.
+    /// Highest travel speed, m/s, `>= speed_min_mps`, `<= 1000`; default 20.
     pub speed_max_mps: f64,
     /// Pause at each waypoint (and at the start), seconds; default 1.
     pub pause_s: f64,
@@ -56,10 +58,10 @@ impl RandomWaypointConfig {
             "a finite speed > 0 m/s",
         )?;
         check(
-            self.speed_max_mps.is_finite() && self.speed_max_mps >= self.speed_min_mps,
+            self.speed_max_mps <= MAX_SPEED_MPS && self.speed_max_mps >= self.speed_min_mps,
             "random_waypoint.speed_max_mps",
             self.speed_max_mps,
-            "a finite speed >= speed_min_mps",
+            "speed_min_mps <= speed_max_mps <= 1000 m/s",
         )?;
         check(
             non_negative(self.pause_s),
@@ -80,7 +82,16 @@ impl RandomWaypointConfig {
             b,
             &mut rng,
         )?;
-        let first = Leg::pause(0.0, start, self.pause_s);
+        // In a box with no room to move (a point, or a vertical segment in
+        // 2-D) every leg would be empty: stand still for ever instead.
+        let no_room = b.max.x == b.min.x
+            && b.max.y == b.min.y
+            && (self.dimensions == 2 || b.max.z == b.min.z);
+        let first = Leg::pause(
+            0.0,
+            start,
+            if no_room { f64::INFINITY } else { self.pause_s },
+        );
         Ok(Walker::new(
             RandomWaypoint {
                 cfg: self.clone(),

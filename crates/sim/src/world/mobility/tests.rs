@@ -102,6 +102,62 @@ fn reflect_and_wrap_fold_into_the_interval() {
     assert_eq!(wrap(-1.0, 0.0, 10.0), 9.0);
 }
 
+#[test]
+fn every_model_is_deterministic_per_seed_and_node() {
+    let b = Bounds::from_size(150.0, 150.0, 40.0);
+    let models = [
+        MobilityConfig::Static(StaticConfig::default()),
+        MobilityConfig::ConstantVelocity(ConstantVelocityConfig::default()),
+        MobilityConfig::RandomWaypoint(RandomWaypointConfig::default()),
+        MobilityConfig::GaussMarkov(GaussMarkovConfig::default()),
+        MobilityConfig::RandomDirection(RandomDirectionConfig::default()),
+        MobilityConfig::Manhattan(ManhattanConfig::default()),
+    ];
+    for cfg in models {
+        let path = |node: usize, seed: u64| -> Vec<Vec3> {
+            let mut m = cfg.build(node, b, seed).expect("valid");
+            (0..400)
+                .map(|i| m.position(Time::from_millis(250 * i)))
+                .collect()
+        };
+        assert_eq!(path(1, 77), path(1, 77), "{cfg:?}");
+        assert_ne!(path(1, 77), path(2, 77), "{cfg:?}: other node, same path");
+        assert_ne!(path(1, 77), path(1, 78), "{cfg:?}: other seed, same path");
+    }
+}
+
+#[test]
+fn a_point_box_holds_random_waypoint_still() {
+    let p = Bounds::from_size(0.0, 0.0, 0.0);
+    let cfg = MobilityConfig::RandomWaypoint(RandomWaypointConfig {
+        pause_s: 0.0,
+        ..Default::default()
+    });
+    let mut m = cfg.build(0, p, 1).expect("valid");
+    // Returns at once (no stream of empty legs) and stays on the point.
+    assert_eq!(m.position(Time::from_secs_f64(1e6)), Vec3::ZERO);
+    assert_eq!(m.velocity(Time::from_secs_f64(1e6)), Vec3::ZERO);
+}
+
+#[test]
+fn absurd_speeds_and_steps_are_refused() {
+    let too_fast = MobilityConfig::RandomWaypoint(RandomWaypointConfig {
+        speed_max_mps: 1e9,
+        ..Default::default()
+    });
+    assert!(too_fast.validate().is_err());
+    let tiny_step = MobilityConfig::GaussMarkov(GaussMarkovConfig {
+        update_interval_s: 1e-9,
+        ..Default::default()
+    });
+    assert!(tiny_step.validate().is_err());
+    let tiny_block = MobilityConfig::Manhattan(ManhattanConfig {
+        block_size_m: 0.01,
+        ..Default::default()
+    });
+    assert!(tiny_block.validate().is_err());
+}
+
 /// A valid random config of one of the box-bound models.
 fn any_config() -> impl Strategy<Value = MobilityConfig> {
     let speed = (0.1f64..40.0, 0.0f64..20.0);
