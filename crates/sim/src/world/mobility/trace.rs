@@ -47,12 +47,7 @@ impl TraceConfig {
     }
 
     pub(crate) fn build(&self, node: usize) -> Result<TraceMobility, MobilityError> {
-        let text = std::fs::read_to_string(&self.path).map_err(|e| MobilityError::TraceIo {
-            path: self.path.clone(),
-            message: e.to_string(),
-        })?;
-        let trace = PositionTrace::parse_named(&text, &self.path)?;
-        trace.node(self.node_id.unwrap_or(node as u64))
+        PositionTrace::load(&self.path)?.node(self.node_id.unwrap_or(node as u64))
     }
 }
 
@@ -64,6 +59,16 @@ pub struct PositionTrace {
 }
 
 impl PositionTrace {
+    /// Read and parse a trace file (an engine building many nodes from one
+    /// file can load it once and call [`PositionTrace::node`] per node).
+    pub fn load(path: &str) -> Result<PositionTrace, MobilityError> {
+        let text = std::fs::read_to_string(path).map_err(|e| MobilityError::TraceIo {
+            path: path.to_string(),
+            message: e.to_string(),
+        })?;
+        Self::parse_named(&text, path)
+    }
+
     /// Parse CSV text; errors name the line and column (file name
     /// `<inline>`).
     pub fn parse(text: &str) -> Result<PositionTrace, MobilityError> {
