@@ -3,3 +3,5 @@
 //! them; everything here is a pure value driven in virtual time.
 
 pub mod geom;
+pub mod mobility;
+pub mod routing;
