@@ -2,4 +2,5 @@
 //! queues and routing. Positions are sampled by the channel when it needs
 //! them; everything here is a pure value driven in virtual time.
 
+pub mod channel;
 pub mod geom;
