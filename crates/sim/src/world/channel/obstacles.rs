@@ -288,7 +288,7 @@ impl ObstacleField {
         density.validate()?;
         let mut rng = component_rng(seed, "mmwave/obstacles");
         let (w, h) = (area.max.x - area.min.x, area.max.y - area.min.y);
-        if !(w > 0.0 && h > 0.0) || !w.is_finite() || !h.is_finite() {
+        if !(w.is_finite() && h.is_finite() && w > 0.0 && h > 0.0) {
             return Err(ConfigError::new(
                 "area",
                 "must have a positive, finite ground extent",

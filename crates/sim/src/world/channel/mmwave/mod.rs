@@ -253,7 +253,7 @@ impl MmWaveConfig {
     /// Capacity at `snr_db`: `min(cap, B·log2(1 + SNR/Γ))`, 0 below the
     /// minimum SNR, bit/s.
     pub fn capacity_bps(&self, snr_db: f64) -> u64 {
-        if !(snr_db >= self.min_snr_db) {
+        if snr_db.is_nan() || snr_db < self.min_snr_db {
             return 0;
         }
         let snr = 10f64.powf((snr_db - self.implementation_gap_db) / 10.0);

@@ -80,10 +80,11 @@ pub struct WifiConfig {
     /// (dot11ShortRetryLimit). Default 7.
     pub retry_limit: u32,
     /// Carrier-sense threshold, dBm: nodes hearing each other above it
-    /// share the medium. Default −94 dBm (≈ the noise floor: a DSSS
-    /// preamble is detectable at 0 dB SNR thanks to the 10.4 dB Barker
-    /// gain), which gives a carrier-sense range about twice the 11 Mbit/s
-    /// range.
+    /// share the medium. Default −99 dBm, about where a 1 Mbit/s frame is
+    /// still decoded half the time (DSSS preambles are detectable below
+    /// the noise floor thanks to the 10.4 dB Barker gain), so a station
+    /// defers to every frame it could decode; the carrier-sense range
+    /// (≈400 m) is then about 2.2 times the 5 Mbit/s range (≈180 m).
     pub cs_threshold_dbm: f64,
     /// A link is usable for routing when a reference frame's error rate is
     /// below this. Default 0.5.
@@ -111,7 +112,7 @@ impl Default for WifiConfig {
             cw_max: 1023,
             mac_overhead_bytes: 36,
             retry_limit: 7,
-            cs_threshold_dbm: -94.0,
+            cs_threshold_dbm: -99.0,
             range_per_threshold: 0.5,
             range_reference_bytes: 576,
         }

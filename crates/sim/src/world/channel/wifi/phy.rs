@@ -62,7 +62,7 @@ impl Modulation {
     /// 001 assumes, is sent with 5.5 Mbit/s CCK's error behaviour and
     /// 5 Mbit/s airtime). `None` above 11 Mbit/s or for a non-positive rate.
     pub fn for_rate(mbps: f64) -> Option<Modulation> {
-        if !(mbps > 0.0) {
+        if mbps.is_nan() || mbps <= 0.0 {
             return None;
         }
         Modulation::ALL
@@ -72,7 +72,7 @@ impl Modulation {
 
     /// Bit error rate at a linear SNR (over the 22 MHz noise bandwidth).
     pub fn ber(self, snr_linear: f64) -> f64 {
-        if !(snr_linear > 0.0) {
+        if snr_linear.is_nan() || snr_linear <= 0.0 {
             return 0.5;
         }
         let eb_n0 = snr_linear * NOISE_BANDWIDTH_HZ / (self.rate_mbps() * 1e6);
