@@ -31,6 +31,17 @@ struct Vehicle {
     state: LinkState,
 }
 
+/// What every vehicle's step shares.
+#[derive(Copy, Clone)]
+struct StepCtx<'a> {
+    now: Time,
+    dt: f64,
+    vehicles: &'a [(Vec3, Vec3)],
+    bodies: &'a [Obstacle],
+    headings: &'a [f64],
+    load: &'a [usize],
+}
+
 /// Per base station, what one vehicle sees at one step.
 #[derive(Copy, Clone, Debug)]
 struct View {
@@ -229,20 +240,37 @@ impl MmWaveChannel {
                 load[b] += 1;
             }
         }
-        for i in 0..vehicles.len() {
-            self.step_vehicle(now, dt, i, vehicles, &bodies, &load);
+        let headings: Vec<f64> = self.vehicles.iter().map(|v| v.heading_rad).collect();
+        // Take the states out so each can be updated in place while the
+        // rest of the channel is read.
+        let mut states = std::mem::take(&mut self.vehicles);
+        for (i, v) in states.iter_mut().enumerate().take(vehicles.len()) {
+            let ctx = StepCtx {
+                now,
+                dt,
+                vehicles,
+                bodies: &bodies,
+                headings: &headings,
+                load: &load,
+            };
+            if let Some(ev) = self.step_vehicle(v, i, &ctx) {
+                self.counts.bump(ev.kind);
+                self.events.push(ev);
+            }
         }
+        self.vehicles = states;
     }
 
-    fn step_vehicle(
-        &mut self,
-        now: Time,
-        dt: f64,
-        i: usize,
-        vehicles: &[(Vec3, Vec3)],
-        bodies: &[Obstacle],
-        load: &[usize],
-    ) {
+    /// One vehicle's step; returns the outage it starts, if any.
+    fn step_vehicle(&self, v: &mut Vehicle, i: usize, ctx: &StepCtx<'_>) -> Option<FailureEvent> {
+        let StepCtx {
+            now,
+            dt,
+            vehicles,
+            bodies,
+            headings,
+            load,
+        } = *ctx;
         let (pos, vel) = vehicles[i];
         let ant = pos + Vec3::new(0.0, 0.0, self.config.vehicle_antenna_height_m);
         let views: Vec<View> = (0..self.base_stations.len())
@@ -250,7 +278,6 @@ impl MmWaveChannel {
             .collect();
         let speed = vel.x.hypot(vel.y);
         let cfg = &self.config;
-        let mut v = self.vehicles[i].clone();
 
         // An outage that has run its course ends now.
         if let Some(o) = v.outage {
@@ -283,7 +310,7 @@ impl MmWaveChannel {
                 Some(s) => {
                     let serving = views[s];
                     if v.los && !serving.clear {
-                        started = Some(self.blockage(i, s, &views, vehicles));
+                        started = Some(self.blockage(i, s, &views, vehicles, headings));
                     } else if serving.snr_db < cfg.min_snr_db {
                         // Out of coverage of the serving station: forced handover.
                         if let Some(k) = best(Some(s), false) {
@@ -314,30 +341,28 @@ impl MmWaveChannel {
                         v.candidate = None;
                     }
                     if started.is_none() && dt > 0.0 {
-                        started =
-                            self.transient(&mut v, dt, s, pos, vel, load[s].saturating_sub(1));
+                        started = self.transient(v, dt, s, pos, vel, load[s].saturating_sub(1));
                     }
                     v.los = serving.clear;
                 }
             }
         }
-        if let Some((kind, duration, next_bs)) = started {
+        let event = started.map(|(kind, duration, next_bs)| {
             v.outage = Some(Outage {
                 kind,
                 end: now + duration,
                 next_bs,
             });
             v.candidate = None;
-            self.counts.bump(kind);
-            self.events.push(FailureEvent {
+            FailureEvent {
                 time: now,
                 vehicle: i,
                 bs: v.state.bs,
                 kind,
                 duration,
                 speed_mps: speed,
-            });
-        }
+            }
+        });
         // Publish the state.
         let (snr, los) = v.state.bs.map_or((f64::NEG_INFINITY, false), |b| {
             (views[b].snr_db, views[b].clear)
@@ -361,7 +386,7 @@ impl MmWaveChannel {
             los,
             peers: v.state.bs.map_or(0, |b| load[b].saturating_sub(1)),
         };
-        self.vehicles[i] = v;
+        event
     }
 
     /// Draws a deafness or misalignment outage over the last `dt` seconds
@@ -413,6 +438,7 @@ impl MmWaveChannel {
         s: usize,
         views: &[View],
         vehicles: &[(Vec3, Vec3)],
+        headings: &[f64],
     ) -> (FailureKind, Duration, Option<usize>) {
         let cfg = &self.config;
         let horizon = cfg.blockage_horizon_ms;
@@ -436,8 +462,8 @@ impl MmWaveChannel {
             let tau = t * 1e-3;
             let moved: Vec<Obstacle> = vehicles
                 .iter()
-                .zip(&self.vehicles)
-                .map(|((p, v), st)| self.body(*p + v.scale(tau), st.heading_rad))
+                .zip(headings)
+                .map(|((p, v), h)| self.body(*p + v.scale(tau), *h))
                 .collect();
             let (p, vel) = vehicles[i];
             let ant = p + vel.scale(tau) + Vec3::new(0.0, 0.0, cfg.vehicle_antenna_height_m);

@@ -262,6 +262,35 @@ impl MmWaveConfig {
     }
 }
 
+/// The two area presets of seed 004 §4, by name (for scenario files:
+/// `environment = "urban"`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Environment {
+    /// Few obstacles: [`MmWaveConfig::rural`].
+    Rural,
+    /// Many obstacles: [`MmWaveConfig::urban`].
+    Urban,
+}
+
+impl Environment {
+    /// The preset's configuration.
+    pub fn config(self) -> MmWaveConfig {
+        match self {
+            Environment::Rural => MmWaveConfig::rural(),
+            Environment::Urban => MmWaveConfig::urban(),
+        }
+    }
+
+    /// `"rural"` or `"urban"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Environment::Rural => "rural",
+            Environment::Urban => "urban",
+        }
+    }
+}
+
 /// The 3GPP 4-bit CQI for an SNR: the highest index whose 10 % BLER
 /// threshold the SNR meets (thresholds of the LTE CQI table, Mehlführer
 /// et al., Vienna LTE link-level simulator, 2009); 0 = out of range.

@@ -377,6 +377,10 @@ fn configs_validate_and_presets_differ_in_density_only() {
     assert_ne!(r, MmWaveConfig::urban());
     r.density = ObstacleDensity::urban();
     assert_eq!(r, MmWaveConfig::urban());
+    assert_eq!(Environment::Rural.config(), MmWaveConfig::rural());
+    let e: Environment = serde_json::from_str(r#""urban""#).unwrap();
+    assert_eq!(e.config(), MmWaveConfig::default());
+    assert_eq!(e.as_str(), "urban");
     let bad = MmWaveConfig {
         beamwidth_deg: 0.0,
         ..MmWaveConfig::urban()
