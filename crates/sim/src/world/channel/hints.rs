@@ -153,7 +153,10 @@ impl HintSource {
                     return None;
                 }
                 let factor = (duration_sigma * z).exp();
-                hint.predicted_duration = Some(ev.duration.mul_f64(factor));
+                // A huge factor saturates rather than overflowing Duration.
+                let predicted = Duration::try_from_secs_f64(ev.duration.as_secs_f64() * factor)
+                    .unwrap_or(Duration::MAX);
+                hint.predicted_duration = Some(predicted);
                 deliver_at += Duration::from_secs_f64(jitter * delay_jitter_ms * 1e-3);
             }
         }

@@ -278,6 +278,9 @@ impl MmWaveChannel {
             .collect();
         let speed = vel.x.hypot(vel.y);
         let cfg = &self.config;
+        // `load` counted this vehicle on the station it had at step start.
+        let counted = v.state.bs;
+        let peers_on = |b: usize| load[b].saturating_sub(usize::from(counted == Some(b)));
 
         // An outage that has run its course ends now.
         if let Some(o) = v.outage {
@@ -341,7 +344,7 @@ impl MmWaveChannel {
                         v.candidate = None;
                     }
                     if started.is_none() && dt > 0.0 {
-                        started = self.transient(v, dt, s, pos, vel, load[s].saturating_sub(1));
+                        started = self.transient(v, dt, s, pos, vel, peers_on(s));
                     }
                     v.los = serving.clear;
                 }
@@ -384,7 +387,7 @@ impl MmWaveChannel {
                 0
             },
             los,
-            peers: v.state.bs.map_or(0, |b| load[b].saturating_sub(1)),
+            peers: v.state.bs.map_or(0, peers_on),
         };
         event
     }
@@ -414,7 +417,8 @@ impl MmWaveChannel {
         let u: f64 = v.rng.random();
         let pick: f64 = v.rng.random();
         let frac: f64 = v.rng.random();
-        if total <= 0.0 || u >= 1.0 - (-total * dt).exp() {
+        // A non-finite rate (NaN positions or velocities) draws nothing.
+        if !total.is_finite() || total <= 0.0 || u >= 1.0 - (-total * dt).exp() {
             return None;
         }
         let lo = cfg.min_outage_ms;

@@ -238,7 +238,11 @@ impl MmWaveConfig {
     }
 
     /// SNR at `distance_m` with `buildings`/`trees`/`vehicles` crossed, dB.
+    /// A distance that is not a number (NaN positions) gives −∞.
     pub fn snr_db(&self, distance_m: f64, buildings: u32, trees: u32, vehicles: u32) -> f64 {
+        if distance_m.is_nan() {
+            return f64::NEG_INFINITY;
+        }
         let d = distance_m.max(1.0);
         let pl = if buildings > 0 {
             self.nlos_alpha_db + 10.0 * self.nlos_beta * d.log10()

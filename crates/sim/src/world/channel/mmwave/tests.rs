@@ -409,3 +409,49 @@ fn configs_validate_and_presets_differ_in_density_only() {
     assert_eq!(parsed.density.buildings_per_ha, 2.0);
     assert!(serde_json::from_str::<MmWaveConfig>(r#"{"beam_width": 15.0}"#).is_err());
 }
+
+#[test]
+fn nonsense_positions_do_not_panic_or_invent_outages() {
+    let mut ch = MmWaveChannel::new(
+        MmWaveConfig::urban(),
+        vec![Vec3::ZERO],
+        ObstacleField::default(),
+        1,
+    )
+    .unwrap();
+    let nan = Vec3::new(f64::NAN, f64::NAN, 0.0);
+    for k in 0..1000u64 {
+        ch.step(
+            t_ms(k),
+            &[(nan, nan), (Vec3::new(10.0, 0.0, 0.0), Vec3::ZERO)],
+        );
+    }
+    assert!(!ch.link(0).up);
+    assert_eq!(ch.link(0).bs, None);
+    assert!(ch.link(1).up);
+    assert_eq!(ch.link(1).peers, 0);
+    assert!(ch.drain_events().is_empty());
+    // Far in the future: saturating times.
+    ch.step(Time::MAX, &[(Vec3::new(10.0, 0.0, 0.0), Vec3::ZERO)]);
+    ch.step(t_ms(5), &[(Vec3::new(10.0, 0.0, 0.0), Vec3::ZERO)]);
+}
+
+#[test]
+fn peers_count_the_other_vehicles_on_the_same_station() {
+    let bss = vec![Vec3::ZERO, Vec3::new(100.0, 0.0, 0.0)];
+    let mut ch = MmWaveChannel::new(quiet(), bss, ObstacleField::default(), 1).unwrap();
+    let vs = [
+        (Vec3::new(10.0, 0.0, 0.0), Vec3::ZERO),
+        (Vec3::new(12.0, 3.0, 0.0), Vec3::ZERO),
+        (Vec3::new(14.0, -3.0, 0.0), Vec3::ZERO),
+        (Vec3::new(90.0, 0.0, 0.0), Vec3::ZERO),
+    ];
+    ch.step(t_ms(0), &vs);
+    ch.step(t_ms(1), &vs);
+    let peers: Vec<(Option<usize>, usize)> =
+        (0..4).map(|i| (ch.link(i).bs, ch.link(i).peers)).collect();
+    assert_eq!(
+        peers,
+        vec![(Some(0), 2), (Some(0), 2), (Some(0), 2), (Some(1), 0)]
+    );
+}

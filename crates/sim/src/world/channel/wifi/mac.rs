@@ -30,10 +30,11 @@ use std::time::Duration;
 /// ACK frame length, bytes (frame control, duration, RA, FCS).
 pub const ACK_BYTES: usize = 14;
 
-/// Time to send `bytes` at `rate_mbps` after the PLCP preamble and header.
+/// Time to send `bytes` at `rate_mbps` after the PLCP preamble and header
+/// (`Duration::MAX` if that does not fit, e.g. a zero rate).
 pub fn frame_time(cfg: &WifiConfig, bytes: usize, rate_mbps: f64) -> Duration {
     let body_us = (bytes as f64) * 8.0 / rate_mbps;
-    Duration::from_secs_f64((cfg.preamble_us() + body_us) * 1e-6)
+    Duration::try_from_secs_f64((cfg.preamble_us() + body_us) * 1e-6).unwrap_or(Duration::MAX)
 }
 
 /// `DIFS = SIFS + 2 · slot`.

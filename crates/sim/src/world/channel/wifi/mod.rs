@@ -298,7 +298,11 @@ impl WifiChannel {
     /// `modulation`, is received in error at `snr_db` (the MAC overhead is
     /// added to `bytes`).
     pub fn per(&self, snr_db: f64, bytes: usize, modulation: Modulation) -> f64 {
-        phy::frame_error_rate(snr_db, bytes + self.config.mac_overhead_bytes, modulation)
+        phy::frame_error_rate(
+            snr_db,
+            bytes.saturating_add(self.config.mac_overhead_bytes),
+            modulation,
+        )
     }
 
     /// Whether `a` and `b` can use each other as routing neighbours: the
@@ -352,13 +356,22 @@ impl WifiChannel {
 
     /// Medium time of one successful first attempt with the mean backoff:
     /// `DIFS + CWmin/2 · slot + PLCP + (overhead + payload)/rate + SIFS + ACK`.
+    /// A rate that is not positive gives `Duration::MAX` (never on air).
     pub fn airtime(&self, payload_bytes: usize, rate_mbps: f64) -> Duration {
+        if rate_mbps.is_nan() || rate_mbps <= 0.0 {
+            return Duration::MAX;
+        }
         let c = &self.config;
-        let backoff = Duration::from_secs_f64(f64::from(c.cw_min) / 2.0 * c.slot_us as f64 * 1e-6);
+        let backoff_s = f64::from(c.cw_min) / 2.0 * c.slot_us as f64 * 1e-6;
+        let frame = mac::frame_time(
+            c,
+            payload_bytes.saturating_add(c.mac_overhead_bytes),
+            rate_mbps,
+        );
         mac::difs(c)
-            + backoff
-            + mac::frame_time(c, payload_bytes + c.mac_overhead_bytes, rate_mbps)
-            + mac::sifs_ack(c)
+            .saturating_add(Duration::from_secs_f64(backoff_s))
+            .saturating_add(frame)
+            .saturating_add(mac::sifs_ack(c))
     }
 
     /// Conditional collision probability of one attempt with `contenders`
@@ -402,7 +415,11 @@ impl WifiChannel {
         let ack_per = phy::frame_error_rate(snr, mac::ACK_BYTES, ack_modulation);
         let p_coll = self.collision_probability(contenders);
         let c = &self.config;
-        let frame = mac::frame_time(c, bytes + c.mac_overhead_bytes, c.data_rate_mbps);
+        let frame = mac::frame_time(
+            c,
+            bytes.saturating_add(c.mac_overhead_bytes),
+            c.data_rate_mbps,
+        );
         let (difs, ok_tail, fail_tail) = (mac::difs(c), mac::sifs_ack(c), mac::ack_timeout(c));
         let slot = Duration::from_micros(c.slot_us);
         let mut out = TxOutcome {

@@ -213,3 +213,16 @@ fn config_is_validated_and_serde_rejects_unknown_fields() {
     assert_eq!(parsed.retry_limit, 7);
     assert!(serde_json::from_str::<WifiConfig>(r#"{"data_rate": 11.0}"#).is_err());
 }
+
+#[test]
+fn nonsense_inputs_do_not_panic() {
+    let mut ch = WifiChannel::new(WifiConfig::default(), 1).unwrap();
+    let nan = Vec3::new(f64::NAN, 0.0, 0.0);
+    let out = ch.attempt(Time::MAX, nan, Vec3::ZERO, u64::MAX, usize::MAX, usize::MAX);
+    assert!(!out.delivered);
+    assert_eq!(out.attempts, 7);
+    assert_eq!(ch.airtime(100, 0.0), Duration::MAX);
+    assert_eq!(ch.airtime(100, f64::NAN), Duration::MAX);
+    assert!(!ch.in_range(Time::ZERO, nan, Vec3::ZERO, 0));
+    assert_eq!(ch.per(f64::NAN, 100, Modulation::Cck11), 1.0);
+}
