@@ -99,6 +99,11 @@ impl Obstacle {
     /// surface counts). Slab test in the obstacle's own frame.
     pub fn blocks(&self, a: Vec3, b: Vec3) -> bool {
         let (s, c) = self.heading_rad.sin_cos();
+        self.slab_test(s, c, a, b)
+    }
+
+    /// The slab test with the heading's sine and cosine given.
+    fn slab_test(&self, s: f64, c: f64, a: Vec3, b: Vec3) -> bool {
         let local = |p: Vec3| {
             let d = p - self.center;
             Vec3::new(d.x * c + d.y * s, -d.x * s + d.y * c, d.z)
@@ -159,6 +164,40 @@ impl Obstacle {
         check_range(&f("half_width_m"), self.half_width_m, 0.0, 1e5)?;
         check_range(&f("height_m"), self.height_m, 0.0, 1e4)?;
         Ok(())
+    }
+}
+
+/// An obstacle prepared for many line-of-sight tests: its rotation and
+/// bounding rectangle computed once.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Blocker {
+    obstacle: Obstacle,
+    rect: Rect,
+    sin: f64,
+    cos: f64,
+}
+
+impl Blocker {
+    /// Prepares `obstacle`.
+    pub fn new(obstacle: Obstacle) -> Blocker {
+        let (sin, cos) = obstacle.heading_rad.sin_cos();
+        Blocker {
+            obstacle,
+            rect: obstacle.bounding_rect(),
+            sin,
+            cos,
+        }
+    }
+
+    /// The obstacle.
+    pub fn obstacle(&self) -> &Obstacle {
+        &self.obstacle
+    }
+
+    /// [`Obstacle::blocks`], after a cheap bounding-rectangle rejection
+    /// against `seg`, the segment's own bounding rectangle.
+    fn blocks_within(&self, seg: &Rect, a: Vec3, b: Vec3) -> bool {
+        self.rect.overlaps(seg) && self.obstacle.slab_test(self.sin, self.cos, a, b)
     }
 }
 
@@ -259,10 +298,26 @@ impl ObstacleDensity {
     }
 }
 
-/// The static obstacles of a scenario.
+/// The static obstacles of a scenario. In a scenario file, a list of
+/// [`Obstacle`]s (validated when read).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<Obstacle>", into = "Vec<Obstacle>")]
 pub struct ObstacleField {
     obstacles: Vec<Obstacle>,
+    blockers: Vec<Blocker>,
+}
+
+impl TryFrom<Vec<Obstacle>> for ObstacleField {
+    type Error = ConfigError;
+    fn try_from(obstacles: Vec<Obstacle>) -> Result<ObstacleField, ConfigError> {
+        ObstacleField::new(obstacles)
+    }
+}
+
+impl From<ObstacleField> for Vec<Obstacle> {
+    fn from(field: ObstacleField) -> Vec<Obstacle> {
+        field.obstacles
+    }
 }
 
 impl ObstacleField {
@@ -271,7 +326,15 @@ impl ObstacleField {
         for (i, o) in obstacles.iter().enumerate() {
             o.validate(i)?;
         }
-        Ok(ObstacleField { obstacles })
+        Ok(ObstacleField::prepared(obstacles))
+    }
+
+    fn prepared(obstacles: Vec<Obstacle>) -> ObstacleField {
+        let blockers = obstacles.iter().copied().map(Blocker::new).collect();
+        ObstacleField {
+            obstacles,
+            blockers,
+        }
     }
 
     /// A random field over the ground of `area` with `density`, keeping the
@@ -339,7 +402,7 @@ impl ObstacleField {
                 }
             }
         }
-        Ok(ObstacleField { obstacles })
+        Ok(ObstacleField::prepared(obstacles))
     }
 
     /// The obstacles.
@@ -363,8 +426,9 @@ impl ObstacleField {
     }
 
     /// What the segment `a → b` crosses among these obstacles and `extra`
-    /// (moving vehicles), skipping `extra[skip]` (a vehicle's own body).
-    pub fn crossings(&self, a: Vec3, b: Vec3, extra: &[Obstacle], skip: &[usize]) -> Crossings {
+    /// (moving vehicles), skipping `extra[i]` for every `i` in `skip` (a
+    /// vehicle's own body).
+    pub fn crossings(&self, a: Vec3, b: Vec3, extra: &[Blocker], skip: &[usize]) -> Crossings {
         let mut c = Crossings::default();
         let seg = Rect {
             min_x: a.x.min(b.x),
@@ -372,14 +436,14 @@ impl ObstacleField {
             max_x: a.x.max(b.x),
             max_y: a.y.max(b.y),
         };
-        for o in &self.obstacles {
-            if o.bounding_rect().overlaps(&seg) && o.blocks(a, b) {
-                c.add(o.kind);
+        for o in &self.blockers {
+            if o.blocks_within(&seg, a, b) {
+                c.add(o.obstacle.kind);
             }
         }
         for (i, o) in extra.iter().enumerate() {
-            if !skip.contains(&i) && o.bounding_rect().overlaps(&seg) && o.blocks(a, b) {
-                c.add(o.kind);
+            if !skip.contains(&i) && o.blocks_within(&seg, a, b) {
+                c.add(o.obstacle.kind);
             }
         }
         c

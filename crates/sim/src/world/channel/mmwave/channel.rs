@@ -2,7 +2,7 @@
 
 use super::{cqi_from_snr_db, FailureCounts, FailureEvent, FailureKind, LinkState, MmWaveConfig};
 use crate::rng::{component_rng, SimRng};
-use crate::world::channel::obstacles::{Obstacle, ObstacleField, ObstacleKind};
+use crate::world::channel::obstacles::{Blocker, Obstacle, ObstacleField, ObstacleKind};
 use crate::world::channel::ConfigError;
 use crate::world::geom::Vec3;
 use crate::Time;
@@ -37,7 +37,7 @@ struct StepCtx<'a> {
     now: Time,
     dt: f64,
     vehicles: &'a [(Vec3, Vec3)],
-    bodies: &'a [Obstacle],
+    bodies: &'a [Blocker],
     headings: &'a [f64],
     load: &'a [usize],
 }
@@ -165,20 +165,20 @@ impl MmWaveChannel {
         self.base_stations[j] + Vec3::new(0.0, 0.0, self.config.bs_height_m)
     }
 
-    fn body(&self, pos: Vec3, heading_rad: f64) -> Obstacle {
-        Obstacle {
+    fn body(&self, pos: Vec3, heading_rad: f64) -> Blocker {
+        Blocker::new(Obstacle {
             kind: ObstacleKind::Vehicle,
             center: pos,
             half_length_m: self.config.vehicle_length_m / 2.0,
             half_width_m: self.config.vehicle_width_m / 2.0,
             heading_rad,
             height_m: self.config.vehicle_height_m,
-        }
+        })
     }
 
     /// SNR and line of sight from a vehicle antenna at `ant` to base
     /// station `j`, with `bodies` as moving blockers (`own` excluded).
-    fn view(&self, ant: Vec3, j: usize, bodies: &[Obstacle], own: usize) -> View {
+    fn view(&self, ant: Vec3, j: usize, bodies: &[Blocker], own: usize) -> View {
         let bs = self.bs_antenna(j);
         let c = self.obstacles.crossings(ant, bs, bodies, &[own]);
         View {
@@ -229,7 +229,7 @@ impl MmWaveChannel {
                 v.yaw_rate = 0.0;
             }
         }
-        let bodies: Vec<Obstacle> = vehicles
+        let bodies: Vec<Blocker> = vehicles
             .iter()
             .zip(&self.vehicles)
             .map(|((p, _), v)| self.body(*p, v.heading_rad))
@@ -464,7 +464,7 @@ impl MmWaveChannel {
         let mut t = step;
         while t < best.0 {
             let tau = t * 1e-3;
-            let moved: Vec<Obstacle> = vehicles
+            let moved: Vec<Blocker> = vehicles
                 .iter()
                 .zip(headings)
                 .map(|((p, v), h)| self.body(*p + v.scale(tau), *h))

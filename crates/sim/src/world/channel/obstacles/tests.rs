@@ -75,9 +75,9 @@ fn crossings_count_each_kind_and_skip_the_own_body() {
     };
     let a = Vec3::new(2.0, 50.0, 1.5);
     let z = Vec3::new(100.0, 50.0, 5.0);
-    let c = field.crossings(a, z, &[car], &[]);
+    let c = field.crossings(a, z, &[Blocker::new(car)], &[]);
     assert_eq!((c.buildings, c.trees, c.vehicles), (1, 1, 1));
-    let c = field.crossings(a, z, &[car], &[0]);
+    let c = field.crossings(a, z, &[Blocker::new(car)], &[0]);
     assert_eq!((c.buildings, c.trees, c.vehicles), (1, 1, 0));
     assert!(field
         .crossings(
@@ -148,4 +148,17 @@ fn bad_obstacles_and_densities_are_named() {
             .field,
         "area"
     );
+}
+
+#[test]
+fn fields_read_from_files_are_validated() {
+    let json = r#"[{"kind": "tree", "center": {"x": 1.0, "y": 2.0, "z": 0.0},
+        "half_length_m": 2.0, "half_width_m": 2.0, "heading_rad": 0.0, "height_m": 8.0}]"#;
+    let f: ObstacleField = serde_json::from_str(json).unwrap();
+    assert_eq!(f.count(ObstacleKind::Tree), 1);
+    let back = serde_json::to_string(&f).unwrap();
+    assert_eq!(serde_json::from_str::<ObstacleField>(&back).unwrap(), f);
+    let bad = json.replace("8.0", "-1.0");
+    let err = serde_json::from_str::<ObstacleField>(&bad).unwrap_err();
+    assert!(err.to_string().contains("obstacles[0].height_m"), "{err}");
 }
