@@ -336,6 +336,23 @@ impl WifiChannel {
             .max(1.0)
     }
 
+    /// Whether a node at `a` senses a transmission from `b` (mean path
+    /// loss, no shadowing): within [`carrier_sense_range_m`](Self::carrier_sense_range_m).
+    pub fn senses(&self, a: Vec3, b: Vec3) -> bool {
+        a.distance(b) <= self.carrier_sense_range_m()
+    }
+
+    /// How many of `others` (positions of the other nodes with a frame
+    /// queued) are within carrier-sense range of `from`: the `contenders`
+    /// argument of [`attempt`](Self::attempt).
+    pub fn contenders(&self, from: Vec3, others: impl IntoIterator<Item = Vec3>) -> usize {
+        let range = self.carrier_sense_range_m();
+        others
+            .into_iter()
+            .filter(|p| from.distance(*p) <= range)
+            .count()
+    }
+
     /// Largest distance in [1 m, 100 km] at which `ok` still holds, for a
     /// predicate that holds near and fails far.
     fn distance_where(&self, ok: impl Fn(f64) -> bool) -> f64 {

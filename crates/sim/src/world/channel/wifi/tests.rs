@@ -226,3 +226,19 @@ fn nonsense_inputs_do_not_panic() {
     assert!(!ch.in_range(Time::ZERO, nan, Vec3::ZERO, 0));
     assert_eq!(ch.per(f64::NAN, 100, Modulation::Cck11), 1.0);
 }
+
+#[test]
+fn contenders_are_the_queued_nodes_within_carrier_sense_range() {
+    let ch = WifiChannel::new(WifiConfig::default(), 1).unwrap();
+    let cs = ch.carrier_sense_range_m();
+    let me = Vec3::new(0.0, 0.0, 50.0);
+    let others = [
+        Vec3::new(cs * 0.5, 0.0, 50.0),
+        Vec3::new(0.0, cs * 0.99, 50.0),
+        Vec3::new(cs * 1.01, 0.0, 50.0),
+        Vec3::new(0.0, 0.0, 50.0 + 2.0 * cs),
+    ];
+    assert_eq!(ch.contenders(me, others), 2);
+    assert!(ch.senses(me, others[1]) && !ch.senses(me, others[2]));
+    assert_eq!(ch.contenders(me, []), 0);
+}
