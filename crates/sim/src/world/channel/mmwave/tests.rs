@@ -455,3 +455,35 @@ fn peers_count_the_other_vehicles_on_the_same_station() {
         vec![(Some(0), 2), (Some(0), 2), (Some(0), 2), (Some(1), 0)]
     );
 }
+
+#[test]
+fn turning_vehicles_misalign_more_than_straight_ones() {
+    // Same speed, same station; one drives straight lines across a large
+    // area, the other turns by 90° every second (random-direction style).
+    let run = |turn: bool| {
+        let cfg = MmWaveConfig {
+            deafness_rate_per_peer_hz: 0.0,
+            min_snr_db: -50.0,
+            ..MmWaveConfig::rural()
+        };
+        let mut ch =
+            MmWaveChannel::new(cfg, vec![Vec3::ZERO], ObstacleField::default(), 8).unwrap();
+        let mut p = Vec3::new(200.0, 0.0, 0.0);
+        let mut heading = std::f64::consts::FRAC_PI_2;
+        for k in 0..30_000u64 {
+            if turn && k % 100 == 0 {
+                heading +=
+                    if (k / 100) % 2 == 0 { 1.0 } else { -1.0 } * std::f64::consts::FRAC_PI_2;
+            }
+            let v = Vec3::new(heading.cos(), heading.sin(), 0.0).scale(10.0);
+            p = p + v.scale(0.01);
+            ch.step(Time::from_millis(k * 10), &[(p, v)]);
+        }
+        ch.counts().beam_misalignment
+    };
+    let (straight, turning) = (run(false), run(true));
+    assert!(
+        turning > 2 * straight.max(1),
+        "straight {straight}, turning {turning}"
+    );
+}
