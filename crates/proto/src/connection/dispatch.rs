@@ -123,6 +123,7 @@ impl Connection {
 
     fn on_peer_window(&mut self, bytes: u64) {
         self.send.set_peer_window(bytes);
+        self.on_window_update(bytes);
         if !self.send.window_blocked() && !self.send.credit_blocked() {
             self.status_poll_at = None;
             self.status_poll_pending = false;
@@ -235,6 +236,7 @@ impl Connection {
                 }
             }
             (PacketType::Cwin, Payload::Cwin(c)) => {
+                self.on_cwin_received();
                 self.on_peer_window(u64::from(c.window_bytes));
             }
             (PacketType::End, _) => {

@@ -103,4 +103,9 @@ pub enum Event {
     /// with REMOTE_RESET arrived); a `Closed` event with reason
     /// [`CloseReason::Reset`] follows.
     NetworkReset,
+    /// The endpoint's buffer pool, which refused a message of this
+    /// connection with [`SendError::WouldBlock`](super::SendError::WouldBlock),
+    /// has room again for a message of that size: sending may resume.
+    /// Raised once per refusal episode.
+    Writable,
 }

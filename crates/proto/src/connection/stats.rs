@@ -156,6 +156,11 @@ pub struct ConnectionStats {
     pub messages_skipped: u64,
     /// Per-stream counters of the sending side, by stream id.
     pub streams: Vec<crate::streams::StreamStats>,
+    /// The window this side advertises now (free receive buffer, capped
+    /// by `set_receive_window`), bytes.
+    pub advertised_window_bytes: u64,
+    /// Handover-window counters (CWINs, STATUS polls, pauses).
+    pub window: super::WindowCounters,
 }
 
 impl Connection {
@@ -227,6 +232,8 @@ impl Connection {
             skips_sent: tx.skips_sent,
             messages_skipped: rx.messages_skipped,
             streams: self.send.stream_stats(),
+            advertised_window_bytes: self.advertised_window(),
+            window: self.window_counters(),
         }
     }
 }

@@ -294,6 +294,16 @@ impl Congestion {
         self.sampler.on_packet_sent(ctx.now, nothing_in_flight)
     }
 
+    /// The sender was held by a closed peer window for `paused` (a
+    /// handover, not idleness): move the last send forward by that much
+    /// (never past `now`), so the pause does not count toward the
+    /// idle-restart rule.
+    pub fn exclude_idle(&mut self, now: Time, paused: Duration) {
+        if let Some(last) = self.last_send {
+            self.last_send = Some((last + paused).min(now));
+        }
+    }
+
     /// After a DATA packet of `size` bytes left (`ctx` includes it);
     /// `probe` says it was the send gate's probe.
     pub fn after_send(&mut self, ctx: &PathCtx<'_>, size: u32, probe: bool) {
