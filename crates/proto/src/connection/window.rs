@@ -239,3 +239,7 @@ impl Connection {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "window_tests.rs"]
+mod tests;

@@ -80,6 +80,12 @@ impl Endpoint {
             let (before, after) = c.pool_swap();
             self.pool.update(before, after);
         }
+        self.wake_writers();
+    }
+
+    /// Raise `Writable` for the waiting connections whose refused size
+    /// fits now.
+    fn wake_writers(&mut self) {
         if self.pool.has_waiters() {
             for h in self.pool.take_writable() {
                 if let Some(c) = self.connections.get_mut(&h) {
@@ -95,7 +101,7 @@ impl Endpoint {
     pub(super) fn pool_release(&mut self, handle: ConnectionHandle, accounted: usize) {
         self.pool.update(accounted, 0);
         self.pool.forget(handle);
-        self.sync_pool_stats();
+        self.wake_writers();
     }
 
     fn sync_pool_stats(&mut self) {

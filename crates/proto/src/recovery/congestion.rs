@@ -490,3 +490,25 @@ impl Congestion {
         self.cc.held_rto_timeout(now)
     }
 }
+
+#[cfg(test)]
+mod idle_tests {
+    use super::*;
+    use peregrine_cc::CcConfig;
+
+    #[test]
+    fn handover_pause_is_taken_out_of_the_idle_time() {
+        let cc = CcConfig::from_name("cubic").expect("registered").build();
+        let mut c = Congestion::new(cc, 1200);
+        // Nothing sent yet: nothing to move.
+        c.exclude_idle(Time::from_millis(10), Duration::from_millis(5));
+        assert_eq!(c.last_send, None);
+        c.last_send = Some(Time::from_millis(100));
+        // Paused 2 s of the 2.05 s since the last send: 50 ms idle remain.
+        c.exclude_idle(Time::from_millis(2_150), Duration::from_secs(2));
+        assert_eq!(c.last_send, Some(Time::from_millis(2_100)));
+        // Never past now.
+        c.exclude_idle(Time::from_millis(2_200), Duration::from_secs(5));
+        assert_eq!(c.last_send, Some(Time::from_millis(2_200)));
+    }
+}
