@@ -37,7 +37,8 @@
 //! fragmented into blocks and reassembled in order per stream (small ones
 //! coalesced into one datagram), the receive window, ACKs on REPLY_REQ and
 //! on the receiver's schedule, NACKs, the events (Connected,
-//! MessageReceived, PeerClosed, Closed, SecurityViolation, NetworkReset)
+//! MessageReceived, PeerClosed, Closed, SecurityViolation, NetworkReset,
+//! Writable)
 //! and a stats snapshot. Every buffer is bounded by configuration.
 //!
 //! ## `recovery`: what the connection owes the controllers

@@ -166,7 +166,7 @@ fn pool_bytes_of_abandoned_messages_are_released_and_wake_the_sender() {
     let client = App::new(client_config(), 42);
     let server = App::server(ConnectionConfig::default(), 43);
     let c = h.add_node(addr(CLIENT), client);
-    let s = h.add_node(addr(SERVER), server);
+    h.add_node(addr(SERVER), server);
     h.set_default_pipe(black).expect("valid pipe");
     h.node_mut(c)
         .connect(Time::ZERO, addr(SERVER), ConnectionConfig::default());
@@ -205,5 +205,79 @@ fn pool_bytes_of_abandoned_messages_are_released_and_wake_the_sender() {
     assert!(abandoned > 0, "the deadlines passed in the blackout");
     assert_eq!(client.ep.endpoint_stats().pool_bytes_in_use, 0);
     assert!(client.saw(|e| *e == Event::Writable));
-    let _ = s;
+}
+
+#[test]
+fn pool_a_freed_connection_releases_its_bytes_and_wakes_the_others() {
+    // Two connections share the client's pool; the receiver's window is
+    // closed on the first, so its messages stay. Aborting it frees the
+    // pool, and the second one, refused before, hears Writable.
+    let mut h: Harness<App> = Harness::new(51);
+    let client = App::new(client_config(), 52);
+    let server = App::server(ConnectionConfig::default(), 53);
+    let c = h.add_node(addr(CLIENT), client);
+    let s = h.add_node(addr(SERVER), server);
+    h.set_default_pipe(pipe()).expect("valid pipe");
+    let now = h.now();
+    let (first, second) = {
+        let ep = &mut h.node_mut(c).ep;
+        let cfg = ConnectionConfig::default();
+        let a = ep
+            .connect(now, addr(SERVER), cfg.clone())
+            .expect("connects");
+        let b = ep.connect(now, addr(SERVER), cfg).expect("connects");
+        (a, b)
+    };
+    h.run_until(Time::from_millis(150)).expect("runs");
+    let now = h.now();
+    {
+        let ep = &mut h.node_mut(s).ep;
+        for conn in ep.handles() {
+            assert!(ep.set_receive_window(conn, now, WindowTarget::Connection, 0));
+        }
+    }
+    h.run_until(Time::from_millis(200)).expect("runs");
+    let now = h.now();
+    {
+        let ep = &mut h.node_mut(c).ep;
+        let mut n = 0u32;
+        while ep.send_message(first, now, 0, &message(n)).is_ok() {
+            n += 1;
+        }
+        assert_eq!(n as usize, CEILING / MESSAGE_LEN);
+        assert!(matches!(
+            ep.send_message(second, now, 0, &message(0)),
+            Err(SendError::WouldBlock { .. })
+        ));
+        assert_eq!(ep.endpoint_stats().pool_bytes_in_use, CEILING as u64);
+    }
+    h.run_until(Time::from_millis(1_000)).expect("runs");
+    assert_eq!(
+        h.node(c).ep.endpoint_stats().pool_bytes_in_use,
+        CEILING as u64,
+        "a stalled receiver acknowledges nothing"
+    );
+    let now = h.now();
+    h.node_mut(c).ep.abort(first, now);
+    h.run_until(Time::from_millis(1_100)).expect("runs");
+    let app = h.node(c);
+    assert_eq!(app.ep.endpoint_stats().pool_bytes_in_use, 0);
+    assert!(app
+        .events
+        .iter()
+        .any(|(_, e)| matches!(e, Event::Closed { undelivered, .. } if undelivered.len() == CEILING / MESSAGE_LEN)),
+        "the aborted connection reports what it never delivered");
+    assert_eq!(app.conn, Some(first));
+    let woke = app
+        .events
+        .iter()
+        .filter(|(_, e)| *e == Event::Writable)
+        .count();
+    assert_eq!(woke, 1, "Writable once, for the second connection");
+    let now = h.now();
+    assert!(h
+        .node_mut(c)
+        .ep
+        .send_message(second, now, 0, &message(0))
+        .is_ok());
 }

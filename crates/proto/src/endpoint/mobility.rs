@@ -3,7 +3,7 @@
 //! accounting after every call into a connection, `Writable` events.
 
 use super::{ConnectionHandle, Endpoint};
-use crate::connection::{Event, MessageId, SendError, WindowTarget};
+use crate::connection::{ConnectionState, Event, MessageId, SendError, WindowTarget};
 use crate::wire::CwinReason;
 use peregrine_cc::Time;
 
@@ -84,12 +84,17 @@ impl Endpoint {
     }
 
     /// Raise `Writable` for the waiting connections whose refused size
-    /// fits now.
+    /// fits now (not for one that closed meanwhile: it sends no more).
     fn wake_writers(&mut self) {
         if self.pool.has_waiters() {
             for h in self.pool.take_writable() {
                 if let Some(c) = self.connections.get_mut(&h) {
-                    c.push_event(Event::Writable);
+                    if matches!(
+                        c.state(),
+                        ConnectionState::Starting | ConnectionState::Connected
+                    ) {
+                        c.push_event(Event::Writable);
+                    }
                 }
             }
         }
