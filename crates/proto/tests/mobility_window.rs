@@ -176,6 +176,10 @@ fn handover_window_closed_for_2s_loses_nothing_fires_no_rto_and_keeps_cwnd() {
         "data resumed at once after the reopening CWIN"
     );
     assert_eq!(resumed.cwnd_bytes, settled.cwnd_bytes, "cwnd unchanged");
+    assert_eq!(
+        resumed.idle_restarts, 0,
+        "the pause is not idle time for the controller"
+    );
     assert_eq!(resumed.window.window_pauses, 1);
     let paused = resumed.window.window_paused;
     assert!(

@@ -103,6 +103,9 @@ pub struct ConnectionStats {
     pub rtos: u64,
     /// `Hold` answers of the controller.
     pub holds: u64,
+    /// Idle restarts handed to the controller (a closed peer window's
+    /// pause does not count as idle).
+    pub idle_restarts: u64,
     /// Messages accepted by `send_message`.
     pub messages_sent: u64,
     /// Messages the peer acknowledged completely.
@@ -206,6 +209,7 @@ impl Connection {
             ecn_episodes: cg.ecn_episodes,
             rtos: cg.rtos,
             holds: cg.holds,
+            idle_restarts: cg.idle_restarts,
             messages_sent: tx.messages_sent,
             messages_acked: tx.messages_acked,
             messages_delivered: rx.messages_delivered,

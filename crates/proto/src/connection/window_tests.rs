@@ -111,3 +111,39 @@ fn handover_status_polls_back_off_to_the_configured_bound() {
     assert_eq!(cli.window.status_polls_sent, polls.len() as u64);
     assert!(cli.window.window_paused >= Duration::from_secs(6));
 }
+
+#[test]
+fn handover_pause_is_no_idle_restart_but_plain_idleness_is() {
+    // Plain idleness: 2 s with nothing to send, then more data.
+    let (mut sim, client, _) = connected();
+    sim.eps[0]
+        .send_message(client, sim.now, 0, &[1u8; 3000])
+        .unwrap();
+    sim.run_for(Duration::from_secs(2));
+    sim.eps[0]
+        .send_message(client, sim.now, 0, &[2u8; 3000])
+        .unwrap();
+    sim.run_for(ms(200));
+    assert_eq!(sim.received(1).len(), 2);
+    assert_eq!(sim.eps[0].stats(client).unwrap().idle_restarts, 1);
+
+    // A handover pause of the same length, data waiting all along.
+    let (mut sim, client, server) = connected();
+    sim.eps[0]
+        .send_message(client, sim.now, 0, &[1u8; 3000])
+        .unwrap();
+    sim.run_for(ms(100));
+    sim.eps[1].set_receive_window(server, sim.now, WindowTarget::Connection, 0);
+    sim.run_for(ms(30));
+    sim.eps[0]
+        .send_message(client, sim.now, 0, &[2u8; 3000])
+        .unwrap();
+    sim.run_for(Duration::from_secs(2));
+    assert_eq!(sim.received(1).len(), 1, "held by the closed window");
+    sim.eps[1].set_receive_window(server, sim.now, WindowTarget::Connection, u64::MAX);
+    sim.run_for(ms(200));
+    assert_eq!(sim.received(1).len(), 2);
+    let cli = sim.eps[0].stats(client).unwrap();
+    assert_eq!(cli.idle_restarts, 0, "the pause is not idle time");
+    assert_eq!(cli.window.window_pauses, 1);
+}

@@ -85,6 +85,9 @@ pub struct CongestionCounters {
     pub undos: u64,
     /// Recovery/Cwr episodes that ended at `recover`.
     pub recovery_exits: u64,
+    /// Idle restarts handed to the controller (first send after at least
+    /// one RTO with nothing in flight).
+    pub idle_restarts: u64,
 }
 
 /// The state machine and the controller it drives.
@@ -289,6 +292,7 @@ impl Congestion {
             if nothing_in_flight && idle >= ctx.rtt.rto() {
                 let path = self.path(ctx);
                 self.cc.on_idle_restart(&path, idle);
+                self.counters.idle_restarts += 1;
             }
         }
         self.sampler.on_packet_sent(ctx.now, nothing_in_flight)
