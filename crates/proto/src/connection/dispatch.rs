@@ -236,8 +236,9 @@ impl Connection {
                 }
             }
             (PacketType::Cwin, Payload::Cwin(c)) => {
-                self.on_cwin_received();
-                self.on_peer_window(u64::from(c.window_bytes));
+                if self.on_cwin_received(c.packet_number) {
+                    self.on_peer_window(u64::from(c.window_bytes));
+                }
             }
             (PacketType::End, _) => {
                 if h.flags.contains(Flags::REPLY) {

@@ -147,3 +147,51 @@ fn handover_pause_is_no_idle_restart_but_plain_idleness_is() {
     assert_eq!(cli.idle_restarts, 0, "the pause is not idle time");
     assert_eq!(cli.window.window_pauses, 1);
 }
+
+#[test]
+fn handover_a_stale_cwin_overtaken_by_a_newer_packet_is_ignored() {
+    use crate::wire::{CwinPayload, HeaderRepr};
+    let (mut sim, client, _) = connected();
+    let last = sim.log.iter().rev().find(|s| s.from == 1).unwrap().header;
+    let next_pn = sim
+        .log
+        .iter()
+        .filter(|s| s.from == 1)
+        .filter_map(|s| DatagramRepr::decode(&s.bytes).ok()?.payload.packet_number())
+        .max()
+        .map_or(0, |pn| pn + 1);
+    let cwin = |pn: u32, window_bytes: u32| {
+        let mut h = HeaderRepr::new(PacketType::Cwin);
+        h.dest_id = last.dest_id;
+        h.src_id = last.src_id;
+        h.sync_no = last.sync_no;
+        h.flags = Flags::ST_CKS;
+        let dg = DatagramRepr {
+            header: h,
+            payload: Payload::Cwin(CwinPayload {
+                packet_number: pn,
+                window_bytes,
+                reason: CwinReason::UNSPECIFIED,
+            }),
+            auth_tag: &[],
+        };
+        let mut bytes = vec![0u8; dg.buffer_len()];
+        dg.emit(&mut bytes).unwrap();
+        bytes
+    };
+    // The newer one (pn + 5) arrives first; the older (pn + 2) is stale.
+    sim.inject(
+        0,
+        super::super::testdriver::addr(1),
+        &cwin(next_pn + 5, 100_000),
+    );
+    assert_eq!(sim.eps[0].stats(client).unwrap().peer_window_bytes, 100_000);
+    sim.inject(0, super::super::testdriver::addr(1), &cwin(next_pn + 2, 0));
+    let cli = sim.eps[0].stats(client).unwrap();
+    assert_eq!(
+        cli.peer_window_bytes, 100_000,
+        "the stale CWIN changed nothing"
+    );
+    assert_eq!(cli.window.cwins_received, 2);
+    assert_eq!(cli.window.window_pauses, 0);
+}
