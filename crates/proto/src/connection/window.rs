@@ -34,7 +34,7 @@
 //! exact differences after every call.
 
 use super::{Connection, ConnectionState, Event};
-use crate::wire::{expand_packet_number, CwinReason};
+use crate::wire::{expand_packet_number, CwinPayload, CwinReason};
 use peregrine_cc::{LinkHint, Time};
 use std::time::Duration;
 
@@ -143,14 +143,15 @@ impl Connection {
         Some(c)
     }
 
-    /// A CWIN with packet number `truncated` arrived (already recorded as
-    /// received); whether it is the newest packet of the peer, so that its
-    /// window applies (a CWIN overtaken by a newer packet is stale: the
-    /// newer one's W_VAL already told the window).
-    pub(crate) fn on_cwin_received(&mut self, truncated: u32) -> bool {
+    /// A CWIN arrived (already recorded as received): its window applies
+    /// if it is the newest packet of the peer (a CWIN overtaken by a newer
+    /// packet is stale: the newer one's W_VAL already told the window).
+    pub(crate) fn on_cwin(&mut self, c: &CwinPayload) {
         self.window.counters.cwins_received += 1;
         let largest = self.recv.largest();
-        largest.is_some_and(|l| expand_packet_number(truncated, Some(l)) == l)
+        if largest.is_some_and(|l| expand_packet_number(c.packet_number, Some(l)) == l) {
+            self.on_peer_window(u64::from(c.window_bytes));
+        }
     }
 
     /// The peer's window changed to `bytes`: a pause begins at 0 and ends
