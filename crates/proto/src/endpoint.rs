@@ -33,6 +33,7 @@ use crate::connection::{
     Event, MessageId, SendError, StartParams,
 };
 use crate::io::{EcnCodepoint, SansIo, Transmit};
+use crate::pool::BufferPool;
 use crate::rng::SeededRng;
 use crate::sched::SchedulerConfig;
 use crate::send_helpers::write;
@@ -44,6 +45,8 @@ use crate::wire::{
 use peregrine_cc::{CcConfig, LinkHint, Time};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
+
+mod mobility;
 
 /// How many closed connections' final stats stay readable.
 const CLOSED_STATS_KEPT: usize = 64;
@@ -82,6 +85,14 @@ pub struct EndpointStats {
     pub unchecked_dropped: u64,
     /// Stateless answers dropped because their queue was full.
     pub stateless_dropped: u64,
+    /// Buffer pool: bytes of message data held (queued or unacknowledged).
+    pub pool_bytes_in_use: u64,
+    /// Buffer pool: the most bytes held at once.
+    pub pool_peak_bytes: u64,
+    /// Buffer pool: its ceiling (`EndpointConfig::memory_ceiling_bytes`).
+    pub pool_ceiling_bytes: u64,
+    /// Buffer pool: sends refused with `SendError::WouldBlock`.
+    pub pool_would_block: u64,
 }
 
 /// Many connections, demultiplexed by connection id.
@@ -114,6 +125,7 @@ pub struct Endpoint {
     cursor: u64,
     closed_stats: VecDeque<(ConnectionHandle, ConnectionStats)>,
     stats: EndpointStats,
+    pool: BufferPool,
 }
 
 impl Endpoint {
@@ -121,7 +133,6 @@ impl Endpoint {
     /// probe ids) derives from `seed`.
     pub fn new(config: EndpointConfig, seed: u64) -> Endpoint {
         Endpoint {
-            config,
             rng: SeededRng::new(seed).fork("endpoint"),
             now: Time::ZERO,
             next_handle: 0,
@@ -131,7 +142,12 @@ impl Endpoint {
             stateless: VecDeque::new(),
             cursor: 0,
             closed_stats: VecDeque::new(),
-            stats: EndpointStats::default(),
+            stats: EndpointStats {
+                pool_ceiling_bytes: config.memory_ceiling_bytes as u64,
+                ..EndpointStats::default()
+            },
+            pool: BufferPool::new(config.memory_ceiling_bytes),
+            config,
         }
     }
 
@@ -229,11 +245,7 @@ impl Endpoint {
         deadline: Option<Time>,
     ) -> Result<MessageId, SendError> {
         let now = self.tick(now);
-        let conn = self
-            .connections
-            .get_mut(&handle)
-            .ok_or(SendError::UnknownConnection)?;
-        conn.send_message(now, stream, bytes, deadline)
+        self.send_pooled(handle, now, stream, bytes, deadline)
     }
 
     /// Open a stream with `config`, or change an open one (priority class
@@ -278,6 +290,7 @@ impl Endpoint {
         if let Some(c) = self.connections.get_mut(&handle) {
             c.app_close(now);
         }
+        self.pool_sync(handle);
     }
 
     /// Abort: tell the peer with REMOTE_RESET and close at once.
@@ -286,6 +299,7 @@ impl Endpoint {
         if let Some(c) = self.connections.get_mut(&handle) {
             c.app_abort(now);
         }
+        self.pool_sync(handle);
     }
 
     /// Replace the congestion controller of a connection (it restarts from
@@ -305,7 +319,7 @@ impl Endpoint {
     pub fn link_hint(&mut self, handle: ConnectionHandle, now: Time, hint: &LinkHint) {
         let now = self.tick(now);
         if let Some(c) = self.connections.get_mut(&handle) {
-            c.link_hint(now, hint);
+            c.handle_link_hint(now, hint);
         }
     }
 
@@ -382,7 +396,9 @@ impl Endpoint {
         if !drained {
             return;
         }
+        self.pool_sync(handle);
         if let Some(c) = self.connections.remove(&handle) {
+            self.pool_release(handle, c.pool_accounted());
             self.by_id.remove(&c.local_id());
             self.by_peer.retain(|_, h| *h != handle);
             self.closed_stats.push_back((handle, c.stats()));
@@ -539,6 +555,7 @@ impl SansIo for Endpoint {
                 if let Some(c) = self.connections.get_mut(&handle) {
                     c.handle_datagram(now, remote, ecn, &dg);
                 }
+                self.pool_sync(handle);
             }
             None => {
                 self.stats.unknown_connection += 1;
@@ -576,6 +593,7 @@ impl SansIo for Endpoint {
             if let Some(size) = c.poll_transmit(now, buf) {
                 self.cursor = key;
                 let destination = c.remote();
+                self.pool_sync(handle);
                 self.reap(handle);
                 return Some(Transmit {
                     destination,
@@ -583,6 +601,7 @@ impl SansIo for Endpoint {
                     size,
                 });
             }
+            self.pool_sync(handle);
             self.reap(handle);
         }
         buf.clear();
@@ -608,6 +627,7 @@ impl SansIo for Endpoint {
             if let Some(c) = self.connections.get_mut(&handle) {
                 c.handle_timeout(now);
             }
+            self.pool_sync(handle);
         }
     }
 }

@@ -37,7 +37,8 @@
 //! fragmented into blocks and reassembled in order per stream (small ones
 //! coalesced into one datagram), the receive window, ACKs on REPLY_REQ and
 //! on the receiver's schedule, NACKs, the events (Connected,
-//! MessageReceived, PeerClosed, Closed, SecurityViolation, NetworkReset)
+//! MessageReceived, PeerClosed, Closed, SecurityViolation, NetworkReset,
+//! Writable)
 //! and a stats snapshot. Every buffer is bounded by configuration.
 //!
 //! ## `recovery`: what the connection owes the controllers
@@ -68,6 +69,16 @@
 //! adaptive, EDF, ABS with aging), chosen per connection and switchable at
 //! run time; the packetizer asks it which stream sends each next block.
 //!
+//! ## Things that move: handover window, link hints, bounded memory
+//!
+//! The application closes this side's receive window before a handover
+//! (`Endpoint::set_receive_window`, CWIN with a reason); the peer's sender
+//! then pauses without counting it as loss or congestion and polls with
+//! STATUS. Link hints reach the controller, whose send gate decides what
+//! the sender does in a predicted outage ([`connection::window`]). Message
+//! buffers of an endpoint are bounded by a [`pool`] with a ceiling: at the
+//! ceiling `send_message` says `WouldBlock` and `Event::Writable` follows.
+//!
 //! ## `rng`
 //!
 //! [`rng`] is the core's one random source, a SplitMix64 seeded by whoever
@@ -87,6 +98,7 @@ pub mod connection;
 pub mod endpoint;
 pub mod harness;
 pub mod io;
+pub mod pool;
 pub mod probe;
 pub mod recovery;
 pub mod rng;
@@ -97,7 +109,7 @@ pub mod wire;
 
 pub use connection::{
     CloseReason, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig, Event,
-    MessageId, SendError,
+    MessageId, SendError, WindowCounters, WindowTarget,
 };
 pub use endpoint::{ConnectionHandle, Endpoint};
 pub use io::{EcnCodepoint, SansIo, Transmit};

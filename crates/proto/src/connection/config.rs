@@ -95,6 +95,13 @@ pub struct ConnectionConfig {
     /// STREAM_CREDIT) and raised in ACKs as the application reads. `None`
     /// (the default): no per-stream limit. `Some(0)` is invalid.
     pub initial_stream_credit: Option<u32>,
+    /// Longest interval between two STATUS polls of a sender facing a
+    /// closed (zero) window: the polls start one RTO after the window
+    /// closed and back off exponentially up to this bound (seed 003
+    /// §III-E; docs/protocol.md §10 "Handover window"). Must be positive
+    /// and below `idle_timeout` (the polls also keep the peer's answers
+    /// coming).
+    pub max_status_interval: Duration,
 }
 
 impl Default for ConnectionConfig {
@@ -124,6 +131,7 @@ impl Default for ConnectionConfig {
             checksum: true,
             scheduler: crate::sched::SchedulerConfig::RoundRobin,
             initial_stream_credit: None,
+            max_status_interval: Duration::from_secs(2),
         }
     }
 }
@@ -201,6 +209,12 @@ impl ConnectionConfig {
         if self.probe_timeout.is_zero() {
             return bad("probe_timeout", "is zero");
         }
+        if self.max_status_interval.is_zero() || self.max_status_interval >= self.idle_timeout {
+            return bad(
+                "max_status_interval",
+                "must be positive and below idle_timeout",
+            );
+        }
         Ok(())
     }
 
@@ -229,6 +243,13 @@ pub struct EndpointConfig {
     pub adopt_peer_controller: bool,
     /// Most datagrams without a connection (REJECTs, resets) queued for sending.
     pub max_stateless_queue: usize,
+    /// Ceiling of the endpoint's buffer pool, bytes (seed 003 §III-F): the
+    /// message data all its connections hold queued or unacknowledged.
+    /// At the ceiling `send_message` fails with
+    /// [`SendError::WouldBlock`](crate::connection::SendError::WouldBlock)
+    /// and an [`Event::Writable`](crate::connection::Event::Writable)
+    /// follows once enough is acknowledged. Default 64 MiB.
+    pub memory_ceiling_bytes: usize,
 }
 
 impl Default for EndpointConfig {
@@ -238,6 +259,7 @@ impl Default for EndpointConfig {
             max_connections: 1024,
             adopt_peer_controller: false,
             max_stateless_queue: 64,
+            memory_ceiling_bytes: 64 << 20,
         }
     }
 }
@@ -248,6 +270,21 @@ impl EndpointConfig {
         EndpointConfig {
             server: Some(server),
             ..EndpointConfig::default()
+        }
+    }
+
+    /// Checks that the settings can work (the server configuration too).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |field, problem| Err(ConfigError { field, problem });
+        if self.max_connections == 0 {
+            return bad("max_connections", "is zero");
+        }
+        if self.memory_ceiling_bytes == 0 {
+            return bad("memory_ceiling_bytes", "is zero (no message could be sent)");
+        }
+        match &self.server {
+            Some(s) => s.validate(),
+            None => Ok(()),
         }
     }
 }
@@ -269,6 +306,32 @@ mod tests {
             ..ConnectionConfig::default()
         };
         assert_eq!(c.validate().unwrap_err().field, "max_packet_size");
+        let c = ConnectionConfig {
+            max_status_interval: Duration::ZERO,
+            ..ConnectionConfig::default()
+        };
+        assert_eq!(c.validate().unwrap_err().field, "max_status_interval");
+        let c = ConnectionConfig {
+            max_status_interval: Duration::from_secs(30),
+            ..ConnectionConfig::default()
+        };
+        assert_eq!(c.validate().unwrap_err().field, "max_status_interval");
+    }
+
+    #[test]
+    fn pool_endpoint_config_validates_the_ceiling() {
+        assert_eq!(EndpointConfig::default().validate(), Ok(()));
+        assert_eq!(EndpointConfig::default().memory_ceiling_bytes, 64 << 20);
+        let c = EndpointConfig {
+            memory_ceiling_bytes: 0,
+            ..EndpointConfig::default()
+        };
+        assert_eq!(c.validate().unwrap_err().field, "memory_ceiling_bytes");
+        let c = EndpointConfig::server(ConnectionConfig {
+            max_status_interval: Duration::ZERO,
+            ..ConnectionConfig::default()
+        });
+        assert_eq!(c.validate().unwrap_err().field, "max_status_interval");
     }
 
     #[test]

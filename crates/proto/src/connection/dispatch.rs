@@ -121,8 +121,9 @@ impl Connection {
         self.counters.bytes_received += u64::from(len);
     }
 
-    fn on_peer_window(&mut self, bytes: u64) {
+    pub(super) fn on_peer_window(&mut self, bytes: u64) {
         self.send.set_peer_window(bytes);
+        self.on_window_update(bytes);
         if !self.send.window_blocked() && !self.send.credit_blocked() {
             self.status_poll_at = None;
             self.status_poll_pending = false;
@@ -235,7 +236,7 @@ impl Connection {
                 }
             }
             (PacketType::Cwin, Payload::Cwin(c)) => {
-                self.on_peer_window(u64::from(c.window_bytes));
+                self.on_cwin(c);
             }
             (PacketType::End, _) => {
                 if h.flags.contains(Flags::REPLY) {

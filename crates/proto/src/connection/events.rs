@@ -1,7 +1,8 @@
 //! What a connection tells the application (SLTP's event interface, seed
 //! 003 §III-E): a connection started, a message arrived, the peer closed,
 //! the connection is closed at both ends, a security violation, a network
-//! reset.
+//! reset — and, once the endpoint's buffer pool refused a message, that it
+//! has room again (`Writable`).
 
 use crate::streams::AbandonReason;
 use crate::wire::RejectReason;
@@ -103,4 +104,9 @@ pub enum Event {
     /// with REMOTE_RESET arrived); a `Closed` event with reason
     /// [`CloseReason::Reset`] follows.
     NetworkReset,
+    /// The endpoint's buffer pool, which refused a message of this
+    /// connection with [`SendError::WouldBlock`](super::SendError::WouldBlock),
+    /// has room again for a message of that size: sending may resume.
+    /// Raised once per refusal episode.
+    Writable,
 }

@@ -31,7 +31,8 @@
 //! * [`recv`]: received packets, ACK schedule, NACK generation, reassembly
 //!   and in-order delivery;
 //! * `transmit` (private): what `poll_transmit` sends next and the timers;
-//! * [`events`], [`stats`], [`config`]: what the application sees and sets.
+//! * [`events`], [`stats`], [`config`]: what the application sees and sets;
+//! * [`window`]: the handover window, link hints, the pool hooks.
 //!
 //! Loss recovery and congestion control live in [`crate::recovery`], the
 //! packet-pair start-up in [`crate::probe`].
@@ -44,6 +45,7 @@ pub mod recv;
 pub mod send;
 pub mod stats;
 mod transmit;
+pub mod window;
 
 #[cfg(test)]
 mod data_tests;
@@ -61,6 +63,7 @@ pub use events::{CloseReason, Event, MessageId, ViolationKind};
 pub use lifecycle::StartParams;
 pub use send::SendError;
 pub use stats::{ConnectionState, ConnectionStats};
+pub use window::{WindowCounters, WindowTarget};
 
 use crate::probe::PacketPair;
 use crate::recovery::{Recovery, RecoveryConfig};
@@ -68,7 +71,7 @@ use crate::sched::SchedulerConfig;
 use crate::streams::StreamConfig;
 use crate::wire::{AckPayload, PacketType, StreamCredit};
 use lifecycle::{CloseProgress, StartProgress};
-use peregrine_cc::{CcConfig, LinkHint, Time};
+use peregrine_cc::{CcConfig, Time};
 use recv::RecvState;
 use send::SendState;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -141,6 +144,7 @@ pub struct Connection {
     closing: CloseProgress,
     events: VecDeque<Event>,
     counters: Counters,
+    window: window::WindowState,
 }
 
 fn recovery_config(config: &ConnectionConfig, packet_size: u16) -> RecoveryConfig {
@@ -210,6 +214,7 @@ impl Connection {
             closing: CloseProgress::default(),
             events: VecDeque::new(),
             counters: Counters::default(),
+            window: window::WindowState::default(),
         }
     }
 
@@ -382,12 +387,6 @@ impl Connection {
             self.recovery
                 .replace_controller(now, self.config.cc.build());
         }
-    }
-
-    /// Hand a link-layer hint to the controller.
-    pub(crate) fn link_hint(&mut self, now: Time, hint: &LinkHint) {
-        let now = self.tick(now);
-        self.recovery.on_link_hint(now, hint);
     }
 
     /// The next event for the application.

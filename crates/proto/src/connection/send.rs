@@ -55,6 +55,16 @@ pub enum SendError {
     /// (on the connection or on this stream).
     #[error("send buffer full: wait for the peer to acknowledge")]
     BufferFull,
+    /// The endpoint's buffer pool is at its ceiling
+    /// (`EndpointConfig::memory_ceiling_bytes`): nothing was queued; wait
+    /// for [`Event::Writable`](super::Event::Writable) and send again.
+    #[error("buffer pool full ({in_use} of {ceiling} bytes in use): wait for Writable")]
+    WouldBlock {
+        /// Bytes of the pool in use.
+        in_use: usize,
+        /// The pool's ceiling.
+        ceiling: usize,
+    },
     /// The stream's 32-bit message numbers are used up.
     #[error("message numbers of this stream are exhausted")]
     MessageNumbersExhausted,

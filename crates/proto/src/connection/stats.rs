@@ -103,6 +103,9 @@ pub struct ConnectionStats {
     pub rtos: u64,
     /// `Hold` answers of the controller.
     pub holds: u64,
+    /// Idle restarts handed to the controller (a closed peer window's
+    /// pause does not count as idle).
+    pub idle_restarts: u64,
     /// Messages accepted by `send_message`.
     pub messages_sent: u64,
     /// Messages the peer acknowledged completely.
@@ -156,6 +159,11 @@ pub struct ConnectionStats {
     pub messages_skipped: u64,
     /// Per-stream counters of the sending side, by stream id.
     pub streams: Vec<crate::streams::StreamStats>,
+    /// The window this side advertises now (free receive buffer, capped
+    /// by `set_receive_window`), bytes.
+    pub advertised_window_bytes: u64,
+    /// Handover-window counters (CWINs, STATUS polls, pauses).
+    pub window: super::WindowCounters,
 }
 
 impl Connection {
@@ -201,6 +209,7 @@ impl Connection {
             ecn_episodes: cg.ecn_episodes,
             rtos: cg.rtos,
             holds: cg.holds,
+            idle_restarts: cg.idle_restarts,
             messages_sent: tx.messages_sent,
             messages_acked: tx.messages_acked,
             messages_delivered: rx.messages_delivered,
@@ -227,6 +236,8 @@ impl Connection {
             skips_sent: tx.skips_sent,
             messages_skipped: rx.messages_skipped,
             streams: self.send.stream_stats(),
+            advertised_window_bytes: self.advertised_window(),
+            window: self.window_counters(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! `poll_transmit` writes at most one datagram per call, in this order of
 //! urgency: an abort's reset; the handshake (START or its answer); ECHO
-//! answers; ACK; NACK; the packet-pair probes; a STATUS answer; the close
+//! answers; ACK; NACK; the packet-pair probes; a CWIN; a STATUS answer; the close
 //! handshake (FIN, END with REPLY, END with REPLY_REQ); DATA as the window,
 //! the pacing rate and the controller's send gate allow; a STATUS poll of a
 //! closed peer window; an IDLE keep-alive.
@@ -14,8 +14,8 @@ use crate::sched::SchedContext;
 use crate::send_helpers::write;
 use crate::wire::header::WINDOW_SIZE_MAX;
 use crate::wire::{
-    AckPayload, BarePayload, DataPayload, EchoPayload, Flags, HeaderRepr, NackPayload, PacketType,
-    Payload, StartPayload, HEADER_LEN,
+    AckPayload, BarePayload, CwinPayload, DataPayload, EchoPayload, Flags, HeaderRepr, NackPayload,
+    PacketType, Payload, StartPayload, HEADER_LEN,
 };
 use peregrine_cc::Time;
 
@@ -31,7 +31,7 @@ impl Connection {
         if self.config.checksum {
             f = f | Flags::ST_CKS;
         }
-        let free = u64::try_from(self.free_receive_bytes()).unwrap_or(u64::MAX);
+        let free = self.advertised_window();
         h.window_size = u32::try_from(free >> self.local_scale)
             .unwrap_or(WINDOW_SIZE_MAX)
             .min(WINDOW_SIZE_MAX);
@@ -173,6 +173,17 @@ impl Connection {
             let n = write(buf, h, Payload::Echo(p))?;
             return self.sent(now, n);
         }
+        if let Some((window_bytes, reason)) = self.take_cwin() {
+            let pn = self.recovery.take_pn();
+            let h = self.header(PacketType::Cwin, Flags::EMPTY);
+            let p = CwinPayload {
+                packet_number: pn as u32,
+                window_bytes,
+                reason,
+            };
+            let n = write(buf, h, Payload::Cwin(p))?;
+            return self.sent(now, n);
+        }
         if self.status_reply_pending {
             self.status_reply_pending = false;
             return self.send_bare(now, buf, PacketType::Status, Flags::REPLY);
@@ -200,16 +211,12 @@ impl Connection {
             && self.status_poll_at.is_none()
             && !self.status_poll_pending
         {
-            let wait = self
-                .recovery
-                .rtt()
-                .rto()
-                .saturating_mul(1 << self.status_backoff.min(6));
-            self.status_poll_at = Some(now + wait);
+            self.status_poll_at = Some(now + self.status_poll_wait());
         }
         if self.status_poll_pending {
             self.status_poll_pending = false;
-            self.status_backoff += 1;
+            self.status_backoff = self.status_backoff.saturating_add(1);
+            self.on_status_poll_sent();
             return self.send_bare(now, buf, PacketType::Status, Flags::REPLY_REQ);
         }
         if self.keep_alive_pending {

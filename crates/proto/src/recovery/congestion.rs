@@ -85,6 +85,9 @@ pub struct CongestionCounters {
     pub undos: u64,
     /// Recovery/Cwr episodes that ended at `recover`.
     pub recovery_exits: u64,
+    /// Idle restarts handed to the controller (first send after at least
+    /// one RTO with nothing in flight).
+    pub idle_restarts: u64,
 }
 
 /// The state machine and the controller it drives.
@@ -289,9 +292,20 @@ impl Congestion {
             if nothing_in_flight && idle >= ctx.rtt.rto() {
                 let path = self.path(ctx);
                 self.cc.on_idle_restart(&path, idle);
+                self.counters.idle_restarts += 1;
             }
         }
         self.sampler.on_packet_sent(ctx.now, nothing_in_flight)
+    }
+
+    /// The sender was held by a closed peer window for `paused` (a
+    /// handover, not idleness): move the last send forward by that much
+    /// (never past `now`), so the pause does not count toward the
+    /// idle-restart rule.
+    pub fn exclude_idle(&mut self, now: Time, paused: Duration) {
+        if let Some(last) = self.last_send {
+            self.last_send = Some((last + paused).min(now));
+        }
     }
 
     /// After a DATA packet of `size` bytes left (`ctx` includes it);
@@ -478,5 +492,27 @@ impl Congestion {
     /// After a held RTO: the controller's own re-arm delay, if any.
     pub fn held_rto_timeout(&self, now: Time) -> Option<Duration> {
         self.cc.held_rto_timeout(now)
+    }
+}
+
+#[cfg(test)]
+mod idle_tests {
+    use super::*;
+    use peregrine_cc::CcConfig;
+
+    #[test]
+    fn handover_pause_is_taken_out_of_the_idle_time() {
+        let cc = CcConfig::from_name("cubic").expect("registered").build();
+        let mut c = Congestion::new(cc, 1200);
+        // Nothing sent yet: nothing to move.
+        c.exclude_idle(Time::from_millis(10), Duration::from_millis(5));
+        assert_eq!(c.last_send, None);
+        c.last_send = Some(Time::from_millis(100));
+        // Paused 2 s of the 2.05 s since the last send: 50 ms idle remain.
+        c.exclude_idle(Time::from_millis(2_150), Duration::from_secs(2));
+        assert_eq!(c.last_send, Some(Time::from_millis(2_100)));
+        // Never past now.
+        c.exclude_idle(Time::from_millis(2_200), Duration::from_secs(5));
+        assert_eq!(c.last_send, Some(Time::from_millis(2_200)));
     }
 }

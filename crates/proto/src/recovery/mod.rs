@@ -200,6 +200,12 @@ impl Recovery {
         self.cong.on_link_hint(hint, &ctx);
     }
 
+    /// The peer's window held the sender for `paused` until `now`: that
+    /// time is not idleness for the controller's idle-restart rule.
+    pub fn exclude_idle(&mut self, now: Time, paused: Duration) {
+        self.cong.exclude_idle(now, paused);
+    }
+
     /// Whether a DATA packet of `size` bytes may be sent now.
     pub fn allowance(&self, now: Time, size: u64) -> Allowance {
         self.cong.allowance(now, size, self.sent.bytes_in_flight())

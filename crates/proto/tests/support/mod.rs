@@ -53,8 +53,12 @@ pub struct App {
     pub expect: Option<fn(MessageId, &[u8]) -> bool>,
     /// Messages that failed `expect`.
     pub bad_messages: u64,
-    /// `send_message` errors other than `BufferFull` (never expected).
+    /// `send_message` errors other than `BufferFull` and `WouldBlock`
+    /// (never expected).
     pub send_errors: Vec<SendError>,
+    /// `send_message` refusals with `WouldBlock` (the endpoint's pool was
+    /// full; the message stays in the outbox until `Writable`).
+    pub would_block: u64,
     now: Time,
 }
 
@@ -74,6 +78,7 @@ impl App {
             expect: None,
             bad_messages: 0,
             send_errors: Vec::new(),
+            would_block: 0,
             now: Time::ZERO,
         }
     }
@@ -111,6 +116,10 @@ impl App {
                     self.sent.push((id, msg));
                 }
                 Err(SendError::BufferFull) => break,
+                Err(SendError::WouldBlock { .. }) => {
+                    self.would_block += 1;
+                    break;
+                }
                 Err(e) => {
                     // Closed connection and the like: keep the error for
                     // the test to judge, stop feeding.

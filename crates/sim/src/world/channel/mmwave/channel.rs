@@ -1,0 +1,482 @@
+//! The stepping part of the mmWave model: [`MmWaveChannel`].
+
+use super::{cqi_from_snr_db, FailureCounts, FailureEvent, FailureKind, LinkState, MmWaveConfig};
+use crate::rng::{component_rng, SimRng};
+use crate::world::channel::obstacles::{Blocker, Obstacle, ObstacleField, ObstacleKind};
+use crate::world::channel::ConfigError;
+use crate::world::geom::Vec3;
+use crate::Time;
+use rand::RngExt;
+use std::time::Duration;
+
+/// An outage in progress.
+#[derive(Copy, Clone, Debug)]
+struct Outage {
+    kind: FailureKind,
+    end: Time,
+    /// Base station the vehicle is served by when the outage ends.
+    next_bs: Option<usize>,
+}
+
+/// What the channel remembers about one vehicle between steps.
+#[derive(Clone, Debug)]
+struct Vehicle {
+    rng: SimRng,
+    heading_rad: f64,
+    yaw_rate: f64,
+    los: bool,
+    outage: Option<Outage>,
+    /// A better base station and since when it has been better.
+    candidate: Option<(usize, Time)>,
+    state: LinkState,
+}
+
+/// What every vehicle's step shares.
+#[derive(Copy, Clone)]
+struct StepCtx<'a> {
+    now: Time,
+    dt: f64,
+    vehicles: &'a [(Vec3, Vec3)],
+    bodies: &'a [Blocker],
+    headings: &'a [f64],
+    load: &'a [usize],
+}
+
+/// Per base station, what one vehicle sees at one step.
+#[derive(Copy, Clone, Debug)]
+struct View {
+    snr_db: f64,
+    clear: bool,
+}
+
+/// The 28 GHz channel of a set of vehicles and road-side base stations.
+///
+/// Drive it with [`step`](MmWaveChannel::step) at the resolution wanted
+/// (1 ms resolves every outage kind; call it also at
+/// [`next_change`](MmWaveChannel::next_change) to end outages on time),
+/// read each vehicle's [`link`](MmWaveChannel::link) and collect the
+/// outages with [`drain_events`](MmWaveChannel::drain_events).
+#[derive(Clone, Debug)]
+pub struct MmWaveChannel {
+    config: MmWaveConfig,
+    base_stations: Vec<Vec3>,
+    obstacles: ObstacleField,
+    seed: u64,
+    vehicles: Vec<Vehicle>,
+    last_step: Option<Time>,
+    events: Vec<FailureEvent>,
+    counts: FailureCounts,
+}
+
+/// Heading change wrapped into (−π, π].
+fn wrap_angle(a: f64) -> f64 {
+    let tau = std::f64::consts::TAU;
+    let w = a.rem_euclid(tau);
+    if w > std::f64::consts::PI {
+        w - tau
+    } else {
+        w
+    }
+}
+
+fn ms(x: f64) -> Duration {
+    Duration::from_secs_f64(x.max(0.0) * 1e-3)
+}
+
+impl MmWaveChannel {
+    /// A channel over `base_stations` (ground positions; the antenna is at
+    /// `bs_height_m` above them) among `obstacles`, its draws from `seed`.
+    pub fn new(
+        config: MmWaveConfig,
+        base_stations: Vec<Vec3>,
+        obstacles: ObstacleField,
+        seed: u64,
+    ) -> Result<MmWaveChannel, ConfigError> {
+        config.validate()?;
+        if base_stations.is_empty() {
+            return Err(ConfigError::new(
+                "base_stations",
+                "must name at least one base station",
+            ));
+        }
+        for (i, b) in base_stations.iter().enumerate() {
+            if !(b.x.is_finite() && b.y.is_finite() && b.z.is_finite()) {
+                return Err(ConfigError {
+                    field: format!("base_stations[{i}]"),
+                    reason: "must be a finite position",
+                });
+            }
+        }
+        Ok(MmWaveChannel {
+            config,
+            base_stations,
+            obstacles,
+            seed,
+            vehicles: Vec::new(),
+            last_step: None,
+            events: Vec::new(),
+            counts: FailureCounts::default(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MmWaveConfig {
+        &self.config
+    }
+
+    /// The base stations' ground positions.
+    pub fn base_stations(&self) -> &[Vec3] {
+        &self.base_stations
+    }
+
+    /// The static obstacles.
+    pub fn obstacles(&self) -> &ObstacleField {
+        &self.obstacles
+    }
+
+    /// Vehicle `vehicle`'s link as of the last step ([`LinkState::DOWN`]
+    /// for one never stepped).
+    pub fn link(&self, vehicle: usize) -> LinkState {
+        self.vehicles
+            .get(vehicle)
+            .map_or(LinkState::DOWN, |v| v.state)
+    }
+
+    /// Outages started since the last call, in order.
+    pub fn drain_events(&mut self) -> Vec<FailureEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Outages so far, per kind.
+    pub fn counts(&self) -> FailureCounts {
+        self.counts
+    }
+
+    /// The earliest end of an outage in progress: step then to bring the
+    /// link back on time.
+    pub fn next_change(&self) -> Option<Time> {
+        self.vehicles
+            .iter()
+            .filter_map(|v| v.outage.map(|o| o.end))
+            .min()
+    }
+
+    fn bs_antenna(&self, j: usize) -> Vec3 {
+        self.base_stations[j] + Vec3::new(0.0, 0.0, self.config.bs_height_m)
+    }
+
+    fn body(&self, pos: Vec3, heading_rad: f64) -> Blocker {
+        Blocker::new(Obstacle {
+            kind: ObstacleKind::Vehicle,
+            center: pos,
+            half_length_m: self.config.vehicle_length_m / 2.0,
+            half_width_m: self.config.vehicle_width_m / 2.0,
+            heading_rad,
+            height_m: self.config.vehicle_height_m,
+        })
+    }
+
+    /// SNR and line of sight from a vehicle antenna at `ant` to base
+    /// station `j`, with `bodies` as moving blockers (`own` excluded).
+    fn view(&self, ant: Vec3, j: usize, bodies: &[Blocker], own: usize) -> View {
+        let bs = self.bs_antenna(j);
+        let c = self.obstacles.crossings(ant, bs, bodies, &[own]);
+        View {
+            snr_db: self
+                .config
+                .snr_db(ant.distance(bs), c.buildings, c.trees, c.vehicles),
+            clear: c.is_clear(),
+        }
+    }
+
+    /// Advances every vehicle's link to `now`. `vehicles[i]` is vehicle
+    /// `i`'s (ground position, velocity) in m and m/s; the slice may grow
+    /// between calls (new vehicles start unassociated). A `now` earlier
+    /// than the previous step is treated as no time passing.
+    pub fn step(&mut self, now: Time, vehicles: &[(Vec3, Vec3)]) {
+        let dt = self
+            .last_step
+            .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
+        self.last_step = Some(self.last_step.map_or(now, |t| t.max(now)));
+        while self.vehicles.len() < vehicles.len() {
+            let i = self.vehicles.len();
+            let (_, vel) = vehicles[i];
+            self.vehicles.push(Vehicle {
+                rng: component_rng(self.seed, &format!("mmwave/vehicle/{i}")),
+                heading_rad: if vel.x == 0.0 && vel.y == 0.0 {
+                    0.0
+                } else {
+                    vel.y.atan2(vel.x)
+                },
+                yaw_rate: 0.0,
+                los: false,
+                outage: None,
+                candidate: None,
+                state: LinkState::DOWN,
+            });
+        }
+        // Headings and yaw rates; then the moving bodies.
+        for (v, (_, vel)) in self.vehicles.iter_mut().zip(vehicles) {
+            if vel.x.hypot(vel.y) > 0.1 {
+                let h = vel.y.atan2(vel.x);
+                v.yaw_rate = if dt > 0.0 {
+                    wrap_angle(h - v.heading_rad) / dt
+                } else {
+                    0.0
+                };
+                v.heading_rad = h;
+            } else {
+                v.yaw_rate = 0.0;
+            }
+        }
+        let bodies: Vec<Blocker> = vehicles
+            .iter()
+            .zip(&self.vehicles)
+            .map(|((p, _), v)| self.body(*p, v.heading_rad))
+            .collect();
+        let mut load = vec![0usize; self.base_stations.len()];
+        for v in &self.vehicles[..vehicles.len()] {
+            if let Some(b) = v.state.bs {
+                load[b] += 1;
+            }
+        }
+        let headings: Vec<f64> = self.vehicles.iter().map(|v| v.heading_rad).collect();
+        // Take the states out so each can be updated in place while the
+        // rest of the channel is read.
+        let mut states = std::mem::take(&mut self.vehicles);
+        for (i, v) in states.iter_mut().enumerate().take(vehicles.len()) {
+            let ctx = StepCtx {
+                now,
+                dt,
+                vehicles,
+                bodies: &bodies,
+                headings: &headings,
+                load: &load,
+            };
+            if let Some(ev) = self.step_vehicle(v, i, &ctx) {
+                self.counts.bump(ev.kind);
+                self.events.push(ev);
+            }
+        }
+        self.vehicles = states;
+    }
+
+    /// One vehicle's step; returns the outage it starts, if any.
+    fn step_vehicle(&self, v: &mut Vehicle, i: usize, ctx: &StepCtx<'_>) -> Option<FailureEvent> {
+        let StepCtx {
+            now,
+            dt,
+            vehicles,
+            bodies,
+            headings,
+            load,
+        } = *ctx;
+        let (pos, vel) = vehicles[i];
+        let ant = pos + Vec3::new(0.0, 0.0, self.config.vehicle_antenna_height_m);
+        let views: Vec<View> = (0..self.base_stations.len())
+            .map(|j| self.view(ant, j, bodies, i))
+            .collect();
+        let speed = vel.x.hypot(vel.y);
+        let cfg = &self.config;
+        // `load` counted this vehicle on the station it had at step start.
+        let counted = v.state.bs;
+        let peers_on = |b: usize| load[b].saturating_sub(usize::from(counted == Some(b)));
+
+        // An outage that has run its course ends now.
+        if let Some(o) = v.outage {
+            if now >= o.end {
+                v.outage = None;
+                if o.next_bs.is_some() {
+                    v.state.bs = o.next_bs;
+                }
+                v.candidate = None;
+                v.los = v.state.bs.is_some_and(|b| views[b].clear);
+            }
+        }
+        let best = |exclude: Option<usize>, need_clear: bool| {
+            views
+                .iter()
+                .enumerate()
+                .filter(|(j, w)| Some(*j) != exclude && (!need_clear || w.clear))
+                .filter(|(_, w)| w.snr_db >= cfg.min_snr_db)
+                .max_by(|a, b| a.1.snr_db.total_cmp(&b.1.snr_db))
+                .map(|(j, _)| j)
+        };
+        let mut started: Option<(FailureKind, Duration, Option<usize>)> = None;
+        if v.outage.is_none() {
+            match v.state.bs {
+                None => {
+                    // First association (or re-entry into coverage): no outage.
+                    v.state.bs = best(None, false);
+                    v.los = v.state.bs.is_some_and(|b| views[b].clear);
+                }
+                Some(s) => {
+                    let serving = views[s];
+                    if v.los && !serving.clear {
+                        started = Some(self.blockage(i, s, &views, vehicles, headings));
+                    } else if serving.snr_db < cfg.min_snr_db {
+                        // Out of coverage of the serving station: forced handover.
+                        if let Some(k) = best(Some(s), false) {
+                            started = Some((
+                                FailureKind::Handover,
+                                ms(cfg.handover_interruption_ms),
+                                Some(k),
+                            ));
+                        }
+                    } else if let Some(k) = best(Some(s), false)
+                        .filter(|k| views[*k].snr_db > serving.snr_db + cfg.handover_hysteresis_db)
+                    {
+                        match v.candidate {
+                            Some((c, since)) if c == k => {
+                                if now.saturating_duration_since(since)
+                                    >= ms(cfg.time_to_trigger_ms)
+                                {
+                                    started = Some((
+                                        FailureKind::Handover,
+                                        ms(cfg.handover_interruption_ms),
+                                        Some(k),
+                                    ));
+                                }
+                            }
+                            _ => v.candidate = Some((k, now)),
+                        }
+                    } else {
+                        v.candidate = None;
+                    }
+                    if started.is_none() && dt > 0.0 {
+                        started = self.transient(v, dt, s, pos, vel, peers_on(s));
+                    }
+                    v.los = serving.clear;
+                }
+            }
+        }
+        let event = started.map(|(kind, duration, next_bs)| {
+            v.outage = Some(Outage {
+                kind,
+                end: now + duration,
+                next_bs,
+            });
+            v.candidate = None;
+            FailureEvent {
+                time: now,
+                vehicle: i,
+                bs: v.state.bs,
+                kind,
+                duration,
+                speed_mps: speed,
+            }
+        });
+        // Publish the state.
+        let (snr, los) = v.state.bs.map_or((f64::NEG_INFINITY, false), |b| {
+            (views[b].snr_db, views[b].clear)
+        });
+        let capacity = if v.outage.is_some() {
+            0
+        } else {
+            self.config.capacity_bps(snr)
+        };
+        v.state = LinkState {
+            bs: v.state.bs,
+            capacity_bps: capacity,
+            up: capacity > 0,
+            event: v.outage.map(|o| o.kind),
+            snr_db: snr,
+            cqi: if capacity > 0 {
+                cqi_from_snr_db(snr)
+            } else {
+                0
+            },
+            los,
+            peers: v.state.bs.map_or(0, peers_on),
+        };
+        event
+    }
+
+    /// Draws a deafness or misalignment outage over the last `dt` seconds
+    /// (competing Poisson processes), if one happens.
+    fn transient(
+        &self,
+        v: &mut Vehicle,
+        dt: f64,
+        s: usize,
+        pos: Vec3,
+        vel: Vec3,
+        peers: usize,
+    ) -> Option<(FailureKind, Duration, Option<usize>)> {
+        let cfg = &self.config;
+        let rate_deaf = cfg.deafness_rate_per_peer_hz * peers as f64;
+        // Bearing rate of the vehicle seen from the station (horizontal),
+        // and of the station seen from the vehicle's own heading.
+        let r = pos - self.base_stations[s];
+        let r2 = (r.x * r.x + r.y * r.y).max(1.0);
+        let omega = (r.x * vel.y - r.y * vel.x) / r2;
+        let omega_rel = omega.abs() + (omega - v.yaw_rate).abs();
+        let rate_mis = cfg.misalignment_factor * omega_rel / cfg.beamwidth_deg.to_radians();
+        let total = rate_deaf + rate_mis;
+        // Draw every step, so a vehicle's stream does not depend on rates.
+        let u: f64 = v.rng.random();
+        let pick: f64 = v.rng.random();
+        let frac: f64 = v.rng.random();
+        // A non-finite rate (NaN positions or velocities) draws nothing.
+        if !total.is_finite() || total <= 0.0 || u >= 1.0 - (-total * dt).exp() {
+            return None;
+        }
+        let lo = cfg.min_outage_ms;
+        let (kind, hi) = if pick * total < rate_deaf {
+            // Until the station's beam comes back round to us.
+            let hi = (peers as f64 * cfg.beam_dwell_ms).clamp(lo, cfg.link_recovery_ms);
+            (FailureKind::Deafness, hi)
+        } else {
+            (FailureKind::BeamMisalignment, cfg.link_recovery_ms)
+        };
+        Some((kind, ms(lo + frac * (hi - lo)), None))
+    }
+
+    /// The outage of a blockage of vehicle `i`'s link to station `s`: the
+    /// soonest of a handover to a station in line of sight, a beam on the
+    /// blocked path, and line of sight coming back (motion extrapolated at
+    /// constant velocity); at most the horizon.
+    fn blockage(
+        &self,
+        i: usize,
+        s: usize,
+        views: &[View],
+        vehicles: &[(Vec3, Vec3)],
+        headings: &[f64],
+    ) -> (FailureKind, Duration, Option<usize>) {
+        let cfg = &self.config;
+        let horizon = cfg.blockage_horizon_ms;
+        let mut best = (horizon, None);
+        let other_clear = views
+            .iter()
+            .enumerate()
+            .filter(|(j, w)| *j != s && w.clear && w.snr_db >= cfg.min_snr_db)
+            .max_by(|a, b| a.1.snr_db.total_cmp(&b.1.snr_db))
+            .map(|(j, _)| j);
+        if let Some(k) = other_clear {
+            best = (cfg.handover_interruption_ms, Some(k));
+        }
+        if views[s].snr_db >= cfg.min_snr_db && cfg.nlos_recovery_ms < best.0 {
+            best = (cfg.nlos_recovery_ms, None);
+        }
+        // Line of sight back, looked for up to the best recovery so far.
+        let step = cfg.prediction_step_ms;
+        let mut t = step;
+        while t < best.0 {
+            let tau = t * 1e-3;
+            let moved: Vec<Blocker> = vehicles
+                .iter()
+                .zip(headings)
+                .map(|((p, v), h)| self.body(*p + v.scale(tau), *h))
+                .collect();
+            let (p, vel) = vehicles[i];
+            let ant = p + vel.scale(tau) + Vec3::new(0.0, 0.0, cfg.vehicle_antenna_height_m);
+            if self.view(ant, s, &moved, i).clear {
+                best = (t, None);
+                break;
+            }
+            t += step;
+        }
+        (FailureKind::Blockage, ms(best.0), best.1)
+    }
+}

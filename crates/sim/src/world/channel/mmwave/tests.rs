@@ -1,0 +1,489 @@
+use super::*;
+use crate::world::channel::obstacles::{Obstacle, ObstacleField, ObstacleKind, Rect};
+use crate::world::geom::{Bounds, Vec3};
+
+fn quiet() -> MmWaveConfig {
+    // No random transients: geometry only.
+    MmWaveConfig {
+        deafness_rate_per_peer_hz: 0.0,
+        misalignment_factor: 0.0,
+        ..MmWaveConfig::urban()
+    }
+}
+
+fn t_ms(ms: u64) -> Time {
+    Time::from_millis(ms)
+}
+
+#[test]
+fn capacity_rises_with_snr_and_is_capped() {
+    let cfg = MmWaveConfig::urban();
+    let mut prev = 0;
+    for i in -100..400 {
+        let snr = i as f64 / 10.0;
+        let c = cfg.capacity_bps(snr);
+        assert!(c >= prev, "{snr} dB");
+        assert!(c <= cfg.capacity_cap_bps);
+        prev = c;
+    }
+    assert_eq!(cfg.capacity_bps(-5.1), 0);
+    assert_eq!(cfg.capacity_bps(f64::NAN), 0);
+    assert_eq!(cfg.capacity_bps(40.0), 2_000_000_000);
+    // 0 dB with a 3 dB gap: 1 GHz · log2(1.5).
+    let c0 = cfg.capacity_bps(0.0) as f64;
+    assert!((c0 - 1e9 * 1.501_187f64.log2()).abs() < 1e6, "{c0}");
+    let mut prev = 0;
+    for i in -100..300 {
+        let q = cqi_from_snr_db(i as f64 / 10.0);
+        assert!(q >= prev && q <= 15);
+        prev = q;
+    }
+    assert_eq!(cqi_from_snr_db(-10.0), 0);
+    assert_eq!(cqi_from_snr_db(30.0), 15);
+}
+
+#[test]
+fn snr_orders_los_over_foliage_over_buildings() {
+    let cfg = MmWaveConfig::urban();
+    let los = cfg.snr_db(40.0, 0, 0, 0);
+    let tree = cfg.snr_db(40.0, 0, 1, 0);
+    let nlos = cfg.snr_db(40.0, 1, 0, 0);
+    assert!(los > tree && tree > nlos, "{los} {tree} {nlos}");
+    assert!((los - tree - 15.0).abs() < 1e-9);
+    // LOS at 50 m: 30 + 12 − (61.4 + 20·log10 50) − (−174 + 90 + 7).
+    let expected = 30.0 + 12.0 - (61.4 + 20.0 * 50f64.log10()) + 77.0;
+    assert!((cfg.snr_db(50.0, 0, 0, 0) - expected).abs() < 1e-9);
+}
+
+#[test]
+fn vehicles_associate_with_the_best_station_and_hand_over_with_hysteresis() {
+    let bss = vec![Vec3::new(0.0, 0.0, 0.0), Vec3::new(100.0, 0.0, 0.0)];
+    let mut ch = MmWaveChannel::new(quiet(), bss, ObstacleField::default(), 1).unwrap();
+    let speed = 10.0;
+    let mut handover_at = None;
+    for k in 0..=10_000u64 {
+        let x = 10.0 + speed * k as f64 * 1e-3;
+        if x > 90.0 {
+            break;
+        }
+        ch.step(
+            t_ms(k),
+            &[(Vec3::new(x, 5.0, 0.0), Vec3::new(speed, 0.0, 0.0))],
+        );
+        let l = ch.link(0);
+        if k == 0 {
+            assert_eq!(l.bs, Some(0));
+            assert!(l.up && l.los && l.capacity_bps > 0);
+        }
+        if l.event == Some(FailureKind::Handover) && handover_at.is_none() {
+            handover_at = Some((k, x));
+            assert!(!l.up);
+            assert_eq!(l.capacity_bps, 0);
+        }
+    }
+    let (k, x) = handover_at.expect("a handover");
+    // 3 dB in LOS (β = 2) is a distance ratio of √2: d1/d0 = 1/√2 at
+    // x ≈ 58.6 m, then 40 ms at 10 m/s more.
+    assert!((58.0..60.0).contains(&x), "handover at x = {x}");
+    let events = ch.drain_events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kind, FailureKind::Handover);
+    assert_eq!(events[0].duration, Duration::from_millis(20));
+    assert_eq!(events[0].bs, Some(0));
+    assert_eq!(events[0].time, t_ms(k));
+    assert_eq!(ch.link(0).bs, Some(1));
+    assert!(ch.link(0).up);
+    assert_eq!(ch.counts().handover, 1);
+}
+
+#[test]
+fn a_building_blocks_and_the_outage_lasts_until_line_of_sight_returns() {
+    // One station; a building between it and a street the vehicle drives.
+    let building = Obstacle::from_rect(
+        ObstacleKind::Building,
+        Rect {
+            min_x: 45.0,
+            min_y: 20.0,
+            max_x: 55.0,
+            max_y: 30.0,
+        },
+        20.0,
+    );
+    let field = ObstacleField::new(vec![building]).unwrap();
+    let cfg = MmWaveConfig {
+        nlos_recovery_ms: 10_000.0,
+        blockage_horizon_ms: 10_000.0,
+        prediction_step_ms: 1.0,
+        ..quiet()
+    };
+    let mut ch = MmWaveChannel::new(cfg, vec![Vec3::new(50.0, 0.0, 0.0)], field, 1).unwrap();
+    let speed = 10.0;
+    let pos = |k: u64| Vec3::new(20.0 + speed * k as f64 * 1e-3, 40.0, 0.0);
+    let mut down_ms = 0;
+    let mut first = None;
+    for k in 0..6000u64 {
+        ch.step(t_ms(k), &[(pos(k), Vec3::new(speed, 0.0, 0.0))]);
+        let l = ch.link(0);
+        if !l.up {
+            down_ms += 1;
+            first.get_or_insert(k);
+            assert_eq!(l.event, Some(FailureKind::Blockage));
+        }
+    }
+    let events = ch.drain_events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let e = &events[0];
+    assert_eq!(e.kind, FailureKind::Blockage);
+    assert_eq!(e.speed_mps, speed);
+    // The shadow of a 10 m block 20–30 m from the station on the street
+    // 40 m away: from x = 50 − 5·40/20 = 40 to x = 50 + 5·40/20 = 60 m
+    // (the nearer face; antenna heights tilt it a little): ~2 s at 10 m/s.
+    let d = e.duration.as_secs_f64();
+    assert!((1.7..2.3).contains(&d), "blockage lasted {d} s");
+    assert_eq!(down_ms as f64, (d * 1e3).ceil());
+    // The link came back with line of sight.
+    assert!(ch.link(0).up && ch.link(0).los);
+}
+
+#[test]
+fn a_blockage_with_another_station_in_sight_is_a_short_handover() {
+    let building = Obstacle::from_rect(
+        ObstacleKind::Building,
+        Rect {
+            min_x: 45.0,
+            min_y: 20.0,
+            max_x: 55.0,
+            max_y: 30.0,
+        },
+        20.0,
+    );
+    let field = ObstacleField::new(vec![building]).unwrap();
+    let bss = vec![Vec3::new(50.0, 0.0, 0.0), Vec3::new(50.0, 80.0, 0.0)];
+    let cfg = MmWaveConfig {
+        handover_hysteresis_db: 30.0,
+        ..quiet()
+    };
+    let mut ch = MmWaveChannel::new(cfg, bss, field, 1).unwrap();
+    for k in 0..3000u64 {
+        let p = Vec3::new(20.0 + 0.01 * k as f64, 35.0, 0.0);
+        ch.step(t_ms(k), &[(p, Vec3::new(10.0, 0.0, 0.0))]);
+    }
+    let events = ch.drain_events();
+    assert_eq!(events[0].kind, FailureKind::Blockage);
+    assert_eq!(events[0].duration, Duration::from_millis(20));
+    assert_eq!(events[0].bs, Some(0));
+    assert_eq!(ch.link(0).bs, Some(1));
+}
+
+/// 20 vehicles on straight lines wrapping round a 100 m square, 5
+/// stations, 10 ms steps for `secs` seconds; returns the counts.
+fn city(
+    cfg: MmWaveConfig,
+    field: ObstacleField,
+    seed: u64,
+    secs: u64,
+) -> (FailureCounts, Vec<FailureEvent>) {
+    let bss = vec![
+        Vec3::new(0.0, 0.0, 0.0),
+        Vec3::new(100.0, 0.0, 0.0),
+        Vec3::new(0.0, 100.0, 0.0),
+        Vec3::new(100.0, 100.0, 0.0),
+        Vec3::new(50.0, 50.0, 0.0),
+    ];
+    let mut ch = MmWaveChannel::new(cfg, bss, field, seed).unwrap();
+    let mut events = Vec::new();
+    for k in 0..secs * 100 {
+        let t = k as f64 * 0.01;
+        let vs: Vec<(Vec3, Vec3)> = (0..20)
+            .map(|i| {
+                let a = i as f64 * 2.4;
+                let v = Vec3::new(a.cos(), a.sin(), 0.0).scale(5.0 + i as f64);
+                let p0 = Vec3::new(7.0 * i as f64 % 100.0, 13.0 * i as f64 % 100.0, 0.0);
+                let p = p0 + v.scale(t);
+                (
+                    Vec3::new(p.x.rem_euclid(100.0), p.y.rem_euclid(100.0), 0.0),
+                    v,
+                )
+            })
+            .collect();
+        ch.step(Time::from_millis(k * 10), &vs);
+        events.extend(ch.drain_events());
+    }
+    (ch.counts(), events)
+}
+
+#[test]
+fn blockages_are_more_frequent_in_the_city_than_in_the_country() {
+    let area = Bounds::from_size(100.0, 100.0, 50.0);
+    let keep: Vec<Rect> = [
+        (0.0, 0.0),
+        (100.0, 0.0),
+        (0.0, 100.0),
+        (100.0, 100.0),
+        (50.0, 50.0),
+    ]
+    .iter()
+    .map(|(x, y)| Rect::around(*x, *y, 3.0))
+    .collect();
+    let (mut urban_n, mut rural_n) = (0, 0);
+    for seed in 1..=3 {
+        let u = ObstacleField::generate(&ObstacleDensity::urban(), area, &keep, seed).unwrap();
+        let r = ObstacleField::generate(&ObstacleDensity::rural(), area, &keep, seed).unwrap();
+        urban_n += city(MmWaveConfig { ..quiet() }, u, seed, 20).0.blockage;
+        rural_n += city(
+            MmWaveConfig {
+                density: ObstacleDensity::rural(),
+                ..quiet()
+            },
+            r,
+            seed,
+            20,
+        )
+        .0
+        .blockage;
+    }
+    assert!(urban_n > rural_n, "urban {urban_n} vs rural {rural_n}");
+    assert!(
+        rural_n > 0,
+        "moving vehicles block each other even in the country"
+    );
+}
+
+#[test]
+fn durations_stay_in_their_documented_ranges_and_runs_are_deterministic() {
+    let area = Bounds::from_size(100.0, 100.0, 50.0);
+    let field = ObstacleField::generate(&ObstacleDensity::urban(), area, &[], 4).unwrap();
+    let cfg = MmWaveConfig::urban();
+    let (counts, events) = city(cfg.clone(), field.clone(), 9, 20);
+    for kind in FailureKind::ALL {
+        assert!(counts.get(kind) > 0, "no {kind:?} in 20 s: {counts:?}");
+        assert_eq!(
+            counts.get(kind),
+            events.iter().filter(|e| e.kind == kind).count() as u64
+        );
+    }
+    for e in &events {
+        let d = e.duration.as_secs_f64() * 1e3;
+        match e.kind {
+            FailureKind::Deafness | FailureKind::BeamMisalignment => {
+                assert!((0.5..=10.0).contains(&d), "{e:?}")
+            }
+            FailureKind::Handover => assert_eq!(d, 20.0),
+            FailureKind::Blockage => assert!(d > 0.0 && d <= 2000.0, "{e:?}"),
+        }
+    }
+    let (again, events_again) = city(cfg.clone(), field.clone(), 9, 20);
+    assert_eq!(counts, again);
+    assert_eq!(events, events_again);
+    let (_, other) = city(cfg, field, 10, 20);
+    assert_ne!(events, other);
+}
+
+/// One vehicle circling a lone station at 20 m with angular speed
+/// `omega` rad/s for 200 s; returns the misalignment count.
+fn circling(omega: f64) -> (u64, Vec<FailureEvent>) {
+    let cfg = MmWaveConfig {
+        deafness_rate_per_peer_hz: 0.0,
+        ..MmWaveConfig::rural()
+    };
+    let mut ch = MmWaveChannel::new(cfg, vec![Vec3::ZERO], ObstacleField::default(), 3).unwrap();
+    let r = 20.0;
+    let mut events = Vec::new();
+    for k in 0..20_000u64 {
+        let a = omega * k as f64 * 0.01;
+        let p = Vec3::new(r * a.cos(), r * a.sin(), 0.0);
+        let v = Vec3::new(-a.sin(), a.cos(), 0.0).scale(r * omega);
+        ch.step(Time::from_millis(k * 10), &[(p, v)]);
+        events.extend(ch.drain_events());
+    }
+    (ch.counts().beam_misalignment, events)
+}
+
+#[test]
+fn misalignment_rises_with_angular_speed_over_beam_width() {
+    let (slow, _) = circling(0.25);
+    let (mid, _) = circling(1.0);
+    let (fast, events) = circling(4.0);
+    assert!(slow < mid && mid < fast, "{slow} {mid} {fast}");
+    // λ = 0.1 · ω / 30° (the vehicle's heading turns with the bearing):
+    // 4 rad/s → 0.76 /s → ≈150 in 200 s (less the time spent down).
+    let expected = 0.1 * 4.0 / 30f64.to_radians() * 200.0;
+    assert!(
+        (fast as f64 - expected).abs() < 0.25 * expected,
+        "{fast} vs {expected}"
+    );
+    assert!(events
+        .iter()
+        .all(|e| e.kind == FailureKind::BeamMisalignment));
+}
+
+#[test]
+fn deafness_needs_peers_and_grows_with_them() {
+    let run = |n: usize| {
+        let cfg = MmWaveConfig {
+            misalignment_factor: 0.0,
+            ..MmWaveConfig::rural()
+        };
+        let mut ch =
+            MmWaveChannel::new(cfg, vec![Vec3::ZERO], ObstacleField::default(), 5).unwrap();
+        let vs: Vec<(Vec3, Vec3)> = (0..n)
+            .map(|i| (Vec3::new(10.0 + 3.0 * i as f64, 5.0, 0.0), Vec3::ZERO))
+            .collect();
+        for k in 0..10_000u64 {
+            ch.step(Time::from_millis(k * 10), &vs);
+        }
+        let events = ch.drain_events();
+        for e in &events {
+            let hi = ((n - 1) as f64 * 2.0).clamp(0.5, 10.0);
+            let d = e.duration.as_secs_f64() * 1e3;
+            assert!(d >= 0.5 && d <= hi + 1e-9, "{d} > {hi}");
+        }
+        ch.counts().deafness as f64 / n as f64
+    };
+    assert_eq!(run(1), 0.0);
+    let (two, eight) = (run(2), run(8));
+    assert!(two > 0.0 && eight > 2.0 * two, "{two} {eight}");
+}
+
+#[test]
+fn next_change_is_the_end_of_the_earliest_outage() {
+    let bss = vec![Vec3::new(0.0, 0.0, 0.0), Vec3::new(100.0, 0.0, 0.0)];
+    let cfg = MmWaveConfig {
+        time_to_trigger_ms: 0.0,
+        ..quiet()
+    };
+    let mut ch = MmWaveChannel::new(cfg, bss, ObstacleField::default(), 1).unwrap();
+    assert_eq!(ch.next_change(), None);
+    assert_eq!(ch.link(3), LinkState::DOWN);
+    ch.step(t_ms(0), &[(Vec3::new(20.0, 0.0, 0.0), Vec3::ZERO)]);
+    assert_eq!(ch.link(0).bs, Some(0));
+    // Teleport next to station 1: a better station for ttt = 0 → handover.
+    ch.step(t_ms(5), &[(Vec3::new(90.0, 0.0, 0.0), Vec3::ZERO)]);
+    ch.step(t_ms(6), &[(Vec3::new(90.0, 0.0, 0.0), Vec3::ZERO)]);
+    assert_eq!(ch.link(0).event, Some(FailureKind::Handover));
+    let end = ch.next_change().unwrap();
+    assert_eq!(end, t_ms(26));
+    ch.step(end, &[(Vec3::new(90.0, 0.0, 0.0), Vec3::ZERO)]);
+    assert!(ch.link(0).up);
+    assert_eq!(ch.link(0).bs, Some(1));
+    assert_eq!(ch.next_change(), None);
+}
+
+#[test]
+fn configs_validate_and_presets_differ_in_density_only() {
+    assert!(MmWaveConfig::urban().validate().is_ok());
+    assert!(MmWaveConfig::rural().validate().is_ok());
+    let mut r = MmWaveConfig::rural();
+    assert_ne!(r, MmWaveConfig::urban());
+    r.density = ObstacleDensity::urban();
+    assert_eq!(r, MmWaveConfig::urban());
+    assert_eq!(Environment::Rural.config(), MmWaveConfig::rural());
+    let e: Environment = serde_json::from_str(r#""urban""#).unwrap();
+    assert_eq!(e.config(), MmWaveConfig::default());
+    assert_eq!(e.as_str(), "urban");
+    let bad = MmWaveConfig {
+        beamwidth_deg: 0.0,
+        ..MmWaveConfig::urban()
+    };
+    assert_eq!(bad.validate().unwrap_err().field, "beamwidth_deg");
+    let bad = MmWaveConfig {
+        min_outage_ms: 20.0,
+        ..MmWaveConfig::urban()
+    };
+    assert_eq!(bad.validate().unwrap_err().field, "min_outage_ms");
+    let err =
+        MmWaveChannel::new(MmWaveConfig::urban(), vec![], ObstacleField::default(), 1).unwrap_err();
+    assert_eq!(err.field, "base_stations");
+    let err = MmWaveChannel::new(
+        MmWaveConfig::urban(),
+        vec![Vec3::ZERO, Vec3::new(f64::NAN, 0.0, 0.0)],
+        ObstacleField::default(),
+        1,
+    )
+    .unwrap_err();
+    assert_eq!(err.field, "base_stations[1]");
+    let parsed: MmWaveConfig =
+        serde_json::from_str(r#"{"beamwidth_deg": 15.0, "density": {"buildings_per_ha": 2.0}}"#)
+            .unwrap();
+    assert_eq!(parsed.beamwidth_deg, 15.0);
+    assert_eq!(parsed.density.buildings_per_ha, 2.0);
+    assert!(serde_json::from_str::<MmWaveConfig>(r#"{"beam_width": 15.0}"#).is_err());
+}
+
+#[test]
+fn nonsense_positions_do_not_panic_or_invent_outages() {
+    let mut ch = MmWaveChannel::new(
+        MmWaveConfig::urban(),
+        vec![Vec3::ZERO],
+        ObstacleField::default(),
+        1,
+    )
+    .unwrap();
+    let nan = Vec3::new(f64::NAN, f64::NAN, 0.0);
+    for k in 0..1000u64 {
+        ch.step(
+            t_ms(k),
+            &[(nan, nan), (Vec3::new(10.0, 0.0, 0.0), Vec3::ZERO)],
+        );
+    }
+    assert!(!ch.link(0).up);
+    assert_eq!(ch.link(0).bs, None);
+    assert!(ch.link(1).up);
+    assert_eq!(ch.link(1).peers, 0);
+    assert!(ch.drain_events().is_empty());
+    // Far in the future: saturating times.
+    ch.step(Time::MAX, &[(Vec3::new(10.0, 0.0, 0.0), Vec3::ZERO)]);
+    ch.step(t_ms(5), &[(Vec3::new(10.0, 0.0, 0.0), Vec3::ZERO)]);
+}
+
+#[test]
+fn peers_count_the_other_vehicles_on_the_same_station() {
+    let bss = vec![Vec3::ZERO, Vec3::new(100.0, 0.0, 0.0)];
+    let mut ch = MmWaveChannel::new(quiet(), bss, ObstacleField::default(), 1).unwrap();
+    let vs = [
+        (Vec3::new(10.0, 0.0, 0.0), Vec3::ZERO),
+        (Vec3::new(12.0, 3.0, 0.0), Vec3::ZERO),
+        (Vec3::new(14.0, -3.0, 0.0), Vec3::ZERO),
+        (Vec3::new(90.0, 0.0, 0.0), Vec3::ZERO),
+    ];
+    ch.step(t_ms(0), &vs);
+    ch.step(t_ms(1), &vs);
+    let peers: Vec<(Option<usize>, usize)> =
+        (0..4).map(|i| (ch.link(i).bs, ch.link(i).peers)).collect();
+    assert_eq!(
+        peers,
+        vec![(Some(0), 2), (Some(0), 2), (Some(0), 2), (Some(1), 0)]
+    );
+}
+
+#[test]
+fn turning_vehicles_misalign_more_than_straight_ones() {
+    // Same speed, same station; one drives straight lines across a large
+    // area, the other turns by 90° every second (random-direction style).
+    let run = |turn: bool| {
+        let cfg = MmWaveConfig {
+            deafness_rate_per_peer_hz: 0.0,
+            min_snr_db: -50.0,
+            ..MmWaveConfig::rural()
+        };
+        let mut ch =
+            MmWaveChannel::new(cfg, vec![Vec3::ZERO], ObstacleField::default(), 8).unwrap();
+        let mut p = Vec3::new(200.0, 0.0, 0.0);
+        let mut heading = std::f64::consts::FRAC_PI_2;
+        for k in 0..30_000u64 {
+            if turn && k % 100 == 0 {
+                heading +=
+                    if (k / 100) % 2 == 0 { 1.0 } else { -1.0 } * std::f64::consts::FRAC_PI_2;
+            }
+            let v = Vec3::new(heading.cos(), heading.sin(), 0.0).scale(10.0);
+            p = p + v.scale(0.01);
+            ch.step(Time::from_millis(k * 10), &[(p, v)]);
+        }
+        ch.counts().beam_misalignment
+    };
+    let (straight, turning) = (run(false), run(true));
+    assert!(
+        turning > 2 * straight.max(1),
+        "straight {straight}, turning {turning}"
+    );
+}
