@@ -1,5 +1,10 @@
-//! The modelled physical world: geometry, mobility, channels, links,
-//! queues and routing. Positions are sampled by the channel when it needs
-//! them; everything here is a pure value driven in virtual time.
+//! The modelled physical world: geometry, packets, links, queues, loss
+//! and outages. Positions are sampled by the channel when it needs them;
+//! everything here is a pure value driven in virtual time.
 
 pub mod geom;
+pub mod link;
+pub mod loss;
+pub mod outage;
+pub mod packet;
+pub mod trace;
