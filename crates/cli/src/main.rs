@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod cc_cmd;
 mod plot;
+mod sim_cmd;
 mod wire_cmd;
 
 /// Peregrine: a transport for things that move, and a laboratory to study it.
@@ -23,6 +24,10 @@ enum Command {
     Cc(cc_cmd::CcArgs),
     /// Encode and decode SLTP datagrams.
     Wire(wire_cmd::WireArgs),
+    /// Run one simulation scenario (TOML) and write its results.
+    Sim(sim_cmd::SimArgs),
+    /// Benchmarks: `peregrine bench sim`.
+    Bench(sim_cmd::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +36,8 @@ fn main() -> ExitCode {
         None => cc_cmd::default_showcase(),
         Some(Command::Cc(args)) => cc_cmd::run(args),
         Some(Command::Wire(args)) => wire_cmd::run(args),
+        Some(Command::Sim(args)) => sim_cmd::run(args),
+        Some(Command::Bench(args)) => sim_cmd::bench(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

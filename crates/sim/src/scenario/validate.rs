@@ -107,39 +107,40 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
                 ),
             )
         })?;
-        let scheduler =
-            match f.scheduler.as_str() {
-                "rr" => SchedulerConfig::RoundRobin,
-                "wfq" => SchedulerConfig::Wfq,
-                "abs" => SchedulerConfig::Abs,
-                "edf" => SchedulerConfig::Edf,
-                "adaptive" => {
-                    match f.target_rate {
-                        Some(r) if r.0 > 0 => SchedulerConfig::Adaptive { target_bps: r.0 },
-                        _ => return v.err(
-                            format!("{p}.target_rate"),
-                            "the adaptive scheduler needs a positive target_rate (e.g. \"50Mbps\")",
-                        ),
-                    }
+        let scheduler = match f.scheduler.as_str() {
+            "rr" => SchedulerConfig::RoundRobin,
+            "wfq" => SchedulerConfig::Wfq,
+            "abs" => SchedulerConfig::Abs,
+            "edf" => SchedulerConfig::Edf,
+            "adaptive" => match f.target_rate {
+                Some(r) if r.0 > 0 => SchedulerConfig::Adaptive { target_bps: r.0 },
+                _ => {
+                    return v.err(
+                        format!("{p}.target_rate"),
+                        "the adaptive scheduler needs a positive target_rate (e.g. \"50Mbps\")",
+                    )
                 }
-                "aging" => match f.aging_bound {
-                    Some(d) if d.0 > 0 => SchedulerConfig::Aging {
-                        bound: Duration::from_nanos(d.0),
-                    },
-                    _ => {
-                        return v.err(
-                            format!("{p}.aging_bound"),
-                            "the aging scheduler needs a positive aging_bound (e.g. \"100ms\")",
-                        )
-                    }
+            },
+            "aging" => match f.aging_bound {
+                Some(d) if d.0 > 0 => SchedulerConfig::Aging {
+                    bound: Duration::from_nanos(d.0),
                 },
-                other => return v.err(
+                _ => {
+                    return v.err(
+                        format!("{p}.aging_bound"),
+                        "the aging scheduler needs a positive aging_bound (e.g. \"100ms\")",
+                    )
+                }
+            },
+            other => {
+                return v.err(
                     format!("{p}.scheduler"),
                     format!(
                         "unknown scheduler {other:?} (allowed: rr, wfq, abs, adaptive, edf, aging)"
                     ),
-                ),
-            };
+                )
+            }
+        };
         let startup = match f.startup.as_str() {
             "slow_start" => StartupMode::SlowStart,
             "packet_pair" => StartupMode::PacketPair,
@@ -384,12 +385,14 @@ fn stream(
         "reliable" => StreamReliability::ReliableOrdered,
         "reliable_unordered" => StreamReliability::ReliableUnordered,
         "unreliable" => StreamReliability::Unreliable,
-        other => return v.err(
-            format!("{p}.reliability"),
-            format!(
+        other => {
+            return v.err(
+                format!("{p}.reliability"),
+                format!(
                 "unknown reliability {other:?} (allowed: reliable, reliable_unordered, unreliable)"
             ),
-        ),
+            )
+        }
     };
     let msg = |default: u32| -> Result<u32, ScenarioError> {
         let m = s.message_bytes.unwrap_or(default);

@@ -100,14 +100,27 @@ fn trace_opportunities_carry_1500_bytes_and_packets_span_them() {
     // Opportunities at 1, 1, 2, 5 ms; period 5 ms.
     let t = Arc::new(MahimahiTrace::parse("1\n1\n2\n5\n").expect("valid"));
     let mut l = link(Server::Trace(t), 0, PKTS);
-    // 1000 + 1000 + 1000 bytes: opportunity 1 (1500 B) sends packet 0 and
-    // half of packet 1; opportunity 2 (same ms) finishes packet 1 and
-    // half of packet 2; opportunity 3 (2 ms) finishes packet 2.
-    for i in 0..3 {
+    // Four packets of 1000 B: the first opportunity (1500 B) sends packet
+    // 0 and half of packet 1; the second (same ms) finishes packet 1 and
+    // packet 2; the third (2 ms) sends packet 3 and wastes its remainder.
+    for i in 0..4 {
         l.enqueue(0, pkt(i, 1000)).expect("room");
     }
     let got = drain(&mut l, 0);
-    assert_eq!(got, vec![(1_000_000, 0), (1_000_000, 1), (2_000_000, 2)]);
+    assert_eq!(
+        got,
+        vec![
+            (1_000_000, 0),
+            (1_000_000, 1),
+            (1_000_000, 2),
+            (2_000_000, 3)
+        ]
+    );
+    // A 4000 B packet uses parts of three opportunities.
+    l.enqueue(2_000_000, pkt(4, 4000)).expect("room");
+    let got = drain(&mut l, 2_000_000);
+    // Opportunities at 5 ms and then the next loop's 6, 6 ms.
+    assert_eq!(got, vec![(6_000_000, 4)]);
 }
 
 #[test]
@@ -182,7 +195,11 @@ fn real_mahimahi_trace_mean_rate_if_present() {
         l.enqueue(0, pkt(i, 1500)).expect("room");
     }
     let got = drain(&mut l, 0);
-    let last = got.last().expect("delivered").0 as f64 / 1e9;
-    let rate = 20_000.0 * 1500.0 * 8.0 / last;
-    assert!((rate / r - 1.0).abs() < 0.25, "served {rate} vs mean {r}");
+    // One 1500-byte packet per opportunity, none wasted while backlogged.
+    assert_eq!(got.len(), 20_000);
+    assert_eq!(
+        got.last().expect("delivered").0,
+        trace.opportunity_ns(19_999)
+    );
+    assert_eq!(got[0].0, trace.opportunity_ns(0));
 }
