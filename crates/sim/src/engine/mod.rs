@@ -359,10 +359,8 @@ impl Sim {
     fn on_event(&mut self, s: usize, _h: ConnectionHandle, ev: Event) {
         let flow = self.slots[s].flow;
         match ev {
-            Event::Connected => {
-                if self.slots[s].client {
-                    self.metrics[flow].connected_ns.get_or_insert(self.now);
-                }
+            Event::Connected if self.slots[s].client => {
+                self.metrics[flow].connected_ns.get_or_insert(self.now);
             }
             Event::MessageReceived { id, bytes, .. } => {
                 let m = &mut self.metrics[flow];
