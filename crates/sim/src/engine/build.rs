@@ -161,6 +161,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             flow: f,
             client: true,
             armed: None,
+            scheduled: None,
             handle: None,
         });
         by_addr.insert((fs.src, p), client);
@@ -172,6 +173,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             flow: f,
             client: false,
             armed: None,
+            scheduled: None,
             handle: None,
         });
         by_addr.insert((fs.dst, p), server);
@@ -248,6 +250,8 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         offers: Vec::new(),
         out: Default::default(),
         zeros: Vec::new(),
+        packets: Vec::new(),
+        free_packets: Vec::new(),
         link_ends,
         link_names,
         now: 0,

@@ -54,7 +54,8 @@ enum Ev {
     FlowStart(usize),
     Timer(usize),
     LinkWake(usize),
-    Arrive(usize, Packet),
+    /// A packet (slot in `packets`) reaches a node.
+    Arrive(usize, u32),
     App(usize),
     Sample,
 }
@@ -66,7 +67,11 @@ struct Slot {
     port: u16,
     flow: usize,
     client: bool,
+    /// The instant the endpoint's `poll_timeout` asked for.
     armed: Option<u64>,
+    /// The time of the one live timer event in the queue (an earlier
+    /// request pushes a new event; a later one waits for this to fire).
+    scheduled: Option<u64>,
     handle: Option<ConnectionHandle>,
 }
 
@@ -118,6 +123,9 @@ pub(crate) struct Sim {
     out: LinkOutput,
     /// Zero bytes the applications send (content does not matter).
     zeros: Vec<u8>,
+    /// Packets propagating (indexed by `Ev::Arrive`), and free slots.
+    packets: Vec<Option<Packet>>,
+    free_packets: Vec<u32>,
     /// The node each link direction delivers to.
     link_ends: Vec<usize>,
     /// `<link>/<up|down>` per link direction.
@@ -176,10 +184,21 @@ impl Sim {
             match ev {
                 Ev::FlowStart(f) => self.start_flow(f)?,
                 Ev::Timer(s) => {
-                    if self.slots[s].armed == Some(t) {
-                        self.slots[s].armed = None;
-                        self.slots[s].ep.handle_timeout(Time::from_nanos(t));
-                        self.service(s)?;
+                    if self.slots[s].scheduled == Some(t) {
+                        self.slots[s].scheduled = None;
+                        match self.slots[s].armed {
+                            Some(a) if a <= t => {
+                                self.slots[s].armed = None;
+                                self.slots[s].ep.handle_timeout(Time::from_nanos(t));
+                                self.service(s)?;
+                            }
+                            Some(a) => {
+                                // Re-armed later since this event was pushed.
+                                self.slots[s].scheduled = Some(a);
+                                self.queue.push(a, Ev::Timer(s));
+                            }
+                            None => {}
+                        }
                     }
                 }
                 Ev::LinkWake(l) => {
@@ -188,7 +207,10 @@ impl Sim {
                         self.advance_link(l);
                     }
                 }
-                Ev::Arrive(node, pkt) => self.arrive(node, pkt)?,
+                Ev::Arrive(node, slot) => {
+                    let pkt = self.take_packet(slot);
+                    self.arrive(node, pkt)?;
+                }
                 Ev::App(a) => self.fire_app(a)?,
                 Ev::Sample => self.sample(),
             }
@@ -270,9 +292,11 @@ impl Sim {
             .ep
             .poll_timeout()
             .map(|t| t.as_nanos().max(now_ns));
-        if next != self.slots[s].armed {
-            self.slots[s].armed = next;
-            if let Some(t) = next {
+        let slot = &mut self.slots[s];
+        slot.armed = next;
+        if let Some(t) = next {
+            if slot.scheduled.is_none_or(|x| t < x) {
+                slot.scheduled = Some(t);
                 self.queue.push(t, Ev::Timer(s));
             }
         }
@@ -405,7 +429,8 @@ impl Sim {
     fn forward(&mut self, node: usize, pkt: Packet) {
         if node == pkt.dst {
             // Loopback: deliver at once.
-            self.queue.push(self.now, Ev::Arrive(node, pkt));
+            let slot = self.store_packet(pkt);
+            self.queue.push(self.now, Ev::Arrive(node, slot));
             return;
         }
         let Some(l) = self.router.next_hop(self.now, node, pkt.dst) else {
@@ -438,7 +463,8 @@ impl Sim {
         }
         let to = self.link_far_end(l);
         for (at, p) in out.delivered.drain(..) {
-            self.queue.push(at, Ev::Arrive(to, p));
+            let slot = self.store_packet(p);
+            self.queue.push(at, Ev::Arrive(to, slot));
         }
         self.out = out;
         if let Some(w) = self.links[l].next_wake(self.now) {
@@ -502,6 +528,30 @@ impl Sim {
         if next <= self.end_ns {
             self.queue.push(next, Ev::Sample);
         }
+    }
+
+    /// Park a packet while it propagates (events stay small: the heap
+    /// moves indices, not packets).
+    fn store_packet(&mut self, p: Packet) -> u32 {
+        match self.free_packets.pop() {
+            Some(i) => {
+                self.packets[i as usize] = Some(p);
+                i
+            }
+            None => {
+                self.packets.push(Some(p));
+                (self.packets.len() - 1) as u32
+            }
+        }
+    }
+
+    fn take_packet(&mut self, i: u32) -> Packet {
+        self.free_packets.push(i);
+        // Every Arrive event names a slot filled by `store_packet` and
+        // is popped exactly once.
+        self.packets[i as usize]
+            .take()
+            .expect("a stored packet is taken once")
     }
 
     fn link_far_end(&self, l: usize) -> usize {
