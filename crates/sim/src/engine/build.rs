@@ -120,13 +120,11 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         msg_traces: BTreeMap::new(),
     };
     let mut links: Vec<Box<dyn LinkModel>> = Vec::new();
-    let mut link_ends = Vec::new();
     let mut link_names = Vec::new();
     for l in &m.links {
-        for (i, (dir, name)) in l.dirs.iter().zip(["up", "down"]).enumerate() {
+        for (dir, name) in l.dirs.iter().zip(["up", "down"]) {
             let p = loader.direction(dir, &format!("link/{}/{name}", l.name))?;
             links.push(Box::new(p));
-            link_ends.push(if i == 0 { l.b } else { l.a });
             link_names.push(format!("{}/{name}", l.name));
         }
     }
@@ -252,7 +250,6 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         zeros: Vec::new(),
         packets: Vec::new(),
         free_packets: Vec::new(),
-        link_ends,
         link_names,
         now: 0,
     })

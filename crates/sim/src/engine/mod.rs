@@ -31,7 +31,7 @@ use std::net::SocketAddr;
 use thiserror::Error;
 
 pub use queue::EventQueue;
-pub use routing::{Router, StaticRoutes};
+pub use routing::{Hop, Router, StaticRoutes};
 
 /// A simulation that could not run (or stopped): always with its seed.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -57,6 +57,8 @@ enum Ev {
     /// A packet (slot in `packets`) reaches a node.
     Arrive(usize, u32),
     App(usize),
+    /// A link-layer hint reaches flow's sender.
+    Hint(usize, Box<peregrine_cc::LinkHint>),
     Sample,
 }
 
@@ -126,8 +128,6 @@ pub(crate) struct Sim {
     /// Packets propagating (indexed by `Ev::Arrive`), and free slots.
     packets: Vec<Option<Packet>>,
     free_packets: Vec<u32>,
-    /// The node each link direction delivers to.
-    link_ends: Vec<usize>,
     /// `<link>/<up|down>` per link direction.
     link_names: Vec<String>,
     now: u64,
@@ -212,6 +212,13 @@ impl Sim {
                     self.arrive(node, pkt)?;
                 }
                 Ev::App(a) => self.fire_app(a)?,
+                Ev::Hint(f, hint) => {
+                    let c = self.flows[f].client;
+                    if let Some(h) = self.slots[c].handle {
+                        self.slots[c].ep.link_hint(h, Time::from_nanos(t), &hint);
+                        self.service(c)?;
+                    }
+                }
                 Ev::Sample => self.sample(),
             }
         }
@@ -262,6 +269,7 @@ impl Sim {
                 is_data,
                 src: slot.node,
                 dst,
+                next_hop: dst,
                 dst_port: tx.destination.port(),
                 src_port: slot.port,
                 wire_bytes: tx.size as u32 + self.ip_overhead,
@@ -433,10 +441,13 @@ impl Sim {
             self.queue.push(self.now, Ev::Arrive(node, slot));
             return;
         }
-        let Some(l) = self.router.next_hop(self.now, node, pkt.dst) else {
+        let Some(hop) = self.router.next_hop(self.now, node, pkt.dst) else {
             self.drop_packet(&pkt, DropReason::NoRoute);
             return;
         };
+        let l = hop.link;
+        let mut pkt = pkt;
+        pkt.next_hop = hop.node;
         match self.links[l].enqueue(self.now, pkt) {
             Ok(()) => self.advance_link(l),
             Err((p, reason)) => self.drop_packet(&p, reason),
@@ -461,10 +472,14 @@ impl Sim {
         for (p, reason) in out.dropped.drain(..) {
             self.drop_packet(&p, reason);
         }
-        let to = self.link_far_end(l);
         for (at, p) in out.delivered.drain(..) {
+            let to = p.next_hop;
             let slot = self.store_packet(p);
             self.queue.push(at, Ev::Arrive(to, slot));
+        }
+        for (at, flow, hint) in out.hints.drain(..) {
+            self.queue
+                .push(at.max(self.now), Ev::Hint(flow, Box::new(hint)));
         }
         self.out = out;
         if let Some(w) = self.links[l].next_wake(self.now) {
@@ -552,9 +567,5 @@ impl Sim {
         self.packets[i as usize]
             .take()
             .expect("a stored packet is taken once")
-    }
-
-    fn link_far_end(&self, l: usize) -> usize {
-        self.link_ends[l]
     }
 }

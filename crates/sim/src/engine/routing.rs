@@ -7,11 +7,23 @@
 
 use crate::scenario::model::LinkSpec;
 
+/// One forwarding decision: enqueue on link model `link`, addressed to
+/// neighbour `node` (a point-to-point direction always delivers to its
+/// far end; a shared medium delivers to whichever neighbour is named).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Hop {
+    /// Index of the link model (for point-to-point links `2 · link + dir`,
+    /// dir 0 = `a → b`).
+    pub link: usize,
+    /// The neighbour the packet is addressed to.
+    pub node: usize,
+}
+
 /// Chooses the next hop.
 pub trait Router {
-    /// The link direction (`2 · link + dir`, dir 0 = `a → b`) that node
-    /// `at` uses towards `dst` at `now` (ns), or `None` without a route.
-    fn next_hop(&mut self, now: u64, at: usize, dst: usize) -> Option<usize>;
+    /// The hop node `at` uses towards `dst` at `now` (ns), or `None`
+    /// without a route (the packet is dropped, reason `no_route`).
+    fn next_hop(&mut self, now: u64, at: usize, dst: usize) -> Option<Hop>;
 }
 
 /// Shortest paths on a fixed topology (Dijkstra from every node; ties
@@ -19,13 +31,20 @@ pub trait Router {
 #[derive(Clone, Debug)]
 pub struct StaticRoutes {
     /// `next[at][dst]`.
-    next: Vec<Vec<Option<usize>>>,
+    next: Vec<Vec<Option<Hop>>>,
 }
 
 impl StaticRoutes {
     /// Routes over `links` between `nodes` nodes.
     pub fn new(nodes: usize, links: &[LinkSpec]) -> StaticRoutes {
         // Adjacency: (neighbour, link direction, cost).
+        let far = |d: usize| {
+            if d % 2 == 0 {
+                links[d / 2].b
+            } else {
+                links[d / 2].a
+            }
+        };
         let mut adj: Vec<Vec<(usize, usize, u64)>> = vec![Vec::new(); nodes];
         for (i, l) in links.iter().enumerate() {
             adj[l.a].push((l.b, 2 * i, l.dirs[0].delay_ns.saturating_add(1)));
@@ -59,7 +78,10 @@ impl StaticRoutes {
             }
             for (dst, slot) in row.iter_mut().enumerate() {
                 if dst != src {
-                    *slot = dist[dst].map(|(_, h)| h);
+                    *slot = dist[dst].map(|(_, h)| Hop {
+                        link: h,
+                        node: far(h),
+                    });
                 }
             }
         }
@@ -74,16 +96,15 @@ impl StaticRoutes {
             let Some(hop) = self.next[at][dst] else {
                 return Vec::new();
             };
-            out.push(hop);
-            let l = &links[hop / 2];
-            at = if hop % 2 == 0 { l.b } else { l.a };
+            out.push(hop.link);
+            at = hop.node;
         }
         out
     }
 }
 
 impl Router for StaticRoutes {
-    fn next_hop(&mut self, _now: u64, at: usize, dst: usize) -> Option<usize> {
+    fn next_hop(&mut self, _now: u64, at: usize, dst: usize) -> Option<Hop> {
         self.next.get(at)?.get(dst).copied().flatten()
     }
 }

@@ -55,13 +55,17 @@ impl DropReason {
 /// What a link did while advancing.
 #[derive(Debug, Default)]
 pub struct LinkOutput {
-    /// Packets that reached the far end, with their arrival times, ns.
+    /// Packets that reached their `next_hop` node, with arrival times, ns.
     pub delivered: Vec<(u64, Packet)>,
     /// Packets lost on the channel or to an outage.
     pub dropped: Vec<(Packet, DropReason)>,
     /// (flow, wire bytes) of forward DATA packets that left their
     /// sender's first-hop queue (seed 001's "processed load").
     pub processed: Vec<(usize, u32)>,
+    /// Link-layer hints for a flow's sender: (deliver at ns, flow, hint).
+    /// Wireless channels emit them; the engine hands each to the flow's
+    /// client endpoint (`Endpoint::link_hint`) at that time.
+    pub hints: Vec<(u64, usize, peregrine_cc::LinkHint)>,
 }
 
 /// Counters of one link direction.

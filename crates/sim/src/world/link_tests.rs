@@ -10,6 +10,7 @@ fn pkt(id: u64, bytes: u32) -> Packet {
         is_data: true,
         src: 0,
         dst: 1,
+        next_hop: 1,
         dst_port: 1,
         src_port: 1,
         wire_bytes: bytes,

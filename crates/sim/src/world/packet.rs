@@ -18,6 +18,8 @@ pub struct Packet {
     pub src: usize,
     /// Destination node.
     pub dst: usize,
+    /// The neighbour the current link delivers it to (set at each hop).
+    pub next_hop: usize,
     /// Destination endpoint port.
     pub dst_port: u16,
     /// Source endpoint port.
