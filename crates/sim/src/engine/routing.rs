@@ -39,7 +39,7 @@ impl StaticRoutes {
     pub fn new(nodes: usize, links: &[LinkSpec]) -> StaticRoutes {
         // Adjacency: (neighbour, link direction, cost).
         let far = |d: usize| {
-            if d % 2 == 0 {
+            if d.is_multiple_of(2) {
                 links[d / 2].b
             } else {
                 links[d / 2].a
