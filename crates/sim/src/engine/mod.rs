@@ -569,3 +569,7 @@ impl Sim {
             .expect("a stored packet is taken once")
     }
 }
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod tests;

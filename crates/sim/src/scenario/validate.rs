@@ -162,12 +162,6 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
                 ),
             );
         }
-        if f.start.0 >= cfg.duration.0 {
-            return v.err(
-                format!("{p}.start"),
-                "must be before the end of the run (duration)",
-            );
-        }
         if f.streams.is_empty() {
             return v.err(
                 format!("{p}.streams"),
