@@ -82,6 +82,19 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
             dirs: [up, down],
         });
     }
+    // Each flow gets port 10000 + index; each node an address 10.x.y.z.
+    if cfg.flows.len() > 50_000 {
+        return v.err(
+            "flows",
+            format!("{} flows (allowed: at most 50,000)", cfg.flows.len()),
+        );
+    }
+    if nodes.len() >= 1 << 24 {
+        return v.err(
+            "nodes",
+            format!("{} nodes (allowed: fewer than 16,777,216)", nodes.len()),
+        );
+    }
     let mut flows = Vec::new();
     for (i, f) in cfg.flows.iter().enumerate() {
         let p = format!("flows.{i}");

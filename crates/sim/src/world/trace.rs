@@ -186,3 +186,27 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+#[cfg(test)]
+mod real_traces {
+    use super::*;
+
+    #[test]
+    fn reads_a_real_gzip_lumos5g_trace_if_present() {
+        let rel = Path::new("shared/traces/lumos5g/mahimahi_gz/5g_trace_104_driving.mm.gz");
+        let Some(p) = crate::scenario::find_upwards(Path::new(env!("CARGO_MANIFEST_DIR")), rel)
+        else {
+            eprintln!("skipping: ../shared/traces/lumos5g not found beside the workspace");
+            return;
+        };
+        let t = MahimahiTrace::load(&p).expect("the shared .mm.gz trace parses");
+        // The trace README: 226 s, mean 111.1 Mbit/s.
+        let mean_mbps = t.mean_rate_bps() / 1e6;
+        assert!((mean_mbps - 111.1).abs() < 2.0, "mean {mean_mbps} Mbit/s");
+        assert!(
+            (t.period_ms() as f64 / 1000.0 - 226.0).abs() < 1.5,
+            "period {} ms",
+            t.period_ms()
+        );
+    }
+}
