@@ -21,6 +21,7 @@ mod published;
 mod report;
 #[allow(dead_code)]
 mod sweep_cli;
+mod sim_cmd;
 mod wire_cmd;
 
 /// Peregrine: a transport for things that move, and a laboratory to study it.
@@ -37,6 +38,10 @@ enum Command {
     Cc(cc_cmd::CcArgs),
     /// Encode and decode SLTP datagrams.
     Wire(wire_cmd::WireArgs),
+    /// Run one simulation scenario (TOML) and write its results.
+    Sim(sim_cmd::SimArgs),
+    /// Benchmarks: `peregrine bench sim`.
+    Bench(sim_cmd::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +50,8 @@ fn main() -> ExitCode {
         None => cc_cmd::default_showcase(),
         Some(Command::Cc(args)) => cc_cmd::run(args),
         Some(Command::Wire(args)) => wire_cmd::run(args),
+        Some(Command::Sim(args)) => sim_cmd::run(args),
+        Some(Command::Bench(args)) => sim_cmd::bench(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

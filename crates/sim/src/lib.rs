@@ -1,22 +1,44 @@
 //! # peregrine-sim — the laboratory
 //!
 //! A deterministic discrete-event simulator that runs the unmodified
-//! `peregrine-proto` code over modelled mobile wireless networks.
+//! `peregrine-proto` code over modelled networks. Scenario in, results
+//! out: [`Scenario::from_toml_str`] (or `from_file`) reads and validates a
+//! TOML scenario, [`run`] simulates it, and [`SimResults`] writes
+//! `summary.json`, tidy CSVs and a readable table. The `peregrine sim`
+//! command is a thin layer over these three calls.
 //!
 //! * [`rng`]: every random source is a seeded generator derived from the
 //!   scenario seed and a stable component name, so adding a component never
 //!   changes another component's draws.
-//! * [`scenario`]: scenario files and `key=value` overrides.
+//! * [`scenario`]: scenario files, units, validation and `key=value` overrides.
+//! * [`engine`]: the event queue ordered by (time, sequence), endpoints
+//!   driven through their sans-IO interface, forwarding through a router.
 //! * [`experiment`]: sweeps over scenario fields and seeds, run across
 //!   cores and aggregated with 95 % confidence intervals.
-//! * [`world`]: the modelled physical world — geometry, and (as they land)
-//!   mobility, channels, links, queues and routing.
+//! * [`world`]: the modelled physical world — geometry, packets, links
+//!   (rate or Mahimahi trace, drop-tail queue, loss, outages), mobility
+//!   models, radio channels (802.11b, 28 GHz mmWave) and routing.
+//! * [`apps`]: bulk, CBR, ON/OFF, file and message-trace applications.
+//! * [`metrics`]: per-flow and per-stream measurements and their outputs.
 
 #![warn(missing_docs)]
 
+pub mod apps;
+pub mod engine;
 pub mod experiment;
+pub mod metrics;
 pub mod rng;
 pub mod scenario;
 pub mod world;
 
+pub use engine::SimError;
+pub use metrics::SimResults;
 pub use peregrine_cc::Time;
+pub use scenario::{Scenario, ScenarioError};
+
+/// Simulate `scenario` to its end.
+pub fn run(scenario: &Scenario) -> Result<SimResults, SimError> {
+    let mut sim = engine::build::build(scenario)?;
+    let events = sim.run()?;
+    Ok(sim.finish(scenario, events))
+}

@@ -1,8 +1,181 @@
 //! Scenario files (TOML): what to simulate.
 //!
-//! [`overrides`] applies `key=value` settings (from `--set` on the command
-//! line or a sweep grid) to a parsed scenario document before it is
-//! turned into typed configuration, so every field of every scenario can
-//! be overridden and swept the same way.
+//! A scenario is read in three steps, each with errors that name the
+//! file, the field path (`flows.0.cc`) and what is allowed:
+//!
+//! 1. the text is parsed into a `toml::Value` and the `--set key=value`
+//!    [`overrides`] are applied to that document, so every field of every
+//!    scenario can be overridden (and swept) the same way;
+//! 2. the document is deserialized into the typed [`config`] structs
+//!    (unknown keys are errors; [`units`] parses `"100s"` and `"5Mbps"`);
+//! 3. [`validate`] checks meaning (known nodes, controllers, one queue
+//!    size kind, probabilities in [0, 1], …) and resolves the names into
+//!    the indexed [`model`] the engine runs.
+//!
+//! File paths inside a scenario (traces) are resolved when the run
+//! starts, relative to the scenario file's folder and then each folder
+//! above it (see [`Scenario::resolve_path`]), so `../shared/traces/…`
+//! works from any checkout beside the shared folder; outputs only ever
+//! show the path as written.
 
+pub mod config;
+pub mod model;
 pub mod overrides;
+pub mod units;
+pub mod validate;
+
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+pub use config::ScenarioConfig;
+pub use model::Model;
+
+/// A scenario that cannot be read: the file, the field and the problem.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{origin}: {field}: {message}")]
+pub struct ScenarioError {
+    /// Where the scenario came from (the file path as given, or a label).
+    pub origin: String,
+    /// The dotted field path (`flows.0.cc`), or `(document)`.
+    pub field: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl ScenarioError {
+    /// An error at `field` of `origin`.
+    pub fn new(origin: &str, field: impl Into<String>, message: impl Into<String>) -> Self {
+        ScenarioError {
+            origin: origin.to_string(),
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A parsed and validated scenario, ready for [`crate::run`].
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// The configuration as read (after overrides).
+    pub config: ScenarioConfig,
+    /// Where it came from, as given (used in messages, never resolved).
+    pub origin: String,
+    /// The resolved, indexed form the engine runs.
+    pub model: Model,
+    base_dir: Option<PathBuf>,
+}
+
+impl Scenario {
+    /// Parse `text` (TOML), apply `overrides` (`key=value`) and validate.
+    /// `origin` names the source in errors (a file path or a label).
+    pub fn from_toml_str(
+        text: &str,
+        origin: &str,
+        overrides: &[String],
+    ) -> Result<Scenario, ScenarioError> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            ScenarioError::new(origin, "(document)", e.message().to_string())
+        })?;
+        let mut doc = toml::Value::Table(table);
+        for o in overrides {
+            let (key, value) = overrides::parse_assignment(o)
+                .map_err(|e| ScenarioError::new(origin, "--set", e.to_string()))?;
+            overrides::set_path(&mut doc, &key, value)
+                .map_err(|e| ScenarioError::new(origin, key.clone(), e.to_string()))?;
+        }
+        Scenario::from_value(doc, origin)
+    }
+
+    /// Read a scenario file and apply `overrides`.
+    pub fn from_file(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError::new(&origin, "(file)", e.to_string()))?;
+        let mut s = Scenario::from_toml_str(&text, &origin, overrides)?;
+        s.base_dir = path.parent().map(Path::to_path_buf);
+        Ok(s)
+    }
+
+    /// Deserialize and validate a TOML document.
+    pub fn from_value(doc: toml::Value, origin: &str) -> Result<Scenario, ScenarioError> {
+        let config: ScenarioConfig = serde_path_to_error::deserialize(doc).map_err(|e| {
+            let field = dotted(e.path());
+            let inner = e.into_inner();
+            ScenarioError::new(origin, field, inner.message().to_string())
+        })?;
+        let model = validate::validate(&config, origin)?;
+        Ok(Scenario {
+            config,
+            origin: origin.to_string(),
+            model,
+            base_dir: None,
+        })
+    }
+
+    /// Resolve relative file paths against `dir` (and the folders above it).
+    pub fn with_base_dir(mut self, dir: &Path) -> Scenario {
+        self.base_dir = Some(dir.to_path_buf());
+        self
+    }
+
+    /// The display name: `name`, else the origin's file stem.
+    pub fn name(&self) -> String {
+        self.config.name.clone().unwrap_or_else(|| {
+            Path::new(&self.origin)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| self.origin.clone())
+        })
+    }
+
+    /// Where the file `written` (as in the scenario) is: absolute paths as
+    /// they are; relative ones looked up from the scenario's folder and
+    /// then each folder above it, then from the current directory and
+    /// each folder above it (the first that exists wins).
+    pub fn resolve_path(&self, written: &str) -> PathBuf {
+        let p = Path::new(written);
+        if p.is_absolute() {
+            return p.to_path_buf();
+        }
+        if let Some(found) = self.base_dir.as_deref().and_then(|d| find_upwards(d, p)) {
+            return found;
+        }
+        if let Some(found) = std::env::current_dir()
+            .ok()
+            .and_then(|d| find_upwards(&d, p))
+        {
+            return found;
+        }
+        p.to_path_buf()
+    }
+}
+
+/// `start/rel`, or `start/../rel`, … — the first that exists.
+pub fn find_upwards(start: &Path, rel: &Path) -> Option<PathBuf> {
+    let start = if start.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        start
+    };
+    let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
+    start.ancestors().map(|d| d.join(rel)).find(|c| c.exists())
+}
+
+/// `flows[0].cc` as `flows.0.cc`.
+fn dotted(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let parts: Vec<String> = path
+        .iter()
+        .filter_map(|s| match s {
+            Segment::Seq { index } => Some(index.to_string()),
+            Segment::Map { key } => Some(key.clone()),
+            Segment::Enum { variant } => Some(variant.clone()),
+            Segment::Unknown => None,
+        })
+        .collect();
+    if parts.is_empty() {
+        "(document)".to_string()
+    } else {
+        parts.join(".")
+    }
+}

@@ -1,8 +1,13 @@
-//! The modelled physical world: geometry, mobility, channels, links,
-//! queues and routing. Positions are sampled by the channel when it needs
-//! them; everything here is a pure value driven in virtual time.
+//! The modelled physical world: geometry, packets, links, queues, loss
+//! and outages. Positions are sampled by the channel when it needs them;
+//! everything here is a pure value driven in virtual time.
 
 pub mod channel;
 pub mod geom;
+pub mod link;
+pub mod loss;
 pub mod mobility;
+pub mod outage;
+pub mod packet;
 pub mod routing;
+pub mod trace;

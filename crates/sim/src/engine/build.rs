@@ -1,0 +1,331 @@
+//! Building the running world from a validated scenario, and turning the
+//! finished world into results.
+
+use super::{addr, AppSlot, FlowRt, Sim, Slot};
+use super::{Ev, EventQueue, SimError, StaticRoutes};
+use crate::apps::{App, MessageTrace};
+use crate::metrics::output::{FlowResult, LinkResult, SimResults};
+use crate::metrics::{FlowMetrics, StreamMetrics};
+use crate::rng::component_rng;
+use crate::scenario::model::{AppSpec, DirSpec, ServerSpec};
+use crate::scenario::Scenario;
+use crate::world::link::{LinkModel, PointToPoint, QueueLimit, Server};
+use crate::world::loss::LossModel;
+use crate::world::outage::Outages;
+use crate::world::trace::MahimahiTrace;
+use peregrine_proto::{ConnectionConfig, Endpoint, EndpointConfig, StreamConfig};
+use rand::RngExt;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Port of flow `f`'s endpoints (client and server, on different nodes).
+fn port(f: usize) -> u16 {
+    // Validation keeps flows well below 55,000.
+    10_000u16.wrapping_add(f as u16)
+}
+
+struct Loader<'a> {
+    scenario: &'a Scenario,
+    traces: BTreeMap<String, Arc<MahimahiTrace>>,
+    msg_traces: BTreeMap<String, Arc<MessageTrace>>,
+}
+
+impl Loader<'_> {
+    fn fail(&self, message: String) -> SimError {
+        SimError {
+            scenario: self.scenario.name(),
+            seed: self.scenario.model.seed,
+            message,
+        }
+    }
+
+    fn trace(&mut self, path: &str, field: &str) -> Result<Arc<MahimahiTrace>, SimError> {
+        if let Some(t) = self.traces.get(path) {
+            return Ok(Arc::clone(t));
+        }
+        let full = self.scenario.resolve_path(path);
+        let t = MahimahiTrace::load(&full)
+            .map_err(|e| self.fail(format!("{}: {field}: {path}: {e}", self.scenario.origin)))?;
+        let t = Arc::new(t);
+        self.traces.insert(path.to_string(), Arc::clone(&t));
+        Ok(t)
+    }
+
+    fn msg_trace(&mut self, path: &str, field: &str) -> Result<Arc<MessageTrace>, SimError> {
+        if let Some(t) = self.msg_traces.get(path) {
+            return Ok(Arc::clone(t));
+        }
+        let full = self.scenario.resolve_path(path);
+        let t = MessageTrace::load(&full)
+            .map_err(|e| self.fail(format!("{}: {field}: {path}: {e}", self.scenario.origin)))?;
+        let t = Arc::new(t);
+        self.msg_traces.insert(path.to_string(), Arc::clone(&t));
+        Ok(t)
+    }
+
+    fn direction(&mut self, d: &DirSpec, rng_name: &str) -> Result<PointToPoint, SimError> {
+        let seed = self.scenario.model.seed;
+        let (server, rate_bps) = match &d.server {
+            ServerSpec::Rate(r) => (Server::Rate(*r), *r as f64),
+            ServerSpec::Trace { path, field } => {
+                let t = self.trace(path, field)?;
+                let r = t.mean_rate_bps();
+                (Server::Trace(t), r)
+            }
+        };
+        let q = &d.queue;
+        let limit = if let Some(p) = q.packets {
+            QueueLimit {
+                packets: Some(p),
+                bytes: None,
+                floor_packets: 0,
+            }
+        } else if let Some(b) = q.bytes {
+            QueueLimit {
+                packets: None,
+                bytes: Some(b),
+                floor_packets: 0,
+            }
+        } else {
+            let rtt_ns = q.rtt.map_or(2 * d.delay_ns, |r| r.0);
+            let bdp_bytes = q.bdp.unwrap_or(1.0) * rate_bps * rtt_ns as f64 / 8e9;
+            QueueLimit {
+                packets: None,
+                bytes: Some(bdp_bytes.max(0.0) as u64),
+                floor_packets: d.queue_floor_packets,
+            }
+        };
+        Ok(PointToPoint::new(
+            server,
+            d.delay_ns,
+            limit,
+            LossModel::new(
+                d.loss.clone(),
+                component_rng(seed, &format!("{rng_name}/loss")),
+            ),
+            Outages::new(
+                &d.outages,
+                component_rng(seed, &format!("{rng_name}/outage")),
+            ),
+        ))
+    }
+}
+
+/// The world of `scenario`, with its first events scheduled.
+pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
+    let m = &scenario.model;
+    let mut loader = Loader {
+        scenario,
+        traces: BTreeMap::new(),
+        msg_traces: BTreeMap::new(),
+    };
+    let mut links: Vec<Box<dyn LinkModel>> = Vec::new();
+    let mut link_names = Vec::new();
+    for l in &m.links {
+        for (dir, name) in l.dirs.iter().zip(["up", "down"]) {
+            let p = loader.direction(dir, &format!("link/{}/{name}", l.name))?;
+            links.push(Box::new(p));
+            link_names.push(format!("{}/{name}", l.name));
+        }
+    }
+    let routes = StaticRoutes::new(m.nodes.len(), &m.links);
+    let mut slots = Vec::new();
+    let mut by_addr = BTreeMap::new();
+    let mut flows = Vec::new();
+    let mut apps = Vec::new();
+    let mut metrics = Vec::new();
+    let mut queue = EventQueue::new();
+    for (f, fs) in m.flows.iter().enumerate() {
+        let config = ConnectionConfig {
+            cc: fs.cc.clone(),
+            startup: fs.startup,
+            max_packet_size: fs.max_packet_size,
+            scheduler: fs.scheduler,
+            // The run decides when a flow ends, not an idle timer: a long
+            // outage must not close the connection under the experiment.
+            idle_timeout: std::time::Duration::from_nanos(
+                m.duration_ns.saturating_mul(2).max(60_000_000_000),
+            ),
+            ..ConnectionConfig::default()
+        };
+        let ep_seed =
+            |role: &str| component_rng(m.seed, &format!("endpoint/{f}/{role}")).random::<u64>();
+        let p = port(f);
+        let client = slots.len();
+        slots.push(Slot {
+            ep: Endpoint::new(EndpointConfig::default(), ep_seed("client")),
+            node: fs.src,
+            port: p,
+            flow: f,
+            client: true,
+            armed: None,
+            scheduled: None,
+            handle: None,
+        });
+        by_addr.insert((fs.src, p), client);
+        let server = slots.len();
+        slots.push(Slot {
+            ep: Endpoint::new(EndpointConfig::server(config.clone()), ep_seed("server")),
+            node: fs.dst,
+            port: p,
+            flow: f,
+            client: false,
+            armed: None,
+            scheduled: None,
+            handle: None,
+        });
+        by_addr.insert((fs.dst, p), server);
+        let mut fm = FlowMetrics::default();
+        let mut app_ids = Vec::new();
+        let mut streams = Vec::new();
+        for (si, s) in fs.streams.iter().enumerate() {
+            let trace = match &s.app {
+                AppSpec::Trace { path, field, .. } => Some(loader.msg_trace(path, field)?),
+                _ => None,
+            };
+            let app = App::new(
+                s.app.clone(),
+                s.stop_ns,
+                component_rng(m.seed, &format!("app/{f}/{}", s.id)),
+                trace,
+            );
+            let mut cfg: StreamConfig = s.config;
+            if let Some(limit) = app.buffer_limit() {
+                cfg.max_buffered_bytes = usize::try_from(limit).unwrap_or(usize::MAX);
+            }
+            streams.push((s.id, cfg));
+            fm.streams.push(StreamMetrics {
+                id: s.id,
+                app: app_name(&s.app),
+                start_ns: s.start_ns,
+                finite: app.is_finite(),
+                ..StreamMetrics::default()
+            });
+            app_ids.push(apps.len());
+            apps.push(AppSlot {
+                app,
+                flow: f,
+                stream: s.id,
+                stream_index: si,
+                deadline_ns: s.deadline_ns,
+                start_ns: s.start_ns,
+            });
+        }
+        metrics.push(fm);
+        flows.push(FlowRt {
+            client,
+            server,
+            apps: app_ids,
+            path: routes.path(&m.links, fs.src, fs.dst),
+            started: false,
+            config,
+            streams,
+        });
+        queue.push(fs.start_ns, Ev::FlowStart(f));
+    }
+    queue.push(m.interval_ns.min(m.duration_ns), Ev::Sample);
+    let _ = addr;
+    Ok(Sim {
+        name: scenario.name(),
+        seed: m.seed,
+        end_ns: m.duration_ns,
+        interval_ns: m.interval_ns,
+        ip_overhead: m.ip_overhead_bytes,
+        per_message: m.per_message,
+        queue,
+        link_wake: vec![None; links.len()],
+        links,
+        router: Box::new(routes),
+        slots,
+        by_addr,
+        flows,
+        apps,
+        metrics,
+        in_flight_msgs: BTreeMap::new(),
+        message_log: Vec::new(),
+        next_packet_id: 0,
+        buf: Vec::with_capacity(2048),
+        offers: Vec::new(),
+        out: Default::default(),
+        zeros: Vec::new(),
+        packets: Vec::new(),
+        free_packets: Vec::new(),
+        link_names,
+        now: 0,
+    })
+}
+
+fn app_name(a: &AppSpec) -> &'static str {
+    match a {
+        AppSpec::Bulk { .. } => "bulk",
+        AppSpec::Cbr { .. } => "cbr",
+        AppSpec::OnOff { .. } => "onoff",
+        AppSpec::File { .. } => "file",
+        AppSpec::Trace { .. } => "trace",
+    }
+}
+
+impl Sim {
+    /// The results of a finished run.
+    pub(crate) fn finish(mut self, scenario: &Scenario, events: u64) -> SimResults {
+        let m = &scenario.model;
+        let mut flows = Vec::new();
+        for (f, fs) in m.flows.iter().enumerate() {
+            let c = self.flows[f].client;
+            let stats = self.slots[c].handle.and_then(|h| self.slots[c].ep.stats(h));
+            let metrics = std::mem::take(&mut self.metrics[f]);
+            // Bottleneck: the slowest fixed-rate direction on the path.
+            let path_rate = self.flows[f]
+                .path
+                .iter()
+                .filter_map(|&d| match &m.links[d / 2].dirs[d % 2].server {
+                    ServerSpec::Rate(r) => Some(*r as f64),
+                    ServerSpec::Trace { path, .. } => self.links_trace_rate(path),
+                })
+                .fold(f64::INFINITY, f64::min);
+            flows.push(FlowResult {
+                name: fs.name.clone(),
+                src: m.nodes[fs.src].clone(),
+                dst: m.nodes[fs.dst].clone(),
+                cc: fs.cc.name(),
+                scheduler: fs.scheduler.name(),
+                start_ns: fs.start_ns,
+                path: self.flows[f]
+                    .path
+                    .iter()
+                    .map(|&d| self.link_names[d].clone())
+                    .collect(),
+                path_rate_bps: path_rate.is_finite().then_some(path_rate),
+                stats,
+                metrics,
+            });
+        }
+        let links = self
+            .links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| LinkResult {
+                name: self.link_names[i].clone(),
+                stats: l.stats().clone(),
+                backlog_packets: l.backlog().0,
+            })
+            .collect();
+        let mut messages = std::mem::take(&mut self.message_log);
+        messages.sort_unstable();
+        SimResults {
+            name: scenario.name(),
+            seed: m.seed,
+            duration_ns: m.duration_ns,
+            interval_ns: m.interval_ns,
+            events,
+            flows,
+            links,
+            messages,
+        }
+    }
+
+    fn links_trace_rate(&self, _path: &str) -> Option<f64> {
+        // Trace capacity varies; processed load is then reported in bit/s only.
+        None
+    }
+}

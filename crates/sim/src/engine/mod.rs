@@ -1,0 +1,575 @@
+//! The discrete-event engine: scenario in, results out.
+//!
+//! Events are ordered by (time in ns, sequence number) in an
+//! [`EventQueue`]. Each flow is one `peregrine_proto::Endpoint` pair — a
+//! client at the flow's source node and a server at its destination, one
+//! "socket" (address `10.x.y.z:port`) each — driven unmodified through
+//! the sans-IO interface: after every input (`handle_datagram`,
+//! `handle_timeout`, an application's `send_message`) the engine drains
+//! `poll_transmit`, reads `poll_event`, and arms the one timer
+//! `poll_timeout` asks for. Datagrams become [`Packet`]s that hop from
+//! node to node through [`LinkModel`]s chosen by a [`Router`].
+//!
+//! Determinism: nothing iterates a hash map; every random source is a
+//! `component_rng(seed, name)`; timers and link wake-ups that are
+//! superseded stay in the queue and are ignored when they fire (their
+//! time no longer matches), which keeps the order of everything else
+//! independent of how often a timer is re-armed.
+
+pub(crate) mod build;
+pub mod queue;
+pub mod routing;
+
+use crate::apps::{App, Offer};
+use crate::metrics::{FlowMetrics, FlowSample};
+use crate::world::link::{DropReason, LinkModel, LinkOutput};
+use crate::world::packet::Packet;
+use peregrine_cc::Time;
+use peregrine_proto::{ConnectionHandle, Endpoint, Event, SansIo};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use thiserror::Error;
+
+pub use queue::EventQueue;
+pub use routing::{Hop, Router, StaticRoutes};
+
+/// A simulation that could not run (or stopped): always with its seed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("simulation {scenario} failed (seed {seed}): {message}")]
+pub struct SimError {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The seed, so the failure can be replayed.
+    pub seed: u64,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// Most events processed at one instant before the engine declares a
+/// livelock (an endpoint whose timer never advances, …).
+const MAX_EVENTS_PER_INSTANT: u64 = 5_000_000;
+
+#[derive(Debug)]
+enum Ev {
+    FlowStart(usize),
+    Timer(usize),
+    LinkWake(usize),
+    /// A packet (slot in `packets`) reaches a node.
+    Arrive(usize, u32),
+    App(usize),
+    /// A link-layer hint reaches flow's sender.
+    Hint(usize, Box<peregrine_cc::LinkHint>),
+    Sample,
+}
+
+/// One simulated socket: an endpoint at a node.
+struct Slot {
+    ep: Endpoint,
+    node: usize,
+    port: u16,
+    flow: usize,
+    client: bool,
+    /// The instant the endpoint's `poll_timeout` asked for.
+    armed: Option<u64>,
+    /// The time of the one live timer event in the queue (an earlier
+    /// request pushes a new event; a later one waits for this to fire).
+    scheduled: Option<u64>,
+    handle: Option<ConnectionHandle>,
+}
+
+/// One application bound to a stream of a flow.
+struct AppSlot {
+    app: App,
+    flow: usize,
+    stream: u16,
+    stream_index: usize,
+    deadline_ns: Option<u64>,
+    start_ns: u64,
+}
+
+struct FlowRt {
+    client: usize,
+    server: usize,
+    apps: Vec<usize>,
+    /// Link directions of the forward path (for fairness per bottleneck).
+    path: Vec<usize>,
+    started: bool,
+    config: peregrine_proto::ConnectionConfig,
+    streams: Vec<(u16, peregrine_proto::StreamConfig)>,
+}
+
+/// The running world.
+pub(crate) struct Sim {
+    name: String,
+    seed: u64,
+    end_ns: u64,
+    interval_ns: u64,
+    ip_overhead: u32,
+    per_message: bool,
+    queue: EventQueue<Ev>,
+    links: Vec<Box<dyn LinkModel>>,
+    link_wake: Vec<Option<u64>>,
+    router: Box<dyn Router>,
+    slots: Vec<Slot>,
+    by_addr: BTreeMap<(usize, u16), usize>,
+    flows: Vec<FlowRt>,
+    apps: Vec<AppSlot>,
+    metrics: Vec<FlowMetrics>,
+    /// (flow, stream, message number) → (queued at ns, bytes).
+    in_flight_msgs: BTreeMap<(usize, u16, u32), (u64, u32)>,
+    /// Per-message rows: flow, stream, number, queued ns, latency ns, bytes.
+    message_log: Vec<(usize, u16, u32, u64, u64, u32)>,
+    next_packet_id: u64,
+    buf: Vec<u8>,
+    offers: Vec<Offer>,
+    out: LinkOutput,
+    /// Zero bytes the applications send (content does not matter).
+    zeros: Vec<u8>,
+    /// Packets propagating (indexed by `Ev::Arrive`), and free slots.
+    packets: Vec<Option<Packet>>,
+    free_packets: Vec<u32>,
+    /// `<link>/<up|down>` per link direction.
+    link_names: Vec<String>,
+    now: u64,
+}
+
+fn addr(node: usize, port: u16) -> SocketAddr {
+    let n = node as u32;
+    let ip = std::net::Ipv4Addr::new(10, (n >> 16) as u8, (n >> 8) as u8, n as u8);
+    SocketAddr::new(std::net::IpAddr::V4(ip), port)
+}
+
+fn node_of(a: &SocketAddr) -> usize {
+    match a.ip() {
+        std::net::IpAddr::V4(v4) => {
+            let o = v4.octets();
+            (usize::from(o[1]) << 16) | (usize::from(o[2]) << 8) | usize::from(o[3])
+        }
+        std::net::IpAddr::V6(_) => usize::MAX,
+    }
+}
+
+impl Sim {
+    fn fail(&self, message: impl Into<String>) -> SimError {
+        SimError {
+            scenario: self.name.clone(),
+            seed: self.seed,
+            message: message.into(),
+        }
+    }
+
+    /// Run until the end; returns the number of events processed.
+    pub(crate) fn run(&mut self) -> Result<u64, SimError> {
+        let mut last_t = 0u64;
+        let mut same_t = 0u64;
+        while let Some(t) = self.queue.peek_time() {
+            if t > self.end_ns {
+                break;
+            }
+            let Some((t, ev)) = self.queue.pop() else {
+                break;
+            };
+            if t == last_t {
+                same_t += 1;
+                if same_t > MAX_EVENTS_PER_INSTANT {
+                    return Err(self.fail(format!(
+                        "livelock: over {MAX_EVENTS_PER_INSTANT} events at t = {t} ns"
+                    )));
+                }
+            } else {
+                last_t = t;
+                same_t = 0;
+            }
+            self.now = t;
+            match ev {
+                Ev::FlowStart(f) => self.start_flow(f)?,
+                Ev::Timer(s) => {
+                    if self.slots[s].scheduled == Some(t) {
+                        self.slots[s].scheduled = None;
+                        match self.slots[s].armed {
+                            Some(a) if a <= t => {
+                                self.slots[s].armed = None;
+                                self.slots[s].ep.handle_timeout(Time::from_nanos(t));
+                                self.service(s)?;
+                            }
+                            Some(a) => {
+                                // Re-armed later since this event was pushed.
+                                self.slots[s].scheduled = Some(a);
+                                self.queue.push(a, Ev::Timer(s));
+                            }
+                            None => {}
+                        }
+                    }
+                }
+                Ev::LinkWake(l) => {
+                    if self.link_wake[l] == Some(t) {
+                        self.link_wake[l] = None;
+                        self.advance_link(l);
+                    }
+                }
+                Ev::Arrive(node, slot) => {
+                    let pkt = self.take_packet(slot);
+                    self.arrive(node, pkt)?;
+                }
+                Ev::App(a) => self.fire_app(a)?,
+                Ev::Hint(f, hint) => {
+                    let c = self.flows[f].client;
+                    if let Some(h) = self.slots[c].handle {
+                        self.slots[c].ep.link_hint(h, Time::from_nanos(t), &hint);
+                        self.service(c)?;
+                    }
+                }
+                Ev::Sample => self.sample(),
+            }
+        }
+        self.now = self.end_ns;
+        Ok(self.queue.processed())
+    }
+
+    fn start_flow(&mut self, f: usize) -> Result<(), SimError> {
+        let now = Time::from_nanos(self.now);
+        let (c, srv) = (self.flows[f].client, self.flows[f].server);
+        let remote = addr(self.slots[srv].node, self.slots[srv].port);
+        let h = self.slots[c]
+            .ep
+            .connect(now, remote, self.flows[f].config.clone())
+            .map_err(|e| self.fail(format!("flows.{f}: cannot open the connection: {e}")))?;
+        self.slots[c].handle = Some(h);
+        for (id, cfg) in self.flows[f].streams.clone() {
+            self.slots[c]
+                .ep
+                .open_stream(h, now, id, cfg)
+                .map_err(|e| self.fail(format!("flows.{f}: stream {id}: {e}")))?;
+        }
+        self.flows[f].started = true;
+        let apps = self.flows[f].apps.clone();
+        for a in apps {
+            let at = self.apps[a].start_ns.max(self.now);
+            self.queue.push(at, Ev::App(a));
+        }
+        self.service(c)
+    }
+
+    /// Drain an endpoint after an input: applications top up, datagrams
+    /// go out, events are read, the timer is re-armed.
+    fn service(&mut self, s: usize) -> Result<(), SimError> {
+        let now = Time::from_nanos(self.now);
+        let flow = self.slots[s].flow;
+        if self.slots[s].client && self.flows[flow].started {
+            self.top_up(flow);
+        }
+        while let Some(tx) = self.slots[s].ep.poll_transmit(now, &mut self.buf) {
+            let dst = node_of(&tx.destination);
+            let is_data = Packet::datagram_is_data(&self.buf[..tx.size]);
+            let slot = &self.slots[s];
+            let pkt = Packet {
+                id: self.next_packet_id,
+                flow,
+                forward: slot.client,
+                is_data,
+                src: slot.node,
+                dst,
+                next_hop: dst,
+                dst_port: tx.destination.port(),
+                src_port: slot.port,
+                wire_bytes: tx.size as u32 + self.ip_overhead,
+                created: now,
+                left_first_hop: false,
+                payload: self.buf[..tx.size].to_vec(),
+            };
+            self.next_packet_id += 1;
+            if pkt.forward && is_data {
+                self.metrics[flow].c.tx_packets += 1;
+                self.metrics[flow].c.tx_bytes += u64::from(pkt.wire_bytes);
+            }
+            let node = self.slots[s].node;
+            self.forward(node, pkt);
+        }
+        while let Some((h, ev)) = self.slots[s].ep.poll_event() {
+            self.on_event(s, h, ev);
+        }
+        if self.slots[s].client {
+            if let Some(h) = self.slots[s].handle {
+                if let Some(st) = self.slots[s].ep.stats(h) {
+                    self.metrics[flow].observe_cwnd(st.cwnd_bytes);
+                }
+            }
+        }
+        let now_ns = self.now;
+        let next = self.slots[s]
+            .ep
+            .poll_timeout()
+            .map(|t| t.as_nanos().max(now_ns));
+        let slot = &mut self.slots[s];
+        slot.armed = next;
+        if let Some(t) = next {
+            if slot.scheduled.is_none_or(|x| t < x) {
+                slot.scheduled = Some(t);
+                self.queue.push(t, Ev::Timer(s));
+            }
+        }
+        Ok(())
+    }
+
+    fn top_up(&mut self, flow: usize) {
+        let Some(h) = self.slots[self.flows[flow].client].handle else {
+            return;
+        };
+        let c = self.flows[flow].client;
+        for i in 0..self.flows[flow].apps.len() {
+            let a = self.flows[flow].apps[i];
+            if !self.apps[a].app.is_buffer_filling() || self.apps[a].start_ns > self.now {
+                continue;
+            }
+            while let Some(offer) = self.apps[a].app.top_up(self.now) {
+                if !self.send(c, h, a, offer) {
+                    break;
+                }
+                self.apps[a].app.accepted(offer);
+            }
+        }
+    }
+
+    /// Queue one message of app `a`; whether the transport took it.
+    fn send(&mut self, c: usize, h: ConnectionHandle, a: usize, offer: Offer) -> bool {
+        let now = Time::from_nanos(self.now);
+        let (stream, si, flow) = (
+            self.apps[a].stream,
+            self.apps[a].stream_index,
+            self.apps[a].flow,
+        );
+        let n = offer.bytes as usize;
+        if self.zeros.len() < n {
+            self.zeros.resize(n, 0);
+        }
+        let deadline = self.apps[a]
+            .deadline_ns
+            .map(|d| Time::from_nanos(self.now + d));
+        match self.slots[c].ep.send_message_with_deadline(
+            h,
+            now,
+            stream,
+            &self.zeros[..n],
+            deadline,
+        ) {
+            Ok(id) => {
+                self.in_flight_msgs
+                    .insert((flow, id.stream, id.number), (self.now, offer.bytes));
+                let sm = &mut self.metrics[flow].streams[si];
+                sm.messages_sent += 1;
+                sm.bytes_sent += u64::from(offer.bytes);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn fire_app(&mut self, a: usize) -> Result<(), SimError> {
+        let flow = self.apps[a].flow;
+        let c = self.flows[flow].client;
+        if self.apps[a].app.is_buffer_filling() {
+            return self.service(c);
+        }
+        let Some(h) = self.slots[c].handle else {
+            return Ok(());
+        };
+        let mut offers = std::mem::take(&mut self.offers);
+        offers.clear();
+        let next = self.apps[a].app.fire(self.now, &mut offers);
+        for o in offers.iter() {
+            // A timed application whose message the transport refuses
+            // (buffer full) loses that message: it does not wait.
+            self.send(c, h, a, *o);
+        }
+        self.offers = offers;
+        if let Some(t) = next {
+            self.queue.push(t, Ev::App(a));
+        }
+        self.service(c)
+    }
+
+    fn on_event(&mut self, s: usize, _h: ConnectionHandle, ev: Event) {
+        let flow = self.slots[s].flow;
+        match ev {
+            Event::Connected if self.slots[s].client => {
+                self.metrics[flow].connected_ns.get_or_insert(self.now);
+            }
+            Event::MessageReceived { id, bytes, .. } => {
+                let m = &mut self.metrics[flow];
+                m.c.goodput_bytes += bytes.len() as u64;
+                m.c.messages_delivered += 1;
+                if let Some((queued, size)) =
+                    self.in_flight_msgs.remove(&(flow, id.stream, id.number))
+                {
+                    let lat = self.now - queued;
+                    if let Some(si) = m.streams.iter().position(|x| x.id == id.stream) {
+                        let sm = &mut m.streams[si];
+                        sm.messages_delivered += 1;
+                        sm.bytes_delivered += u64::from(size);
+                        sm.latencies_ns.push(lat);
+                        if sm.finite && sm.messages_delivered == sm.messages_sent {
+                            let done = self.flows[flow].apps.iter().any(|&a| {
+                                self.apps[a].stream == id.stream && self.apps[a].app.is_done()
+                            });
+                            if done {
+                                sm.completed_ns = Some(self.now);
+                            }
+                        }
+                    }
+                    if self.per_message {
+                        self.message_log
+                            .push((flow, id.stream, id.number, queued, lat, size));
+                    }
+                }
+            }
+            Event::MessageAbandoned { id, .. } => {
+                let m = &mut self.metrics[flow];
+                if let Some(sm) = m.streams.iter_mut().find(|x| x.id == id.stream) {
+                    sm.messages_abandoned += 1;
+                }
+                self.in_flight_msgs.remove(&(flow, id.stream, id.number));
+            }
+            _ => {}
+        }
+    }
+
+    /// Send `pkt` from `node` towards its destination.
+    fn forward(&mut self, node: usize, pkt: Packet) {
+        if node == pkt.dst {
+            // Loopback: deliver at once.
+            let slot = self.store_packet(pkt);
+            self.queue.push(self.now, Ev::Arrive(node, slot));
+            return;
+        }
+        let Some(hop) = self.router.next_hop(self.now, node, pkt.dst) else {
+            self.drop_packet(&pkt, DropReason::NoRoute);
+            return;
+        };
+        let l = hop.link;
+        let mut pkt = pkt;
+        pkt.next_hop = hop.node;
+        match self.links[l].enqueue(self.now, pkt) {
+            Ok(()) => self.advance_link(l),
+            Err((p, reason)) => self.drop_packet(&p, reason),
+        }
+    }
+
+    fn drop_packet(&mut self, p: &Packet, reason: DropReason) {
+        let m = &mut self.metrics[p.flow];
+        if reason.is_queue() {
+            m.c.queue_drops += 1;
+        } else {
+            m.c.channel_drops += 1;
+        }
+    }
+
+    fn advance_link(&mut self, l: usize) {
+        let mut out = std::mem::take(&mut self.out);
+        self.links[l].advance(self.now, &mut out);
+        for (flow, bytes) in out.processed.drain(..) {
+            self.metrics[flow].c.processed_bytes += u64::from(bytes);
+        }
+        for (p, reason) in out.dropped.drain(..) {
+            self.drop_packet(&p, reason);
+        }
+        for (at, p) in out.delivered.drain(..) {
+            let to = p.next_hop;
+            let slot = self.store_packet(p);
+            self.queue.push(at, Ev::Arrive(to, slot));
+        }
+        for (at, flow, hint) in out.hints.drain(..) {
+            self.queue
+                .push(at.max(self.now), Ev::Hint(flow, Box::new(hint)));
+        }
+        self.out = out;
+        if let Some(w) = self.links[l].next_wake(self.now) {
+            if self.link_wake[l] != Some(w) {
+                self.link_wake[l] = Some(w);
+                self.queue.push(w, Ev::LinkWake(l));
+            }
+        }
+    }
+
+    fn arrive(&mut self, node: usize, pkt: Packet) -> Result<(), SimError> {
+        if node != pkt.dst {
+            self.forward(node, pkt);
+            return Ok(());
+        }
+        let Some(&s) = self.by_addr.get(&(node, pkt.dst_port)) else {
+            return Ok(());
+        };
+        if pkt.forward && pkt.is_data {
+            self.metrics[pkt.flow].on_data_received(
+                pkt.created.as_nanos(),
+                self.now,
+                pkt.wire_bytes,
+            );
+        }
+        let from = addr(pkt.src, pkt.src_port);
+        self.slots[s]
+            .ep
+            .handle_datagram(Time::from_nanos(self.now), from, None, &pkt.payload);
+        self.service(s)
+    }
+
+    fn sample(&mut self) {
+        for f in 0..self.flows.len() {
+            let c = self.flows[f].client;
+            let st = self.slots[c].handle.and_then(|h| self.slots[c].ep.stats(h));
+            let m = &mut self.metrics[f];
+            let delta = crate::metrics::output::delta(&m.c, &m.last);
+            m.last = m.c.clone();
+            let (sum, n) = std::mem::take(&mut m.interval_delay);
+            let cma = m.cwnd_cma();
+            m.samples.push(FlowSample {
+                time_ns: self.now,
+                delta,
+                cwnd_bytes: st.as_ref().map_or(0, |s| s.cwnd_bytes),
+                ssthresh_bytes: st.as_ref().and_then(|s| s.ssthresh_bytes),
+                srtt_ns: st
+                    .as_ref()
+                    .and_then(|s| s.srtt)
+                    .map(|d| d.as_nanos() as u64),
+                cwnd_cma_bytes: cma,
+                delay_mean_ns: (n > 0).then(|| sum as f64 / n as f64),
+                retransmissions: st.as_ref().map_or(0, |s| s.packets_retransmitted),
+                rtos: st.as_ref().map_or(0, |s| s.rtos),
+            });
+            for sm in m.streams.iter_mut() {
+                sm.series_bytes.push(sm.bytes_delivered);
+            }
+        }
+        let next = self.now + self.interval_ns;
+        if next <= self.end_ns {
+            self.queue.push(next, Ev::Sample);
+        }
+    }
+
+    /// Park a packet while it propagates (events stay small: the heap
+    /// moves indices, not packets).
+    fn store_packet(&mut self, p: Packet) -> u32 {
+        match self.free_packets.pop() {
+            Some(i) => {
+                self.packets[i as usize] = Some(p);
+                i
+            }
+            None => {
+                self.packets.push(Some(p));
+                (self.packets.len() - 1) as u32
+            }
+        }
+    }
+
+    fn take_packet(&mut self, i: u32) -> Packet {
+        self.free_packets.push(i);
+        // Every Arrive event names a slot filled by `store_packet` and
+        // is popped exactly once.
+        self.packets[i as usize]
+            .take()
+            .expect("a stored packet is taken once")
+    }
+}
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod tests;

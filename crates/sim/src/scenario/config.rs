@@ -1,0 +1,359 @@
+//! The typed form of a scenario file, as deserialized (serde) before the
+//! semantic checks of [`super::validate`].
+//!
+//! Field names are the TOML keys; `docs/scenarios.md` documents each with
+//! its unit, default and allowed values. Every table rejects unknown keys
+//! so a typo is an error, not a silently ignored setting.
+
+use super::units::{Dur, Rate};
+use serde::Deserialize;
+
+fn default_interval() -> Dur {
+    Dur(1_000_000_000)
+}
+fn default_ip_overhead() -> u32 {
+    28
+}
+fn default_queue_floor() -> u64 {
+    10
+}
+fn default_cc() -> String {
+    "cubic".to_string()
+}
+fn default_scheduler() -> String {
+    "rr".to_string()
+}
+fn default_startup() -> String {
+    "slow_start".to_string()
+}
+fn default_payload() -> u32 {
+    1400
+}
+fn default_class() -> u8 {
+    2
+}
+fn default_weight() -> u32 {
+    1
+}
+fn default_reliability() -> String {
+    "reliable".to_string()
+}
+
+/// A whole scenario file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioConfig {
+    /// A short name for tables and reports (default: the file name).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Free text.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Simulated time to run.
+    pub duration: Dur,
+    /// The seed every random source derives from.
+    pub seed: u64,
+    /// What to record.
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+    /// Network-wide settings.
+    #[serde(default)]
+    pub net: NetConfig,
+    /// Nodes (also created implicitly by naming them in a link).
+    #[serde(default)]
+    pub nodes: Vec<NodeConfig>,
+    /// Point-to-point links.
+    #[serde(default)]
+    pub links: Vec<LinkConfig>,
+    /// Connections and their applications.
+    #[serde(default)]
+    pub flows: Vec<FlowConfig>,
+}
+
+/// `[metrics]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Time-series sampling interval (default 1 s).
+    #[serde(default = "default_interval")]
+    pub interval: Dur,
+    /// Write every message's latency to `messages.csv` (default true).
+    #[serde(default = "yes")]
+    pub per_message: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            interval: default_interval(),
+            per_message: true,
+        }
+    }
+}
+
+/// `[net]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetConfig {
+    /// Bytes added to every datagram on the wire (IPv4 20 + UDP 8 = 28).
+    #[serde(default = "default_ip_overhead")]
+    pub ip_overhead_bytes: u32,
+    /// The smallest queue a BDP-sized queue gets, packets (default 10).
+    #[serde(default = "default_queue_floor")]
+    pub queue_floor_packets: u64,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        NetConfig {
+            ip_overhead_bytes: default_ip_overhead(),
+            queue_floor_packets: default_queue_floor(),
+        }
+    }
+}
+
+/// `[[nodes]]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// Unique name.
+    pub name: String,
+}
+
+/// A queue size: exactly one of `packets`, `bytes`, `bdp`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// Limit in packets.
+    #[serde(default)]
+    pub packets: Option<u64>,
+    /// Limit in bytes (wire bytes).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Limit in multiples of the bandwidth-delay product.
+    #[serde(default)]
+    pub bdp: Option<f64>,
+    /// The round-trip time the BDP is computed with (default: twice this
+    /// link's one-way delay).
+    #[serde(default)]
+    pub rtt: Option<Dur>,
+    /// Floor for a BDP-sized queue, packets (default `net.queue_floor_packets`).
+    #[serde(default)]
+    pub min_packets: Option<u64>,
+}
+
+/// A loss model.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LossConfig {
+    /// `none`, `bernoulli` or `gilbert_elliott`.
+    pub model: String,
+    /// Bernoulli: loss probability per packet.
+    #[serde(default)]
+    pub p: Option<f64>,
+    /// Gilbert-Elliott: P(good → bad) per packet.
+    #[serde(default)]
+    pub p_gb: Option<f64>,
+    /// Gilbert-Elliott: P(bad → good) per packet.
+    #[serde(default)]
+    pub p_bg: Option<f64>,
+    /// Gilbert-Elliott: loss probability in the good state (default 0).
+    #[serde(default)]
+    pub loss_good: Option<f64>,
+    /// Gilbert-Elliott: loss probability in the bad state (default 1).
+    #[serde(default)]
+    pub loss_bad: Option<f64>,
+    /// Only DATA packets can be lost (ACKs and control always pass).
+    #[serde(default)]
+    pub data_only: bool,
+}
+
+/// One scheduled outage window `[start, end)`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OutageWindow {
+    /// When the link goes down.
+    pub start: Dur,
+    /// When it comes back.
+    pub end: Dur,
+}
+
+/// Outages of one link direction.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OutageConfig {
+    /// Fixed windows.
+    #[serde(default)]
+    pub scheduled: Vec<OutageWindow>,
+    /// Random on/off: exponential up times of mean `mean_up`, exponential
+    /// down times of mean `mean_down`.
+    #[serde(default)]
+    pub mean_up: Option<Dur>,
+    /// See `mean_up`.
+    #[serde(default)]
+    pub mean_down: Option<Dur>,
+}
+
+/// Per-direction settings; any field left out takes the link's value.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirConfig {
+    /// Fixed rate.
+    #[serde(default)]
+    pub rate: Option<Rate>,
+    /// Mahimahi trace file (plain or `.gz`); replaces `rate`.
+    #[serde(default)]
+    pub trace: Option<String>,
+    /// One-way propagation delay.
+    #[serde(default)]
+    pub delay: Option<Dur>,
+    /// Drop-tail queue size.
+    #[serde(default)]
+    pub queue: Option<QueueConfig>,
+    /// Channel loss.
+    #[serde(default)]
+    pub loss: Option<LossConfig>,
+    /// Outages.
+    #[serde(default)]
+    pub outages: Option<OutageConfig>,
+}
+
+/// `[[links]]`: a point-to-point link between nodes `a` and `b`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// Optional name (default `a-b`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// One end.
+    pub a: String,
+    /// The other end.
+    pub b: String,
+    /// Fixed rate, both directions.
+    #[serde(default)]
+    pub rate: Option<Rate>,
+    /// Mahimahi trace, both directions.
+    #[serde(default)]
+    pub trace: Option<String>,
+    /// One-way propagation delay (default 0).
+    #[serde(default)]
+    pub delay: Option<Dur>,
+    /// Queue, both directions (default `{ bdp = 1 }` with the floor).
+    #[serde(default)]
+    pub queue: Option<QueueConfig>,
+    /// Loss, both directions (default none).
+    #[serde(default)]
+    pub loss: Option<LossConfig>,
+    /// Outages, both directions (default none).
+    #[serde(default)]
+    pub outages: Option<OutageConfig>,
+    /// Overrides for the `a → b` direction.
+    #[serde(default)]
+    pub up: Option<DirConfig>,
+    /// Overrides for the `b → a` direction.
+    #[serde(default)]
+    pub down: Option<DirConfig>,
+}
+
+/// `[[flows]]`: one connection from `src` to `dst`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    /// Optional name (default `flowN`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Sending node.
+    pub src: String,
+    /// Receiving node.
+    pub dst: String,
+    /// Congestion controller of the sender (a registry name).
+    #[serde(default = "default_cc")]
+    pub cc: String,
+    /// Stream scheduler: `rr`, `wfq`, `abs`, `adaptive`, `edf`, `aging`.
+    #[serde(default = "default_scheduler")]
+    pub scheduler: String,
+    /// `adaptive` scheduler: target rate.
+    #[serde(default)]
+    pub target_rate: Option<Rate>,
+    /// `aging` scheduler: the longest wait.
+    #[serde(default)]
+    pub aging_bound: Option<Dur>,
+    /// `slow_start` or `packet_pair`.
+    #[serde(default = "default_startup")]
+    pub startup: String,
+    /// When the connection opens.
+    #[serde(default)]
+    pub start: Dur,
+    /// Stream data bytes per full DATA packet (sets the packet size).
+    #[serde(default = "default_payload")]
+    pub payload_bytes: u32,
+    /// Streams and their applications.
+    #[serde(default)]
+    pub streams: Vec<StreamAppConfig>,
+}
+
+/// `[[flows.streams]]`: one stream and the application feeding it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamAppConfig {
+    /// Stream id (default: its index).
+    #[serde(default)]
+    pub id: Option<u16>,
+    /// Priority class, 0 (most urgent) … 3 (default 2).
+    #[serde(default = "default_class")]
+    pub priority: u8,
+    /// WFQ weight ≥ 1.
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+    /// `reliable`, `reliable_unordered`, `unreliable`.
+    #[serde(default = "default_reliability")]
+    pub reliability: String,
+    /// Each message is useless this long after it was queued.
+    #[serde(default)]
+    pub deadline: Option<Dur>,
+    /// `bulk`, `cbr`, `onoff`, `file`, `trace`.
+    pub app: String,
+    /// When the application starts (default: the flow's start).
+    #[serde(default)]
+    pub start: Option<Dur>,
+    /// When it stops offering data (default: never).
+    #[serde(default)]
+    pub stop: Option<Dur>,
+    /// Message size, bytes (bulk default 16384, others 1000).
+    #[serde(default)]
+    pub message_bytes: Option<u32>,
+    /// cbr / onoff: rate while sending.
+    #[serde(default)]
+    pub rate: Option<Rate>,
+    /// onoff: `exponential` or `pareto`.
+    #[serde(default)]
+    pub distribution: Option<String>,
+    /// onoff: mean ON time.
+    #[serde(default)]
+    pub mean_on: Option<Dur>,
+    /// onoff: mean OFF time.
+    #[serde(default)]
+    pub mean_off: Option<Dur>,
+    /// onoff, pareto: shape (> 1, default 1.5).
+    #[serde(default)]
+    pub shape: Option<f64>,
+    /// file: bytes to transfer.
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// bulk / file: most bytes queued in the sender at once (default 4 MiB).
+    #[serde(default)]
+    pub buffer_bytes: Option<u64>,
+    /// trace: CSV file with `Delays,Data Length` (delays with `us`).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// trace: replay again from the top when it ends (default false).
+    #[serde(default)]
+    pub repeat: bool,
+    /// trace: replay at most this many messages (default: all).
+    #[serde(default)]
+    pub max_messages: Option<u64>,
+}

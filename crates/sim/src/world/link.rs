@@ -1,0 +1,348 @@
+//! Links: the [`LinkModel`] trait the engine drives, and [`PointToPoint`],
+//! one direction of a wired (or trace-driven) point-to-point link.
+//!
+//! A link model takes packets at a time (`enqueue`: accepted or dropped
+//! with a reason), says when it next has something to do (`next_wake`)
+//! and, when advanced to that time, reports what left the queue, what was
+//! lost on the channel and what arrives at the far end (and when). A
+//! shared wireless medium implements the same trait beside this one.
+//!
+//! [`PointToPoint`] is a drop-tail FIFO served either at a fixed rate
+//! (a packet's serialization takes `wire_bytes · 8 / rate`) or by a
+//! Mahimahi trace (per-opportunity byte accounting like `mm-link`: each
+//! opportunity carries 1500 bytes, a packet may use parts of several, an
+//! opportunity that finds the queue empty is wasted). The packet then
+//! propagates for `delay`. Channel loss is drawn when a packet finishes
+//! transmission; a packet finishing inside an outage is lost; during an
+//! outage nothing starts transmission and the queue holds.
+
+use super::loss::LossModel;
+use super::outage::Outages;
+use super::packet::Packet;
+use super::trace::{MahimahiTrace, OPPORTUNITY_BYTES};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Why a packet was dropped.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DropReason {
+    /// The drop-tail queue was full.
+    QueueFull,
+    /// The channel lost it (loss model).
+    Channel,
+    /// It was on the wire when the link went down.
+    Outage,
+    /// No route to its destination.
+    NoRoute,
+}
+
+impl DropReason {
+    /// Whether this is a queue drop (else a channel-side drop).
+    pub fn is_queue(self) -> bool {
+        matches!(self, DropReason::QueueFull)
+    }
+    /// A short name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::QueueFull => "queue",
+            DropReason::Channel => "channel",
+            DropReason::Outage => "outage",
+            DropReason::NoRoute => "no_route",
+        }
+    }
+}
+
+/// What a link did while advancing.
+#[derive(Debug, Default)]
+pub struct LinkOutput {
+    /// Packets that reached their `next_hop` node, with arrival times, ns.
+    pub delivered: Vec<(u64, Packet)>,
+    /// Packets lost on the channel or to an outage.
+    pub dropped: Vec<(Packet, DropReason)>,
+    /// (flow, wire bytes) of forward DATA packets that left their
+    /// sender's first-hop queue (seed 001's "processed load").
+    pub processed: Vec<(usize, u32)>,
+    /// Link-layer hints for a flow's sender: (deliver at ns, flow, hint).
+    /// Wireless channels emit them; the engine hands each to the flow's
+    /// client endpoint (`Endpoint::link_hint`) at that time.
+    pub hints: Vec<(u64, usize, peregrine_cc::LinkHint)>,
+}
+
+/// Counters of one link direction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Packets accepted into the queue.
+    pub enqueued_packets: u64,
+    /// Packets dropped by the full queue.
+    pub queue_drops: u64,
+    /// Packets lost on the channel.
+    pub channel_drops: u64,
+    /// Packets lost to outages.
+    pub outage_drops: u64,
+    /// Packets delivered to the far end.
+    pub delivered_packets: u64,
+    /// Wire bytes delivered.
+    pub delivered_bytes: u64,
+    /// Largest queue seen, packets.
+    pub max_queue_packets: u64,
+    /// Trace opportunities wasted on an empty queue (trace links).
+    pub wasted_opportunities: u64,
+}
+
+/// A link direction as the engine sees it.
+pub trait LinkModel {
+    /// Offer `pkt` at `now` (ns): queued, or handed back with the reason.
+    fn enqueue(&mut self, now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)>;
+    /// The next instant (≥ `now`) at which [`advance`](Self::advance) has
+    /// work, if any.
+    fn next_wake(&mut self, now: u64) -> Option<u64>;
+    /// Do everything due at or before `now`.
+    fn advance(&mut self, now: u64, out: &mut LinkOutput);
+    /// Packets and bytes waiting in the queue.
+    fn backlog(&self) -> (u64, u64);
+    /// Counters.
+    fn stats(&self) -> &LinkStats;
+}
+
+/// How a direction serves its queue.
+#[derive(Debug)]
+pub enum Server {
+    /// A fixed rate, bits per second.
+    Rate(u64),
+    /// A Mahimahi trace.
+    Trace(Arc<MahimahiTrace>),
+}
+
+/// The drop-tail limit.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct QueueLimit {
+    /// At most this many packets (if set).
+    pub packets: Option<u64>,
+    /// At most this many bytes (if set) — but a queue holding fewer than
+    /// `floor_packets` packets always accepts one more.
+    pub bytes: Option<u64>,
+    /// The floor (BDP-sized queues).
+    pub floor_packets: u64,
+}
+
+impl QueueLimit {
+    fn admits(&self, packets: u64, bytes: u64, size: u32) -> bool {
+        if let Some(p) = self.packets {
+            return packets < p;
+        }
+        if let Some(b) = self.bytes {
+            return packets < self.floor_packets || bytes + u64::from(size) <= b;
+        }
+        true
+    }
+}
+
+/// One direction of a point-to-point link.
+#[derive(Debug)]
+pub struct PointToPoint {
+    server: Server,
+    delay_ns: u64,
+    limit: QueueLimit,
+    queue: VecDeque<Packet>,
+    queued_bytes: u64,
+    /// Rate server: the packet being serialized and when it finishes.
+    in_service: Option<(Packet, u64)>,
+    /// Trace server: the next opportunity index, bytes left in the
+    /// current one, bytes of the head packet already sent.
+    next_opp: u64,
+    opp_left: u32,
+    head_sent: u32,
+    loss: LossModel,
+    outages: Outages,
+    stats: LinkStats,
+}
+
+impl PointToPoint {
+    /// A direction with the given server, delay, queue limit, loss and outages.
+    pub fn new(
+        server: Server,
+        delay_ns: u64,
+        limit: QueueLimit,
+        loss: LossModel,
+        outages: Outages,
+    ) -> PointToPoint {
+        PointToPoint {
+            server,
+            delay_ns,
+            limit,
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            in_service: None,
+            next_opp: 0,
+            opp_left: 0,
+            head_sent: 0,
+            loss,
+            outages,
+            stats: LinkStats::default(),
+        }
+    }
+
+    fn pop_head(&mut self, out: &mut LinkOutput) -> Option<Packet> {
+        let mut p = self.queue.pop_front()?;
+        self.queued_bytes -= u64::from(p.wire_bytes);
+        if p.forward && p.is_data && !p.left_first_hop {
+            out.processed.push((p.flow, p.wire_bytes));
+        }
+        p.left_first_hop = true;
+        Some(p)
+    }
+
+    /// A packet finished transmission at `t`: lose it or send it on.
+    fn finish(&mut self, t: u64, p: Packet, out: &mut LinkOutput) {
+        if self.outages.is_down(t) {
+            self.stats.outage_drops += 1;
+            out.dropped.push((p, DropReason::Outage));
+        } else if self.loss.lose(p.is_data) {
+            self.stats.channel_drops += 1;
+            out.dropped.push((p, DropReason::Channel));
+        } else {
+            self.stats.delivered_packets += 1;
+            self.stats.delivered_bytes += u64::from(p.wire_bytes);
+            out.delivered.push((t + self.delay_ns, p));
+        }
+    }
+
+    fn advance_rate(&mut self, now: u64, rate_bps: u64, out: &mut LinkOutput) {
+        loop {
+            let mut t = now;
+            if let Some((_, fin)) = &self.in_service {
+                if *fin > now {
+                    return;
+                }
+                t = *fin;
+                if let Some((p, fin)) = self.in_service.take() {
+                    self.finish(fin, p, out);
+                }
+            }
+            if self.queue.is_empty() || self.outages.is_down(t) {
+                return;
+            }
+            let Some(p) = self.pop_head(out) else { return };
+            let tx_ns = (u64::from(p.wire_bytes) * 8 * 1_000_000_000).div_ceil(rate_bps);
+            self.in_service = Some((p, t + tx_ns.max(1)));
+        }
+    }
+
+    fn advance_trace(&mut self, now: u64, trace: &MahimahiTrace, out: &mut LinkOutput) {
+        while !self.queue.is_empty() {
+            let t = trace.opportunity_ns(self.next_opp);
+            if t > now {
+                return;
+            }
+            if self.opp_left == 0 {
+                self.opp_left = OPPORTUNITY_BYTES;
+            }
+            if self.outages.is_down(t) {
+                // Nothing leaves while down: this opportunity is lost.
+                self.opp_left = 0;
+                self.next_opp += 1;
+                continue;
+            }
+            while self.opp_left > 0 {
+                let Some(head) = self.queue.front() else {
+                    break;
+                };
+                let need = head.wire_bytes - self.head_sent;
+                let used = need.min(self.opp_left);
+                self.opp_left -= used;
+                self.head_sent += used;
+                if self.head_sent == head.wire_bytes {
+                    self.head_sent = 0;
+                    if let Some(p) = self.pop_head(out) {
+                        self.finish(t, p, out);
+                    }
+                }
+            }
+            // What is left of an opportunity when the queue empties is wasted.
+            self.opp_left = 0;
+            self.next_opp += 1;
+        }
+    }
+}
+
+impl LinkModel for PointToPoint {
+    fn enqueue(&mut self, now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+        if !self
+            .limit
+            .admits(self.queue.len() as u64, self.queued_bytes, pkt.wire_bytes)
+        {
+            self.stats.queue_drops += 1;
+            return Err((pkt, DropReason::QueueFull));
+        }
+        if self.queue.is_empty() {
+            if let Server::Trace(t) = &self.server {
+                // Opportunities that passed while the queue was empty were wasted.
+                let first = t.first_at_or_after(now);
+                if first > self.next_opp {
+                    self.stats.wasted_opportunities += first - self.next_opp;
+                    self.next_opp = first;
+                    self.opp_left = 0;
+                }
+            }
+        }
+        self.queued_bytes += u64::from(pkt.wire_bytes);
+        self.queue.push_back(pkt);
+        self.stats.enqueued_packets += 1;
+        self.stats.max_queue_packets = self.stats.max_queue_packets.max(self.queue.len() as u64);
+        Ok(())
+    }
+
+    fn next_wake(&mut self, now: u64) -> Option<u64> {
+        match &self.server {
+            Server::Rate(_) => {
+                if let Some((_, fin)) = &self.in_service {
+                    return Some(*fin);
+                }
+                if self.queue.is_empty() {
+                    return None;
+                }
+                Some(self.outages.up_at(now))
+            }
+            Server::Trace(t) => {
+                if self.queue.is_empty() {
+                    return None;
+                }
+                let at = t.opportunity_ns(self.next_opp).max(now);
+                if self.outages.is_down(at) {
+                    // Skip the opportunities of the outage in one step.
+                    let up = self.outages.up_at(at);
+                    let first = t.first_at_or_after(up);
+                    self.next_opp = self.next_opp.max(first);
+                    self.opp_left = 0;
+                    return Some(t.opportunity_ns(self.next_opp).max(now));
+                }
+                Some(at)
+            }
+        }
+    }
+
+    fn advance(&mut self, now: u64, out: &mut LinkOutput) {
+        match &self.server {
+            Server::Rate(r) => {
+                let r = *r;
+                self.advance_rate(now, r, out);
+            }
+            Server::Trace(t) => {
+                let t = Arc::clone(t);
+                self.advance_trace(now, &t, out);
+            }
+        }
+    }
+
+    fn backlog(&self) -> (u64, u64) {
+        (self.queue.len() as u64, self.queued_bytes)
+    }
+
+    fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+}
+
+#[cfg(test)]
+#[path = "link_tests.rs"]
+mod tests;

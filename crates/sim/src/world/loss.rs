@@ -1,0 +1,123 @@
+//! Channel loss models of a link direction: Bernoulli and
+//! Gilbert-Elliott, each drawing from its own seeded generator (named
+//! `link/<name>/<dir>/loss`), optionally sparing non-DATA packets.
+
+use crate::rng::SimRng;
+use crate::scenario::model::LossSpec;
+use rand::RngExt;
+
+/// A loss model with its state.
+#[derive(Debug)]
+pub struct LossModel {
+    spec: LossSpec,
+    bad: bool,
+    rng: SimRng,
+}
+
+impl LossModel {
+    /// A model of `spec` drawing from `rng`.
+    pub fn new(spec: LossSpec, rng: SimRng) -> LossModel {
+        LossModel {
+            spec,
+            bad: false,
+            rng,
+        }
+    }
+
+    /// Whether the next packet (DATA or not) is lost. Packets the model
+    /// spares (`data_only`) draw nothing, so they do not shift the stream.
+    pub fn lose(&mut self, is_data: bool) -> bool {
+        match self.spec {
+            LossSpec::None => false,
+            LossSpec::Bernoulli { p, data_only } => {
+                if data_only && !is_data {
+                    return false;
+                }
+                p > 0.0 && self.rng.random::<f64>() < p
+            }
+            LossSpec::GilbertElliott {
+                p_gb,
+                p_bg,
+                loss_good,
+                loss_bad,
+                data_only,
+            } => {
+                if data_only && !is_data {
+                    return false;
+                }
+                // State transition first, then a loss draw in the new state.
+                let u: f64 = self.rng.random();
+                if self.bad {
+                    if u < p_bg {
+                        self.bad = false;
+                    }
+                } else if u < p_gb {
+                    self.bad = true;
+                }
+                let p = if self.bad { loss_bad } else { loss_good };
+                p > 0.0 && self.rng.random::<f64>() < p
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::component_rng;
+
+    #[test]
+    fn bernoulli_rate_is_close_to_p() {
+        let mut m = LossModel::new(
+            LossSpec::Bernoulli {
+                p: 0.05,
+                data_only: false,
+            },
+            component_rng(1, "t"),
+        );
+        let lost = (0..40_000).filter(|_| m.lose(true)).count();
+        let rate = lost as f64 / 40_000.0;
+        assert!((rate - 0.05).abs() < 0.005, "rate {rate}");
+    }
+
+    #[test]
+    fn data_only_spares_control_packets() {
+        let mut m = LossModel::new(
+            LossSpec::Bernoulli {
+                p: 1.0,
+                data_only: true,
+            },
+            component_rng(1, "t"),
+        );
+        assert!(!m.lose(false));
+        assert!(m.lose(true));
+    }
+
+    #[test]
+    fn gilbert_elliott_has_bursts_of_the_expected_mean_length() {
+        let mut m = LossModel::new(
+            LossSpec::GilbertElliott {
+                p_gb: 0.01,
+                p_bg: 0.25,
+                loss_good: 0.0,
+                loss_bad: 1.0,
+                data_only: false,
+            },
+            component_rng(2, "ge"),
+        );
+        let seq: Vec<bool> = (0..200_000).map(|_| m.lose(true)).collect();
+        let mut bursts = Vec::new();
+        let mut run = 0;
+        for l in seq {
+            if l {
+                run += 1;
+            } else if run > 0 {
+                bursts.push(run);
+                run = 0;
+            }
+        }
+        let mean = bursts.iter().sum::<usize>() as f64 / bursts.len() as f64;
+        // Mean sojourn in the bad state is 1 / p_bg = 4 packets.
+        assert!((mean - 4.0).abs() < 0.4, "mean burst {mean}");
+    }
+}

@@ -1,0 +1,44 @@
+//! A datagram in flight through the simulated network.
+
+use peregrine_cc::Time;
+
+/// What the network needs to know about a datagram; the bytes are the
+/// protocol's, untouched.
+#[derive(Clone, Debug)]
+pub struct Packet {
+    /// A run-unique number (in creation order).
+    pub id: u64,
+    /// The flow whose endpoint sent it.
+    pub flow: usize,
+    /// Sent by the flow's client (forward direction) or its server.
+    pub forward: bool,
+    /// A DATA packet (SLTP PK_TYPE 3): loss models may spare the others.
+    pub is_data: bool,
+    /// Source node.
+    pub src: usize,
+    /// Destination node.
+    pub dst: usize,
+    /// The neighbour the current link delivers it to (set at each hop).
+    pub next_hop: usize,
+    /// Destination endpoint port.
+    pub dst_port: u16,
+    /// Source endpoint port.
+    pub src_port: u16,
+    /// Bytes on the wire (datagram plus IP/UDP overhead).
+    pub wire_bytes: u32,
+    /// When the sender's endpoint emitted it.
+    pub created: Time,
+    /// Whether it has left the sender's first-hop queue already.
+    pub left_first_hop: bool,
+    /// The datagram.
+    pub payload: Vec<u8>,
+}
+
+impl Packet {
+    /// Whether `datagram` is an SLTP DATA packet: PK_TYPE is the high
+    /// nibble of byte 4 (seed 003 Table I), DATA = 3. Short or malformed
+    /// datagrams are simply "not DATA".
+    pub fn datagram_is_data(datagram: &[u8]) -> bool {
+        datagram.get(4).is_some_and(|b| b >> 4 == 3)
+    }
+}
