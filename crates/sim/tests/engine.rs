@@ -251,6 +251,7 @@ fn errors_name_the_field_and_what_is_allowed() {
             .starts_with("x.toml: links.0.rate:")
     );
     assert!(err("seed = 1\n").contains("duration"));
+    assert!(err("seed = 1\nduration = \"1s\"\n[[links]\n").starts_with("x.toml: line 3: "));
     assert!(err("duration = \"1 fortnight\"\nseed = 1\n")
         .starts_with("x.toml: duration: unknown duration unit"));
     assert!(err(&format!(
