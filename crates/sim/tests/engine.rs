@@ -98,6 +98,22 @@ message_bytes = 500
         }
     }
     assert_eq!(during, 0, "nothing is delivered during the outage");
+    // The link's time series: nothing delivered over [1 s, 2 s), a queue
+    // (what the sender's window allowed) waiting at its end, drained after it.
+    let csv = r.link_timeseries_csv();
+    let row = |t: &str| {
+        csv.lines()
+            .find(|l| l.starts_with(t) && l.contains(",a-b/up,"))
+            .expect("a row")
+            .split(',')
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let at2 = row("2.000000");
+    assert_eq!(at2[4], "0", "delivered during the outage: {at2:?}");
+    assert!(at2[2].parse::<u64>().expect("queue length") > 5, "{at2:?}");
+    let at3 = row("3.000000");
+    assert_eq!(at3[2], "0", "{at3:?}");
     // Messages offered during the outage waited and arrived after it.
     assert!(
         queued_in_outage_delivered > 50,

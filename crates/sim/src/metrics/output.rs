@@ -53,6 +53,19 @@ pub struct FlowResult {
     pub metrics: FlowMetrics,
 }
 
+/// One link direction at one sample.
+#[derive(Clone, Debug)]
+pub struct LinkSample {
+    /// When, ns.
+    pub time_ns: u64,
+    /// Packets queued.
+    pub backlog_packets: u64,
+    /// Bytes queued.
+    pub backlog_bytes: u64,
+    /// Cumulative counters.
+    pub stats: LinkStats,
+}
+
 /// One link direction's results.
 #[derive(Clone, Debug)]
 pub struct LinkResult {
@@ -62,6 +75,8 @@ pub struct LinkResult {
     pub stats: LinkStats,
     /// Packets still queued at the end.
     pub backlog_packets: u64,
+    /// Its state at every sample.
+    pub samples: Vec<LinkSample>,
 }
 
 /// Everything a run produced.
@@ -295,8 +310,9 @@ impl SimResults {
         })
     }
 
-    /// Write `summary.json`, `flows.csv`, `streams.csv`, `links.csv`,
-    /// `timeseries.csv`, `stream_timeseries.csv` and `messages.csv` into `dir`.
+    /// Write `summary.json`, `flows.csv`, `links.csv`, `timeseries.csv`,
+    /// `stream_timeseries.csv`, `link_timeseries.csv` and `messages.csv`
+    /// into `dir`.
     pub fn write_to(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let mut json =
@@ -310,6 +326,7 @@ impl SimResults {
             self.stream_timeseries_csv(),
         )?;
         std::fs::write(dir.join("links.csv"), self.links_csv())?;
+        std::fs::write(dir.join("link_timeseries.csv"), self.link_timeseries_csv())?;
         std::fs::write(dir.join("messages.csv"), self.messages_csv())?;
         Ok(())
     }
@@ -430,6 +447,36 @@ impl SimResults {
                 x.max_queue_packets,
                 x.wasted_opportunities
             );
+        }
+        s
+    }
+
+    /// One row per link direction and sample: queue length at the sample,
+    /// deliveries and drops over the interval.
+    pub fn link_timeseries_csv(&self) -> String {
+        let mut s = String::from("time_s,link,queue_packets,queue_bytes,delivered_packets,delivered_bps,queue_drops,channel_drops,outage_drops\n");
+        for l in &self.links {
+            let mut prev = LinkStats::default();
+            let mut prev_t = 0u64;
+            for x in &l.samples {
+                let span = ((x.time_ns - prev_t) as f64 / 1e9).max(1e-9);
+                let st = &x.stats;
+                let _ = writeln!(
+                    s,
+                    "{:.6},{},{},{},{},{:.3},{},{},{}",
+                    x.time_ns as f64 / 1e9,
+                    l.name,
+                    x.backlog_packets,
+                    x.backlog_bytes,
+                    st.delivered_packets - prev.delivered_packets,
+                    (st.delivered_bytes - prev.delivered_bytes) as f64 * 8.0 / span,
+                    st.queue_drops - prev.queue_drops,
+                    st.channel_drops - prev.channel_drops,
+                    st.outage_drops - prev.outage_drops,
+                );
+                prev = st.clone();
+                prev_t = x.time_ns;
+            }
         }
         s
     }
