@@ -98,6 +98,22 @@ message_bytes = 500
         }
     }
     assert_eq!(during, 0, "nothing is delivered during the outage");
+    // The link's time series: nothing delivered over [1 s, 2 s), a queue
+    // (what the sender's window allowed) waiting at its end, drained after it.
+    let csv = r.link_timeseries_csv();
+    let row = |t: &str| {
+        csv.lines()
+            .find(|l| l.starts_with(t) && l.contains(",a-b/up,"))
+            .expect("a row")
+            .split(',')
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let at2 = row("2.000000");
+    assert_eq!(at2[4], "0", "delivered during the outage: {at2:?}");
+    assert!(at2[2].parse::<u64>().expect("queue length") > 5, "{at2:?}");
+    let at3 = row("3.000000");
+    assert_eq!(at3[2], "0", "{at3:?}");
     // Messages offered during the outage waited and arrived after it.
     assert!(
         queued_in_outage_delivered > 50,
@@ -251,6 +267,7 @@ fn errors_name_the_field_and_what_is_allowed() {
             .starts_with("x.toml: links.0.rate:")
     );
     assert!(err("seed = 1\n").contains("duration"));
+    assert!(err("seed = 1\nduration = \"1s\"\n[[links]\n").starts_with("x.toml: line 3: "));
     assert!(err("duration = \"1 fortnight\"\nseed = 1\n")
         .starts_with("x.toml: duration: unknown duration unit"));
     assert!(err(&format!(

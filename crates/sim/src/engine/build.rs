@@ -250,6 +250,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         zeros: Vec::new(),
         packets: Vec::new(),
         free_packets: Vec::new(),
+        link_samples: (0..link_names.len()).map(|_| Vec::new()).collect(),
         link_names,
         now: 0,
     })
@@ -308,6 +309,7 @@ impl Sim {
                 name: self.link_names[i].clone(),
                 stats: l.stats().clone(),
                 backlog_packets: l.backlog().0,
+                samples: std::mem::take(&mut self.link_samples[i]),
             })
             .collect();
         let mut messages = std::mem::take(&mut self.message_log);

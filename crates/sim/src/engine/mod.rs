@@ -130,6 +130,8 @@ pub(crate) struct Sim {
     free_packets: Vec<u32>,
     /// `<link>/<up|down>` per link direction.
     link_names: Vec<String>,
+    /// Per link direction, its state at every sample.
+    link_samples: Vec<Vec<crate::metrics::output::LinkSample>>,
     now: u64,
 }
 
@@ -513,6 +515,15 @@ impl Sim {
     }
 
     fn sample(&mut self) {
+        for (l, link) in self.links.iter().enumerate() {
+            let (packets, bytes) = link.backlog();
+            self.link_samples[l].push(crate::metrics::output::LinkSample {
+                time_ns: self.now,
+                backlog_packets: packets,
+                backlog_bytes: bytes,
+                stats: link.stats().clone(),
+            });
+        }
         for f in 0..self.flows.len() {
             let c = self.flows[f].client;
             let st = self.slots[c].handle.and_then(|h| self.slots[c].ep.stats(h));

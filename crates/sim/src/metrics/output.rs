@@ -53,6 +53,19 @@ pub struct FlowResult {
     pub metrics: FlowMetrics,
 }
 
+/// One link direction at one sample.
+#[derive(Clone, Debug)]
+pub struct LinkSample {
+    /// When, ns.
+    pub time_ns: u64,
+    /// Packets queued.
+    pub backlog_packets: u64,
+    /// Bytes queued.
+    pub backlog_bytes: u64,
+    /// Cumulative counters.
+    pub stats: LinkStats,
+}
+
 /// One link direction's results.
 #[derive(Clone, Debug)]
 pub struct LinkResult {
@@ -62,6 +75,8 @@ pub struct LinkResult {
     pub stats: LinkStats,
     /// Packets still queued at the end.
     pub backlog_packets: u64,
+    /// Its state at every sample.
+    pub samples: Vec<LinkSample>,
 }
 
 /// Everything a run produced.
@@ -123,11 +138,13 @@ impl FlowResult {
         let c = &self.metrics.c;
         (c.tx_packets > 0).then(|| c.rx_packets as f64 / c.tx_packets as f64)
     }
-    /// Sorted one-way delays, ns.
-    fn sorted_delays(&self) -> Vec<u64> {
-        let mut d = self.metrics.delays_ns.clone();
-        d.sort_unstable();
-        d
+    /// Mean one-way delay, ms.
+    pub fn delay_mean_ms(&self) -> Option<f64> {
+        self.metrics.delays.mean().map(ms)
+    }
+    /// A one-way delay quantile, ms.
+    pub fn delay_ms(&self, q: f64) -> Option<f64> {
+        self.metrics.delays.quantile(q).map(|x| ms(x as f64))
     }
     /// Completion: the last finite application's completion, ns since the flow's start.
     pub fn completion_ns(&self) -> Option<u64> {
@@ -187,8 +204,6 @@ impl SimResults {
             .iter()
             .map(|f| {
                 let m = &f.metrics;
-                let d = f.sorted_delays();
-                let mean_delay = (!d.is_empty()).then(|| d.iter().map(|x| *x as f64).sum::<f64>() / d.len() as f64);
                 let pct = |bps: f64| f.path_rate_bps.map(|r| 100.0 * bps / r);
                 let cw: Vec<f64> = m.samples.iter().map(|s| s.cwnd_bytes as f64).collect();
                 let (cw_mean, cw_std) = mean_std(&cw).unwrap_or((0.0, 0.0));
@@ -230,10 +245,10 @@ impl SimResults {
                     "throughput_pct": opt(pct(f.throughput_bps(self.duration_ns))),
                     "processed_load_pct": opt(pct(f.processed_bps(self.duration_ns))),
                     "delay_ms": {
-                        "mean": opt(mean_delay.map(ms)),
-                        "p50": opt(percentile(&d, 0.5).map(|x| ms(x as f64))),
-                        "p95": opt(percentile(&d, 0.95).map(|x| ms(x as f64))),
-                        "p99": opt(percentile(&d, 0.99).map(|x| ms(x as f64))),
+                        "mean": opt(f.delay_mean_ms()),
+                        "p50": opt(f.delay_ms(0.5)),
+                        "p95": opt(f.delay_ms(0.95)),
+                        "p99": opt(f.delay_ms(0.99)),
                     },
                     "jitter_ms": {
                         "rfc3550": r6(ms(m.jitter_ns)),
@@ -295,8 +310,9 @@ impl SimResults {
         })
     }
 
-    /// Write `summary.json`, `flows.csv`, `streams.csv`, `links.csv`,
-    /// `timeseries.csv`, `stream_timeseries.csv` and `messages.csv` into `dir`.
+    /// Write `summary.json`, `flows.csv`, `links.csv`, `timeseries.csv`,
+    /// `stream_timeseries.csv`, `link_timeseries.csv` and `messages.csv`
+    /// into `dir`.
     pub fn write_to(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let mut json =
@@ -310,6 +326,7 @@ impl SimResults {
             self.stream_timeseries_csv(),
         )?;
         std::fs::write(dir.join("links.csv"), self.links_csv())?;
+        std::fs::write(dir.join("link_timeseries.csv"), self.link_timeseries_csv())?;
         std::fs::write(dir.join("messages.csv"), self.messages_csv())?;
         Ok(())
     }
@@ -318,10 +335,8 @@ impl SimResults {
     pub fn flows_csv(&self) -> String {
         let mut s = String::from("flow,cc,scheduler,tx_packets,rx_packets,pdr,throughput_bps,goodput_bps,processed_load_bps,delay_ms_mean,delay_ms_p50,delay_ms_p95,delay_ms_p99,jitter_ms,cwnd_cma_bytes,queue_drops,channel_drops,retransmissions,rtos,completion_s\n");
         for f in &self.flows {
-            let d = f.sorted_delays();
-            let mean =
-                (!d.is_empty()).then(|| d.iter().map(|x| *x as f64).sum::<f64>() / d.len() as f64);
-            let p = |q| percentile(&d, q).map(|x| ms(x as f64));
+            let mean = f.delay_mean_ms();
+            let p = |q| f.delay_ms(q);
             let st = f.stats.as_ref();
             let _ = writeln!(
                 s,
@@ -335,7 +350,7 @@ impl SimResults {
                 f.throughput_bps(self.duration_ns),
                 f.goodput_bps(self.duration_ns),
                 f.processed_bps(self.duration_ns),
-                fmt_opt(mean.map(ms), 6),
+                fmt_opt(mean, 6),
                 fmt_opt(p(0.5), 6),
                 fmt_opt(p(0.95), 6),
                 fmt_opt(p(0.99), 6),
@@ -436,6 +451,36 @@ impl SimResults {
         s
     }
 
+    /// One row per link direction and sample: queue length at the sample,
+    /// deliveries and drops over the interval.
+    pub fn link_timeseries_csv(&self) -> String {
+        let mut s = String::from("time_s,link,queue_packets,queue_bytes,delivered_packets,delivered_bps,queue_drops,channel_drops,outage_drops\n");
+        for l in &self.links {
+            let mut prev = LinkStats::default();
+            let mut prev_t = 0u64;
+            for x in &l.samples {
+                let span = ((x.time_ns - prev_t) as f64 / 1e9).max(1e-9);
+                let st = &x.stats;
+                let _ = writeln!(
+                    s,
+                    "{:.6},{},{},{},{},{:.3},{},{},{}",
+                    x.time_ns as f64 / 1e9,
+                    l.name,
+                    x.backlog_packets,
+                    x.backlog_bytes,
+                    st.delivered_packets - prev.delivered_packets,
+                    (st.delivered_bytes - prev.delivered_bytes) as f64 * 8.0 / span,
+                    st.queue_drops - prev.queue_drops,
+                    st.channel_drops - prev.channel_drops,
+                    st.outage_drops - prev.outage_drops,
+                );
+                prev = st.clone();
+                prev_t = x.time_ns;
+            }
+        }
+        s
+    }
+
     /// One row per delivered message.
     pub fn messages_csv(&self) -> String {
         let mut s = String::from("flow,stream,message,queued_s,latency_ms,bytes\n");
@@ -466,14 +511,11 @@ impl SimResults {
         let _ = writeln!(s, "{:<10} {:<9} {:>9} {:>9} {:>7} {:>11} {:>11} {:>10} {:>9} {:>9} {:>9} {:>6} {:>6} {:>5}",
             "flow", "cc", "tx pkts", "rx pkts", "PDR %", "thru Mb/s", "good Mb/s", "proc Mb/s", "delay ms", "p99 ms", "jitter", "qdrop", "chdrop", "RTOs");
         for f in &self.flows {
-            let d = f.sorted_delays();
-            let mean =
-                (!d.is_empty()).then(|| d.iter().map(|x| *x as f64).sum::<f64>() / d.len() as f64);
             let _ = writeln!(s, "{:<10} {:<9} {:>9} {:>9} {:>7} {:>11.3} {:>11.3} {:>10.3} {:>9} {:>9} {:>9.3} {:>6} {:>6} {:>5}",
                 f.name, f.cc, f.metrics.c.tx_packets, f.metrics.c.rx_packets,
                 fmt_opt(f.pdr().map(|p| p * 100.0), 2),
                 f.throughput_bps(self.duration_ns) / 1e6, f.goodput_bps(self.duration_ns) / 1e6, f.processed_bps(self.duration_ns) / 1e6,
-                fmt_opt(mean.map(ms), 2), fmt_opt(percentile(&d, 0.99).map(|x| ms(x as f64)), 2), ms(f.metrics.jitter_ns),
+                fmt_opt(f.delay_mean_ms(), 2), fmt_opt(f.delay_ms(0.99), 2), ms(f.metrics.jitter_ns),
                 f.metrics.c.queue_drops, f.metrics.c.channel_drops, f.stats.as_ref().map_or(0, |x| x.rtos));
         }
         let streams: Vec<_> = self

@@ -74,7 +74,11 @@ impl Scenario {
         overrides: &[String],
     ) -> Result<Scenario, ScenarioError> {
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            ScenarioError::new(origin, "(document)", e.message().to_string())
+            let line = e
+                .span()
+                .map(|sp| text[..sp.start.min(text.len())].matches('\n').count() + 1);
+            let field = line.map_or("(document)".to_string(), |l| format!("line {l}"));
+            ScenarioError::new(origin, field, e.message().to_string())
         })?;
         let mut doc = toml::Value::Table(table);
         for o in overrides {
