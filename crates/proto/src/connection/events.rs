@@ -103,4 +103,36 @@ pub enum Event {
     /// with REMOTE_RESET arrived); a `Closed` event with reason
     /// [`CloseReason::Reset`] follows.
     NetworkReset,
+    /// The peer's packets now come from a new address, validated by a
+    /// PATH_CHALLENGE/PATH_RESPONSE exchange; everything is sent there
+    /// from now on (docs/protocol.md §10, "Address migration").
+    PathMigrated {
+        /// The old address.
+        from: std::net::SocketAddr,
+        /// The new address.
+        to: std::net::SocketAddr,
+        /// Whether RTT and congestion state restarted (the IP address
+        /// changed; a port-only change keeps them).
+        congestion_reset: bool,
+    },
+    /// The peer (a group's source) confirmed this side's JOIN of `group`.
+    GroupJoined {
+        /// The group.
+        group: u32,
+    },
+    /// The peer confirmed this side's LEAVE of `group`.
+    GroupLeft {
+        /// The group.
+        group: u32,
+    },
+    /// The peer asked to join `group` (this side is the source).
+    PeerJoined {
+        /// The group.
+        group: u32,
+    },
+    /// The peer asked to leave `group` (this side is the source).
+    PeerLeft {
+        /// The group.
+        group: u32,
+    },
 }

@@ -31,6 +31,8 @@
 //! * [`recv`]: received packets, ACK schedule, NACK generation, reassembly
 //!   and in-order delivery;
 //! * `transmit` (private): what `poll_transmit` sends next and the timers;
+//! * [`path`]: address migration with path validation;
+//! * [`group`]: JOIN/LEAVE of multicast groups;
 //! * [`events`], [`stats`], [`config`]: what the application sees and sets.
 //!
 //! Loss recovery and congestion control live in [`crate::recovery`], the
@@ -39,7 +41,9 @@
 pub mod config;
 mod dispatch;
 pub mod events;
+pub mod group;
 pub mod lifecycle;
+pub mod path;
 pub mod recv;
 pub mod send;
 pub mod stats;
@@ -58,7 +62,9 @@ mod tests;
 
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig};
 pub use events::{CloseReason, Event, MessageId, ViolationKind};
+pub use group::GroupRequestError;
 pub use lifecycle::StartParams;
+pub use path::PathStats;
 pub use send::SendError;
 pub use stats::{ConnectionState, ConnectionStats};
 
@@ -141,6 +147,10 @@ pub struct Connection {
     closing: CloseProgress,
     events: VecDeque<Event>,
     counters: Counters,
+    /// Address migration (path.rs).
+    path: path::PathState,
+    /// JOIN/LEAVE (group.rs).
+    groups: group::GroupState,
 }
 
 fn recovery_config(config: &ConnectionConfig, packet_size: u16) -> RecoveryConfig {
@@ -210,6 +220,8 @@ impl Connection {
             closing: CloseProgress::default(),
             events: VecDeque::new(),
             counters: Counters::default(),
+            path: path::PathState::default(),
+            groups: group::GroupState::default(),
         }
     }
 

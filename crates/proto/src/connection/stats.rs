@@ -156,6 +156,8 @@ pub struct ConnectionStats {
     pub messages_skipped: u64,
     /// Per-stream counters of the sending side, by stream id.
     pub streams: Vec<crate::streams::StreamStats>,
+    /// Address migration: challenges, migrations, rejected addresses.
+    pub path: super::PathStats,
 }
 
 impl Connection {
@@ -227,6 +229,7 @@ impl Connection {
             skips_sent: tx.skips_sent,
             messages_skipped: rx.messages_skipped,
             streams: self.send.stream_stats(),
+            path: self.path.stats(),
         }
     }
 }
