@@ -55,6 +55,9 @@ pub struct App {
     pub bad_messages: u64,
     /// `send_message` errors other than `BufferFull` (never expected).
     pub send_errors: Vec<SendError>,
+    /// When `Some`, every datagram this endpoint sends is recorded here:
+    /// (time, destination, bytes) — what an on-path attacker could copy.
+    pub tap: Option<Vec<(Time, SocketAddr, Vec<u8>)>>,
     now: Time,
 }
 
@@ -74,6 +77,7 @@ impl App {
             expect: None,
             bad_messages: 0,
             send_errors: Vec::new(),
+            tap: None,
             now: Time::ZERO,
         }
     }
@@ -196,7 +200,11 @@ impl SansIo for App {
 
     fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
         self.now = self.now.max(now);
-        self.ep.poll_transmit(now, buf)
+        let t = self.ep.poll_transmit(now, buf)?;
+        if let Some(tap) = &mut self.tap {
+            tap.push((self.now, t.destination, buf[..t.size].to_vec()));
+        }
+        Some(t)
     }
 
     fn poll_timeout(&mut self) -> Option<Time> {
