@@ -68,6 +68,16 @@
 //! adaptive, EDF, ABS with aging), chosen per connection and switchable at
 //! run time; the packetizer asks it which stream sends each next block.
 //!
+//! ## `multicast`: make-before-break groups
+//!
+//! [`multicast`] builds a group on its members' connections (JOIN/LEAVE
+//! on each, a group sequence number in every message): the
+//! `GroupSender` fans out, tracks per-member acknowledgements, paces the
+//! group to its slowest member and evicts silent ones; a `GroupReceiver`
+//! de-duplicates a member attached through two paths at once. Address
+//! migration (the peer's address changes, the connection validates the
+//! new path and follows) lives in `connection::path`.
+//!
 //! ## `rng`
 //!
 //! [`rng`] is the core's one random source, a SplitMix64 seeded by whoever
@@ -87,6 +97,7 @@ pub mod connection;
 pub mod endpoint;
 pub mod harness;
 pub mod io;
+pub mod multicast;
 pub mod probe;
 pub mod recovery;
 pub mod rng;

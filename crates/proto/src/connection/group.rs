@@ -201,3 +201,11 @@ impl Connection {
         self.groups.peer.get(&group).is_some_and(|&(_, m)| m)
     }
 }
+
+impl Connection {
+    /// Whether message `id` is acknowledged completely (or abandoned);
+    /// false once the connection is closed (its state is gone).
+    pub(crate) fn message_settled(&self, id: crate::connection::MessageId) -> bool {
+        self.state != ConnectionState::Closed && self.send.is_settled(id)
+    }
+}
