@@ -56,6 +56,8 @@ mod e2e_tests;
 #[cfg(test)]
 mod flow_tests;
 #[cfg(test)]
+mod path_tests;
+#[cfg(test)]
 pub(crate) mod testdriver;
 #[cfg(test)]
 mod tests;
