@@ -476,10 +476,17 @@ fn set_addr_moves_a_node_and_inject_delivers_from_any_address() {
     assert_eq!(h.addr(a), addr(7));
     assert_eq!(h.node_at(addr(7)), Some(a));
     assert_eq!(h.node_at(addr(1)), None);
-    assert_eq!(h.run_until_idle(Time::from_millis(1_000)).unwrap(), RunOutcome::Idle);
+    assert_eq!(
+        h.run_until_idle(Time::from_millis(1_000)).unwrap(),
+        RunOutcome::Idle
+    );
     let from: Vec<SocketAddr> = h.node(b).received.iter().map(|r| r.1).collect();
     assert_eq!(from, [addr(1), addr(7)]);
-    assert_eq!(h.node(a).received.len(), 2, "the echo found the new address");
+    assert_eq!(
+        h.node(a).received.len(),
+        2,
+        "the echo found the new address"
+    );
     // A datagram to the old address is unroutable.
     h.inject(addr(1), b, &[0u8; 8]).unwrap();
     assert_eq!(h.node(b).received.last().map(|r| r.1), Some(addr(1)));

@@ -198,7 +198,10 @@ fn migration_spoofed_copies_from_a_third_address_do_not_move_the_connection() {
     let stats = h.node(s).ep.stats(conn).unwrap();
     assert_eq!(stats.path.rejected_packets, 1);
     assert_eq!(stats.wrong_address, 1);
-    assert_eq!(stats.path.challenges_sent, 0, "a replay is not even challenged");
+    assert_eq!(
+        stats.path.challenges_sent, 0,
+        "a replay is not even challenged"
+    );
     // 2. A race: a copy of the datagram still in flight, arriving first.
     let fresh = h.node(c).tap.as_ref().unwrap().last().unwrap().2.clone();
     let sent_before = h.unroutable();

@@ -247,8 +247,7 @@ fn saw(m: &Member, conn: ConnectionHandle, f: impl Fn(&Event) -> bool) -> bool {
 }
 
 #[test]
-fn multicast_five_lossy_members_one_leaving_one_switching_paths_get_every_message_once_in_order()
-{
+fn multicast_five_lossy_members_one_leaving_one_switching_paths_get_every_message_once_in_order() {
     const TOTAL: u64 = 1_500;
     let mut h = Harness::new(21);
     h.set_default_pipe(lossy()).unwrap();
@@ -428,7 +427,10 @@ fn multicast_silent_member_is_evicted_and_the_group_moves_on() {
     }
     while joined(&h, s) < 3 {
         step(&mut h, 10);
-        assert!(h.now() < Time::from_millis(SILENT_FROM_MS), "members never joined");
+        assert!(
+            h.now() < Time::from_millis(SILENT_FROM_MS),
+            "members never joined"
+        );
     }
     h.node_mut(s).src_mut().total = TOTAL;
     h.node_mut(s).process();
@@ -465,7 +467,10 @@ fn multicast_silent_member_is_evicted_and_the_group_moves_on() {
         "evicted {at_ms} ms: 2 s after its last acknowledgement"
     );
     assert_eq!(stalled.len(), 2);
-    assert_eq!(stalled[0], stalled[1], "the group waited for the silent member");
+    assert_eq!(
+        stalled[0], stalled[1],
+        "the group waited for the silent member"
+    );
     assert!(stalled[0].0 < TOTAL && stalled[0].1 == 3);
     assert!(source.would_block > 0);
     assert_eq!(source.group.next_seq(), TOTAL);

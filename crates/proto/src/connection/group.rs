@@ -108,7 +108,11 @@ impl Connection {
         let join = pk_type == PacketType::Join;
         let group = p.group_id;
         if flags.contains(Flags::REPLY) {
-            let answered = self.groups.requests.get(&group).is_some_and(|r| r.join == join);
+            let answered = self
+                .groups
+                .requests
+                .get(&group)
+                .is_some_and(|r| r.join == join);
             if answered {
                 self.groups.requests.remove(&group);
                 self.events.push_back(if join {

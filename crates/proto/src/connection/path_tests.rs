@@ -52,7 +52,10 @@ fn migration_challenges_to_an_unanswering_address_stay_within_three_times_what_i
     assert_eq!(s.path.challenges_sent, 2);
     assert_eq!(s.path.unvalidated_bytes_sent, 72);
     assert!(s.path.unvalidated_bytes_sent <= AMPLIFICATION_FACTOR * 24);
-    assert_eq!(s.path.failed_validations, 1, "given up after {MAX_CHALLENGES} rounds");
+    assert_eq!(
+        s.path.failed_validations, 1,
+        "given up after {MAX_CHALLENGES} rounds"
+    );
     assert_eq!(s.path.migrations, 0);
     assert_eq!(sim.eps[1].remote(server), Some(addr(0)));
     assert!(!sim.saw(1, |e| matches!(e, Event::PathMigrated { .. })));
@@ -86,7 +89,10 @@ fn migration_wrong_sync_no_start_and_reset_from_a_new_address_are_rejected_uncha
     // The connection still works.
     sim.eps[0].send_message(client, sim.now, 0, b"ok").unwrap();
     sim.run_for(ms(200));
-    assert_eq!(sim.received(1).last().map(|m| m.1.clone()), Some(b"ok".to_vec()));
+    assert_eq!(
+        sim.received(1).last().map(|m| m.1.clone()),
+        Some(b"ok".to_vec())
+    );
 }
 
 #[test]
@@ -122,7 +128,10 @@ fn migration_a_path_challenge_is_answered_with_the_same_bytes() {
     let Payload::Echo(e) = DatagramRepr::decode(&answer.bytes).unwrap().payload else {
         panic!("an ECHO");
     };
-    assert_eq!((e.probe_id, e.timestamp_ns), (PATH_PROBE_ID, 0x0123_4567_89ab_cdef));
+    assert_eq!(
+        (e.probe_id, e.timestamp_ns),
+        (PATH_PROBE_ID, 0x0123_4567_89ab_cdef)
+    );
     let c = sim.eps[0].stats(sim.eps[0].handles()[0]).unwrap();
     assert_eq!(c.path.challenges_received, 1);
 }
@@ -149,7 +158,10 @@ fn group_join_and_leave_are_repeated_until_answered_and_reported_once() {
     assert_eq!(joins, 3);
     assert!(sim.eps[1].peer_in_group(server, 42));
     let peer_joined = |e: &Event| *e == Event::PeerJoined { group: 42 };
-    assert_eq!(sim.events[1].iter().filter(|(_, e)| peer_joined(e)).count(), 1);
+    assert_eq!(
+        sim.events[1].iter().filter(|(_, e)| peer_joined(e)).count(),
+        1
+    );
     assert!(sim.saw(0, |e| *e == Event::GroupJoined { group: 42 }));
     sim.eps[0].leave_group(client, sim.now, 42).unwrap();
     sim.run_for(Duration::from_secs(1));

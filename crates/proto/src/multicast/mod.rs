@@ -48,8 +48,7 @@ mod sender;
 
 pub use receiver::{GroupReceiver, GroupReceiverStats};
 pub use sender::{
-    EvictReason, GroupConfig, GroupEvent, GroupSendError, GroupSender, GroupSenderStats,
-    MemberInfo,
+    EvictReason, GroupConfig, GroupEvent, GroupSendError, GroupSender, GroupSenderStats, MemberInfo,
 };
 
 use crate::connection::{GroupRequestError, MessageId};
@@ -171,9 +170,7 @@ impl Endpoint {
     /// completely by the peer (or abandoned). `None` if the connection is
     /// gone.
     pub fn message_settled(&self, handle: ConnectionHandle, id: MessageId) -> Option<bool> {
-        self.connections
-            .get(&handle)
-            .map(|c| c.message_settled(id))
+        self.connections.get(&handle).map(|c| c.message_settled(id))
     }
 }
 
