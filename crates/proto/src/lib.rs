@@ -37,8 +37,11 @@
 //! fragmented into blocks and reassembled in order per stream (small ones
 //! coalesced into one datagram), the receive window, ACKs on REPLY_REQ and
 //! on the receiver's schedule, NACKs, the events (Connected,
-//! MessageReceived, PeerClosed, Closed, SecurityViolation, NetworkReset)
-//! and a stats snapshot. Every buffer is bounded by configuration.
+//! MessageReceived, PeerClosed, Closed, SecurityViolation, NetworkReset,
+//! PathMigrated, the JOIN/LEAVE ones) and a stats snapshot. Every buffer
+//! is bounded by configuration. The peer's address may change: the
+//! connection validates the new path with a PATH_CHALLENGE before it
+//! follows (`connection::path`).
 //!
 //! ## `recovery`: what the connection owes the controllers
 //!

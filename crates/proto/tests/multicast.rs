@@ -3,11 +3,10 @@
 //! losing 3 % of datagrams each way. Members JOIN over their connection;
 //! the source fans every group message out over each member's connection.
 //!
-//! The harness gives a node one address, so the member "attached through
-//! two paths" is one node with two connections to the source (two
-//! connection ids, each with its own reliability and congestion state) —
-//! the old and the new road-side unit's path — feeding one
-//! `GroupReceiver`.
+//! The member attached through two paths at once is two harness nodes —
+//! its radio on the old road-side unit's path (10.0.0.5, 25 ms one way)
+//! and on the new one's (10.0.0.6, 5 ms) — each with its own connection
+//! to the source, feeding one shared `GroupReceiver`.
 
 use peregrine_proto::harness::{Harness, NodeId, Outage, PipeConfig};
 use peregrine_proto::multicast::{
@@ -17,7 +16,9 @@ use peregrine_proto::{
     ConnectionConfig, ConnectionHandle, EcnCodepoint, Endpoint, EndpointConfig, Event, SansIo,
     Time, Transmit,
 };
+use std::cell::RefCell;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::time::Duration;
 
 const GROUP: u32 = 0xe000_0007;
@@ -43,14 +44,28 @@ struct Source {
     would_block: u64,
 }
 
-struct Member {
-    conns: Vec<ConnectionHandle>,
+/// What a receiver delivers: shared by the nodes of one receiver.
+struct Delivered {
     rx: GroupReceiver,
     got: Vec<u64>,
-    /// Group messages received per connection (copies included).
-    per_path: std::collections::BTreeMap<ConnectionHandle, u64>,
     bad: u64,
+}
+
+struct Member {
+    conns: Vec<ConnectionHandle>,
+    out: Rc<RefCell<Delivered>>,
+    /// Group messages received on this node (copies included).
+    copies: u64,
     events: Vec<(Time, ConnectionHandle, Event)>,
+}
+
+impl Member {
+    fn got(&self) -> Vec<u64> {
+        self.out.borrow().got.clone()
+    }
+    fn bad(&self) -> u64 {
+        self.out.borrow().bad
+    }
 }
 
 enum Role {
@@ -79,15 +94,23 @@ impl Node {
     }
 
     fn member(seed: u64) -> Node {
+        let out = Rc::new(RefCell::new(Delivered {
+            rx: GroupReceiver::new(GROUP, 4096),
+            got: Vec::new(),
+            bad: 0,
+        }));
+        Node::member_sharing(seed, out)
+    }
+
+    /// Another radio of the receiver that delivers into `out`.
+    fn member_sharing(seed: u64, out: Rc<RefCell<Delivered>>) -> Node {
         Node {
             ep: Endpoint::new(EndpointConfig::default(), seed),
             now: Time::ZERO,
             role: Role::Member(Member {
                 conns: Vec::new(),
-                rx: GroupReceiver::new(GROUP, 4096),
-                got: Vec::new(),
-                per_path: std::collections::BTreeMap::new(),
-                bad: 0,
+                out,
+                copies: 0,
                 events: Vec::new(),
             }),
         }
@@ -144,15 +167,16 @@ impl Node {
                             self.ep.join_group(h, now, GROUP).unwrap();
                         }
                         Event::MessageReceived { stream, bytes, .. } if *stream == STREAM => {
-                            *m.per_path.entry(h).or_default() += 1;
-                            if m.rx.on_message(bytes).is_err() {
-                                m.bad += 1;
+                            m.copies += 1;
+                            let mut out = m.out.borrow_mut();
+                            if out.rx.on_message(bytes).is_err() {
+                                out.bad += 1;
                             }
-                            while let Some((seq, b)) = m.rx.poll_message() {
+                            while let Some((seq, b)) = out.rx.poll_message() {
                                 if b != body(seq) {
-                                    m.bad += 1;
+                                    out.bad += 1;
                                 }
-                                m.got.push(seq);
+                                out.got.push(seq);
                             }
                             continue;
                         }
@@ -262,6 +286,22 @@ fn multicast_five_lossy_members_one_leaving_one_switching_paths_get_every_messag
     let members: Vec<NodeId> = (1..=5u8)
         .map(|i| h.add_node(addr(i), Node::member(u64::from(i))))
         .collect();
+    let (leaver, switcher) = (members[3], members[4]);
+    // The switcher's second radio, on the new road-side unit's path.
+    let shared = Rc::clone(&h.node(switcher).mem().out);
+    let new_radio = h.add_node(addr(6), Node::member_sharing(6, shared));
+    let old_path_cfg = PipeConfig {
+        delay_us: 25_000,
+        ..lossy()
+    };
+    let new_path_cfg = PipeConfig {
+        delay_us: 5_000,
+        ..lossy()
+    };
+    h.set_pipe(s, switcher, old_path_cfg.clone()).unwrap();
+    h.set_pipe(switcher, s, old_path_cfg).unwrap();
+    h.set_pipe(s, new_radio, new_path_cfg.clone()).unwrap();
+    h.set_pipe(new_radio, s, new_path_cfg).unwrap();
     for &m in &members {
         h.node_mut(m).open_path(Time::ZERO);
     }
@@ -272,7 +312,6 @@ fn multicast_five_lossy_members_one_leaving_one_switching_paths_get_every_messag
     }
     h.node_mut(s).src_mut().total = TOTAL;
     h.node_mut(s).process();
-    let (leaver, switcher) = (members[3], members[4]);
     let old_path = h.node(switcher).mem().conns[0];
     let mut new_path = None;
     let mut left_old = false;
@@ -283,15 +322,15 @@ fn multicast_five_lossy_members_one_leaving_one_switching_paths_get_every_messag
         // The switcher opens its second path a quarter of the way in …
         if new_path.is_none() && admitted >= TOTAL / 4 {
             let now = h.now();
-            new_path = Some(h.node_mut(switcher).open_path(now));
+            new_path = Some(h.node_mut(new_radio).open_path(now));
         }
         // … and leaves the old one once the new one is confirmed and
         // carries messages.
         if let Some(np) = new_path {
-            let sw = h.node(switcher).mem();
+            let radio = h.node(new_radio).mem();
             if !left_old
-                && saw(sw, np, |e| matches!(e, Event::GroupJoined { .. }))
-                && sw.per_path.get(&np).is_some_and(|&n| n > 0)
+                && saw(radio, np, |e| matches!(e, Event::GroupJoined { .. }))
+                && radio.copies > 0
             {
                 let now = h.now();
                 h.node_mut(switcher).leave(now, old_path);
@@ -352,17 +391,35 @@ fn multicast_five_lossy_members_one_leaving_one_switching_paths_get_every_messag
         "left halfway: {leaver_range:?}"
     );
     assert!(old_path_range.1 > TOTAL / 4 && old_path_range.1 < TOTAL);
+    // The new radio's connection joined at the sequence number then
+    // current, before the old path's end: the two paths overlap.
+    let new_first = events
+        .iter()
+        .find_map(|(_, e)| match e {
+            GroupEvent::MemberJoined { member, first_seq } if who(*member) == Some(addr(6)) => {
+                Some(*first_seq)
+            }
+            _ => None,
+        })
+        .expect("the new path joined");
+    assert!(
+        new_first < old_path_range.1,
+        "{new_first} vs {old_path_range:?}"
+    );
     for (i, &m) in members.iter().enumerate() {
         let mem = h.node(m).mem();
-        assert_eq!(mem.bad, 0, "member {i}: intact messages");
+        assert_eq!(mem.bad(), 0, "member {i}: intact messages");
         let want: Vec<u64> = if m == leaver {
             (leaver_range.0..leaver_range.1).collect()
         } else {
             (0..TOTAL).collect()
         };
-        assert_eq!(mem.got, want, "member {i}: every message once, in order");
+        // The switcher's two radios share one receiver: checked once.
+        assert_eq!(mem.got(), want, "member {i}: every message once, in order");
     }
     let sw = h.node(switcher).mem();
+    let radio = h.node(new_radio).mem();
+    let rx = sw.out.borrow().rx.stats().clone();
     let joins: Vec<(Time, u64)> = events
         .iter()
         .filter_map(|(t, e)| match e {
@@ -371,16 +428,18 @@ fn multicast_five_lossy_members_one_leaving_one_switching_paths_get_every_messag
         })
         .collect();
     println!(
-        "done at {:.2} s; joins (time, first seq) {joins:?}; old path got {old_path_range:?}, leaver {leaver_range:?}; switcher per path {:?}",
+        "done at {:.2} s; joins (time, first seq) {joins:?}; old path got {old_path_range:?}, new path from {new_first}, leaver {leaver_range:?}; switcher copies old {} new {}",
         h.now().as_nanos() as f64 / 1e9,
-        sw.per_path
+        sw.copies,
+        radio.copies
     );
+    assert_eq!(sw.copies + radio.copies, TOTAL + rx.duplicates);
     assert!(
         saw(sw, old_path, |e| matches!(e, Event::GroupLeft { .. })),
         "the old path's LEAVE was confirmed"
     );
     assert!(
-        sw.rx.stats().duplicates > 0,
+        rx.duplicates > 0,
         "both paths carried some messages: de-duplicated"
     );
     let stats = source.group.stats();
@@ -390,8 +449,8 @@ fn multicast_five_lossy_members_one_leaving_one_switching_paths_get_every_messag
         source.would_block,
         stats.member_messages_sent,
         stats.max_queue_messages,
-        sw.rx.stats().duplicates,
-        sw.rx.stats().reordered
+        rx.duplicates,
+        rx.reordered
     );
 }
 
@@ -478,14 +537,14 @@ fn multicast_silent_member_is_evicted_and_the_group_moves_on() {
     assert_eq!(source.group.stats().evictions, 1);
     for &m in &members[..2] {
         let mem = h.node(m).mem();
-        assert_eq!(mem.bad, 0);
-        assert_eq!(mem.got, (0..TOTAL).collect::<Vec<_>>());
+        assert_eq!(mem.bad(), 0);
+        assert_eq!(mem.got(), (0..TOTAL).collect::<Vec<_>>());
     }
     // The silent one got a gap-free prefix, exactly once.
     let silent = h.node(members[2]).mem();
-    let n = silent.got.len() as u64;
+    let n = silent.got().len() as u64;
     assert!(n < TOTAL);
-    assert_eq!(silent.got, (0..n).collect::<Vec<_>>());
+    assert_eq!(silent.got(), (0..n).collect::<Vec<_>>());
     println!(
         "evicted at {at_ms} ms; admitted while it was silent: {:?}; the silent member had {n} messages; the others all {TOTAL} by {:.2} s",
         stalled,
