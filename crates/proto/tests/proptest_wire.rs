@@ -351,6 +351,9 @@ proptest! {
         use peregrine_proto::multicast::{GroupFrameError, GroupMessage, GROUP_HEADER_LEN};
         match GroupMessage::decode(&bytes) {
             Ok(m) => prop_assert_eq!(m.encode(), bytes),
+            Err(GroupFrameError::ReservedSeq) => {
+                prop_assert_eq!(&bytes[4..12], &[0xff; 8][..]);
+            }
             Err(e) => {
                 prop_assert!(bytes.len() < GROUP_HEADER_LEN);
                 prop_assert_eq!(e, GroupFrameError::TooShort { len: bytes.len() });

@@ -46,7 +46,9 @@ pub enum CloseReason {
 pub enum ViolationKind {
     /// A packet for this connection carried the wrong SYNC_NO.
     WrongSyncNo,
-    /// A packet for this connection came from another address.
+    /// A packet for this connection came from another address and could
+    /// not be the peer's (a replay, a wrong type or SYNC_NO): dropped. An
+    /// authentic one starts path validation instead (`connection::path`).
     WrongAddress,
 }
 

@@ -86,6 +86,10 @@ pub enum GroupFrameError {
         /// The receiver's group.
         expected: u32,
     },
+    /// GROUP_SEQ 2^64 − 1 is reserved (so the next expected number always
+    /// exists).
+    #[error("group sequence 2^64 - 1 is reserved")]
+    ReservedSeq,
     /// Too far ahead of the next expected sequence number: the reorder
     /// buffer is full (dropped).
     #[error("group sequence {seq} does not fit the reorder buffer (next expected {next})")]
@@ -108,9 +112,13 @@ impl<'a> GroupMessage<'a> {
         group.copy_from_slice(&head[..4]);
         let mut seq = [0u8; 8];
         seq.copy_from_slice(&head[4..]);
+        let seq = u64::from_be_bytes(seq);
+        if seq == u64::MAX {
+            return Err(GroupFrameError::ReservedSeq);
+        }
         Ok(GroupMessage {
             group: u32::from_be_bytes(group),
-            seq: u64::from_be_bytes(seq),
+            seq,
             body,
         })
     }
@@ -199,5 +207,16 @@ mod tests {
         }
         let empty = GroupMessage::decode(&bytes[..GROUP_HEADER_LEN]).unwrap();
         assert!(empty.body.is_empty());
+        // Found by the fuzzer: the last sequence number would overflow the
+        // receiver's next expected one.
+        let last = GroupMessage {
+            group: 1,
+            seq: u64::MAX,
+            body: b"",
+        };
+        assert_eq!(
+            GroupMessage::decode(&last.encode()),
+            Err(GroupFrameError::ReservedSeq)
+        );
     }
 }

@@ -201,6 +201,16 @@ mod tests {
             Err(GroupFrameError::ReorderBufferFull { seq: 14, next: 10 })
         );
         assert_eq!(r.on_message(&msg(7, 9)), Ok(false));
+        // Regression (fuzz): the reserved last sequence number, then the
+        // one before it, never overflow.
+        let mut max = GroupReceiver::new(7, 2);
+        assert_eq!(
+            max.on_message(&msg(7, u64::MAX)),
+            Err(GroupFrameError::ReservedSeq)
+        );
+        assert_eq!(max.on_message(&msg(7, u64::MAX - 1)), Ok(true));
+        assert_eq!(max.poll_message().map(|m| m.0), Some(u64::MAX - 1));
+        assert_eq!(max.next_seq(), Some(u64::MAX));
         assert_eq!(r.stats().rejected, 3);
         assert!(drain(&mut r).is_empty());
     }
