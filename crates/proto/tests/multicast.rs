@@ -196,6 +196,7 @@ impl Node {
                         s.would_block += 1;
                         break;
                     }
+                    Err(e) => panic!("{e}"),
                 }
             }
             s.group.poll(&mut self.ep, now);

@@ -52,6 +52,9 @@ pub enum GroupSendError {
     /// Try again after the next `poll`.
     #[error("group queue full: waiting for the slowest member")]
     WouldBlock,
+    /// Every group sequence number was used (2^64 − 1 is reserved).
+    #[error("group sequence numbers exhausted")]
+    SequenceExhausted,
 }
 
 /// Why a member was removed without leaving.
@@ -271,6 +274,9 @@ impl GroupSender {
     /// Admit a message for every current member; its group sequence
     /// number. Fails while the group queue is full.
     pub fn send(&mut self, bytes: &[u8]) -> Result<u64, GroupSendError> {
+        if self.next_seq == u64::MAX {
+            return Err(GroupSendError::SequenceExhausted);
+        }
         if self.queue.len() >= self.config.max_queue_messages {
             self.stats.would_block += 1;
             return Err(GroupSendError::WouldBlock);
@@ -419,5 +425,56 @@ impl GroupSender {
     /// The next group event.
     pub fn poll_event(&mut self) -> Option<GroupEvent> {
         self.events.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connection::EndpointConfig;
+
+    #[test]
+    fn queue_bound_gives_would_block_and_an_empty_group_keeps_nothing() {
+        let mut ep = Endpoint::new(EndpointConfig::default(), 1);
+        let mut g = GroupSender::new(GroupConfig {
+            max_queue_messages: 2,
+            ..GroupConfig::default()
+        });
+        assert_eq!(g.send(b"a"), Ok(0));
+        assert_eq!(g.send(b"b"), Ok(1));
+        assert_eq!(g.send(b"c"), Err(GroupSendError::WouldBlock));
+        assert_eq!(g.stats().would_block, 1);
+        // No member must get them: they leave the queue at the next poll.
+        g.poll(&mut ep, Time::ZERO);
+        assert_eq!(g.queued(), 0);
+        assert_eq!(g.send(b"c"), Ok(2));
+    }
+
+    #[test]
+    fn a_member_whose_connection_is_gone_is_evicted_and_leave_of_a_stranger_is_ignored() {
+        let mut ep = Endpoint::new(EndpointConfig::default(), 1);
+        let mut g = GroupSender::new(GroupConfig::default());
+        let ghost = ConnectionHandle(7);
+        g.leave(ghost);
+        assert!(g.members().is_empty());
+        g.join(Time::ZERO, ghost);
+        assert_eq!(
+            g.poll_event(),
+            Some(GroupEvent::MemberJoined {
+                member: ghost,
+                first_seq: 0
+            })
+        );
+        g.send(b"x").unwrap();
+        g.poll(&mut ep, Time::ZERO);
+        assert_eq!(
+            g.poll_event(),
+            Some(GroupEvent::MemberEvicted {
+                member: ghost,
+                reason: EvictReason::ConnectionClosed,
+                acked_below: 0
+            })
+        );
+        assert_eq!(g.queued(), 0);
     }
 }
