@@ -30,11 +30,16 @@ fn message(side: u8, n: u32) -> Vec<u8> {
 }
 
 fn setup(seed: u64) -> (Harness<App>, NodeId, NodeId) {
+    setup_with_loss(seed, 0.0)
+}
+
+fn setup_with_loss(seed: u64, loss: f64) -> (Harness<App>, NodeId, NodeId) {
     let mut h = Harness::new(seed);
     h.set_default_pipe(PipeConfig {
         rate_bps: 10_000_000,
         delay_us: 20_000,
         queue_limit_bytes: Some(128 * 1024),
+        loss,
         ..PipeConfig::default()
     })
     .unwrap();
@@ -93,7 +98,11 @@ fn migrated(app: &App) -> Vec<(Time, SocketAddr, SocketAddr, bool)> {
 /// Moves the client to `new_addr` mid-transfer and checks the outcome;
 /// returns the harness for more checks.
 fn rebind(seed: u64, new_addr: SocketAddr) -> (Harness<App>, NodeId, NodeId) {
-    let (mut h, c, s) = setup(seed);
+    rebind_with_loss(seed, new_addr, 0.0)
+}
+
+fn rebind_with_loss(seed: u64, new_addr: SocketAddr, loss: f64) -> (Harness<App>, NodeId, NodeId) {
+    let (mut h, c, s) = setup_with_loss(seed, loss);
     let rebind_at = Time::from_millis(REBIND_AT_MS);
     h.run_until(rebind_at).unwrap();
     let got = (h.node(c).received.len(), h.node(s).received.len());
@@ -236,4 +245,25 @@ fn migration_spoofed_copies_from_a_third_address_do_not_move_the_connection() {
         .unwrap()
         .iter()
         .all(|(_, to, _)| *to == spoofer || *to == addr(CLIENT)));
+}
+
+#[test]
+fn migration_with_five_percent_loss_each_way_still_validates_and_completes() {
+    let new_addr = SocketAddr::from(([10, 0, 0, CLIENT], 6000));
+    for seed in [31, 32, 33] {
+        let (h, c, s) = rebind_with_loss(seed, new_addr, 0.05);
+        let stats = h.node(s).ep.stats(h.node(s).conn.unwrap()).unwrap();
+        assert!(
+            stats.packets_lost > 0,
+            "seed {seed}: the links did lose packets"
+        );
+        let client = h.node(c).ep.stats(h.node(c).conn.unwrap()).unwrap();
+        println!(
+            "seed {seed}: challenges {} (answered {}), server lost {} packets, client lost {}",
+            stats.path.challenges_sent,
+            client.path.challenges_received,
+            stats.packets_lost,
+            client.packets_lost
+        );
+    }
 }

@@ -175,3 +175,50 @@ fn group_join_and_leave_are_repeated_until_answered_and_reported_once() {
         .iter()
         .any(|s| matches!(s.header.pk_type, PacketType::Join | PacketType::Leave)));
 }
+
+#[test]
+fn migration_a_lost_challenge_is_repeated_and_the_move_completes() {
+    let (mut sim, client, server) = connected();
+    // Drop the first PATH_CHALLENGE the server sends.
+    let mut dropped = false;
+    sim.hook = Box::new(move |from, h, bytes| {
+        let challenge = from == 1
+            && h.pk_type == PacketType::Echo
+            && h.flags.contains(Flags::REPLY_REQ)
+            && matches!(
+                DatagramRepr::decode(bytes).map(|d| d.payload),
+                Ok(Payload::Echo(e)) if e.probe_id == PATH_PROBE_ID
+            );
+        if challenge && !dropped {
+            dropped = true;
+            return Fate::Drop;
+        }
+        Fate::Deliver
+    });
+    for i in 0..20u8 {
+        sim.eps[0]
+            .send_message(client, sim.now, 0, &[i; 100])
+            .unwrap();
+    }
+    sim.run_for(ms(30));
+    // The client's NAT rebinds: its packets now come from another port.
+    let moved = std::net::SocketAddr::from(([10, 0, 0, 1], 7777));
+    sim.addrs[0] = moved;
+    for i in 20..40u8 {
+        sim.eps[0]
+            .send_message(client, sim.now, 0, &[i; 100])
+            .unwrap();
+    }
+    sim.run_for(Duration::from_secs(10));
+    let s = sim.eps[1].stats(server).unwrap();
+    assert_eq!(s.path.challenges_sent, 2, "the lost one was repeated");
+    assert_eq!(s.path.migrations, 1);
+    assert_eq!(s.path.congestion_resets, 0, "port-only change");
+    assert_eq!(sim.eps[1].remote(server), Some(moved));
+    let got: Vec<u8> = sim.received(1).iter().map(|(_, b)| b[0]).collect();
+    assert_eq!(
+        got,
+        (0..40).collect::<Vec<u8>>(),
+        "every message once, in order"
+    );
+}
