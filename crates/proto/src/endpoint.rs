@@ -116,9 +116,12 @@ pub struct EndpointStats {
 pub struct Endpoint {
     config: EndpointConfig,
     rng: SeededRng,
+    /// Seeds each connection's PATH_CHALLENGE generator (a separate
+    /// stream, so ids and SYNC_NOs stay what they were).
+    path_rng: SeededRng,
     now: Time,
     next_handle: u64,
-    connections: BTreeMap<ConnectionHandle, Connection>,
+    pub(crate) connections: BTreeMap<ConnectionHandle, Connection>,
     by_id: BTreeMap<u16, ConnectionHandle>,
     by_peer: BTreeMap<(SocketAddr, u16), ConnectionHandle>,
     stateless: VecDeque<(SocketAddr, Vec<u8>)>,
@@ -134,6 +137,7 @@ impl Endpoint {
     pub fn new(config: EndpointConfig, seed: u64) -> Endpoint {
         Endpoint {
             rng: SeededRng::new(seed).fork("endpoint"),
+            path_rng: SeededRng::new(seed).fork("path"),
             now: Time::ZERO,
             next_handle: 0,
             connections: BTreeMap::new(),
@@ -151,7 +155,7 @@ impl Endpoint {
         }
     }
 
-    fn tick(&mut self, now: Time) -> Time {
+    pub(crate) fn tick(&mut self, now: Time) -> Time {
         self.now = self.now.max(now);
         self.now
     }
@@ -192,8 +196,9 @@ impl Endpoint {
         &mut self,
         id: u16,
         peer: Option<(SocketAddr, u16)>,
-        conn: Connection,
+        mut conn: Connection,
     ) -> ConnectionHandle {
+        conn.seed_path(self.path_rng.next_u64());
         let handle = ConnectionHandle(self.next_handle);
         self.next_handle += 1;
         self.by_id.insert(id, handle);
@@ -592,7 +597,7 @@ impl SansIo for Endpoint {
             };
             if let Some(size) = c.poll_transmit(now, buf) {
                 self.cursor = key;
-                let destination = c.remote();
+                let destination = c.transmit_destination();
                 self.pool_sync(handle);
                 self.reap(handle);
                 return Some(Transmit {

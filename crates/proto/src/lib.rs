@@ -38,8 +38,10 @@
 //! coalesced into one datagram), the receive window, ACKs on REPLY_REQ and
 //! on the receiver's schedule, NACKs, the events (Connected,
 //! MessageReceived, PeerClosed, Closed, SecurityViolation, NetworkReset,
-//! Writable)
-//! and a stats snapshot. Every buffer is bounded by configuration.
+//! Writable, PathMigrated, the JOIN/LEAVE ones) and a stats snapshot.
+//! Every buffer is bounded by configuration. The peer's address may
+//! change: the connection validates the new path with a PATH_CHALLENGE
+//! before it follows (`connection::path`).
 //!
 //! ## `recovery`: what the connection owes the controllers
 //!
@@ -79,6 +81,16 @@
 //! buffers of an endpoint are bounded by a [`pool`] with a ceiling: at the
 //! ceiling `send_message` says `WouldBlock` and `Event::Writable` follows.
 //!
+//! ## `multicast`: make-before-break groups
+//!
+//! [`multicast`] builds a group on its members' connections (JOIN/LEAVE
+//! on each, a group sequence number in every message): the
+//! `GroupSender` fans out, tracks per-member acknowledgements, paces the
+//! group to its slowest member and evicts silent ones; a `GroupReceiver`
+//! de-duplicates a member attached through two paths at once. Address
+//! migration (the peer's address changes, the connection validates the
+//! new path and follows) lives in `connection::path`.
+//!
 //! ## `rng`
 //!
 //! [`rng`] is the core's one random source, a SplitMix64 seeded by whoever
@@ -99,6 +111,7 @@ pub mod endpoint;
 pub mod harness;
 pub mod io;
 pub mod pool;
+pub mod multicast;
 pub mod probe;
 pub mod recovery;
 pub mod rng;

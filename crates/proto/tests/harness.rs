@@ -461,3 +461,35 @@ fn same_seed_gives_bit_identical_runs() {
     assert_eq!(first, busy_scenario(2024));
     assert_ne!(first, busy_scenario(2025));
 }
+
+/// `set_addr`: the node's datagrams come from its new address, datagrams
+/// to the old one are unroutable; `inject` delivers from any address.
+#[test]
+fn set_addr_moves_a_node_and_inject_delivers_from_any_address() {
+    let mut h = Harness::new(3);
+    let a = h.add_node(addr(1), Toy::sender(addr(2), 2, 8, 10 * MS));
+    let b = h.add_node(addr(2), Toy::echo());
+    h.run_until(Time::from_millis(5)).unwrap();
+    // The first datagram went out at 0 and was echoed back to 10.0.0.1.
+    assert_eq!(h.node(a).received.len(), 1);
+    h.set_addr(a, addr(7));
+    assert_eq!(h.addr(a), addr(7));
+    assert_eq!(h.node_at(addr(7)), Some(a));
+    assert_eq!(h.node_at(addr(1)), None);
+    assert_eq!(
+        h.run_until_idle(Time::from_millis(1_000)).unwrap(),
+        RunOutcome::Idle
+    );
+    let from: Vec<SocketAddr> = h.node(b).received.iter().map(|r| r.1).collect();
+    assert_eq!(from, [addr(1), addr(7)]);
+    assert_eq!(
+        h.node(a).received.len(),
+        2,
+        "the echo found the new address"
+    );
+    // A datagram to the old address is unroutable.
+    h.inject(addr(1), b, &[0u8; 8]).unwrap();
+    assert_eq!(h.node(b).received.last().map(|r| r.1), Some(addr(1)));
+    h.run_until_idle(Time::from_millis(2_000)).unwrap();
+    assert_eq!(h.unroutable(), 1);
+}

@@ -322,6 +322,65 @@ fn vectors() -> Vec<Vector> {
         "0b020a01f0000000001c0000000000005a30000000000071e0000001",
         dg(header(T::Leave, Flags::EMPTY, 28, 0x0000), group(0x71)),
     );
+
+    // The source's answer to a JOIN (from 0x0a01's peer: ids swapped).
+    let mut h = header(T::Join, Flags::REPLY, 28, 0x0000);
+    (h.dest_id, h.src_id) = (0x0a01, 0x0b02);
+    push(
+        "join_reply",
+        "0a010b02e0020000001c0000000000005a30000000000072e0000001",
+        dg(h, group(0x72)),
+    );
+
+    // PATH_CHALLENGE (§6.7.1): ECHO, REPLY_REQ, PROBE_ID "PATH", 64
+    // random bits where the timestamp goes; checksummed.
+    let path = |pn| {
+        Payload::Echo(EchoPayload {
+            packet_number: pn,
+            probe_id: 0x5041_5448,
+            timestamp_ns: 0x0123_4567_89ab_cdef,
+            padding_len: 0,
+        })
+    };
+    push(
+        "path_challenge",
+        "0b020a018044cd3400240000000000005a30000000000080504154480123456789abcdef",
+        dg(
+            header(T::Echo, Flags::ST_CKS | Flags::REPLY_REQ, 36, 0xcd34),
+            path(0x80),
+        ),
+    );
+    // PATH_RESPONSE: the peer's ECHO answer, same PROBE_ID and bits.
+    let mut h = header(T::Echo, Flags::ST_CKS | Flags::REPLY, 36, 0xcd26);
+    (h.dest_id, h.src_id) = (0x0a01, 0x0b02);
+    push(
+        "path_response",
+        "0a010b028042cd2600240000000000005a30000000000090504154480123456789abcdef",
+        dg(h, path(0x90)),
+    );
+
+    // A group message (§6.10.1) on a member's connection: DATA, stream 1,
+    // message 0, whose bytes are GROUP_ID 0xe0000001, GROUP_SEQ 5, `hi`.
+    let mut h = header(T::Data, Flags::ST_RTR, 51, 0x0000);
+    h.tblock = 1;
+    push(
+        "data_group",
+        "0b020a013020000000330001000000005a300000000000120001800000000000000001000ee000000100000000000000056869",
+        dg(
+            h,
+            Payload::Data(DataPayload {
+                packet_number: 0x12,
+                frames: vec![frame(
+                    1,
+                    0,
+                    0,
+                    1,
+                    Reliability::Reliable,
+                    &[0xe0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5, b'h', b'i'],
+                )],
+            }),
+        ),
+    );
     v
 }
 

@@ -31,8 +31,9 @@ impl Connection {
         if self.state == ConnectionState::Closed {
             return;
         }
-        if remote != self.remote {
-            self.violation(ViolationKind::WrongAddress);
+        // Another address: maybe the peer migrated (path.rs decides).
+        let new_address = remote != self.remote;
+        if new_address && !self.admit_from_new_address(dg) {
             return;
         }
         let h = &dg.header;
@@ -91,10 +92,18 @@ impl Connection {
         };
         let pn = expand_packet_number(truncated, self.recv.largest());
         if self.recv.is_duplicate(pn) {
+            if new_address {
+                // A replayed genuine datagram from elsewhere.
+                self.reject_new_address();
+                return;
+            }
             self.recv.on_duplicate();
             return;
         }
         let newest = self.recv.largest().is_none_or(|l| pn > l);
+        if new_address {
+            self.on_new_address_packet(now, remote, newest, h.total_len, &dg.payload);
+        }
         self.last_received = now;
         if newest && h.flags.contains(Flags::W_VAL) {
             let bytes = u64::from(h.window_size) << self.peer_scale.min(12);
@@ -226,6 +235,7 @@ impl Connection {
                 self.maybe_reprobe(now);
             }
             (PacketType::Echo | PacketType::Echo1 | PacketType::Echo2, Payload::Echo(e)) => {
+                self.note_path_echo(h.pk_type, h.flags, e);
                 self.on_echo(now, h.pk_type, h.flags, e);
             }
             (PacketType::Status, _) if h.flags.contains(Flags::REPLY_REQ) => {
@@ -246,8 +256,11 @@ impl Connection {
                 }
             }
             (PacketType::Fin, _) => self.on_fin(now),
-            // IDLE only keeps the connection alive; JOIN/LEAVE (multicast)
-            // come with a later issue.
+            (PacketType::Join | PacketType::Leave, Payload::Group(g)) => {
+                let pn = expand_packet_number(g.packet_number, self.recv.largest());
+                self.on_group_packet(h.pk_type, h.flags, pn, g);
+            }
+            // IDLE only keeps the connection alive.
             _ => {}
         }
     }

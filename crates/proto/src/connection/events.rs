@@ -47,7 +47,9 @@ pub enum CloseReason {
 pub enum ViolationKind {
     /// A packet for this connection carried the wrong SYNC_NO.
     WrongSyncNo,
-    /// A packet for this connection came from another address.
+    /// A packet for this connection came from another address and could
+    /// not be the peer's (a replay, a wrong type or SYNC_NO): dropped. An
+    /// authentic one starts path validation instead (`connection::path`).
     WrongAddress,
 }
 
@@ -109,4 +111,36 @@ pub enum Event {
     /// has room again for a message of that size: sending may resume.
     /// Raised once per refusal episode.
     Writable,
+    /// The peer's packets now come from a new address, validated by a
+    /// PATH_CHALLENGE/PATH_RESPONSE exchange; everything is sent there
+    /// from now on (docs/protocol.md §10, "Address migration").
+    PathMigrated {
+        /// The old address.
+        from: std::net::SocketAddr,
+        /// The new address.
+        to: std::net::SocketAddr,
+        /// Whether RTT and congestion state restarted (the IP address
+        /// changed; a port-only change keeps them).
+        congestion_reset: bool,
+    },
+    /// The peer (a group's source) confirmed this side's JOIN of `group`.
+    GroupJoined {
+        /// The group.
+        group: u32,
+    },
+    /// The peer confirmed this side's LEAVE of `group`.
+    GroupLeft {
+        /// The group.
+        group: u32,
+    },
+    /// The peer asked to join `group` (this side is the source).
+    PeerJoined {
+        /// The group.
+        group: u32,
+    },
+    /// The peer asked to leave `group` (this side is the source).
+    PeerLeft {
+        /// The group.
+        group: u32,
+    },
 }

@@ -31,8 +31,10 @@
 //! * [`recv`]: received packets, ACK schedule, NACK generation, reassembly
 //!   and in-order delivery;
 //! * `transmit` (private): what `poll_transmit` sends next and the timers;
-//! * [`events`], [`stats`], [`config`]: what the application sees and sets;
-//! * [`window`]: the handover window, link hints, the pool hooks.
+//! * [`window`]: the handover window, link hints, the pool hooks;
+//! * [`path`]: address migration with path validation;
+//! * [`group`]: JOIN/LEAVE of multicast groups;
+//! * [`events`], [`stats`], [`config`]: what the application sees and sets.
 //!
 //! Loss recovery and congestion control live in [`crate::recovery`], the
 //! packet-pair start-up in [`crate::probe`].
@@ -40,7 +42,9 @@
 pub mod config;
 mod dispatch;
 pub mod events;
+pub mod group;
 pub mod lifecycle;
+pub mod path;
 pub mod recv;
 pub mod send;
 pub mod stats;
@@ -54,13 +58,17 @@ mod e2e_tests;
 #[cfg(test)]
 mod flow_tests;
 #[cfg(test)]
+mod path_tests;
+#[cfg(test)]
 pub(crate) mod testdriver;
 #[cfg(test)]
 mod tests;
 
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig};
 pub use events::{CloseReason, Event, MessageId, ViolationKind};
+pub use group::GroupRequestError;
 pub use lifecycle::StartParams;
+pub use path::PathStats;
 pub use send::SendError;
 pub use stats::{ConnectionState, ConnectionStats};
 pub use window::{WindowCounters, WindowTarget};
@@ -145,6 +153,10 @@ pub struct Connection {
     events: VecDeque<Event>,
     counters: Counters,
     window: window::WindowState,
+    /// Address migration (path.rs).
+    path: path::PathState,
+    /// JOIN/LEAVE (group.rs).
+    groups: group::GroupState,
 }
 
 fn recovery_config(config: &ConnectionConfig, packet_size: u16) -> RecoveryConfig {
@@ -215,6 +227,8 @@ impl Connection {
             events: VecDeque::new(),
             counters: Counters::default(),
             window: window::WindowState::default(),
+            path: path::PathState::default(),
+            groups: group::GroupState::default(),
         }
     }
 

@@ -950,6 +950,17 @@ impl SendState {
         }
     }
 
+    /// Whether message `id` was queued and nothing of it is left to send:
+    /// every block acknowledged (or the message abandoned and its skip
+    /// acknowledged). Multicast reads its per-member ACK state from this.
+    pub fn is_settled(&self, id: MessageId) -> bool {
+        self.streams.get(&id.stream).is_some_and(|s| {
+            (s.exhausted || id.number < s.next_number)
+                && !s.messages.contains_key(&id.number)
+                && !s.skips.contains_key(&id.number)
+        })
+    }
+
     /// Every message the peer's application may not have received, in
     /// order (for `Closed`). On a reliable-ordered stream: the oldest
     /// message not yet acknowledged (or whose skip frame is not yet

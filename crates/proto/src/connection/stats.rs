@@ -164,6 +164,8 @@ pub struct ConnectionStats {
     pub advertised_window_bytes: u64,
     /// Handover-window counters (CWINs, STATUS polls, pauses).
     pub window: super::WindowCounters,
+    /// Address migration: challenges, migrations, rejected addresses.
+    pub path: super::PathStats,
 }
 
 impl Connection {
@@ -238,6 +240,7 @@ impl Connection {
             streams: self.send.stream_stats(),
             advertised_window_bytes: self.advertised_window(),
             window: self.window_counters(),
+            path: self.path.stats(),
         }
     }
 }

@@ -21,7 +21,7 @@ use peregrine_cc::Time;
 
 impl Connection {
     /// The base header every packet of this connection starts from.
-    fn header(&self, pk_type: PacketType, flags: Flags) -> HeaderRepr {
+    pub(crate) fn header(&self, pk_type: PacketType, flags: Flags) -> HeaderRepr {
         let mut h = HeaderRepr::new(pk_type);
         h.dest_id = self.peer_id;
         h.src_id = self.local_id;
@@ -46,7 +46,7 @@ impl Connection {
         h
     }
 
-    fn sent(&mut self, now: Time, n: usize) -> Option<usize> {
+    pub(crate) fn sent(&mut self, now: Time, n: usize) -> Option<usize> {
         self.counters.packets_sent += 1;
         self.counters.bytes_sent += n as u64;
         self.last_sent = now;
@@ -76,6 +76,7 @@ impl Connection {
     /// The next datagram, written into `buf`; its length.
     pub(crate) fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<usize> {
         let now = self.tick(now);
+        self.begin_transmit();
         if self.closing.reset_pending {
             self.closing.reset_pending = false;
             return self.send_bare(now, buf, PacketType::Fin, Flags::REMOTE_RESET);
@@ -122,6 +123,9 @@ impl Connection {
             };
             let n = write(buf, h, Payload::Echo(p))?;
             return self.sent(now, n);
+        }
+        if let Some(n) = self.poll_path_challenge(buf) {
+            return Some(n);
         }
         if self.recv.ack_due(now) {
             let pn = self.recovery.take_pn();
@@ -183,6 +187,9 @@ impl Connection {
             };
             let n = write(buf, h, Payload::Cwin(p))?;
             return self.sent(now, n);
+        }
+        if let Some(n) = self.poll_group_packet(now, buf) {
+            return Some(n);
         }
         if self.status_reply_pending {
             self.status_reply_pending = false;
@@ -352,6 +359,8 @@ impl Connection {
         arm(self.closing.end_retx_at);
         arm(self.closing.timed_close_at);
         arm(self.status_poll_at);
+        arm(self.path_timeout());
+        arm(self.group_timeout());
         arm(self.send.next_deadline());
         if self.data_state() && self.send.has_pending() {
             if let Allowance::Wait(at) = self
@@ -381,6 +390,8 @@ impl Connection {
         if let Some(outcome) = self.probe.on_timeout(now) {
             self.on_probe_outcome(now, outcome);
         }
+        self.on_path_timer(now);
+        self.on_group_timer(now);
         if self.status_poll_at.is_some_and(|t| t <= now) {
             self.status_poll_at = None;
             self.status_poll_pending = self.send.window_blocked() || self.send.credit_blocked();

@@ -68,9 +68,10 @@
 //! No shared medium: pipes are independent, so two senders to one
 //! receiver do not contend for its link and there is no cross-traffic
 //! unless a node makes it. No MTU (datagrams of any size pass), no ECN
-//! marking (codepoints pass through unchanged), no address changes or
-//! NAT, no routing, no link-layer retransmission, no CPU time (a node's
-//! processing takes zero virtual time). Mobility, radio channels and
+//! marking (codepoints pass through unchanged), no NAT or routing (a
+//! test moves a node with [`Harness::set_addr`] and forges traffic with
+//! [`Harness::inject`]), no link-layer retransmission, no CPU time (a
+//! node's processing takes zero virtual time). Mobility, radio channels and
 //! multi-hop routing belong to `peregrine-sim`.
 //!
 //! ## Determinism

@@ -155,6 +155,48 @@ impl<N: SansIo> Harness<N> {
         self.slot(id).addr
     }
 
+    /// Moves the node to `addr` (a NAT rebinding, or a new address after a
+    /// handover): from now on datagrams to its old address are
+    /// unroutable and its datagrams are delivered as coming from `addr` —
+    /// including those already in flight, whose source is read at
+    /// delivery. Datagrams already in flight *to* it still arrive.
+    ///
+    /// # Panics
+    /// If `id` is not a node of this harness, or another node has `addr`.
+    pub fn set_addr(&mut self, id: NodeId, addr: SocketAddr) {
+        let old = self.slot(id).addr;
+        if let Some(other) = self.by_addr.get(&addr).filter(|&&o| o != id) {
+            panic!(
+                "harness: {addr} already belongs to {other} (harness seed {})",
+                self.seed
+            );
+        }
+        self.by_addr.remove(&old);
+        self.by_addr.insert(addr, id);
+        self.nodes[id.0].addr = addr;
+    }
+
+    /// Hands `bytes` to node `to` at the current time as if they came
+    /// from `from` (any address, a node's or not: a spoofer, a replay),
+    /// then drains the node. Not recorded in the delivery log.
+    ///
+    /// # Panics
+    /// If `to` is not a node of this harness.
+    pub fn inject(
+        &mut self,
+        from: SocketAddr,
+        to: NodeId,
+        bytes: &[u8],
+    ) -> Result<(), HarnessError> {
+        self.slot(to);
+        let now = self.now;
+        self.nodes[to.0]
+            .node
+            .handle_datagram(now, from, None, bytes);
+        self.drain(to)?;
+        Ok(())
+    }
+
     /// The node owning `addr`, if any.
     pub fn node_at(&self, addr: SocketAddr) -> Option<NodeId> {
         self.by_addr.get(&addr).copied()

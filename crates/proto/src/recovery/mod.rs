@@ -194,6 +194,18 @@ impl Recovery {
         self.cong.replace_controller(cc, &ctx);
     }
 
+    /// The connection moved to a new network path (RFC 9000 §9.4): the
+    /// RTT estimator and the controller restart from their initial state;
+    /// packets in flight stay tracked for loss detection.
+    pub fn reset_path(&mut self, now: Time, cc: Box<dyn CongestionController>) {
+        self.rtt = RttEstimator::new(
+            self.config.initial_rto,
+            self.config.min_rto,
+            self.config.max_rto,
+        );
+        self.replace_controller(now, cc);
+    }
+
     /// Forward a link hint to the controller.
     pub fn on_link_hint(&mut self, now: Time, hint: &LinkHint) {
         let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);

@@ -59,6 +59,9 @@ pub struct App {
     /// `send_message` refusals with `WouldBlock` (the endpoint's pool was
     /// full; the message stays in the outbox until `Writable`).
     pub would_block: u64,
+    /// When `Some`, every datagram this endpoint sends is recorded here:
+    /// (time, destination, bytes) — what an on-path attacker could copy.
+    pub tap: Option<Vec<(Time, SocketAddr, Vec<u8>)>>,
     now: Time,
 }
 
@@ -79,6 +82,7 @@ impl App {
             bad_messages: 0,
             send_errors: Vec::new(),
             would_block: 0,
+            tap: None,
             now: Time::ZERO,
         }
     }
@@ -205,7 +209,11 @@ impl SansIo for App {
 
     fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
         self.now = self.now.max(now);
-        self.ep.poll_transmit(now, buf)
+        let t = self.ep.poll_transmit(now, buf)?;
+        if let Some(tap) = &mut self.tap {
+            tap.push((self.now, t.destination, buf[..t.size].to_vec()));
+        }
+        Some(t)
     }
 
     fn poll_timeout(&mut self) -> Option<Time> {
