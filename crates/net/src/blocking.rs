@@ -10,9 +10,7 @@
 use crate::{ConnectionConfig, Error, Stats};
 use bytes::Bytes;
 use peregrine_cc::LinkHint;
-use peregrine_proto::{
-    CloseReason, ConnectionStats, MessageId, SchedulerConfig, StreamConfig,
-};
+use peregrine_proto::{CloseReason, ConnectionStats, MessageId, SchedulerConfig, StreamConfig};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

@@ -202,13 +202,9 @@ impl Connection {
         let mut st = self.shared().lock();
         let now = self.shared().now();
         let deadline = deadline.map(|d| now + d);
-        let r = st.proto.send_message_with_deadline(
-            self.inner.handle,
-            now,
-            stream,
-            bytes,
-            deadline,
-        );
+        let r =
+            st.proto
+                .send_message_with_deadline(self.inner.handle, now, stream, bytes, deadline);
         drop(st);
         if r.is_ok() {
             self.shared().wake.notify_one();
@@ -247,7 +243,12 @@ impl Connection {
                     .proto
                     .send_message_with_deadline(h, now, stream, bytes, deadline)
                 {
-                    Err(SendError::BufferFull) => Look::Wait,
+                    Err(SendError::BufferFull) => {
+                        if let Some(c) = st.conns.get_mut(&h) {
+                            c.send_waiting = true;
+                        }
+                        Look::Wait
+                    }
                     Err(SendError::UnknownConnection) => {
                         let reason = st
                             .conns

@@ -56,6 +56,8 @@ pub(crate) struct ConnState {
     pub(crate) peer_closed: bool,
     /// Closed, and why.
     pub(crate) closed: Option<CloseReason>,
+    /// A `send` waits for buffer space (woken after every driver turn).
+    pub(crate) send_waiting: bool,
     /// Wakes `recv`, `send`, `connect` and `closed` waiters.
     pub(crate) changed: Arc<Notify>,
 }
@@ -71,6 +73,7 @@ impl ConnState {
             connected: false,
             peer_closed: false,
             closed: None,
+            send_waiting: false,
             changed: Arc::new(Notify::new()),
         }
     }
@@ -241,6 +244,12 @@ pub(crate) async fn run(shared: Arc<Shared>, io: UdpIo) {
             let mut st = shared.lock();
             let now = shared.now();
             let st = &mut *st;
+            // Timers are checked on every turn, not only when the sleep
+            // branch wins: under a constant stream of datagrams the biased
+            // select may never poll it.
+            if timer.is_some_and(|t| t <= now) {
+                st.proto.handle_timeout(now);
+            }
             tx.clear();
             more_to_send = false;
             while let Some(t) = st.proto.poll_transmit(now, &mut buf) {
@@ -252,9 +261,14 @@ pub(crate) async fn run(shared: Arc<Shared>, io: UdpIo) {
             }
             st.datagrams_out += tx.len() as u64;
             accepted = dispatch_events(st, &mut upcalls);
-            // Senders waiting for buffer space: any turn may have freed some.
-            for c in st.conns.values() {
-                c.changed.notify_waiters();
+            // Senders waiting for buffer space: any turn may have freed
+            // some. Only those are woken (not every waiter of every
+            // connection: with many connections that is a thundering herd).
+            for c in st.conns.values_mut() {
+                if c.send_waiting {
+                    c.send_waiting = false;
+                    c.changed.notify_waiters();
+                }
             }
             timer = st.proto.poll_timeout();
             if st.users == 0 {

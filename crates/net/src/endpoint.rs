@@ -123,7 +123,9 @@ pub struct Endpoint {
 
 impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Endpoint").field("local", &self.local).finish()
+        f.debug_struct("Endpoint")
+            .field("local", &self.local)
+            .finish()
     }
 }
 

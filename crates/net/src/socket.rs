@@ -22,6 +22,9 @@ use tokio::net::UdpSocket;
 
 /// Bytes of one receive buffer: room for a GRO batch of full-size datagrams.
 const RX_BUFFER_BYTES: usize = 64 * 1024;
+/// Largest GSO super-datagram: the UDP length field's 65,535 minus the
+/// UDP and IPv6 headers, rounded down.
+const MAX_GSO_BYTES: usize = 65_000;
 /// Kernel socket buffer sizes asked for (the kernel may grant less): deep
 /// enough that a burst at loopback speed is not dropped before the driver runs.
 const SOCKET_BUFFER_BYTES: usize = 8 << 20;
@@ -88,8 +91,11 @@ impl UdpIo {
         bufs: &mut RxBuffers,
         mut f: impl FnMut(SocketAddr, Option<EcnCodepoint>, &[u8]),
     ) -> io::Result<usize> {
-        let mut slices: Vec<IoSliceMut<'_>> =
-            bufs.data.chunks_mut(RX_BUFFER_BYTES).map(IoSliceMut::new).collect();
+        let mut slices: Vec<IoSliceMut<'_>> = bufs
+            .data
+            .chunks_mut(RX_BUFFER_BYTES)
+            .map(IoSliceMut::new)
+            .collect();
         let n = self.socket.try_io(Interest::READABLE, || {
             self.state
                 .recv((&self.socket).into(), &mut slices, &mut bufs.meta)
@@ -118,7 +124,10 @@ impl UdpIo {
             let first = batch.items[i];
             // Extend the run: same destination and ECN, equal sizes, the
             // last one possibly shorter (GSO's rule).
+            // The whole super-datagram must fit one UDP length field, or
+            // the kernel refuses it (and quinn-udp drops it silently).
             let mut j = i + 1;
+            let mut total = first.len;
             while j < batch.items.len() && j - i < max_segments {
                 let it = batch.items[j];
                 let prev = batch.items[j - 1];
@@ -126,6 +135,10 @@ impl UdpIo {
                 if !same || it.len > first.len || prev.len != first.len {
                     break;
                 }
+                if total + it.len > MAX_GSO_BYTES {
+                    break;
+                }
+                total += it.len;
                 j += 1;
             }
             let start = first.offset;
@@ -150,13 +163,6 @@ impl UdpIo {
             i = j;
         }
         Ok(())
-    }
-
-    /// Send one datagram without waiting (tests' garbage sprayers and relays
-    /// use plain tokio sockets; this is for the driver's stray answers).
-    #[cfg(test)]
-    pub(crate) async fn send_to(&self, bytes: &[u8], to: SocketAddr) -> io::Result<usize> {
-        self.socket.send_to(bytes, to).await
     }
 }
 
@@ -241,30 +247,47 @@ fn ecn_from_udp(e: quinn_udp::EcnCodepoint) -> EcnCodepoint {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_gso_batch_arrives_as_separate_datagrams() {
+    async fn roundtrip(lens: &[usize]) -> Vec<Vec<u8>> {
         let a = UdpIo::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let b = UdpIo::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let to = b.local_addr().unwrap();
         let mut batch = TxBatch::default();
-        // Three equal datagrams and a shorter last one: one GSO run if
-        // the kernel has GSO, four sends otherwise; either way four arrive.
-        for (i, len) in [1000usize, 1000, 1000, 300].into_iter().enumerate() {
+        for (i, &len) in lens.iter().enumerate() {
             batch.push(to, Some(EcnCodepoint::Ect0), &vec![i as u8; len]);
         }
-        assert_eq!(batch.len(), 4);
+        assert_eq!(batch.len(), lens.len());
         a.send_batch(&batch).await.unwrap();
         let mut got = Vec::new();
         let mut rx = RxBuffers::new();
-        while got.len() < 4 {
+        while got.len() < lens.len() {
             b.readable().await.unwrap();
             let _ = b.recv_batch(&mut rx, |_, _, dg| got.push(dg.to_vec()));
         }
+        got
+    }
+
+    #[tokio::test]
+    async fn a_gso_batch_arrives_as_separate_datagrams() {
+        // Three equal datagrams and a shorter last one: one GSO run if
+        // the kernel has GSO, four sends otherwise; either way four arrive.
+        let got = roundtrip(&[1000, 1000, 1000, 300]).await;
         let lens: Vec<usize> = got.iter().map(Vec::len).collect();
         assert_eq!(lens, vec![1000, 1000, 1000, 300]);
         for (i, dg) in got.iter().enumerate() {
             assert!(dg.iter().all(|&x| x == i as u8));
         }
-        let _ = a.send_to(b"x", to).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_run_longer_than_one_udp_length_is_split() {
+        // 60 × 1452 bytes is more than 65,535: sent as one run it would be
+        // refused by the kernel and silently lost.
+        let lens = vec![1452; 60];
+        let got = roundtrip(&lens).await;
+        assert_eq!(got.len(), 60);
+        for (i, dg) in got.iter().enumerate() {
+            assert_eq!(dg.len(), 1452);
+            assert!(dg.iter().all(|&x| x == i as u8), "datagram {i} in order");
+        }
     }
 }
