@@ -6,6 +6,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 mod cc_cmd;
+mod perf_cmd;
 mod plot;
 mod wire_cmd;
 
@@ -23,6 +24,8 @@ enum Command {
     Cc(cc_cmd::CcArgs),
     /// Encode and decode SLTP datagrams.
     Wire(wire_cmd::WireArgs),
+    /// Measure Peregrine over real UDP (iperf-like server and client).
+    Perf(perf_cmd::PerfArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
         None => cc_cmd::default_showcase(),
         Some(Command::Cc(args)) => cc_cmd::run(args),
         Some(Command::Wire(args)) => wire_cmd::run(args),
+        Some(Command::Perf(args)) => perf_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
