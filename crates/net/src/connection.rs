@@ -31,7 +31,19 @@ impl Drop for Inner {
         let mut st = self.shared.lock();
         let now = self.shared.now();
         st.proto.close(self.handle, now);
-        st.conns.remove(&self.handle);
+        // Keep the entry until the core reports `Closed` (so a late
+        // `Connected` is not mistaken for a new incoming connection).
+        let gone = match st.conns.get_mut(&self.handle) {
+            Some(c) => {
+                c.released = true;
+                c.inbox.clear();
+                c.closed.is_some() || st.proto.state(self.handle).is_none()
+            }
+            None => false,
+        };
+        if gone {
+            st.conns.remove(&self.handle);
+        }
         st.users = st.users.saturating_sub(1);
         drop(st);
         let mut cbs = self

@@ -56,6 +56,9 @@ pub(crate) struct ConnState {
     pub(crate) peer_closed: bool,
     /// Closed, and why.
     pub(crate) closed: Option<CloseReason>,
+    /// Every application handle is gone: events are dropped and the
+    /// entry is removed once the core reports `Closed`.
+    pub(crate) released: bool,
     /// A `send` waits for buffer space (woken after every driver turn).
     pub(crate) send_waiting: bool,
     /// Wakes `recv`, `send`, `connect` and `closed` waiters.
@@ -74,6 +77,7 @@ impl ConnState {
             peer_closed: false,
             closed: None,
             send_waiting: false,
+            released: false,
             changed: Arc::new(Notify::new()),
         }
     }
@@ -154,7 +158,7 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
                 }
             }
             Event::MessageReceived { stream, bytes, .. } => {
-                let Some(c) = st.conns.get_mut(&h) else {
+                let Some(c) = st.conns.get_mut(&h).filter(|c| !c.released) else {
                     continue;
                 };
                 let bytes = Bytes::from(bytes);
@@ -179,6 +183,9 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
                 if let Some(c) = st.conns.get_mut(&h) {
                     c.closed = Some(reason);
                     c.changed.notify_waiters();
+                    if c.released {
+                        st.conns.remove(&h);
+                    }
                 }
             }
             Event::SecurityViolation { .. }

@@ -225,7 +225,9 @@ impl Drop for Endpoint {
         let now = self.shared.now();
         while let Some(h) = st.incoming.pop_front() {
             st.proto.close(h, now);
-            st.conns.remove(&h);
+            if let Some(c) = st.conns.get_mut(&h) {
+                c.released = true;
+            }
             st.users = st.users.saturating_sub(1);
         }
         drop(st);
