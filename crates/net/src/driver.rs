@@ -117,6 +117,8 @@ pub(crate) struct Shared {
     pub(crate) callbacks: Mutex<BTreeMap<(ConnectionHandle, u16), Callback>>,
     /// The time origin of this endpoint.
     pub(crate) epoch: Instant,
+    /// A new socket the driver switches to at its next turn (`rebind`).
+    pub(crate) rebind: Mutex<Option<UdpIo>>,
 }
 
 impl Shared {
@@ -198,7 +200,7 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
 
 /// The driver task. Runs until every application handle is gone (then
 /// closes what is left, for at most [`SHUTDOWN_GRACE`]) or the socket fails.
-pub(crate) async fn run(shared: Arc<Shared>, io: UdpIo) {
+pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
     let mut rx = RxBuffers::new();
     let mut tx = TxBatch::default();
     let mut buf = Vec::with_capacity(2048);
@@ -207,6 +209,16 @@ pub(crate) async fn run(shared: Arc<Shared>, io: UdpIo) {
     let mut more_to_send = false;
     let mut shutdown_at: Option<Time> = None;
     loop {
+        // Rebinding: from now on every datagram leaves from the new socket;
+        // the old one is closed (the peer sees the new address).
+        if let Some(new_io) = shared
+            .rebind
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            io = new_io;
+        }
         if !more_to_send {
             let sleep_until = timer.map(|t| shared.instant(t));
             tokio::select! {

@@ -78,11 +78,12 @@ impl EndpointBuilder {
             incoming: Notify::new(),
             callbacks: Mutex::new(BTreeMap::new()),
             epoch: tokio::time::Instant::now(),
+            rebind: Mutex::new(None),
         });
         tokio::spawn(driver::run(shared.clone(), io));
         Ok(Endpoint {
             shared,
-            local,
+            local: Mutex::new(local),
             capabilities,
         })
     }
@@ -117,7 +118,7 @@ pub struct Stats {
 /// remaining connections gracefully and stops the driver.
 pub struct Endpoint {
     shared: Arc<Shared>,
-    local: SocketAddr,
+    local: Mutex<SocketAddr>,
     capabilities: SocketCapabilities,
 }
 
@@ -142,7 +143,23 @@ impl Endpoint {
 
     /// The bound address.
     pub fn local_addr(&self) -> SocketAddr {
-        self.local
+        *self.local.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Move every connection of this endpoint to a new socket bound to
+    /// `addr` (a real rebinding: new port, or a new interface after a
+    /// handover); returns the new address. The driver switches at its
+    /// next turn and closes the old socket. Whether the peers follow is
+    /// the core's address-migration logic: with a core that checks the
+    /// source address strictly, the peer drops datagrams from the new
+    /// address (`ConnectionStats::wrong_address`).
+    pub fn rebind(&self, addr: SocketAddr) -> Result<SocketAddr, Error> {
+        let io = UdpIo::bind(addr)?;
+        let local = io.local_addr()?;
+        *self.shared.rebind.lock().unwrap_or_else(|p| p.into_inner()) = Some(io);
+        *self.local.lock().unwrap_or_else(|p| p.into_inner()) = local;
+        self.shared.wake.notify_one();
+        Ok(local)
     }
 
     /// The offloads the socket layer uses.
