@@ -31,6 +31,9 @@ use tokio::time::Instant;
 const TX_BATCH_DATAGRAMS: usize = 128;
 /// Receive batches handled before the driver looks at its other work.
 const RX_BATCHES_PER_TURN: usize = 8;
+/// Timers closer than this are not slept on (tokio's timer wheel has a
+/// 1 ms resolution) but polled by yielding.
+const SPIN_BELOW: Duration = Duration::from_millis(1);
 /// How long a dropped endpoint keeps driving graceful closes.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
@@ -198,6 +201,30 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
     accepted
 }
 
+/// Read every datagram batch already queued on the socket (at most
+/// [`RX_BATCHES_PER_TURN`]) into the core, without waiting.
+fn receive(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) {
+    for _ in 0..RX_BATCHES_PER_TURN {
+        let mut st = shared.lock();
+        let now = shared.now();
+        let st = &mut *st;
+        let mut n = 0u64;
+        let r = io.recv_batch(rx, |from, ecn, dg| {
+            st.proto.handle_datagram(now, from, ecn, dg);
+            n += 1;
+        });
+        st.datagrams_in += n;
+        match r {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            // ICMP errors (port unreachable) surface here on some
+            // platforms: not fatal to the endpoint.
+            Err(_) => break,
+        }
+    }
+}
+
 /// The driver task. Runs until every application handle is gone (then
 /// closes what is left, for at most [`SHUTDOWN_GRACE`]) or the socket fails.
 pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
@@ -219,7 +246,16 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
         {
             io = new_io;
         }
-        if !more_to_send {
+        let now = shared.now();
+        let soon = timer.is_some_and(|t| t.saturating_duration_since(now) < SPIN_BELOW);
+        if more_to_send || soon {
+            // More to send, or a timer (a pacing gap, typically) closer
+            // than the timer wheel's 1 ms resolution: let other tasks run,
+            // read what has arrived without waiting, and go on — sleeping
+            // would stretch every pacing gap to a millisecond.
+            tokio::task::yield_now().await;
+            receive(&shared, &io, &mut rx);
+        } else {
             let sleep_until = timer.map(|t| shared.instant(t));
             tokio::select! {
                 biased;
@@ -228,31 +264,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                         shared.lock().stopped = Some(e.to_string());
                         break;
                     }
-                    for _ in 0..RX_BATCHES_PER_TURN {
-                        let mut st = shared.lock();
-                        let now = shared.now();
-                        let st = &mut *st;
-                        let mut n = 0u64;
-                        let r = io.recv_batch(&mut rx, |from, ecn, dg| {
-                            st.proto.handle_datagram(now, from, ecn, dg);
-                            n += 1;
-                        });
-                        st.datagrams_in += n;
-                        match r {
-                            Ok(0) => break,
-                            Ok(_) => {}
-                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                            // ICMP errors (port unreachable) surface here on
-                            // some platforms: not fatal to the endpoint.
-                            Err(_) => break,
-                        }
-                    }
+                    receive(&shared, &io, &mut rx);
                 }
-                _ = tokio::time::sleep_until(sleep_until.unwrap_or_else(Instant::now)), if sleep_until.is_some() => {
-                    let mut st = shared.lock();
-                    let now = shared.now();
-                    st.proto.handle_timeout(now);
-                }
+                _ = tokio::time::sleep_until(sleep_until.unwrap_or_else(Instant::now)), if sleep_until.is_some() => {}
                 _ = shared.wake.notified() => {}
             }
         }
