@@ -201,6 +201,19 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
     accepted
 }
 
+/// Rebinding: from now on every datagram leaves from the new socket; the
+/// old one is closed (the peer sees the new address).
+fn take_rebind(shared: &Shared, io: &mut UdpIo) {
+    if let Some(new_io) = shared
+        .rebind
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+    {
+        *io = new_io;
+    }
+}
+
 /// Read every datagram batch already queued on the socket (at most
 /// [`RX_BATCHES_PER_TURN`]) into the core, without waiting.
 fn receive(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) {
@@ -236,16 +249,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
     let mut more_to_send = false;
     let mut shutdown_at: Option<Time> = None;
     loop {
-        // Rebinding: from now on every datagram leaves from the new socket;
-        // the old one is closed (the peer sees the new address).
-        if let Some(new_io) = shared
-            .rebind
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            io = new_io;
-        }
+        take_rebind(&shared, &mut io);
         let now = shared.now();
         let soon = timer.is_some_and(|t| t.saturating_duration_since(now) < SPIN_BELOW);
         if more_to_send || soon {
@@ -334,6 +338,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             }
         }
         if !tx.is_empty() {
+            // Checked again here: an application that rebinds and then
+            // connects must never see its START leave from the old socket.
+            take_rebind(&shared, &mut io);
             if let Err(e) = io.send_batch(&tx).await {
                 shared.lock().stopped = Some(e.to_string());
                 break;
