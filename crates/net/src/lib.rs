@@ -14,6 +14,11 @@
 //!   `on_message(stream, |stream, bytes| …)` run by the driver on delivery
 //!   (seed 003 §III-E), `stats`, `link_hint`, `set_scheduler`,
 //!   `set_controller`, `close`.
+//! * `Endpoint::rebind(addr)` moves every connection to a new socket (a
+//!   real rebinding, as after a handover); whether peers follow the new
+//!   address is the core's migration logic. `Connection::hold_stream` is
+//!   the receive-window control the core offers today (held messages count
+//!   against the advertised window).
 //! * [`blocking`] — the same without an async runtime in the application:
 //!   it owns a small tokio runtime.
 //!
