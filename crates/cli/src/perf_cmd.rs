@@ -22,7 +22,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use peregrine::{
     CcConfig, Connection, ConnectionConfig, Endpoint, EndpointBuilder, EndpointConfig,
-    SchedulerConfig, StreamConfig, StreamReliability,
+    StreamConfig, StreamReliability,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -31,6 +31,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
+
+mod parse;
+mod report;
+
+use parse::{parse_duration, parse_scheduler, parse_trace, TraceMessage};
+use report::{latency_json, percentile, table};
 
 const CONTROL: u16 = 0;
 const ECHO: u16 = 1;
@@ -117,89 +123,6 @@ pub fn run(args: PerfArgs) -> Result<()> {
     }
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, scale) = if let Some(n) = s.strip_suffix("ns") {
-        (n, 1e-9)
-    } else if let Some(n) = s.strip_suffix("us") {
-        (n, 1e-6)
-    } else if let Some(n) = s.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        (s, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration (like 10s, 250ms, 123us)"))?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(format!("`{s}` is not a non-negative duration"));
-    }
-    Ok(Duration::from_secs_f64(v * scale))
-}
-
-fn parse_scheduler(s: &str) -> Result<SchedulerConfig> {
-    let (name, arg) = s.split_once(':').unwrap_or((s, ""));
-    let num = |default: u64| -> Result<u64> {
-        if arg.is_empty() {
-            Ok(default)
-        } else {
-            arg.parse()
-                .map_err(|_| anyhow!("--scheduler {s}: `{arg}` is not a number"))
-        }
-    };
-    Ok(match name {
-        "rr" => SchedulerConfig::RoundRobin,
-        "wfq" => SchedulerConfig::Wfq,
-        "abs" => SchedulerConfig::Abs,
-        "edf" => SchedulerConfig::Edf,
-        "adaptive" => SchedulerConfig::Adaptive {
-            target_bps: num(10_000_000)?,
-        },
-        "aging" => SchedulerConfig::Aging {
-            bound: Duration::from_millis(num(100)?),
-        },
-        _ => bail!("--scheduler: unknown `{name}` (rr, wfq, abs, adaptive[:BPS], edf, aging[:MS])"),
-    })
-}
-
-/// One message of a latency trace: wait `delay` after the previous one,
-/// then send `len` bytes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct TraceMessage {
-    delay: Duration,
-    len: usize,
-}
-
-/// Parse a `Delays,Data Length` trace; errors name the line.
-fn parse_trace(text: &str) -> Result<Vec<TraceMessage>> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || (i == 0 && line.starts_with("Delays")) {
-            continue;
-        }
-        let (d, l) = line
-            .split_once(',')
-            .ok_or_else(|| anyhow!("trace line {}: expected `delay,length`", i + 1))?;
-        let delay = parse_duration(d).map_err(|e| anyhow!("trace line {}: delay: {e}", i + 1))?;
-        let len: usize = l.trim().parse().map_err(|_| {
-            anyhow!(
-                "trace line {}: length `{}` is not a number",
-                i + 1,
-                l.trim()
-            )
-        })?;
-        out.push(TraceMessage { delay, len });
-    }
-    if out.is_empty() {
-        bail!("the trace has no messages");
-    }
-    Ok(out)
-}
-
 fn server_config() -> ConnectionConfig {
     ConnectionConfig {
         max_message_size: MAX_MESSAGE,
@@ -279,25 +202,6 @@ async fn serve(conn: Connection) -> Result<()> {
     }
     conn.closed().await;
     Ok(())
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = (p / 100.0 * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
-fn latency_json(samples: &mut [f64]) -> Value {
-    samples.sort_by(f64::total_cmp);
-    let mean = samples.iter().sum::<f64>() / samples.len().max(1) as f64;
-    json!({
-        "p50": percentile(samples, 50.0),
-        "p99": percentile(samples, 99.0),
-        "mean": mean,
-        "count": samples.len(),
-    })
 }
 
 async fn client(a: ClientArgs) -> Result<()> {
@@ -574,126 +478,4 @@ async fn bulk_mode(
         "duration_s": duration_s,
         "streams": streams,
     }))
-}
-
-/// The human-readable result.
-fn table(v: &Value) -> String {
-    let mut s = String::new();
-    let f = |x: &Value| x.as_f64().unwrap_or(0.0);
-    s += &format!(
-        "mode {}  cc {}  scheduler {}\n",
-        v["mode"].as_str().unwrap_or("?"),
-        v["cc"].as_str().unwrap_or("?"),
-        v["scheduler"].as_str().unwrap_or("?")
-    );
-    s += &format!(
-        "throughput {:.1} Mbit/s   bytes {}   duration {:.2} s   retransmitted packets {}\n",
-        f(&v["throughput_bps"]) / 1e6,
-        v["bytes"],
-        f(&v["duration_s"]),
-        v["retransmitted_packets"]
-    );
-    if let Some(list) = v["streams"].as_array() {
-        if !list.is_empty() {
-            s += "stream        bytes     p50 ms     p99 ms    mean ms   count\n";
-        }
-        for st in list {
-            let l = &st["latency_ms"];
-            if l.is_null() {
-                s += &format!(
-                    "{:>6} {:>12}\n",
-                    st["id"].to_string(),
-                    st["bytes"].to_string()
-                );
-            } else {
-                s += &format!(
-                    "{:>6} {:>12} {:>10.3} {:>10.3} {:>10.3} {:>7}\n",
-                    st["id"].to_string(),
-                    st["bytes"].to_string(),
-                    f(&l["p50"]),
-                    f(&l["p99"]),
-                    f(&l["mean"]),
-                    l["count"].to_string()
-                );
-            }
-        }
-    }
-    if let Some(e) = v.get("echo") {
-        s += &format!(
-            "echo {} bytes × {}: median {:.3} ms\n",
-            e["size_bytes"],
-            e["times_ms"].as_array().map_or(0, Vec::len),
-            f(&e["median_ms"])
-        );
-    }
-    match &v["probe"] {
-        Value::Null => s += "probe: none\n",
-        p => {
-            s += &format!(
-                "probe: rtt {:.3} ms  bandwidth {:.1} Mbit/s  burst {} bytes\n",
-                f(&p["rtt_ms"]),
-                f(&p["bandwidth_bps"]) / 1e6,
-                p["burst_bytes"]
-            )
-        }
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_and_traces_parse_and_errors_name_the_line() {
-        assert_eq!(parse_duration("123us"), Ok(Duration::from_micros(123)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert!(parse_duration("fast").is_err());
-        let t = parse_trace("Delays,Data Length\n0us,22\n1121us,21\n").unwrap();
-        assert_eq!(
-            t,
-            vec![
-                TraceMessage {
-                    delay: Duration::ZERO,
-                    len: 22
-                },
-                TraceMessage {
-                    delay: Duration::from_micros(1121),
-                    len: 21
-                }
-            ]
-        );
-        let e = parse_trace("Delays,Data Length\n0us,22\n5us,x\n").unwrap_err();
-        assert!(e.to_string().contains("line 3"), "{e}");
-        assert!(parse_trace("Delays,Data Length\n").is_err());
-    }
-
-    #[test]
-    fn schedulers_parse_with_arguments() {
-        assert_eq!(parse_scheduler("abs").unwrap(), SchedulerConfig::Abs);
-        assert_eq!(
-            parse_scheduler("adaptive:5000000").unwrap(),
-            SchedulerConfig::Adaptive {
-                target_bps: 5_000_000
-            }
-        );
-        assert_eq!(
-            parse_scheduler("aging:50").unwrap(),
-            SchedulerConfig::Aging {
-                bound: Duration::from_millis(50)
-            }
-        );
-        assert!(parse_scheduler("fifo").is_err());
-    }
-
-    #[test]
-    fn percentiles_of_known_samples() {
-        let mut v: Vec<f64> = (1..=100).map(f64::from).collect();
-        let j = latency_json(&mut v);
-        assert_eq!(j["p50"], 51.0);
-        assert_eq!(j["p99"], 99.0);
-        assert_eq!(j["mean"], 50.5);
-        assert_eq!(j["count"], 100);
-    }
 }
