@@ -275,3 +275,59 @@ async fn rebind_moves_the_endpoint_to_a_new_socket() {
         "the server saw both sockets"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_that_does_not_read_slows_the_sender() {
+    // Small buffers on both sides: 256 KiB to receive, 256 KiB to send.
+    let config = ConnectionConfig {
+        max_receive_buffer_bytes: 256 * 1024,
+        max_send_buffer_bytes: 256 * 1024,
+        max_message_size: 64 * 1024,
+        ..ConnectionConfig::default()
+    };
+    let server = Endpoint::server(v4(), config.clone()).expect("bind");
+    let addr = server.local_addr();
+    let client = Endpoint::client(v4()).expect("bind");
+    let conn = client.connect(addr, config).await.expect("connect");
+    let sconn = server.accept().await.expect("accept");
+    const MSG: usize = 16 * 1024;
+    const COUNT: u32 = 256; // 4 MiB
+    let accepted = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let sender = {
+        let (conn, accepted) = (conn.clone(), accepted.clone());
+        tokio::spawn(async move {
+            for i in 0..COUNT {
+                let mut m = vec![0u8; MSG];
+                m[..4].copy_from_slice(&i.to_be_bytes());
+                conn.send(1, &m).await.expect("send");
+                accepted.store(i + 1, std::sync::atomic::Ordering::SeqCst);
+            }
+        })
+    };
+    // Nobody reads for half a second: the inbox fills to its limit, the
+    // stream is held, the window closes and `send` stops returning.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let stalled = accepted.load(std::sync::atomic::Ordering::SeqCst);
+    eprintln!("accepted without a reader: {stalled}");
+    // Inbox (256 KiB + one message) + core receive buffer (256 KiB) +
+    // send buffer (256 KiB) hold at most ~49 messages of 16 KiB.
+    assert!(
+        stalled >= 16,
+        "at least the send buffer's worth left: {stalled}"
+    );
+    assert!(
+        stalled < 60,
+        "the sender got {stalled} of {COUNT} messages out without a reader"
+    );
+    // Now read everything, in order.
+    for i in 0..COUNT {
+        let (s, b) = tokio::time::timeout(Duration::from_secs(20), sconn.recv())
+            .await
+            .expect("progress once the reader reads")
+            .expect("a message");
+        assert_eq!(s, 1);
+        assert_eq!(u32::from_be_bytes(b[..4].try_into().expect("prefix")), i);
+    }
+    sender.await.expect("sender");
+    conn.close().await;
+}
