@@ -16,14 +16,46 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::runtime::Runtime;
 
-fn runtime() -> Result<Arc<Runtime>, Error> {
+fn runtime() -> Result<Runtime, Error> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("peregrine-driver")
         .enable_all()
         .build()
-        .map(Arc::new)
         .map_err(|e| Error::Runtime(e.to_string()))
+}
+
+/// The runtime and the endpoint's shared state: dropped last (when the
+/// endpoint and every connection are gone), it lets the driver finish its
+/// graceful closes (at most its 2 s grace) before the runtime stops.
+struct Rt {
+    rt: Runtime,
+    shared: Arc<crate::driver::Shared>,
+}
+
+impl std::fmt::Debug for Rt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rt").finish_non_exhaustive()
+    }
+}
+
+impl Drop for Rt {
+    fn drop(&mut self) {
+        // Inside an async context (a handle dropped by a task) blocking is
+        // not allowed: skip the wait.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return;
+        }
+        let shared = self.shared.clone();
+        self.rt.block_on(async move {
+            for _ in 0..300 {
+                if shared.lock().stopped.is_some() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        });
+    }
 }
 
 /// A blocking endpoint.
@@ -32,7 +64,7 @@ pub struct Endpoint {
     // Field order: the async endpoint is dropped inside the runtime's
     // context before the runtime.
     inner: crate::Endpoint,
-    rt: Arc<Runtime>,
+    rt: Arc<Rt>,
 }
 
 impl Endpoint {
@@ -43,6 +75,10 @@ impl Endpoint {
             let _guard = rt.enter();
             crate::Endpoint::client(addr)?
         };
+        let rt = Arc::new(Rt {
+            shared: inner.shared(),
+            rt,
+        });
         Ok(Endpoint { inner, rt })
     }
 
@@ -53,6 +89,10 @@ impl Endpoint {
             let _guard = rt.enter();
             crate::Endpoint::server(addr, config)?
         };
+        let rt = Arc::new(Rt {
+            shared: inner.shared(),
+            rt,
+        });
         Ok(Endpoint { inner, rt })
     }
 
@@ -67,7 +107,7 @@ impl Endpoint {
         remote: SocketAddr,
         config: ConnectionConfig,
     ) -> Result<Connection, Error> {
-        let inner = self.rt.block_on(self.inner.connect(remote, config))?;
+        let inner = self.rt.rt.block_on(self.inner.connect(remote, config))?;
         Ok(Connection {
             inner,
             rt: self.rt.clone(),
@@ -76,7 +116,7 @@ impl Endpoint {
 
     /// The next accepted connection; `None` once the driver stopped.
     pub fn accept(&self) -> Option<Connection> {
-        let inner = self.rt.block_on(self.inner.accept())?;
+        let inner = self.rt.rt.block_on(self.inner.accept())?;
         Some(Connection {
             inner,
             rt: self.rt.clone(),
@@ -93,7 +133,7 @@ impl Endpoint {
 #[derive(Debug, Clone)]
 pub struct Connection {
     inner: crate::Connection,
-    rt: Arc<Runtime>,
+    rt: Arc<Rt>,
 }
 
 impl Connection {
@@ -119,7 +159,7 @@ impl Connection {
 
     /// Queue a message, blocking while the send buffer is full.
     pub fn send(&self, stream: u16, bytes: &[u8]) -> Result<MessageId, Error> {
-        self.rt.block_on(self.inner.send(stream, bytes))
+        self.rt.rt.block_on(self.inner.send(stream, bytes))
     }
 
     /// Queue a message that expires after `lifetime` if not acknowledged.
@@ -130,17 +170,19 @@ impl Connection {
         lifetime: Duration,
     ) -> Result<MessageId, Error> {
         self.rt
+            .rt
             .block_on(self.inner.send_with_deadline(stream, bytes, lifetime))
     }
 
     /// The next delivered message; `None` once closed and drained.
     pub fn recv(&self) -> Option<(u16, Bytes)> {
-        self.rt.block_on(self.inner.recv())
+        self.rt.rt.block_on(self.inner.recv())
     }
 
     /// The next delivered message, waiting at most `timeout`.
     pub fn recv_timeout(&self, timeout: Duration) -> Option<(u16, Bytes)> {
         self.rt
+            .rt
             .block_on(async { tokio::time::timeout(timeout, self.inner.recv()).await })
             .ok()
             .flatten()
@@ -161,6 +203,6 @@ impl Connection {
 
     /// Close gracefully and wait until done.
     pub fn close(&self) -> CloseReason {
-        self.rt.block_on(self.inner.close())
+        self.rt.rt.block_on(self.inner.close())
     }
 }

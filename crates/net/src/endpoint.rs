@@ -141,6 +141,11 @@ impl Endpoint {
         EndpointBuilder::new().server(config).bind(addr)
     }
 
+    /// The state shared with the driver (for the blocking facade).
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
     /// The bound address.
     pub fn local_addr(&self) -> SocketAddr {
         *self.local.lock().unwrap_or_else(|p| p.into_inner())

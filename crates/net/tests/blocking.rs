@@ -44,3 +44,37 @@ fn blocking_echo_and_close() {
     assert_eq!(n, 20);
     assert_eq!(reason, CloseReason::Remote);
 }
+
+#[test]
+fn dropping_blocking_handles_still_closes_gracefully() {
+    let server = Endpoint::server(
+        "127.0.0.1:0".parse().expect("literal"),
+        ConnectionConfig::default(),
+    )
+    .expect("bind");
+    let addr = server.local_addr();
+    let srv = std::thread::Builder::new()
+        .spawn(move || {
+            let conn = server.accept().expect("accept");
+            let mut n = 0;
+            while conn.recv().is_some() {
+                n += 1;
+            }
+            (n, conn.close())
+        })
+        .expect("server thread");
+    {
+        let client = Endpoint::client("127.0.0.1:0".parse().expect("literal")).expect("bind");
+        let conn = client
+            .connect(addr, ConnectionConfig::default())
+            .expect("connect");
+        for i in 0..50u8 {
+            conn.send(1, &[i; 10_000]).expect("send");
+        }
+        // Dropped here without close(): the driver finishes sending and
+        // closes before the runtime goes away.
+    }
+    let (n, reason) = srv.join().expect("server thread");
+    assert_eq!(n, 50, "every queued message was delivered");
+    assert_eq!(reason, CloseReason::Remote);
+}
