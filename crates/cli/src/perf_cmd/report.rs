@@ -39,8 +39,10 @@ pub(super) fn table(v: &Value) -> String {
         v["retransmitted_packets"]
     );
     if let Some(list) = v["streams"].as_array() {
-        if !list.is_empty() {
+        if list.iter().any(|st| !st["latency_ms"].is_null()) {
             s += "stream        bytes     p50 ms     p99 ms    mean ms   count\n";
+        } else if !list.is_empty() {
+            s += "stream        bytes\n";
         }
         for st in list {
             let l = &st["latency_ms"];
