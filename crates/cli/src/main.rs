@@ -12,6 +12,7 @@ mod cc_cmd;
 // their tests use them.
 #[allow(dead_code, unused_imports)]
 mod charts;
+mod perf_cmd;
 mod plot;
 #[allow(dead_code)]
 mod progress;
@@ -42,6 +43,8 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Benchmarks: `peregrine bench sim`.
     Bench(sim_cmd::BenchArgs),
+    /// Measure Peregrine over real UDP (iperf-like server and client).
+    Perf(perf_cmd::PerfArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Some(Command::Wire(args)) => wire_cmd::run(args),
         Some(Command::Sim(args)) => sim_cmd::run(args),
         Some(Command::Bench(args)) => sim_cmd::bench(args),
+        Some(Command::Perf(args)) => perf_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

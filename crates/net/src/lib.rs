@@ -1,7 +1,95 @@
-//! # peregrine — the transport over UDP (not yet built)
+//! # peregrine — the transport over UDP
 //!
-//! The library applications will `cargo add`: an endpoint over a UDP socket
-//! driving the sans-IO `peregrine-proto` core. An empty shell until the
-//! runtime issue lands.
+//! The library applications `cargo add`: Peregrine's sans-IO core
+//! (`peregrine-proto`: SLTP's wire format, prioritized streams, schedulers,
+//! congestion control, packet-pair start-up) driven over a real UDP socket
+//! by a tokio task.
+//!
+//! * [`Endpoint`] — one UDP socket (IPv4 or IPv6) holding any number of
+//!   connections, demultiplexed by connection id. `Endpoint::client(addr)`
+//!   connects; `Endpoint::server(addr, config)` also accepts.
+//! * [`Connection`] — `open_stream` (priority class, weight, reliability),
+//!   `send(stream, &bytes).await` (waits while the send buffer is full),
+//!   `recv().await -> (stream, Bytes)`, the up-call
+//!   `on_message(stream, |stream, bytes| …)` run by the driver on delivery
+//!   (seed 003 §III-E), `stats`, `link_hint`, `set_scheduler`,
+//!   `set_controller`, `close`.
+//! * `Endpoint::rebind(addr)` moves every connection to a new socket (a
+//!   real rebinding, as after a handover); whether peers follow the new
+//!   address is the core's migration logic. `Connection::hold_stream` is
+//!   the receive-window control the core offers today (held messages count
+//!   against the advertised window).
+//! * [`blocking`] — the same without an async runtime in the application:
+//!   it owns a small tokio runtime.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), peregrine::Error> {
+//! use peregrine::{Endpoint, ConnectionConfig, StreamConfig};
+//! let ep = Endpoint::client("0.0.0.0:0".parse().unwrap())?;
+//! let conn = ep.connect("192.0.2.1:4433".parse().unwrap(), ConnectionConfig::default()).await?;
+//! conn.open_stream(1, StreamConfig { class: 0, ..StreamConfig::default() })?;
+//! conn.send(1, b"telemetry").await?;
+//! conn.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Key choices
+//!
+//! * **One driver task per endpoint, one lock.** Application calls lock
+//!   the core, change it and wake the driver; only the driver touches the
+//!   socket. The lock is never held across a socket call, an `.await` or
+//!   a callback.
+//! * **Batched, offloaded I/O** through `quinn-udp`: `recvmmsg`-style
+//!   batches, GRO and GSO on Linux, ECN bits both ways, and a clean
+//!   fallback to one datagram per call ([`SocketCapabilities`]).
+//! * **Backpressure end to end**: `send` waits on the core's send buffer;
+//!   an unread inbox holds its streams in the core, which shrinks the
+//!   advertised window, so a slow reader slows the sender.
+//! * Time is the driver's monotonic clock since the endpoint was bound,
+//!   handed to the core as `Time`.
 
 #![warn(missing_docs)]
+
+pub mod blocking;
+mod connection;
+mod driver;
+mod endpoint;
+mod socket;
+
+pub use connection::Connection;
+pub use endpoint::{Endpoint, EndpointBuilder, Stats};
+pub use socket::SocketCapabilities;
+
+pub use bytes::Bytes;
+pub use peregrine_cc::{CcConfig, LinkHint};
+pub use peregrine_proto::endpoint::EndpointStats;
+pub use peregrine_proto::{
+    CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState, ConnectionStats,
+    EndpointConfig, MessageId, SchedulerConfig, SendError, StreamConfig, StreamReliability,
+};
+
+/// What can go wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The socket failed (bind, or a fatal I/O error).
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    /// A configuration cannot work.
+    #[error(transparent)]
+    Config(peregrine_proto::connection::ConfigError),
+    /// The core refused to open a connection.
+    #[error(transparent)]
+    Connect(#[from] peregrine_proto::endpoint::ConnectError),
+    /// The core refused a message or a stream configuration.
+    #[error(transparent)]
+    Send(SendError),
+    /// The connection is closed.
+    #[error("connection closed: {0:?}")]
+    Closed(CloseReason),
+    /// The endpoint's driver stopped.
+    #[error("endpoint stopped: {0}")]
+    EndpointStopped(String),
+    /// The blocking facade could not start its runtime.
+    #[error("runtime: {0}")]
+    Runtime(String),
+}

@@ -1,0 +1,103 @@
+//! The results of `peregrine perf`: latency percentiles and the table.
+
+use serde_json::{json, Value};
+
+pub(super) fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (p / 100.0 * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+pub(super) fn latency_json(samples: &mut [f64]) -> Value {
+    samples.sort_by(f64::total_cmp);
+    let mean = samples.iter().sum::<f64>() / samples.len().max(1) as f64;
+    json!({
+        "p50": percentile(samples, 50.0),
+        "p99": percentile(samples, 99.0),
+        "mean": mean,
+        "count": samples.len(),
+    })
+}
+
+/// The human-readable result.
+pub(super) fn table(v: &Value) -> String {
+    let mut s = String::new();
+    let f = |x: &Value| x.as_f64().unwrap_or(0.0);
+    s += &format!(
+        "mode {}  cc {}  scheduler {}\n",
+        v["mode"].as_str().unwrap_or("?"),
+        v["cc"].as_str().unwrap_or("?"),
+        v["scheduler"].as_str().unwrap_or("?")
+    );
+    s += &format!(
+        "throughput {:.1} Mbit/s   bytes {}   duration {:.2} s   retransmitted packets {}\n",
+        f(&v["throughput_bps"]) / 1e6,
+        v["bytes"],
+        f(&v["duration_s"]),
+        v["retransmitted_packets"]
+    );
+    if let Some(list) = v["streams"].as_array() {
+        if list.iter().any(|st| !st["latency_ms"].is_null()) {
+            s += "stream        bytes     p50 ms     p99 ms    mean ms   count\n";
+        } else if !list.is_empty() {
+            s += "stream        bytes\n";
+        }
+        for st in list {
+            let l = &st["latency_ms"];
+            if l.is_null() {
+                s += &format!(
+                    "{:>6} {:>12}\n",
+                    st["id"].to_string(),
+                    st["bytes"].to_string()
+                );
+            } else {
+                s += &format!(
+                    "{:>6} {:>12} {:>10.3} {:>10.3} {:>10.3} {:>7}\n",
+                    st["id"].to_string(),
+                    st["bytes"].to_string(),
+                    f(&l["p50"]),
+                    f(&l["p99"]),
+                    f(&l["mean"]),
+                    l["count"].to_string()
+                );
+            }
+        }
+    }
+    if let Some(e) = v.get("echo") {
+        s += &format!(
+            "echo {} bytes × {}: median {:.3} ms\n",
+            e["size_bytes"],
+            e["times_ms"].as_array().map_or(0, Vec::len),
+            f(&e["median_ms"])
+        );
+    }
+    match &v["probe"] {
+        Value::Null => s += "probe: none\n",
+        p => {
+            s += &format!(
+                "probe: rtt {:.3} ms  bandwidth {:.1} Mbit/s  burst {} bytes\n",
+                f(&p["rtt_ms"]),
+                f(&p["bandwidth_bps"]) / 1e6,
+                p["burst_bytes"]
+            )
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_known_samples() {
+        let mut v: Vec<f64> = (1..=100).map(f64::from).collect();
+        let j = latency_json(&mut v);
+        assert_eq!(j["p50"], 51.0);
+        assert_eq!(j["p99"], 99.0);
+        assert_eq!(j["mean"], 50.5);
+        assert_eq!(j["count"], 100);
+    }
+}

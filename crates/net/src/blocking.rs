@@ -1,0 +1,208 @@
+//! # The blocking facade: Peregrine without an async runtime
+//!
+//! [`Endpoint`] owns a small tokio runtime (one worker thread) on which
+//! the driver runs; every call blocks the calling thread until the async
+//! operation completes. [`Connection`]s keep the runtime alive, so an
+//! endpoint may be dropped while its connections are still in use. The
+//! up-call interface works the same: `on_message` callbacks run on the
+//! runtime's worker as messages are delivered.
+
+use crate::{ConnectionConfig, Error, Stats};
+use bytes::Bytes;
+use peregrine_cc::LinkHint;
+use peregrine_proto::{CloseReason, ConnectionStats, MessageId, SchedulerConfig, StreamConfig};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::runtime::Runtime;
+
+fn runtime() -> Result<Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("peregrine-driver")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Runtime(e.to_string()))
+}
+
+/// The runtime and the endpoint's shared state: dropped last (when the
+/// endpoint and every connection are gone), it lets the driver finish its
+/// graceful closes (at most its 2 s grace) before the runtime stops.
+struct Rt {
+    rt: Runtime,
+    shared: Arc<crate::driver::Shared>,
+}
+
+impl std::fmt::Debug for Rt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rt").finish_non_exhaustive()
+    }
+}
+
+impl Drop for Rt {
+    fn drop(&mut self) {
+        // Inside an async context (a handle dropped by a task) blocking is
+        // not allowed: skip the wait.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return;
+        }
+        let shared = self.shared.clone();
+        self.rt.block_on(async move {
+            for _ in 0..300 {
+                if shared.lock().stopped.is_some() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        });
+    }
+}
+
+/// A blocking endpoint.
+#[derive(Debug)]
+pub struct Endpoint {
+    // Field order: the async endpoint is dropped inside the runtime's
+    // context before the runtime.
+    inner: crate::Endpoint,
+    rt: Arc<Rt>,
+}
+
+impl Endpoint {
+    /// A client endpoint on `addr`.
+    pub fn client(addr: SocketAddr) -> Result<Endpoint, Error> {
+        let rt = runtime()?;
+        let inner = {
+            let _guard = rt.enter();
+            crate::Endpoint::client(addr)?
+        };
+        let rt = Arc::new(Rt {
+            shared: inner.shared(),
+            rt,
+        });
+        Ok(Endpoint { inner, rt })
+    }
+
+    /// A server endpoint on `addr`, accepting connections configured as `config`.
+    pub fn server(addr: SocketAddr, config: ConnectionConfig) -> Result<Endpoint, Error> {
+        let rt = runtime()?;
+        let inner = {
+            let _guard = rt.enter();
+            crate::Endpoint::server(addr, config)?
+        };
+        let rt = Arc::new(Rt {
+            shared: inner.shared(),
+            rt,
+        });
+        Ok(Endpoint { inner, rt })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.inner.local_addr()
+    }
+
+    /// Open a connection and wait for its handshake.
+    pub fn connect(
+        &self,
+        remote: SocketAddr,
+        config: ConnectionConfig,
+    ) -> Result<Connection, Error> {
+        let inner = self.rt.rt.block_on(self.inner.connect(remote, config))?;
+        Ok(Connection {
+            inner,
+            rt: self.rt.clone(),
+        })
+    }
+
+    /// The next accepted connection; `None` once the driver stopped.
+    pub fn accept(&self) -> Option<Connection> {
+        let inner = self.rt.rt.block_on(self.inner.accept())?;
+        Some(Connection {
+            inner,
+            rt: self.rt.clone(),
+        })
+    }
+
+    /// Endpoint-wide counters.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+}
+
+/// A blocking connection.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    inner: crate::Connection,
+    rt: Arc<Rt>,
+}
+
+impl Connection {
+    /// The async connection underneath.
+    pub fn as_async(&self) -> &crate::Connection {
+        &self.inner
+    }
+
+    /// Configure a stream (class, weight, reliability, buffer limit).
+    pub fn open_stream(&self, stream: u16, config: StreamConfig) -> Result<(), Error> {
+        self.inner.open_stream(stream, config)
+    }
+
+    /// Switch the stream scheduler.
+    pub fn set_scheduler(&self, config: SchedulerConfig) {
+        self.inner.set_scheduler(config)
+    }
+
+    /// Hand a link-layer hint to the controller.
+    pub fn link_hint(&self, hint: &LinkHint) {
+        self.inner.link_hint(hint)
+    }
+
+    /// Queue a message, blocking while the send buffer is full.
+    pub fn send(&self, stream: u16, bytes: &[u8]) -> Result<MessageId, Error> {
+        self.rt.rt.block_on(self.inner.send(stream, bytes))
+    }
+
+    /// Queue a message that expires after `lifetime` if not acknowledged.
+    pub fn send_with_deadline(
+        &self,
+        stream: u16,
+        bytes: &[u8],
+        lifetime: Duration,
+    ) -> Result<MessageId, Error> {
+        self.rt
+            .rt
+            .block_on(self.inner.send_with_deadline(stream, bytes, lifetime))
+    }
+
+    /// The next delivered message; `None` once closed and drained.
+    pub fn recv(&self) -> Option<(u16, Bytes)> {
+        self.rt.rt.block_on(self.inner.recv())
+    }
+
+    /// The next delivered message, waiting at most `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<(u16, Bytes)> {
+        self.rt
+            .rt
+            .block_on(async { tokio::time::timeout(timeout, self.inner.recv()).await })
+            .ok()
+            .flatten()
+    }
+
+    /// Hand `stream`'s messages to `f` as they are delivered.
+    pub fn on_message<F>(&self, stream: u16, f: F)
+    where
+        F: FnMut(u16, Bytes) + Send + 'static,
+    {
+        self.inner.on_message(stream, f)
+    }
+
+    /// A snapshot of the connection's counters.
+    pub fn stats(&self) -> Option<ConnectionStats> {
+        self.inner.stats()
+    }
+
+    /// Close gracefully and wait until done.
+    pub fn close(&self) -> CloseReason {
+        self.rt.rt.block_on(self.inner.close())
+    }
+}

@@ -1,0 +1,258 @@
+//! # The async endpoint: a UDP socket, many connections
+//!
+//! [`Endpoint::bind`] opens the socket and spawns the driver task on the
+//! current tokio runtime; [`Endpoint::connect`] opens connections,
+//! [`Endpoint::accept`] hands out the ones peers opened (an endpoint built
+//! with [`EndpointBuilder::server`] accepts). All connections share the
+//! socket; the core demultiplexes them by connection id.
+
+use crate::driver::{self, ConnState, Shared, State};
+use crate::socket::{SocketCapabilities, UdpIo};
+use crate::{Connection, Error};
+use peregrine_proto::endpoint::EndpointStats;
+use peregrine_proto::{ConnectionConfig, Endpoint as ProtoEndpoint, EndpointConfig};
+use std::collections::{BTreeMap, VecDeque};
+use std::hash::{BuildHasher, Hasher};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+/// How to build an [`Endpoint`].
+#[derive(Clone, Debug, Default)]
+pub struct EndpointBuilder {
+    config: EndpointConfig,
+    seed: Option<u64>,
+}
+
+impl EndpointBuilder {
+    /// A client-only endpoint (STARTs from peers are rejected).
+    pub fn new() -> EndpointBuilder {
+        EndpointBuilder::default()
+    }
+
+    /// Accept connections, configured as `server`.
+    pub fn server(mut self, server: ConnectionConfig) -> EndpointBuilder {
+        self.config.server = Some(server);
+        self
+    }
+
+    /// Replace the whole core configuration (limits, controller adoption).
+    pub fn config(mut self, config: EndpointConfig) -> EndpointBuilder {
+        self.config = config;
+        self
+    }
+
+    /// Seed of the core's random choices (connection ids, SYNC_NO); by
+    /// default a fresh per-process random value.
+    pub fn seed(mut self, seed: u64) -> EndpointBuilder {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Bind `addr` and start the driver. Must run inside a tokio runtime.
+    pub fn bind(self, addr: SocketAddr) -> Result<Endpoint, Error> {
+        if let Some(server) = &self.config.server {
+            server.validate().map_err(Error::Config)?;
+        }
+        let io = UdpIo::bind(addr)?;
+        let local = io.local_addr()?;
+        let capabilities = io.capabilities();
+        let seed = self.seed.unwrap_or_else(random_seed);
+        let server_inbox_limit = self
+            .config
+            .server
+            .as_ref()
+            .map_or(4 << 20, |s| s.max_receive_buffer_bytes);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                proto: ProtoEndpoint::new(self.config, seed),
+                conns: BTreeMap::new(),
+                incoming: VecDeque::new(),
+                server_inbox_limit,
+                users: 1,
+                stopped: None,
+                datagrams_in: 0,
+                datagrams_out: 0,
+            }),
+            wake: Notify::new(),
+            incoming: Notify::new(),
+            callbacks: Mutex::new(BTreeMap::new()),
+            epoch: tokio::time::Instant::now(),
+            rebind: Mutex::new(None),
+        });
+        tokio::spawn(driver::run(shared.clone(), io));
+        Ok(Endpoint {
+            shared,
+            local: Mutex::new(local),
+            capabilities,
+        })
+    }
+}
+
+/// A fresh seed per endpoint: the std hasher's per-process random keys
+/// (the runtime is not the deterministic core; connection ids should not
+/// repeat across runs).
+fn random_seed() -> u64 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0x5045_5245_4752_494e);
+    h.finish()
+}
+
+/// Counters of the endpoint: the core's (malformed and unknown datagrams,
+/// accepts, rejects) and the socket layer's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// The core's counters.
+    pub core: EndpointStats,
+    /// Datagrams read from the socket (GRO batches counted per datagram).
+    pub datagrams_received: u64,
+    /// Datagrams written to the socket (GSO batches counted per datagram).
+    pub datagrams_sent: u64,
+    /// Connections the core holds now.
+    pub connections: usize,
+}
+
+/// A UDP socket carrying Peregrine connections.
+///
+/// Dropping the endpoint (and every [`Connection`] of it) closes the
+/// remaining connections gracefully and stops the driver.
+pub struct Endpoint {
+    shared: Arc<Shared>,
+    local: Mutex<SocketAddr>,
+    capabilities: SocketCapabilities,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("local", &self.local)
+            .finish()
+    }
+}
+
+impl Endpoint {
+    /// A client endpoint on `addr` (use port 0 for any).
+    pub fn client(addr: SocketAddr) -> Result<Endpoint, Error> {
+        EndpointBuilder::new().bind(addr)
+    }
+
+    /// A server endpoint on `addr`, accepting connections configured as `config`.
+    pub fn server(addr: SocketAddr, config: ConnectionConfig) -> Result<Endpoint, Error> {
+        EndpointBuilder::new().server(config).bind(addr)
+    }
+
+    /// The state shared with the driver (for the blocking facade).
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        *self.local.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Move every connection of this endpoint to a new socket bound to
+    /// `addr` (a real rebinding: new port, or a new interface after a
+    /// handover); returns the new address. The driver switches at its
+    /// next turn and closes the old socket. Whether the peers follow is
+    /// the core's address-migration logic: with a core that checks the
+    /// source address strictly, the peer drops datagrams from the new
+    /// address (`ConnectionStats::wrong_address`).
+    pub fn rebind(&self, addr: SocketAddr) -> Result<SocketAddr, Error> {
+        let io = UdpIo::bind(addr)?;
+        let local = io.local_addr()?;
+        *self.shared.rebind.lock().unwrap_or_else(|p| p.into_inner()) = Some(io);
+        *self.local.lock().unwrap_or_else(|p| p.into_inner()) = local;
+        self.shared.wake.notify_one();
+        Ok(local)
+    }
+
+    /// The offloads the socket layer uses.
+    pub fn capabilities(&self) -> SocketCapabilities {
+        self.capabilities
+    }
+
+    /// Open a connection to `remote` and wait for its handshake.
+    pub async fn connect(
+        &self,
+        remote: SocketAddr,
+        config: ConnectionConfig,
+    ) -> Result<Connection, Error> {
+        let inbox_limit = config.max_receive_buffer_bytes;
+        let handle = {
+            let mut st = self.shared.lock();
+            if let Some(why) = &st.stopped {
+                return Err(Error::EndpointStopped(why.clone()));
+            }
+            let now = self.shared.now();
+            let h = st.proto.connect(now, remote, config)?;
+            st.conns.insert(h, ConnState::new(inbox_limit));
+            st.users += 1;
+            h
+        };
+        self.shared.wake.notify_one();
+        let conn = Connection::new(self.shared.clone(), handle);
+        conn.established().await?;
+        Ok(conn)
+    }
+
+    /// The next connection a peer opened, once its handshake completed;
+    /// `None` once the driver stopped.
+    pub async fn accept(&self) -> Option<Connection> {
+        loop {
+            let notified = self.shared.incoming.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut st = self.shared.lock();
+                if let Some(h) = st.incoming.pop_front() {
+                    // `users` was counted when the connection was queued.
+                    return Some(Connection::adopt(self.shared.clone(), h));
+                }
+                if st.stopped.is_some() {
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Endpoint-wide counters.
+    pub fn stats(&self) -> Stats {
+        let st = self.shared.lock();
+        Stats {
+            core: st.proto.endpoint_stats().clone(),
+            datagrams_received: st.datagrams_in,
+            datagrams_sent: st.datagrams_out,
+            connections: st.proto.connection_count(),
+        }
+    }
+
+    /// Stop accepting (new STARTs are rejected); connections go on.
+    pub fn stop_accepting(&self) {
+        self.shared.lock().proto.stop_accepting();
+    }
+
+    /// Why the driver stopped, if it did.
+    pub fn stopped(&self) -> Option<String> {
+        self.shared.lock().stopped.clone()
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        let mut st = self.shared.lock();
+        st.users = st.users.saturating_sub(1);
+        // Connections accepted but never handed out count as users too.
+        let now = self.shared.now();
+        while let Some(h) = st.incoming.pop_front() {
+            st.proto.close(h, now);
+            if let Some(c) = st.conns.get_mut(&h) {
+                c.released = true;
+            }
+            st.users = st.users.saturating_sub(1);
+        }
+        drop(st);
+        self.shared.wake.notify_one();
+    }
+}

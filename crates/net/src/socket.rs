@@ -1,0 +1,293 @@
+//! # The socket layer: batched UDP with GSO/GRO/ECN where the kernel has them
+//!
+//! One tokio `UdpSocket` driven through `quinn-udp`'s `UdpSocketState`,
+//! which uses `recvmmsg`-style batches, UDP_GRO on receive and UDP_SEGMENT
+//! (GSO) on send on Linux, reads and writes the ECN bits, and falls back
+//! by itself (one datagram per call, no offload) where the platform or the
+//! kernel lacks them — [`UdpIo::capabilities`] says what was found.
+//!
+//! Sending: the driver collects the core's datagrams into one contiguous
+//! [`TxBatch`]; runs of datagrams to the same destination with the same
+//! ECN and the same size (the last may be shorter) go out as one GSO
+//! "super-datagram" of up to `max_gso_segments` segments. Receiving: every
+//! buffer of a batch may hold several datagrams of one sender cut at
+//! `stride` (GRO); [`UdpIo::recv_batch`] splits them again.
+
+use peregrine_proto::EcnCodepoint;
+use quinn_udp::{RecvMeta, Transmit, UdpSocketState, BATCH_SIZE};
+use std::io::{self, IoSliceMut};
+use std::net::SocketAddr;
+use tokio::io::Interest;
+use tokio::net::UdpSocket;
+
+/// Bytes of one receive buffer: room for a GRO batch of full-size datagrams.
+const RX_BUFFER_BYTES: usize = 64 * 1024;
+/// Largest GSO super-datagram: the UDP length field's 65,535 minus the
+/// UDP and IPv6 headers, rounded down.
+const MAX_GSO_BYTES: usize = 65_000;
+/// Kernel socket buffer sizes asked for (the kernel may grant less): deep
+/// enough that a burst at loopback speed is not dropped before the driver runs.
+const SOCKET_BUFFER_BYTES: usize = 8 << 20;
+
+/// What the socket layer found the kernel supports.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SocketCapabilities {
+    /// Datagrams per GSO send (1: no GSO).
+    pub max_gso_segments: usize,
+    /// Datagrams per GRO receive buffer (1: no GRO).
+    pub gro_segments: usize,
+    /// Buffers per batched receive call (1: no `recvmmsg`).
+    pub recv_batch: usize,
+}
+
+/// A UDP socket with the batched, offloaded send and receive paths.
+#[derive(Debug)]
+pub(crate) struct UdpIo {
+    socket: UdpSocket,
+    state: UdpSocketState,
+}
+
+impl UdpIo {
+    /// Bind `addr` (IPv4 or IPv6; an IPv6 socket is made v6-only by the OS
+    /// default) and configure it for batched I/O. Needs a tokio runtime.
+    pub(crate) fn bind(addr: SocketAddr) -> io::Result<UdpIo> {
+        // The one place this crate opens a socket: the runtime is the I/O
+        // layer the sans-IO core is kept free of.
+        #[allow(clippy::disallowed_types)]
+        let std_socket = std::net::UdpSocket::bind(addr)?;
+        let state = UdpSocketState::new((&std_socket).into())?;
+        // Best effort: a smaller buffer only means more drops under bursts.
+        let _ = state.set_recv_buffer_size((&std_socket).into(), SOCKET_BUFFER_BYTES);
+        let _ = state.set_send_buffer_size((&std_socket).into(), SOCKET_BUFFER_BYTES);
+        std_socket.set_nonblocking(true)?;
+        let socket = UdpSocket::from_std(std_socket)?;
+        Ok(UdpIo { socket, state })
+    }
+
+    /// The bound address.
+    pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// What offloads are in use.
+    pub(crate) fn capabilities(&self) -> SocketCapabilities {
+        SocketCapabilities {
+            max_gso_segments: self.state.max_gso_segments(),
+            gro_segments: self.state.gro_segments(),
+            recv_batch: BATCH_SIZE,
+        }
+    }
+
+    /// Wait until the socket may have datagrams.
+    pub(crate) async fn readable(&self) -> io::Result<()> {
+        self.socket.readable().await
+    }
+
+    /// Read one batch without waiting, handing every datagram (GRO
+    /// batches split) to `f(from, ecn, bytes)`. `Ok(0)` or `WouldBlock`
+    /// when nothing is queued.
+    pub(crate) fn recv_batch(
+        &self,
+        bufs: &mut RxBuffers,
+        mut f: impl FnMut(SocketAddr, Option<EcnCodepoint>, &[u8]),
+    ) -> io::Result<usize> {
+        let mut slices: Vec<IoSliceMut<'_>> = bufs
+            .data
+            .chunks_mut(RX_BUFFER_BYTES)
+            .map(IoSliceMut::new)
+            .collect();
+        let n = self.socket.try_io(Interest::READABLE, || {
+            self.state
+                .recv((&self.socket).into(), &mut slices, &mut bufs.meta)
+        })?;
+        drop(slices);
+        let mut datagrams = 0;
+        for (i, meta) in bufs.meta.iter().take(n).enumerate() {
+            let buf = &bufs.data[i * RX_BUFFER_BYTES..i * RX_BUFFER_BYTES + meta.len];
+            let ecn = meta.ecn.map(ecn_from_udp);
+            let stride = meta.stride.max(1);
+            for dg in buf.chunks(stride) {
+                f(meta.addr, ecn, dg);
+                datagrams += 1;
+            }
+        }
+        Ok(datagrams)
+    }
+
+    /// Send the whole batch, waiting for the socket to drain when the
+    /// kernel buffer is full. Errors other than would-block are dropped by
+    /// quinn-udp (logged): UDP loss is the protocol's business.
+    pub(crate) async fn send_batch(&self, batch: &TxBatch) -> io::Result<()> {
+        let max_segments = self.state.max_gso_segments().max(1);
+        let mut i = 0;
+        while i < batch.items.len() {
+            let first = batch.items[i];
+            // Extend the run: same destination and ECN, equal sizes, the
+            // last one possibly shorter (GSO's rule).
+            // The whole super-datagram must fit one UDP length field, or
+            // the kernel refuses it (and quinn-udp drops it silently).
+            let mut j = i + 1;
+            let mut total = first.len;
+            while j < batch.items.len() && j - i < max_segments {
+                let it = batch.items[j];
+                let prev = batch.items[j - 1];
+                let same = it.destination == first.destination && it.ecn == first.ecn;
+                if !same || it.len > first.len || prev.len != first.len {
+                    break;
+                }
+                if total + it.len > MAX_GSO_BYTES {
+                    break;
+                }
+                total += it.len;
+                j += 1;
+            }
+            let start = first.offset;
+            let end = batch.items[j - 1].offset + batch.items[j - 1].len;
+            let transmit = Transmit {
+                destination: first.destination,
+                ecn: first.ecn.map(ecn_to_udp),
+                contents: &batch.bytes[start..end],
+                segment_size: (j - i > 1).then_some(first.len),
+                src_ip: None,
+            };
+            loop {
+                self.socket.writable().await?;
+                match self.socket.try_io(Interest::WRITABLE, || {
+                    self.state.send((&self.socket).into(), &transmit)
+                }) {
+                    Ok(()) => break,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            i = j;
+        }
+        Ok(())
+    }
+}
+
+/// Receive buffers and their metadata, reused across calls.
+pub(crate) struct RxBuffers {
+    data: Vec<u8>,
+    meta: Vec<RecvMeta>,
+}
+
+impl RxBuffers {
+    /// Buffers for one batch.
+    pub(crate) fn new() -> RxBuffers {
+        RxBuffers {
+            data: vec![0; RX_BUFFER_BYTES * BATCH_SIZE],
+            meta: vec![RecvMeta::default(); BATCH_SIZE],
+        }
+    }
+}
+
+/// One datagram of a [`TxBatch`].
+#[derive(Copy, Clone, Debug)]
+struct TxItem {
+    destination: SocketAddr,
+    ecn: Option<EcnCodepoint>,
+    offset: usize,
+    len: usize,
+}
+
+/// Datagrams waiting to be sent, back to back in one buffer.
+#[derive(Debug, Default)]
+pub(crate) struct TxBatch {
+    bytes: Vec<u8>,
+    items: Vec<TxItem>,
+}
+
+impl TxBatch {
+    /// Append a datagram.
+    pub(crate) fn push(&mut self, destination: SocketAddr, ecn: Option<EcnCodepoint>, dg: &[u8]) {
+        self.items.push(TxItem {
+            destination,
+            ecn,
+            offset: self.bytes.len(),
+            len: dg.len(),
+        });
+        self.bytes.extend_from_slice(dg);
+    }
+
+    /// Datagrams held.
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether it holds none.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Forget every datagram (keeping the allocation).
+    pub(crate) fn clear(&mut self) {
+        self.bytes.clear();
+        self.items.clear();
+    }
+}
+
+fn ecn_to_udp(e: EcnCodepoint) -> quinn_udp::EcnCodepoint {
+    match e {
+        EcnCodepoint::Ect0 => quinn_udp::EcnCodepoint::Ect0,
+        EcnCodepoint::Ect1 => quinn_udp::EcnCodepoint::Ect1,
+        EcnCodepoint::Ce => quinn_udp::EcnCodepoint::Ce,
+    }
+}
+
+fn ecn_from_udp(e: quinn_udp::EcnCodepoint) -> EcnCodepoint {
+    match e {
+        quinn_udp::EcnCodepoint::Ect0 => EcnCodepoint::Ect0,
+        quinn_udp::EcnCodepoint::Ect1 => EcnCodepoint::Ect1,
+        quinn_udp::EcnCodepoint::Ce => EcnCodepoint::Ce,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn roundtrip(lens: &[usize]) -> Vec<Vec<u8>> {
+        let a = UdpIo::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let b = UdpIo::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let to = b.local_addr().unwrap();
+        let mut batch = TxBatch::default();
+        for (i, &len) in lens.iter().enumerate() {
+            batch.push(to, Some(EcnCodepoint::Ect0), &vec![i as u8; len]);
+        }
+        assert_eq!(batch.len(), lens.len());
+        a.send_batch(&batch).await.unwrap();
+        let mut got = Vec::new();
+        let mut rx = RxBuffers::new();
+        while got.len() < lens.len() {
+            b.readable().await.unwrap();
+            let _ = b.recv_batch(&mut rx, |_, _, dg| got.push(dg.to_vec()));
+        }
+        got
+    }
+
+    #[tokio::test]
+    async fn a_gso_batch_arrives_as_separate_datagrams() {
+        // Three equal datagrams and a shorter last one: one GSO run if
+        // the kernel has GSO, four sends otherwise; either way four arrive.
+        let got = roundtrip(&[1000, 1000, 1000, 300]).await;
+        let lens: Vec<usize> = got.iter().map(Vec::len).collect();
+        assert_eq!(lens, vec![1000, 1000, 1000, 300]);
+        for (i, dg) in got.iter().enumerate() {
+            assert!(dg.iter().all(|&x| x == i as u8));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_longer_than_one_udp_length_is_split() {
+        // 60 × 1452 bytes is more than 65,535: sent as one run it would be
+        // refused by the kernel and silently lost.
+        let lens = vec![1452; 60];
+        let got = roundtrip(&lens).await;
+        assert_eq!(got.len(), 60);
+        for (i, dg) in got.iter().enumerate() {
+            assert_eq!(dg.len(), 1452);
+            assert!(dg.iter().all(|&x| x == i as u8), "datagram {i} in order");
+        }
+    }
+}
