@@ -133,7 +133,7 @@ bulk_once() {
   bytes=$(jq -r "$jqb" "$TMP/c.json"); bps=$(jq -r "$jqs" "$TMP/c.json"); secs=$(jq -r "$jqd" "$TMP/c.json")
   cpu=$(awk -v a="$(cpu_of "$TMP/c.time")" -v b="$(cpu_of "$TMP/s.time")" 'BEGIN { print a + b }')
   awk -v r="$run" -v w="$who" -v by="$bytes" -v bps="$bps" -v s="$secs" -v c="$cpu" \
-    'BEGIN { printf "%d,%s,%d,%.3f,%.3f,%.3f,%.3f\n", r, w, by, s, bps / 1e9, c, c / (by / 1e9) }' >>"$OUT/bulk.csv"
+    'BEGIN { printf "%d,%s,%.0f,%.3f,%.3f,%.3f,%.3f\n", r, w, by, s, bps / 1e9, c, c / (by / 1e9) }' >>"$OUT/bulk.csv"
   note "bulk run $run/$RUNS $who: $(tail -n 1 "$OUT/bulk.csv")"
 }
 

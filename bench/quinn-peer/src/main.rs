@@ -19,6 +19,10 @@
 //! Usage:
 //!   quinn-peer server --listen ADDR [--once] [--cert-out FILE]
 //!   quinn-peer client --connect ADDR [--duration SECS] [--cert FILE]
+//!   quinn-peer idle --connect ADDR [--connections N] [--duration SECS] [--cert FILE]
+//!
+//! `idle` opens N connections (default 1000) and holds them, without
+//! streams, for `--duration`; it prints `{"connections": N}` once all are up.
 //!
 //! The client prints one JSON object on stdout:
 //! `{"throughput_bps": .., "bytes": .., "duration_s": ..}`.
@@ -37,7 +41,8 @@ const CHUNK_BYTES: usize = 64 * 1024;
 fn usage() -> ! {
     eprintln!(
         "usage:\n  quinn-peer server --listen ADDR [--once] [--cert-out FILE]\n  \
-         quinn-peer client --connect ADDR [--duration SECS] [--cert FILE]"
+         quinn-peer client --connect ADDR [--duration SECS] [--cert FILE]\n  \
+         quinn-peer idle --connect ADDR [--connections N] [--duration SECS] [--cert FILE]"
     );
     std::process::exit(2)
 }
@@ -48,6 +53,7 @@ struct Opts {
     once: bool,
     cert: PathBuf,
     duration: Duration,
+    connections: usize,
 }
 
 fn parse(args: &[String]) -> Result<Opts, Error> {
@@ -55,6 +61,7 @@ fn parse(args: &[String]) -> Result<Opts, Error> {
     let mut once = false;
     let mut cert = PathBuf::from(DEFAULT_CERT);
     let mut duration = Duration::from_secs(10);
+    let mut connections = 1000;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = |name: &str| {
@@ -71,6 +78,7 @@ fn parse(args: &[String]) -> Result<Opts, Error> {
                 let secs: f64 = v.trim_end_matches('s').parse()?;
                 duration = Duration::from_secs_f64(secs);
             }
+            "--connections" => connections = value(a)?.parse()?,
             other => return Err(format!("unknown option {other}").into()),
         }
     }
@@ -79,6 +87,7 @@ fn parse(args: &[String]) -> Result<Opts, Error> {
         once,
         cert,
         duration,
+        connections,
     })
 }
 
@@ -99,6 +108,7 @@ fn main() {
     let result = match role.as_str() {
         "server" => rt.block_on(server(opts)),
         "client" => rt.block_on(client(opts)),
+        "idle" => rt.block_on(idle(opts)),
         _ => usage(),
     };
     if let Err(e) = result {
@@ -116,32 +126,64 @@ async fn server(opts: Opts) -> Result<(), Error> {
     let endpoint = quinn::Endpoint::server(config, opts.addr)?;
     eprintln!("quinn-peer server listening on {}", endpoint.local_addr()?);
     while let Some(incoming) = endpoint.accept().await {
-        let served = async {
-            let conn = incoming.await?;
-            let (mut send, mut recv) = conn.accept_bi().await?;
-            let mut total: u64 = 0;
-            while let Some(chunk) = recv.read_chunk(usize::MAX, true).await? {
-                total += chunk.bytes.len() as u64;
-            }
-            send.write_all(&total.to_be_bytes()).await?;
-            send.finish()?;
-            // The client closes once it has read the count.
-            conn.closed().await;
-            Ok::<u64, Error>(total)
-        };
-        match served.await {
-            Ok(bytes) => eprintln!("quinn-peer server: received {bytes} bytes"),
-            Err(e) => eprintln!("quinn-peer server: connection failed: {e}"),
-        }
         if opts.once {
+            report(serve(incoming).await);
             break;
         }
+        // Many clients at once (the idle-connection count): one task each.
+        tokio::spawn(async move { report(serve(incoming).await) });
     }
     endpoint.wait_idle().await;
     Ok(())
 }
 
-async fn client(opts: Opts) -> Result<(), Error> {
+/// Serve one connection: count the bulk stream, answer with the count.
+/// A connection that never opens a stream (an idle one) ends when closed.
+async fn serve(incoming: quinn::Incoming) -> Result<u64, Error> {
+    let conn = incoming.await?;
+    let (mut send, mut recv) = match conn.accept_bi().await {
+        Ok(s) => s,
+        Err(quinn::ConnectionError::ApplicationClosed(_)) => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    let mut total: u64 = 0;
+    while let Some(chunk) = recv.read_chunk(usize::MAX, true).await? {
+        total += chunk.bytes.len() as u64;
+    }
+    send.write_all(&total.to_be_bytes()).await?;
+    send.finish()?;
+    // The client closes once it has read the count.
+    conn.closed().await;
+    Ok(total)
+}
+
+fn report(served: Result<u64, Error>) {
+    match served {
+        Ok(0) => {}
+        Ok(bytes) => eprintln!("quinn-peer server: received {bytes} bytes"),
+        Err(e) => eprintln!("quinn-peer server: connection failed: {e}"),
+    }
+}
+
+/// Open `opts.connections` connections, keep them open (idle) for
+/// `opts.duration`, then close them: the server's resident memory while they
+/// are open, over their number, is the memory per connection.
+async fn idle(opts: Opts) -> Result<(), Error> {
+    let endpoint = client_endpoint(&opts)?;
+    let mut conns = Vec::with_capacity(opts.connections);
+    for _ in 0..opts.connections {
+        conns.push(endpoint.connect(opts.addr, "localhost")?.await?);
+    }
+    println!("{{\"connections\": {}}}", conns.len());
+    tokio::time::sleep(opts.duration).await;
+    for c in &conns {
+        c.close(0u32.into(), b"done");
+    }
+    endpoint.wait_idle().await;
+    Ok(())
+}
+
+fn client_endpoint(opts: &Opts) -> Result<quinn::Endpoint, Error> {
     let cert = std::fs::read(&opts.cert)
         .map_err(|e| format!("cannot read {}: {e}", opts.cert.display()))?;
     let mut roots = rustls::RootCertStore::empty();
@@ -154,6 +196,11 @@ async fn client(opts: Opts) -> Result<(), Error> {
     };
     let mut endpoint = quinn::Endpoint::client(bind)?;
     endpoint.set_default_client_config(config);
+    Ok(endpoint)
+}
+
+async fn client(opts: Opts) -> Result<(), Error> {
+    let endpoint = client_endpoint(&opts)?;
     let conn = endpoint.connect(opts.addr, "localhost")?.await?;
     let (mut send, mut recv) = conn.open_bi().await?;
     let chunk = Bytes::from(vec![0u8; CHUNK_BYTES]);
