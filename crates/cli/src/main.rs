@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod cc_cmd;
 mod plot;
+mod reproduce_sltp;
 mod wire_cmd;
 
 /// Peregrine: a transport for things that move, and a laboratory to study it.
@@ -23,6 +24,26 @@ enum Command {
     Cc(cc_cmd::CcArgs),
     /// Encode and decode SLTP datagrams.
     Wire(wire_cmd::WireArgs),
+    /// Reproduce a seed paper's experiments on this machine.
+    Reproduce(ReproduceArgs),
+    /// Background CPU load for `reproduce sltp` (one duty-cycled busy loop).
+    #[command(hide = true)]
+    Hog(reproduce_sltp::hog::HogArgs),
+}
+
+/// Arguments of `peregrine reproduce`: one subcommand per reproduction.
+#[derive(clap::Args, Debug)]
+struct ReproduceArgs {
+    #[command(subcommand)]
+    target: ReproduceTarget,
+}
+
+#[derive(Subcommand, Debug)]
+enum ReproduceTarget {
+    /// Seed 003 (SLTP) §VI: network time of Peregrine vs kernel TCP over
+    /// loopback, 1 KiB to 1 MiB, at 0–100 % background CPU load, with the
+    /// packet-pair probe's latency, bandwidth and burst.
+    Sltp(reproduce_sltp::SltpArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +52,10 @@ fn main() -> ExitCode {
         None => cc_cmd::default_showcase(),
         Some(Command::Cc(args)) => cc_cmd::run(args),
         Some(Command::Wire(args)) => wire_cmd::run(args),
+        Some(Command::Reproduce(args)) => match args.target {
+            ReproduceTarget::Sltp(a) => reproduce_sltp::run(a),
+        },
+        Some(Command::Hog(args)) => reproduce_sltp::hog::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
