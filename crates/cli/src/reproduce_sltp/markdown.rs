@@ -44,6 +44,14 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
         m.cores, m.cpu_model, m.kernel, m.loadavg_start
     );
 
+    for (t, name) in [
+        (Transport::Peregrine, "Peregrine"),
+        (Transport::Tcp, "kernel TCP"),
+    ] {
+        if !r.measurements.iter().any(|m| m.transport == t) {
+            let _ = writeln!(s, "**{name} was not measured in this run** (see `--transports` and the failures below).\n");
+        }
+    }
     s.push_str("## Network time by load (seed Figs. 7, 9, 10)\n\n");
     s.push_str(
         "Median round-trip time in ms; \"P/T\" is Peregrine's time over TCP's (below 1: Peregrine \
@@ -136,9 +144,10 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
          both ends run on one host over loopback: there is no wire, no NIC and no 1 Gbit/s bottleneck, so \
          round trips are bounded by CPU and system calls rather than serialization, and the hog loads the \
          sender and the receiver at once. Kernel TCP over loopback uses a 64 KiB MTU and segment \
-         offloads, while Peregrine sends datagrams of at most one Ethernet-sized packet, so large buffers \
-         cost Peregrine many more system calls per byte; the seed instead capped SLTP payloads at 1452 \
-         bytes to match TCP's segments on Ethernet. Peregrine also differs from the seed's SLTP in ways \
+         offloads, while Peregrine sends packets of at most 1452 bytes by default (its \
+         `max_packet_size`, SLTP's own choice), so a large buffer is ~45 times as many packets for \
+         Peregrine, each crossing the user/kernel boundary unless GSO batches them; the seed's TCP ran \
+         on Ethernet with segments of the same size as SLTP's. Peregrine also differs from the seed's SLTP in ways \
          that cost time per packet (a 32-bit packet number, stream framing, its own acknowledgement \
          scheme) and its window and pacing are set by its congestion controller rather than a fixed \
          144 KB window. The probe figures are measured once per connection at start-up, not per packet \
