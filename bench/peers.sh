@@ -14,7 +14,8 @@
 #      medians over RUNS runs, and ratios;
 #   2. idle: 1,000 concurrent idle connections on one server endpoint; the
 #      server's resident-memory growth per connection (peak RSS while they
-#      are open, VmHWM, minus RSS before);
+#      are open, VmHWM, minus RSS before): quinn-peer idle, and Peregrine
+#      through `perf client --idle-connections` or else bench/peregrine-idle;
 #   3. latency: open loop, 1,000 messages/s of 200 bytes on a priority stream
 #      while a bulk stream saturates, p50/p99 per scheduler
 #      (peregrine perf --latency-trace with a generated trace).
@@ -26,10 +27,13 @@
 # Usage: bench/peers.sh [--runs N] [--duration SECS] [--out DIR] [--only LIST]
 #   env PEREGRINE=path/to/peregrine (default target/release/peregrine, built if missing)
 #   env QUINN_PEER=path/to/quinn-peer (default bench/quinn-peer/target/release/quinn-peer, built if missing)
+#   env PEREGRINE_IDLE=path/to/peregrine-idle (default bench/peregrine-idle/..., built if missing;
+#       used for the idle row when `peregrine perf client` has no --idle-connections)
 #   env BASE_PORT=47100 (ports BASE_PORT .. BASE_PORT+9 on 127.0.0.1)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+INVOCATION="bench/peers.sh $*"
 RUNS=5
 DURATION=5
 OUT="$ROOT/out/peers"
@@ -44,13 +48,14 @@ while [ $# -gt 0 ]; do
     --duration) DURATION=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "peers.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 
 PEREGRINE=${PEREGRINE:-$ROOT/target/release/peregrine}
 QUINN_PEER=${QUINN_PEER:-$ROOT/bench/quinn-peer/target/release/quinn-peer}
+PEREGRINE_IDLE=${PEREGRINE_IDLE:-$ROOT/bench/peregrine-idle/target/release/peregrine-idle}
 mkdir -p "$OUT"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -173,6 +178,9 @@ idle_one() {
     peregrine)
       "$PEREGRINE" perf server --listen "127.0.0.1:$port" >/dev/null 2>&1 &
       client=("$PEREGRINE" perf client --connect "127.0.0.1:$port" --idle-connections "$IDLE_CONNECTIONS" --duration 3s --json) ;;
+    peregrine-idle)
+      "$PEREGRINE_IDLE" server --listen "127.0.0.1:$port" 2>/dev/null &
+      client=("$PEREGRINE_IDLE" client --connect "127.0.0.1:$port" --connections "$IDLE_CONNECTIONS" --duration 3) ;;
   esac
   local spid=$! before after
   sleep 0.5
@@ -209,7 +217,7 @@ latency_one() {
   echo "## Peer benchmark, $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
   echo "Machine: $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), Linux $(uname -r);"
-  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg). Command: \`bench/peers.sh --runs $RUNS --duration $DURATION\`."
+  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg). Command: \`$INVOCATION\`."
   echo
 } >"$OUT/summary.md"
 
@@ -227,7 +235,17 @@ if [[ ",$ONLY," == *",idle,"* ]]; then
   if [ $HAVE_PEREGRINE = 1 ] && "$PEREGRINE" perf client --help 2>/dev/null | grep -q -- --idle-connections; then
     idle_one peregrine
   else
-    note "peregrine perf client has no --idle-connections: the Peregrine idle row is missing"
+    # No perf flag: the same measurement with bench/peregrine-idle (the
+    # `peregrine` crate's Endpoint API, default ConnectionConfig).
+    if [ ! -x "$PEREGRINE_IDLE" ]; then
+      note "building peregrine-idle (cargo build --release in bench/peregrine-idle)"
+      (cd "$ROOT/bench/peregrine-idle" && cargo build --release) || true
+    fi
+    if [ -x "$PEREGRINE_IDLE" ]; then
+      idle_one peregrine-idle
+    else
+      note "neither 'perf client --idle-connections' nor bench/peregrine-idle is available: the Peregrine idle row is missing"
+    fi
   fi
   {
     echo "### $IDLE_CONNECTIONS idle connections on one server endpoint"
