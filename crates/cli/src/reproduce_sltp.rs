@@ -253,6 +253,17 @@ pub fn write_outputs(r: &Results, dir: &Path) -> anyhow::Result<PathBuf> {
             name,
         ));
     }
+    if r.measurements
+        .iter()
+        .any(|m| m.transport == Transport::Peregrine)
+        && r.measurements.iter().any(|m| m.transport == Transport::Tcp)
+    {
+        plots::ratio(r, &dir.join("ratio.svg"))?;
+        plot_files.push((
+            "Peregrine / TCP time ratio by load (seed Fig. 10)".to_string(),
+            "ratio.svg".to_string(),
+        ));
+    }
     if r.measurements.iter().any(|m| !m.probes.is_empty()) {
         for (q, name, caption) in [
             (
@@ -385,6 +396,7 @@ mod tests {
             "summary.json",
             "network_time_load0.svg",
             "network_time_load100.svg",
+            "ratio.svg",
             "probe_latency.svg",
             "probe_bandwidth.svg",
             "probe_burst.svg",

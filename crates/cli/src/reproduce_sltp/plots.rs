@@ -53,6 +53,34 @@ pub fn network_time(r: &Results, load_pct: u8, file: &Path) -> anyhow::Result<()
     )
 }
 
+/// Peregrine's median time over TCP's against size, one line per load
+/// (the message of seed Fig. 10: how the user-space transport fares as
+/// the load takes cycles away).
+pub fn ratio(r: &Results, file: &Path) -> anyhow::Result<()> {
+    let series = r
+        .info
+        .loads_pct
+        .iter()
+        .enumerate()
+        .map(|(i, load)| Series {
+            label: format!("{load} % load"),
+            color: LOAD_COLORS[i % LOAD_COLORS.len()],
+            points: r
+                .info
+                .sizes_bytes
+                .iter()
+                .filter_map(|s| Some((*s as f64 / 1024.0, r.ratio(*load, *s)?)))
+                .collect(),
+        })
+        .collect();
+    draw(
+        file,
+        "Peregrine / TCP network time by load (below 1: Peregrine faster)",
+        "time ratio",
+        series,
+    )
+}
+
 /// Which probe quantity to plot.
 #[derive(Debug, Clone, Copy)]
 pub enum ProbeQuantity {
