@@ -155,6 +155,7 @@ fn draw(file: &Path, title: &str, y_desc: &str, series: Vec<Series>) -> anyhow::
         .configure_mesh()
         .x_desc("buffer size (KiB)")
         .y_desc(y_desc)
+        .light_line_style(WHITE.mix(0.0))
         .x_label_formatter(&|v| format!("{v:.0}"))
         .y_label_formatter(&|v| format!("{v:.3}"))
         .draw()
