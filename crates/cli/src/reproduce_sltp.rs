@@ -135,7 +135,10 @@ pub fn run(args: SltpArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
 
     let peregrine = if plan.transports.contains(&Transport::Peregrine) {
-        Some(perf::PerfServer::start(&perf_bin)?)
+        Some(perf::PerfServer::start(
+            &perf_bin,
+            &dir.join("perf-server.log"),
+        )?)
     } else {
         None
     };

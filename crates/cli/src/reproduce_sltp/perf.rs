@@ -10,7 +10,6 @@
 
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
-use std::io::Read as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -101,23 +100,25 @@ pub struct PerfServer {
 }
 
 impl PerfServer {
-    /// Start `bin perf server --listen 127.0.0.1:PORT` on a free UDP port and
-    /// check that it is still running shortly after.
-    pub fn start(bin: &Path) -> anyhow::Result<PerfServer> {
+    /// Start `bin perf server --listen 127.0.0.1:PORT` on a free UDP port,
+    /// its standard error going to `log`, and check that it is still
+    /// running shortly after.
+    pub fn start(bin: &Path, log: &Path) -> anyhow::Result<PerfServer> {
         let addr = free_udp_port()?;
+        // A file, not a pipe: nobody reads the server's diagnostics while it
+        // runs, and a full or closed pipe would stall or kill it.
+        let log_file = std::fs::File::create(log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
         let mut child = Command::new(bin)
             .args(["perf", "server", "--listen", &addr.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(log_file)
             .spawn()
             .with_context(|| format!("cannot start {} perf server", bin.display()))?;
         std::thread::sleep(Duration::from_millis(300));
         if let Some(status) = child.try_wait()? {
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                let _ = e.read_to_string(&mut err);
-            }
+            let err = std::fs::read_to_string(log).unwrap_or_default();
             bail!(
                 "`{} perf server` exited at once ({status}): {}\n\
                  (this command drives Peregrine through `peregrine perf`; \
@@ -126,9 +127,6 @@ impl PerfServer {
                 err.trim()
             );
         }
-        // The server's diagnostics are not read; closing the pipe would make
-        // its writes fail, so it goes to /dev/null from here on: drop ours.
-        drop(child.stderr.take());
         Ok(PerfServer { child, addr })
     }
 }
