@@ -201,7 +201,7 @@ latency_one() {
   local sched=$1 port=$((BASE_PORT + 3))
   start_server "$TMP/s.time" "$PEREGRINE" perf server --listen "127.0.0.1:$port" --once
   if ! timeout $((DURATION + 30)) "$PEREGRINE" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" \
-      --streams 2 --scheduler "$sched" --latency-trace "$TMP/trace.csv" --json >"$TMP/lat.json" 2>"$TMP/lat.err"; then
+      --streams 1 --scheduler "$sched" --latency-trace "$TMP/trace.csv" --json >"$TMP/lat.json" 2>"$TMP/lat.err"; then
     note "latency run of $sched failed: $(tail -n 2 "$TMP/lat.err" | tr '\n' ' ')"
     stop_server; return 0
   fi
