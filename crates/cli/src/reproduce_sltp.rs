@@ -25,7 +25,7 @@ pub mod tcp_echo;
 use anyhow::{bail, Context};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use report::{fmt_size, Machine, Measurement, Results, RunInfo, Transport};
+use report::{fmt_size, AchievedLoad, Machine, Measurement, Results, RunInfo, Transport};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -155,6 +155,7 @@ pub fn run(args: SltpArgs) -> anyhow::Result<()> {
     let hog_bound_s = if args.quick { 120.0 } else { 1800.0 };
     let mut points: BTreeMap<(Transport, u8, u64), Measurement> = BTreeMap::new();
     let mut failures = Vec::new();
+    let mut achieved = Vec::new();
     for &load in &plan.loads_pct {
         let hog = hog::Hog::start(&exe, load, machine.cores, hog_bound_s)?;
         if hog.len() > 0 {
@@ -201,7 +202,10 @@ pub fn run(args: SltpArgs) -> anyhow::Result<()> {
                 }
             }
         }
-        drop(hog);
+        achieved.push(AchievedLoad {
+            load_pct: load,
+            hog_cpu_pct: hog.stop(machine.cores),
+        });
     }
     bar.finish_and_clear();
     drop(peregrine);
@@ -215,6 +219,7 @@ pub fn run(args: SltpArgs) -> anyhow::Result<()> {
             connections: plan.connections,
             echoes_per_connection: plan.echoes,
             elapsed_s: started.elapsed().as_secs_f64(),
+            achieved_load: achieved,
             machine,
         },
         measurements: points

@@ -11,6 +11,11 @@
 //! - bounded twice: each hog exits after `--seconds` on its own and as soon
 //!   as its parent is gone (re-parented), so a crashed `reproduce` leaves no
 //!   spinning orphans; [`Hog`] kills its children when dropped.
+//
+// A hog is wall-clock load by definition, and the share it got is measured
+// against wall-clock time: this module reads the clock (CLI runtime, not
+// the sans-IO core).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use anyhow::{bail, Context};
 use clap::Args;
@@ -42,8 +47,6 @@ pub fn check_duty(duty: f64) -> anyhow::Result<f64> {
 }
 
 /// Run one hog until `--seconds` pass or the parent process goes away.
-// The hog is wall-clock load by definition: it must read the clock.
-#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 pub fn run(args: HogArgs) -> anyhow::Result<()> {
     let duty = check_duty(args.duty)?;
     if !(args.seconds.is_finite() && args.seconds >= 0.0) {
@@ -73,6 +76,22 @@ pub fn run(args: HogArgs) -> anyhow::Result<()> {
 /// A set of hog processes, one per core; killed when dropped.
 pub struct Hog {
     children: Vec<Child>,
+    // When they were started, to turn their CPU time into a share.
+    started: std::time::Instant,
+}
+
+/// CPU seconds (user + system) a live process has used, from
+/// /proc/PID/stat; `None` if unreadable. /proc reports clock ticks of
+/// USER_HZ, which Linux fixes at 100 for user space.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; fields resume after ')'.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After ')' come state (field 3) ... utime is field 14, stime 15.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }
 
 impl Hog {
@@ -82,6 +101,7 @@ impl Hog {
         let duty = check_duty(f64::from(load_pct) / 100.0)?;
         let mut hog = Hog {
             children: Vec::new(),
+            started: std::time::Instant::now(),
         };
         if load_pct == 0 {
             return Ok(hog);
@@ -98,6 +118,7 @@ impl Hog {
             // Pushed at once so that a later failure still kills this one (Drop).
             hog.children.push(child);
         }
+        hog.started = std::time::Instant::now();
         Ok(hog)
     }
 
@@ -105,16 +126,32 @@ impl Hog {
     pub fn len(&self) -> usize {
         self.children.len()
     }
+
+    /// Stop the hogs; the share of the `cores` they actually got while they
+    /// ran, percent (on a busy machine less than asked). `None` with no hog
+    /// or when /proc cannot be read.
+    pub fn stop(mut self, cores: usize) -> Option<f64> {
+        let secs = self.started.elapsed().as_secs_f64();
+        let children = std::mem::take(&mut self.children);
+        // Read the CPU time before the kill: a reaped process has no /proc entry.
+        let used: Option<f64> = children.iter().map(|c| cpu_seconds(c.id())).sum();
+        let measured = !children.is_empty() && cores > 0 && secs > 0.0;
+        children.into_iter().for_each(kill);
+        used.filter(|_| measured)
+            .map(|u| 100.0 * u / (secs * cores as f64))
+    }
+}
+
+fn kill(mut c: Child) {
+    let _ = c.kill();
+    let _ = c.wait();
 }
 
 impl Drop for Hog {
     fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-        }
-        for c in &mut self.children {
-            let _ = c.wait();
-        }
+        std::mem::take(&mut self.children)
+            .into_iter()
+            .for_each(kill);
     }
 }
 
@@ -150,5 +187,15 @@ mod tests {
     fn zero_load_starts_nothing() {
         let hog = Hog::start(Path::new("/nonexistent"), 0, 4, 1.0).expect("no process needed");
         assert_eq!(hog.len(), 0);
+        assert_eq!(hog.stop(4), None);
+    }
+
+    #[test]
+    fn cpu_seconds_of_this_process() {
+        // This test process has run code, so it has a CPU time; a pid that
+        // cannot exist has none.
+        let me = cpu_seconds(std::process::id()).expect("/proc/self/stat readable");
+        assert!(me >= 0.0);
+        assert_eq!(cpu_seconds(u32::MAX), None);
     }
 }

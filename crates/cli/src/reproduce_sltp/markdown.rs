@@ -44,6 +44,18 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
         m.cores, m.cpu_model, m.kernel, m.loadavg_start
     );
 
+    if i.achieved_load.iter().any(|a| a.hog_cpu_pct.is_some()) {
+        s.push_str(
+            "Load the hogs actually got (their CPU time over the level's wall time and all cores; on a \
+             busy machine the scheduler shares the cores with other work, so less than asked):\n\n\
+             | requested | hog CPU share |\n|---:|---:|\n",
+        );
+        for a in &i.achieved_load {
+            let got = a.hog_cpu_pct.map_or("-".into(), |p| format!("{p:.0} %"));
+            let _ = writeln!(s, "| {} % | {got} |", a.load_pct);
+        }
+        s.push('\n');
+    }
     for (t, name) in [
         (Transport::Peregrine, "Peregrine"),
         (Transport::Tcp, "kernel TCP"),
@@ -89,6 +101,9 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
          connection start, with probe packets of its own size, so the buffer size changes these \
          figures only through the load and noise at the time; the seed plots them against packet size.\n\n",
     );
+    if let Some(note) = constant_bandwidth_note(r) {
+        s.push_str(&note);
+    }
     let _ = write!(s, "| size |");
     for load in &i.loads_pct {
         let _ = write!(s, " {load} % |");
@@ -158,6 +173,29 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
     s
 }
 
+/// When every probe reports the same bandwidth, say why: the two answers
+/// came back closer together than the probe can resolve, so it used its
+/// smallest dispersion and the bandwidth is a ceiling, not a measurement.
+fn constant_bandwidth_note(r: &Results) -> Option<String> {
+    let bws: Vec<f64> = r
+        .measurements
+        .iter()
+        .flat_map(|m| m.probes.iter().map(|p| p.bandwidth_bps))
+        .collect();
+    let first = *bws.first()?;
+    if bws.len() < 2 || bws.iter().any(|b| *b != first) {
+        return None;
+    }
+    Some(format!(
+        "**Every one of the {} probes reports the same bandwidth, {:.3} Gbit/s.** The gap between the two \
+         answers was at the probe's resolution (for 1452-byte probes this value is one probe per \
+         microsecond), so here the bandwidth is a ceiling, not a measurement, and the burst \
+         (latency / dispersion × probe size) only follows the latency.\n\n",
+        bws.len(),
+        first / 1e9
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::report::tests::fixture;
@@ -183,5 +221,19 @@ mod tests {
         // A point that was not measured is a dash, not a zero.
         assert!(md.contains("| 1 MiB | - |"), "{md}");
         assert!(md.contains("## Failed measurements"));
+        assert!(md.contains("| 100 % | 62 % |"), "{md}");
+        // The fixture's probes differ: no ceiling note.
+        assert!(!md.contains("same bandwidth"));
+        let mut same = r.clone();
+        for m in &mut same.measurements {
+            for p in &mut m.probes {
+                p.bandwidth_bps = 11_616_000_000.0;
+            }
+        }
+        let md = report_md(&same, &[]);
+        assert!(
+            md.contains("Every one of the 4 probes reports the same bandwidth, 11.616 Gbit/s"),
+            "{md}"
+        );
     }
 }

@@ -75,6 +75,16 @@ pub struct Machine {
     pub loadavg_start: String,
 }
 
+/// The load a level asked for and the CPU share its hogs actually got.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AchievedLoad {
+    /// Requested background load, percent.
+    pub load_pct: u8,
+    /// CPU the hogs used over the level, percent of all cores; `None` with
+    /// no hog (0 %) or when /proc could not be read.
+    pub hog_cpu_pct: Option<f64>,
+}
+
 /// What was run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunInfo {
@@ -92,6 +102,8 @@ pub struct RunInfo {
     pub echoes_per_connection: usize,
     /// Wall-clock length of the run, seconds.
     pub elapsed_s: f64,
+    /// Per load level, what the hogs achieved.
+    pub achieved_load: Vec<AchievedLoad>,
     /// The machine.
     pub machine: Machine,
 }
@@ -381,6 +393,16 @@ pub(crate) mod tests {
                 connections: 2,
                 echoes_per_connection: 3,
                 elapsed_s: 12.0,
+                achieved_load: vec![
+                    AchievedLoad {
+                        load_pct: 0,
+                        hog_cpu_pct: None,
+                    },
+                    AchievedLoad {
+                        load_pct: 100,
+                        hog_cpu_pct: Some(61.5),
+                    },
+                ],
                 machine: Machine {
                     cores: 2,
                     cpu_model: "Test CPU".into(),
