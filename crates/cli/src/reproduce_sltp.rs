@@ -55,10 +55,10 @@ pub struct SltpArgs {
     /// Background loads in percent, comma-separated (default 0,25,50,75,100).
     #[arg(long, value_delimiter = ',')]
     loads: Vec<u8>,
-    /// Connections per point and transport (default 3; 1 with --quick).
+    /// Connections per point and transport (default 5; 1 with --quick).
     #[arg(long)]
     connections: Option<usize>,
-    /// Round trips per connection (default 5).
+    /// Round trips per connection (default 10; 5 with --quick).
     #[arg(long)]
     echoes: Option<usize>,
     /// The binary providing `perf` (default: this one). For tests.
@@ -101,8 +101,8 @@ fn plan(args: &SltpArgs) -> anyhow::Result<Plan> {
     if let Some(bad) = loads_pct.iter().find(|l| **l > 100) {
         bail!("--loads: {bad} is not a percentage (0 ..= 100)");
     }
-    let connections = args.connections.unwrap_or(if args.quick { 1 } else { 3 });
-    let echoes = args.echoes.unwrap_or(5);
+    let connections = args.connections.unwrap_or(if args.quick { 1 } else { 5 });
+    let echoes = args.echoes.unwrap_or(if args.quick { 5 } else { 10 });
     if connections == 0 || echoes == 0 {
         bail!("--connections and --echoes must be at least 1");
     }

@@ -97,9 +97,10 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
     s.push_str("## Packet-pair probing by load (seed Figs. 11–13)\n\n");
     s.push_str(
         "What Peregrine's packet-pair probe (ECHO_1/ECHO_2) measured on the connections of each point \
-         (median over connections): latency ms / bandwidth MB/s / burst KiB. Peregrine probes once at \
-         connection start, with probe packets of its own size, so the buffer size changes these \
-         figures only through the load and noise at the time; the seed plots them against packet size.\n\n",
+         (median over connections): latency ms / bandwidth MB/s / burst KiB. Peregrine probes at \
+         connection start and again after a burst of NACKs, and `perf` reports the latest probe, so for \
+         a large buffer it may have been taken mid-transfer with queues full; the seed plots these \
+         figures against packet size.\n\n",
     );
     if let Some(note) = constant_bandwidth_note(r) {
         s.push_str(&note);
@@ -165,9 +166,9 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
          on Ethernet with segments of the same size as SLTP's. Peregrine also differs from the seed's SLTP in ways \
          that cost time per packet (a 32-bit packet number, stream framing, its own acknowledgement \
          scheme) and its window and pacing are set by its congestion controller rather than a fixed \
-         144 KB window. The probe figures are measured once per connection at start-up, not per packet \
-         size, so they are not the same quantity as the seed's Figs. 11–13, which plot them against \
-         packet size. Finally this machine is shared with other jobs, so a \"0 %\" level is not idle; \
+         144 KB window. The probe figures are Peregrine's latest packet-pair test on each connection \
+         (at start-up, or repeated after NACKs), not a test per packet size, so they are not quite the \
+         quantity of the seed's Figs. 11–13, which plot them against packet size. Finally this machine is shared with other jobs, so a \"0 %\" level is not idle; \
          medians of repeated round trips are quoted to damp that noise.\n",
     );
     s
