@@ -14,6 +14,10 @@
 //! `Endpoint::client`, `connect`, `accept`, `close`, with default
 //! `ConnectionConfig`s, so the figure is what an application pays per peer.
 
+// A benchmark process, not the sans-IO core: it reads the clock and opens
+// sockets (the workspace clippy.toml bans apply to cc/proto/sim).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use peregrine::{ConnectionConfig, Endpoint};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -48,15 +52,25 @@ fn parse(args: &[String]) -> Result<Opts, Error> {
     let (mut addr, mut connections, mut duration) = (None, 1000, Duration::from_secs(3));
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        let mut value = || it.next().cloned().ok_or_else(|| format!("{a} needs a value"));
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{a} needs a value"))
+        };
         match a.as_str() {
             "--listen" | "--connect" => addr = Some(value()?.parse()?),
             "--connections" => connections = value()?.parse()?,
-            "--duration" => duration = Duration::from_secs_f64(value()?.trim_end_matches('s').parse()?),
+            "--duration" => {
+                duration = Duration::from_secs_f64(value()?.trim_end_matches('s').parse()?)
+            }
             other => return Err(format!("unknown option {other}").into()),
         }
     }
-    Ok(Opts { addr: addr.ok_or("missing --listen/--connect ADDR")?, connections, duration })
+    Ok(Opts {
+        addr: addr.ok_or("missing --listen/--connect ADDR")?,
+        connections,
+        duration,
+    })
 }
 
 fn main() {
@@ -83,7 +97,10 @@ fn main() {
 
 async fn server(opts: Opts) -> Result<(), Error> {
     let endpoint = Endpoint::server(opts.addr, ConnectionConfig::default())?;
-    eprintln!("peregrine-idle server listening on {}", endpoint.local_addr());
+    eprintln!(
+        "peregrine-idle server listening on {}",
+        endpoint.local_addr()
+    );
     let mut open = Vec::new();
     while let Some(conn) = endpoint.accept().await {
         open.push(conn);
@@ -92,12 +109,20 @@ async fn server(opts: Opts) -> Result<(), Error> {
 }
 
 async fn client(opts: Opts) -> Result<(), Error> {
-    let bind: SocketAddr = if opts.addr.is_ipv6() { "[::]:0".parse()? } else { "0.0.0.0:0".parse()? };
+    let bind: SocketAddr = if opts.addr.is_ipv6() {
+        "[::]:0".parse()?
+    } else {
+        "0.0.0.0:0".parse()?
+    };
     let endpoint = Endpoint::client(bind)?;
     let before = rss_kib();
     let mut conns = Vec::with_capacity(opts.connections);
     for _ in 0..opts.connections {
-        conns.push(endpoint.connect(opts.addr, ConnectionConfig::default()).await?);
+        conns.push(
+            endpoint
+                .connect(opts.addr, ConnectionConfig::default())
+                .await?,
+        );
     }
     let open = rss_kib();
     println!(

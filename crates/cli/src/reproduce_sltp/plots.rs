@@ -156,6 +156,8 @@ fn draw(file: &Path, title: &str, y_desc: &str, series: Vec<Series>) -> anyhow::
         .x_desc("buffer size (KiB)")
         .y_desc(y_desc)
         .light_line_style(WHITE.mix(0.0))
+        .x_labels(12)
+        .y_labels(12)
         .x_label_formatter(&|v| format!("{v:.0}"))
         .y_label_formatter(&|v| format!("{v:.3}"))
         .draw()
