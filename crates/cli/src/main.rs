@@ -20,6 +20,7 @@ mod progress;
 mod published;
 #[allow(dead_code)]
 mod report;
+mod reproduce_sltp;
 mod sim_cmd;
 #[allow(dead_code)]
 mod sweep_cli;
@@ -45,6 +46,26 @@ enum Command {
     Bench(sim_cmd::BenchArgs),
     /// Measure Peregrine over real UDP (iperf-like server and client).
     Perf(perf_cmd::PerfArgs),
+    /// Reproduce a seed paper's experiments on this machine.
+    Reproduce(ReproduceArgs),
+    /// Background CPU load for `reproduce sltp` (one duty-cycled busy loop).
+    #[command(hide = true)]
+    Hog(reproduce_sltp::hog::HogArgs),
+}
+
+/// Arguments of `peregrine reproduce`: one subcommand per reproduction.
+#[derive(clap::Args, Debug)]
+struct ReproduceArgs {
+    #[command(subcommand)]
+    target: ReproduceTarget,
+}
+
+#[derive(Subcommand, Debug)]
+enum ReproduceTarget {
+    /// Seed 003 (SLTP) §VI: network time of Peregrine vs kernel TCP over
+    /// loopback, 1 KiB to 1 MiB, at 0–100 % background CPU load, with the
+    /// packet-pair probe's latency, bandwidth and burst.
+    Sltp(reproduce_sltp::SltpArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +77,10 @@ fn main() -> ExitCode {
         Some(Command::Sim(args)) => sim_cmd::run(args),
         Some(Command::Bench(args)) => sim_cmd::bench(args),
         Some(Command::Perf(args)) => perf_cmd::run(args),
+        Some(Command::Reproduce(args)) => match args.target {
+            ReproduceTarget::Sltp(a) => reproduce_sltp::run(a),
+        },
+        Some(Command::Hog(args)) => reproduce_sltp::hog::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

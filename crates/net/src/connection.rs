@@ -255,7 +255,10 @@ impl Connection {
                     .proto
                     .send_message_with_deadline(h, now, stream, bytes, deadline)
                 {
-                    Err(SendError::BufferFull) => {
+                    // The connection's buffer is full, or the endpoint's
+                    // pool is at its ceiling: wait (the driver wakes us on
+                    // acknowledgements and on `Event::Writable`).
+                    Err(SendError::BufferFull) | Err(SendError::WouldBlock { .. }) => {
                         if let Some(c) = st.conns.get_mut(&h) {
                             c.send_waiting = true;
                         }

@@ -193,9 +193,22 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
                     }
                 }
             }
+            Event::Writable => {
+                if let Some(c) = st.conns.get_mut(&h) {
+                    c.send_waiting = false;
+                    c.changed.notify_waiters();
+                }
+            }
+            // Migration and multicast membership are visible in the stats
+            // and through the proto endpoint's group API; nothing to wake.
             Event::SecurityViolation { .. }
             | Event::MessageAbandoned { .. }
-            | Event::NetworkReset => {}
+            | Event::NetworkReset
+            | Event::PathMigrated { .. }
+            | Event::GroupJoined { .. }
+            | Event::GroupLeft { .. }
+            | Event::PeerJoined { .. }
+            | Event::PeerLeft { .. } => {}
         }
     }
     accepted

@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# Peregrine's peer benchmark (issue 12, item 4; documented in docs/performance.md).
+#
+# One run on loopback, contenders interleaved (run 1 of each, then run 2 of
+# each, ...), so slow drift of a shared machine hits every contender alike:
+#
+#   1. bulk: one connection for DURATION seconds, as Gbit/s and CPU-seconds
+#      per GB (user + system of client and server, from /usr/bin/time):
+#        peregrine          peregrine perf server --once / perf client --json
+#        tcp-cubic          iperf3 -C cubic
+#        tcp-cubic-mss1448  iperf3 -C cubic -M 1448 (segments the size of a
+#                           Peregrine/QUIC datagram)
+#        quinn              bench/quinn-peer (quinn defaults, one stream)
+#      medians over RUNS runs, and ratios;
+#   2. idle: 1,000 concurrent idle connections on one server endpoint; the
+#      server's resident-memory growth per connection (peak RSS while they
+#      are open, VmHWM, minus RSS before): quinn-peer idle, and Peregrine
+#      through `perf client --idle-connections` or else bench/peregrine-idle;
+#   3. latency: open loop, 1,000 messages/s of 200 bytes on a priority stream
+#      while a bulk stream saturates, p50/p99 per scheduler
+#      (peregrine perf --latency-trace with a generated trace).
+#
+# A contender whose tool is missing is skipped with a notice saying how to
+# get it; the run goes on. Results: OUT/bulk.csv, idle.csv, latency.csv and
+# OUT/summary.md (Markdown tables).
+#
+# Usage: bench/peers.sh [--runs N] [--duration SECS] [--out DIR] [--only LIST]
+#   env PEREGRINE=path/to/peregrine (default target/release/peregrine, built if missing)
+#   env QUINN_PEER=path/to/quinn-peer (default bench/quinn-peer/target/release/quinn-peer, built if missing)
+#   env PEREGRINE_IDLE=path/to/peregrine-idle (default bench/peregrine-idle/..., built if missing;
+#       used for the idle row when `peregrine perf client` has no --idle-connections)
+#   env BASE_PORT=47100 (ports BASE_PORT .. BASE_PORT+9 on 127.0.0.1)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+INVOCATION="bench/peers.sh $*"
+RUNS=5
+DURATION=5
+OUT="$ROOT/out/peers"
+ONLY="bulk,idle,latency"
+IDLE_CONNECTIONS=1000
+SCHEDULERS="rr wfq abs adaptive edf aging"
+BASE_PORT=${BASE_PORT:-47100}
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) RUNS=$2; shift 2 ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    *) echo "peers.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+PEREGRINE=${PEREGRINE:-$ROOT/target/release/peregrine}
+QUINN_PEER=${QUINN_PEER:-$ROOT/bench/quinn-peer/target/release/quinn-peer}
+PEREGRINE_IDLE=${PEREGRINE_IDLE:-$ROOT/bench/peregrine-idle/target/release/peregrine-idle}
+mkdir -p "$OUT"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+note() { echo "peers.sh: $*" >&2; }
+
+# ---- tools ----------------------------------------------------------------
+for tool in jq /usr/bin/time; do
+  command -v "$tool" >/dev/null || { note "$tool is required (apt-get install -y ${tool##*/})"; exit 1; }
+done
+HAVE_IPERF=1
+if ! command -v iperf3 >/dev/null; then
+  HAVE_IPERF=0
+  note "iperf3 not found: the kernel-TCP rows are skipped (install with: apt-get install -y iperf3)"
+fi
+if [ ! -x "$PEREGRINE" ]; then
+  note "building $PEREGRINE (cargo build --release -p peregrine-cli)"
+  (cd "$ROOT" && cargo build --release -p peregrine-cli) || true
+fi
+HAVE_PEREGRINE=1
+if ! "$PEREGRINE" perf --help >/dev/null 2>&1; then
+  HAVE_PEREGRINE=0
+  note "'$PEREGRINE perf' is not available: the Peregrine rows are skipped"
+fi
+if [ ! -x "$QUINN_PEER" ]; then
+  note "building quinn-peer (cargo build --release in bench/quinn-peer)"
+  (cd "$ROOT/bench/quinn-peer" && cargo build --release) || true
+fi
+HAVE_QUINN=1
+[ -x "$QUINN_PEER" ] || { HAVE_QUINN=0; note "quinn-peer could not be built: the quinn rows are skipped"; }
+
+CONTENDERS=()
+[ $HAVE_PEREGRINE = 1 ] && CONTENDERS+=(peregrine)
+[ $HAVE_IPERF = 1 ] && CONTENDERS+=(tcp-cubic tcp-cubic-mss1448)
+[ $HAVE_QUINN = 1 ] && CONTENDERS+=(quinn)
+
+# Median of numbers on stdin, one per line.
+median() {
+  sort -g | awk '{a[NR]=$1} END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'
+}
+# user + system seconds from a /usr/bin/time -f "%U %S" file (last line).
+cpu_of() { tail -n 1 "$1" | awk '{print $1 + $2}'; }
+# Start a server in the background, timed; its pid in SERVER_PID.
+start_server() {
+  local tfile=$1; shift
+  timeout $((DURATION + 60)) /usr/bin/time -f "%U %S" -o "$tfile" "$@" >"$TMP/server.out" 2>"$TMP/server.err" &
+  SERVER_PID=$!
+  sleep 0.5
+}
+stop_server() {
+  # A --once server exits by itself after its client; give it a moment.
+  for _ in $(seq 1 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+  kill "$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
+}
+
+# ---- 1. bulk -----------------------------------------------------------------
+bulk_once() {
+  local run=$1 who=$2 port=$((BASE_PORT + 1)) client=() jqb jqs jqd
+  case "$who" in
+    peregrine)
+      start_server "$TMP/s.time" "$PEREGRINE" perf server --listen "127.0.0.1:$port" --once
+      client=("$PEREGRINE" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" --json)
+      jqb=.bytes; jqs=.throughput_bps; jqd=.duration_s ;;
+    tcp-cubic|tcp-cubic-mss1448)
+      start_server "$TMP/s.time" iperf3 -s -1 -p "$port"
+      client=(iperf3 -c 127.0.0.1 -p "$port" -t "$DURATION" -C cubic -J)
+      [ "$who" = tcp-cubic-mss1448 ] && client+=(-M 1448)
+      jqb=.end.sum_received.bytes; jqs=.end.sum_received.bits_per_second; jqd=.end.sum_received.seconds ;;
+    quinn)
+      start_server "$TMP/s.time" "$QUINN_PEER" server --listen "127.0.0.1:$port" --once --cert-out "$TMP/cert.der"
+      client=("$QUINN_PEER" client --connect "127.0.0.1:$port" --duration "$DURATION" --cert "$TMP/cert.der")
+      jqb=.bytes; jqs=.throughput_bps; jqd=.duration_s ;;
+  esac
+  if ! timeout $((DURATION + 30)) /usr/bin/time -f "%U %S" -o "$TMP/c.time" "${client[@]}" >"$TMP/c.json" 2>"$TMP/c.err"; then
+    note "bulk run $run of $who failed: $(tail -n 2 "$TMP/c.err" | tr '\n' ' ')"
+    stop_server; return 0
+  fi
+  stop_server
+  local bytes bps secs cpu
+  bytes=$(jq -r "$jqb" "$TMP/c.json"); bps=$(jq -r "$jqs" "$TMP/c.json"); secs=$(jq -r "$jqd" "$TMP/c.json")
+  cpu=$(awk -v a="$(cpu_of "$TMP/c.time")" -v b="$(cpu_of "$TMP/s.time")" 'BEGIN { print a + b }')
+  awk -v r="$run" -v w="$who" -v by="$bytes" -v bps="$bps" -v s="$secs" -v c="$cpu" \
+    'BEGIN { printf "%d,%s,%.0f,%.3f,%.3f,%.3f,%.3f\n", r, w, by, s, bps / 1e9, c, c / (by / 1e9) }' >>"$OUT/bulk.csv"
+  note "bulk run $run/$RUNS $who: $(tail -n 1 "$OUT/bulk.csv")"
+}
+
+summary_bulk() {
+  echo "### Bulk: one connection, ${DURATION} s, medians of $RUNS interleaved runs"
+  echo
+  [ $HAVE_PEREGRINE = 1 ] || echo "(Peregrine rows missing: \`peregrine perf\` was not available.)"$'\n'
+  echo "Ratios are the contender's median over the reference's median (throughput: > 1 is faster; CPU: > 1 costs more)."
+  echo
+  echo "| contender | Gbit/s | CPU-s per GB | Gbit/s vs tcp-cubic | CPU-s/GB vs tcp-cubic | Gbit/s vs peregrine | CPU-s/GB vs peregrine | runs |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+  local ref_g ref_c pg pc
+  ref_g=$(awk -F, '$2 == "tcp-cubic" {print $5}' "$OUT/bulk.csv" | median)
+  ref_c=$(awk -F, '$2 == "tcp-cubic" {print $7}' "$OUT/bulk.csv" | median)
+  pg=$(awk -F, '$2 == "peregrine" {print $5}' "$OUT/bulk.csv" | median)
+  pc=$(awk -F, '$2 == "peregrine" {print $7}' "$OUT/bulk.csv" | median)
+  for who in "${CONTENDERS[@]}"; do
+    local g c n
+    g=$(awk -F, -v w="$who" '$2 == w {print $5}' "$OUT/bulk.csv" | median)
+    c=$(awk -F, -v w="$who" '$2 == w {print $7}' "$OUT/bulk.csv" | median)
+    n=$(awk -F, -v w="$who" '$2 == w' "$OUT/bulk.csv" | wc -l)
+    awk -v w="$who" -v g="$g" -v c="$c" -v rg="$ref_g" -v rc="$ref_c" -v pg="$pg" -v pc="$pc" -v n="$n" '
+      function ratio(a, b) { return (b + 0 > 0) ? sprintf("%.2f", a / b) : "-" }
+      BEGIN { printf "| %s | %.2f | %.2f | %s | %s | %s | %s | %d |\n", w, g, c, ratio(g, rg), ratio(c, rc), ratio(g, pg), ratio(c, pc), n }'
+  done
+  echo
+}
+
+# ---- 2. idle connections ---------------------------------------------------------
+rss_kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status"; }
+idle_one() {
+  local who=$1 port=$((BASE_PORT + 2)) client=()
+  case "$who" in
+    quinn)
+      "$QUINN_PEER" server --listen "127.0.0.1:$port" --cert-out "$TMP/cert.der" 2>/dev/null &
+      client=("$QUINN_PEER" idle --connect "127.0.0.1:$port" --connections "$IDLE_CONNECTIONS" --duration 3 --cert "$TMP/cert.der") ;;
+    peregrine)
+      "$PEREGRINE" perf server --listen "127.0.0.1:$port" >/dev/null 2>&1 &
+      client=("$PEREGRINE" perf client --connect "127.0.0.1:$port" --idle-connections "$IDLE_CONNECTIONS" --duration 3s --json) ;;
+    peregrine-idle)
+      "$PEREGRINE_IDLE" server --listen "127.0.0.1:$port" 2>/dev/null &
+      client=("$PEREGRINE_IDLE" client --connect "127.0.0.1:$port" --connections "$IDLE_CONNECTIONS" --duration 3) ;;
+  esac
+  local spid=$! before after
+  sleep 0.5
+  before=$(rss_kib "$spid" VmRSS)
+  if ! timeout 120 "${client[@]}" >"$TMP/idle.out" 2>"$TMP/idle.err"; then
+    note "idle run of $who failed: $(tail -n 2 "$TMP/idle.err" | tr '\n' ' ')"
+  else
+    after=$(rss_kib "$spid" VmHWM)
+    awk -v w="$who" -v n="$IDLE_CONNECTIONS" -v b="$before" -v a="$after" \
+      'BEGIN { printf "%s,%d,%d,%d,%.1f\n", w, n, b, a, (a - b) / n }' >>"$OUT/idle.csv"
+    note "idle $who: $(tail -n 1 "$OUT/idle.csv")"
+  fi
+  kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
+}
+
+# ---- 3. open-loop latency ----------------------------------------------------------
+latency_one() {
+  local sched=$1 port=$((BASE_PORT + 3))
+  start_server "$TMP/s.time" "$PEREGRINE" perf server --listen "127.0.0.1:$port" --once
+  if ! timeout $((DURATION + 30)) "$PEREGRINE" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" \
+      --streams 1 --scheduler "$sched" --latency-trace "$TMP/trace.csv" --json >"$TMP/lat.json" 2>"$TMP/lat.err"; then
+    note "latency run of $sched failed: $(tail -n 2 "$TMP/lat.err" | tr '\n' ' ')"
+    stop_server; return 0
+  fi
+  stop_server
+  # The priority stream is the one that carries latency samples.
+  jq -r --arg s "$sched" '[.streams[] | select(.latency_ms != null and .latency_ms.count > 0)][0]
+    | "\($s),\(.latency_ms.count),\(.latency_ms.p50),\(.latency_ms.p99),\(.latency_ms.mean)"' "$TMP/lat.json" >>"$OUT/latency.csv"
+  note "latency $sched: $(tail -n 1 "$OUT/latency.csv")"
+}
+
+# ---- run --------------------------------------------------------------------
+{
+  echo "## Peer benchmark, $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  echo "Machine: $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), Linux $(uname -r);"
+  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg). Command: \`$INVOCATION\`."
+  echo
+} >"$OUT/summary.md"
+
+if [[ ",$ONLY," == *",bulk,"* ]]; then
+  echo "run,contender,bytes,seconds,gbit_per_s,cpu_s,cpu_s_per_gb" >"$OUT/bulk.csv"
+  for run in $(seq 1 "$RUNS"); do
+    for who in "${CONTENDERS[@]}"; do bulk_once "$run" "$who"; done
+  done
+  summary_bulk >>"$OUT/summary.md"
+fi
+
+if [[ ",$ONLY," == *",idle,"* ]]; then
+  echo "contender,connections,rss_before_kib,rss_peak_kib,kib_per_connection" >"$OUT/idle.csv"
+  [ $HAVE_QUINN = 1 ] && idle_one quinn
+  if [ $HAVE_PEREGRINE = 1 ] && "$PEREGRINE" perf client --help 2>/dev/null | grep -q -- --idle-connections; then
+    idle_one peregrine
+  else
+    # No perf flag: the same measurement with bench/peregrine-idle (the
+    # `peregrine` crate's Endpoint API, default ConnectionConfig).
+    if [ ! -x "$PEREGRINE_IDLE" ]; then
+      note "building peregrine-idle (cargo build --release in bench/peregrine-idle)"
+      (cd "$ROOT/bench/peregrine-idle" && cargo build --release) || true
+    fi
+    if [ -x "$PEREGRINE_IDLE" ]; then
+      idle_one peregrine-idle
+    else
+      note "neither 'perf client --idle-connections' nor bench/peregrine-idle is available: the Peregrine idle row is missing"
+    fi
+  fi
+  {
+    echo "### $IDLE_CONNECTIONS idle connections on one server endpoint"
+    echo
+    echo "| contender | RSS before (KiB) | peak RSS (KiB) | KiB per connection |"
+    echo "|---|---:|---:|---:|"
+    tail -n +2 "$OUT/idle.csv" | awk -F, '{ printf "| %s | %d | %d | %.1f |\n", $1, $3, $4, $5 }'
+    echo
+  } >>"$OUT/summary.md"
+fi
+
+if [[ ",$ONLY," == *",latency,"* ]]; then
+  echo "scheduler,count,p50_ms,p99_ms,mean_ms" >"$OUT/latency.csv"
+  if [ $HAVE_PEREGRINE = 1 ]; then
+    # 1,000 messages/s of 200 bytes (the drone trace's format: gap before each message).
+    { echo "Delays,Data Length"; for _ in $(seq 1 $((DURATION * 1000))); do echo "1000us,200"; done; } >"$TMP/trace.csv"
+    for sched in $SCHEDULERS; do latency_one "$sched"; done
+  fi
+  {
+    echo "### Open-loop latency: 1,000 msg/s × 200 B on a priority stream beside a saturating bulk stream (${DURATION} s)"
+    echo
+    [ $HAVE_PEREGRINE = 1 ] || echo "(missing: \`peregrine perf\` was not available.)"$'\n'
+    echo "| scheduler | messages | p50 ms | p99 ms | mean ms |"
+    echo "|---|---:|---:|---:|---:|"
+    tail -n +2 "$OUT/latency.csv" | awk -F, '{ printf "| %s | %d | %.3f | %.3f | %.3f |\n", $1, $2, $3, $4, $5 }'
+    echo
+  } >>"$OUT/summary.md"
+fi
+
+cat "$OUT/summary.md"
+note "results in $OUT (bulk.csv, idle.csv, latency.csv, summary.md)"

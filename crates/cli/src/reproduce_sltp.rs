@@ -1,0 +1,424 @@
+//! `peregrine reproduce sltp`: seed 003 §VI on this machine.
+//!
+//! "Network time" — send a buffer, receive it back — for buffer sizes from
+//! 1 KiB to 1 MiB, Peregrine (through `peregrine perf` echo mode, as a
+//! subprocess) against the kernel's TCP (an in-process echo over loopback),
+//! at 0, 25, 50, 75 and 100 % background CPU load from hog processes this
+//! command starts and stops itself; plus the latency, bandwidth and burst
+//! Peregrine's packet-pair probe measured on each connection. Writes
+//! `DIR/sltp/report.md` (tables, SVG plots, the seed's findings beside ours),
+//! CSVs and `summary.json`.
+//!
+//! Key choices: the transports are interleaved at every point (Peregrine
+//! then TCP, connection by connection) so drift on a shared machine hits
+//! both alike; every figure is a median of repeated round trips; each load
+//! level gets fresh hogs, killed before the next level starts.
+
+pub mod hog;
+mod markdown;
+pub mod perf;
+mod plots;
+pub mod report;
+pub mod stats;
+pub mod tcp_echo;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use report::{fmt_size, AchievedLoad, Machine, Measurement, Results, RunInfo, Transport};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Arguments of `peregrine reproduce sltp`.
+#[derive(Args, Debug)]
+pub struct SltpArgs {
+    /// A short run (1, 16, 256 KiB and 1 MiB; one connection of 5 round
+    /// trips per point), well under a minute.
+    #[arg(long)]
+    quick: bool,
+    /// Output directory; everything goes to DIR/sltp/.
+    #[arg(long, default_value = "out")]
+    out: PathBuf,
+    /// Transports to measure (Peregrine needs `peregrine perf`).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "peregrine,tcp"
+    )]
+    transports: Vec<Transport>,
+    /// Buffer sizes in bytes, comma-separated (default: powers of two from
+    /// 1 KiB to 1 MiB).
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<u64>,
+    /// Background loads in percent, comma-separated (default 0,25,50,75,100).
+    #[arg(long, value_delimiter = ',')]
+    loads: Vec<u8>,
+    /// Connections per point and transport (default 5; 1 with --quick).
+    #[arg(long)]
+    connections: Option<usize>,
+    /// Round trips per connection (default 10; 5 with --quick).
+    #[arg(long)]
+    echoes: Option<usize>,
+    /// The binary providing `perf` (default: this one). For tests.
+    #[arg(long, hide = true)]
+    perf_bin: Option<PathBuf>,
+}
+
+/// The measurement plan after defaults and checks.
+#[derive(Debug, Clone, PartialEq)]
+struct Plan {
+    sizes_bytes: Vec<u64>,
+    loads_pct: Vec<u8>,
+    connections: usize,
+    echoes: usize,
+    transports: Vec<Transport>,
+}
+
+fn plan(args: &SltpArgs) -> anyhow::Result<Plan> {
+    let sizes_bytes = if !args.sizes.is_empty() {
+        args.sizes.clone()
+    } else if args.quick {
+        vec![1 << 10, 16 << 10, 256 << 10, 1 << 20]
+    } else {
+        (10..=20).map(|p| 1u64 << p).collect()
+    };
+    if let Some(bad) = sizes_bytes
+        .iter()
+        .find(|s| **s == 0 || **s > tcp_echo::MAX_BUFFER_BYTES as u64)
+    {
+        bail!(
+            "--sizes: {bad} is not within 1 ..= {} bytes",
+            tcp_echo::MAX_BUFFER_BYTES
+        );
+    }
+    let loads_pct = if args.loads.is_empty() {
+        vec![0, 25, 50, 75, 100]
+    } else {
+        args.loads.clone()
+    };
+    if let Some(bad) = loads_pct.iter().find(|l| **l > 100) {
+        bail!("--loads: {bad} is not a percentage (0 ..= 100)");
+    }
+    let connections = args.connections.unwrap_or(if args.quick { 1 } else { 5 });
+    let echoes = args.echoes.unwrap_or(if args.quick { 5 } else { 10 });
+    if connections == 0 || echoes == 0 {
+        bail!("--connections and --echoes must be at least 1");
+    }
+    let mut transports = args.transports.clone();
+    transports.sort();
+    transports.dedup();
+    if transports.is_empty() {
+        bail!("--transports: name at least one of peregrine, tcp");
+    }
+    Ok(Plan {
+        sizes_bytes,
+        loads_pct,
+        connections,
+        echoes,
+        transports,
+    })
+}
+
+/// Run `peregrine reproduce sltp`.
+// The reproduction measures wall-clock time on purpose (this is the CLI
+// runtime, not the sans-IO core).
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+pub fn run(args: SltpArgs) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let plan = plan(&args)?;
+    let exe = std::env::current_exe().context("cannot find the running peregrine binary")?;
+    let perf_bin = perf::perf_binary(args.perf_bin.clone())?;
+    let machine = machine();
+    let dir = args.out.join("sltp");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+
+    let peregrine = if plan.transports.contains(&Transport::Peregrine) {
+        Some(perf::PerfServer::start(
+            &perf_bin,
+            &dir.join("perf-server.log"),
+        )?)
+    } else {
+        None
+    };
+    let tcp = tcp_echo::TcpEchoServer::start()?;
+
+    let total =
+        plan.loads_pct.len() * plan.sizes_bytes.len() * plan.connections * plan.transports.len();
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .context("progress template")?
+            .progress_chars("=> "),
+    );
+    let hog_bound_s = if args.quick { 120.0 } else { 1800.0 };
+    let mut points: BTreeMap<(Transport, u8, u64), Measurement> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let mut achieved = Vec::new();
+    for &load in &plan.loads_pct {
+        let hog = hog::Hog::start(&exe, load, machine.cores, hog_bound_s)?;
+        if hog.len() > 0 {
+            // Let the hogs reach their duty cycle before measuring.
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        for &size in &plan.sizes_bytes {
+            for _ in 0..plan.connections {
+                for &t in &plan.transports {
+                    bar.set_message(format!("{load} % load, {}, {}", t.name(), fmt_size(size)));
+                    let m = points
+                        .entry((t, load, size))
+                        .or_insert_with(|| Measurement {
+                            transport: t,
+                            load_pct: load,
+                            size_bytes: size,
+                            times_ms: Vec::new(),
+                            probes: Vec::new(),
+                        });
+                    let outcome = match (t, &peregrine) {
+                        (Transport::Peregrine, Some(server)) => {
+                            perf::echo_client(&perf_bin, server.addr, size, plan.echoes).map(|r| {
+                                m.probes.extend(r.probe);
+                                r.echo.map(|e| e.times_ms).unwrap_or_default()
+                            })
+                        }
+                        // Not reached (the server is started whenever Peregrine is
+                        // planned), but an error is cheaper than a panic to keep so.
+                        (Transport::Peregrine, None) => {
+                            Err(anyhow::anyhow!("no perf server running"))
+                        }
+                        (Transport::Tcp, _) => {
+                            tcp_echo::echo_round_trips(tcp.addr, size as usize, plan.echoes)
+                        }
+                    };
+                    match outcome {
+                        Ok(times) => m.times_ms.extend(times),
+                        Err(e) => {
+                            let msg =
+                                format!("{} at {load} % load, {}: {e:#}", t.name(), fmt_size(size));
+                            bar.println(format!("warning: {msg}"));
+                            failures.push(msg);
+                        }
+                    }
+                    bar.inc(1);
+                }
+            }
+        }
+        achieved.push(AchievedLoad {
+            load_pct: load,
+            hog_cpu_pct: hog.stop(machine.cores),
+        });
+    }
+    bar.finish_and_clear();
+    drop(peregrine);
+
+    let results = Results {
+        info: RunInfo {
+            command: command_line(),
+            quick: args.quick,
+            sizes_bytes: plan.sizes_bytes.clone(),
+            loads_pct: plan.loads_pct.clone(),
+            connections: plan.connections,
+            echoes_per_connection: plan.echoes,
+            elapsed_s: started.elapsed().as_secs_f64(),
+            achieved_load: achieved,
+            machine,
+        },
+        measurements: points
+            .into_values()
+            .filter(|m| !m.times_ms.is_empty())
+            .collect(),
+        failures,
+    };
+    let report = write_outputs(&results, &dir)?;
+    crate::out(&format!("{}\n", report.display()))?;
+    if !results.failures.is_empty() {
+        eprintln!(
+            "{} measurement(s) failed; see the report",
+            results.failures.len()
+        );
+    }
+    Ok(())
+}
+
+/// Write CSVs, `summary.json`, the SVG plots and `report.md` into `dir`;
+/// the path of the report.
+pub fn write_outputs(r: &Results, dir: &Path) -> anyhow::Result<PathBuf> {
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    write("network_time.csv", &report::network_time_csv(r))?;
+    write("samples.csv", &report::samples_csv(r))?;
+    write("probe.csv", &report::probe_csv(r))?;
+    let json = serde_json::to_string_pretty(&report::summary_json(r))?;
+    write("summary.json", &(json + "\n"))?;
+    let mut plot_files = Vec::new();
+    for &load in &r.info.loads_pct {
+        let name = format!("network_time_load{load}.svg");
+        plots::network_time(r, load, &dir.join(&name))?;
+        plot_files.push((
+            format!("Network time at {load} % load (seed Figs. 7, 9, 10)"),
+            name,
+        ));
+    }
+    if r.measurements
+        .iter()
+        .any(|m| m.transport == Transport::Peregrine)
+        && r.measurements.iter().any(|m| m.transport == Transport::Tcp)
+    {
+        plots::ratio(r, &dir.join("ratio.svg"))?;
+        plot_files.push((
+            "Peregrine / TCP time ratio by load (seed Fig. 10)".to_string(),
+            "ratio.svg".to_string(),
+        ));
+    }
+    if r.measurements.iter().any(|m| !m.probes.is_empty()) {
+        for (q, name, caption) in [
+            (
+                plots::ProbeQuantity::Latency,
+                "probe_latency.svg",
+                "Packet-pair latency (seed Fig. 12)",
+            ),
+            (
+                plots::ProbeQuantity::Bandwidth,
+                "probe_bandwidth.svg",
+                "Packet-pair bandwidth (seed Fig. 11)",
+            ),
+            (
+                plots::ProbeQuantity::Burst,
+                "probe_burst.svg",
+                "Packet-pair burst (seed Fig. 13)",
+            ),
+        ] {
+            plots::probe(r, q, &dir.join(name))?;
+            plot_files.push((caption.to_string(), name.to_string()));
+        }
+    }
+    let path = dir.join("report.md");
+    std::fs::write(&path, markdown::report_md(r, &plot_files))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+fn command_line() -> String {
+    let mut args: Vec<String> = std::env::args().collect();
+    if let Some(first) = args.first_mut() {
+        *first = "peregrine".into();
+    }
+    args.join(" ")
+}
+
+/// What the report says about the machine (best effort: unknown fields say so).
+fn machine() -> Machine {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let cpu_model = read("/proc/cpuinfo")
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let kernel = read("/proc/sys/kernel/osrelease").trim().to_string();
+    let loadavg = read("/proc/loadavg")
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ");
+    Machine {
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpu_model,
+        kernel: if kernel.is_empty() {
+            "unknown".into()
+        } else {
+            kernel
+        },
+        loadavg_start: if loadavg.is_empty() {
+            "unknown".into()
+        } else {
+            loadavg
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: SltpArgs,
+    }
+
+    fn parse(args: &[&str]) -> SltpArgs {
+        T::try_parse_from(std::iter::once("t").chain(args.iter().copied()))
+            .expect("valid args")
+            .a
+    }
+
+    #[test]
+    fn default_and_quick_plans() {
+        let full = plan(&parse(&[])).expect("default plan");
+        assert_eq!(full.sizes_bytes.len(), 11);
+        assert_eq!(full.sizes_bytes.first(), Some(&1024));
+        assert_eq!(full.sizes_bytes.last(), Some(&(1 << 20)));
+        assert_eq!(full.loads_pct, vec![0, 25, 50, 75, 100]);
+        assert_eq!(full.transports, vec![Transport::Peregrine, Transport::Tcp]);
+        let quick = plan(&parse(&["--quick"])).expect("quick plan");
+        assert_eq!(quick.sizes_bytes.len(), 4);
+        assert_eq!(quick.connections, 1);
+        let tcp = plan(&parse(&[
+            "--transports",
+            "tcp",
+            "--sizes",
+            "1000,2000",
+            "--loads",
+            "0,50",
+        ]))
+        .expect("custom plan");
+        assert_eq!(tcp.transports, vec![Transport::Tcp]);
+        assert_eq!(tcp.sizes_bytes, vec![1000, 2000]);
+        assert_eq!(tcp.loads_pct, vec![0, 50]);
+    }
+
+    #[test]
+    fn bad_plans_name_the_option() {
+        let err = |a: &[&str]| format!("{:#}", plan(&parse(a)).unwrap_err());
+        assert!(err(&["--loads", "120"]).contains("--loads"));
+        assert!(err(&["--sizes", "0"]).contains("--sizes"));
+        assert!(err(&["--echoes", "0"]).contains("--echoes"));
+    }
+
+    #[test]
+    fn writes_every_output_from_recorded_results() {
+        let r = report::tests::fixture();
+        let dir = std::env::temp_dir().join(format!("peregrine-sltp-test-{}", std::process::id()));
+        let report = write_outputs(&r, &dir).expect("outputs written");
+        for f in [
+            "report.md",
+            "network_time.csv",
+            "samples.csv",
+            "probe.csv",
+            "summary.json",
+            "network_time_load0.svg",
+            "network_time_load100.svg",
+            "ratio.svg",
+            "probe_latency.svg",
+            "probe_bandwidth.svg",
+            "probe_burst.svg",
+        ] {
+            let len = std::fs::metadata(dir.join(f)).map(|m| m.len()).unwrap_or(0);
+            assert!(len > 0, "{f} missing or empty");
+        }
+        let md = std::fs::read_to_string(report).expect("report readable");
+        assert!(md.contains("network_time_load100.svg"));
+        let svg =
+            std::fs::read_to_string(dir.join("network_time_load0.svg")).expect("svg readable");
+        assert!(svg.contains("<svg") && svg.contains("kernel TCP"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
