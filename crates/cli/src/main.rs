@@ -19,9 +19,10 @@ mod progress;
 mod published;
 #[allow(dead_code)]
 mod report;
-#[allow(dead_code)]
-mod sweep_cli;
+mod reproduce;
+mod showcase;
 mod sim_cmd;
+mod sweep_cli;
 mod wire_cmd;
 
 /// Peregrine: a transport for things that move, and a laboratory to study it.
@@ -42,16 +43,19 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Benchmarks: `peregrine bench sim`.
     Bench(sim_cmd::BenchArgs),
+    /// Rerun a seed paper's experiments: `peregrine reproduce quic-sched`.
+    Reproduce(reproduce::ReproduceArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => cc_cmd::default_showcase(),
+        None => showcase::run(),
         Some(Command::Cc(args)) => cc_cmd::run(args),
         Some(Command::Wire(args)) => wire_cmd::run(args),
         Some(Command::Sim(args)) => sim_cmd::run(args),
         Some(Command::Bench(args)) => sim_cmd::bench(args),
+        Some(Command::Reproduce(args)) => reproduce::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
