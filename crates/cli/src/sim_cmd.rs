@@ -78,8 +78,8 @@ pub fn read_document(path: &Path, overrides: &[String]) -> Result<toml::Value> {
         .map_err(|e: toml::de::Error| ScenarioError::new(&origin, "(document)", e.message()))?;
     let mut doc = toml::Value::Table(table);
     for o in overrides {
-        let (key, value) = parse_assignment(o)
-            .map_err(|e| ScenarioError::new(&origin, "--set", e.to_string()))?;
+        let (key, value) =
+            parse_assignment(o).map_err(|e| ScenarioError::new(&origin, "--set", e.to_string()))?;
         set_path(&mut doc, &key, value)
             .map_err(|e| ScenarioError::new(&origin, key.clone(), e.to_string()))?;
     }

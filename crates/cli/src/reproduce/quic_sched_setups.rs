@@ -7,6 +7,10 @@
 //!   (Table 1) is Bernoulli on the data direction only;
 //! * the priority stream is stream 0 (class 0, WFQ weight chosen for the
 //!   stated share), bulk streams are class 3 with weight 1;
+//! * bulk streams keep at most [`BULK_BUFFER_BYTES`] queued in the sender
+//!   (the engine's default 4 MiB per stream would fill the connection's
+//!   send buffer with nine bulk streams, and the transport would refuse
+//!   the priority stream's timed messages);
 //! * EDF gives the priority stream a 1 s deadline (the bulk streams none),
 //!   aging bounds a stream's oldest message at 100 ms, and the adaptive
 //!   scheduler of set-up (a) targets 1 Mbit/s (the link rate).
@@ -15,6 +19,9 @@ use anyhow::Context;
 
 /// Payload bytes of a full DATA packet (the engine's default).
 pub const PAYLOAD_BYTES: u64 = 1400;
+
+/// Sender-side buffer of each bulk stream (bytes): four 16 KiB messages.
+pub const BULK_BUFFER_BYTES: u64 = 65_536;
 
 /// Scheduler-specific flow fields and stream-0 fields.
 fn scheduler_fields(scheduler: &str) -> (String, String) {
@@ -61,7 +68,7 @@ pub fn fig5(trace_path: &str, scheduler: &str, duration_s: u64) -> anyhow::Resul
     );
     for id in 1..10 {
         s.push_str(&format!(
-            "[[flows.streams]]\nid = {id}\napp = \"bulk\"\npriority = 3\nweight = 1\n\n"
+            "[[flows.streams]]\nid = {id}\napp = \"bulk\"\npriority = 3\nweight = 1\nbuffer_bytes = {BULK_BUFFER_BYTES}\n\n"
         ));
     }
     parse(&s)
@@ -84,7 +91,7 @@ pub fn table1(
         "name = \"quic-sched-table1\"\nduration = \"{duration_s}s\"\nseed = 1\n[metrics]\nper_message = true\n\n{}\n\
          [[flows]]\nname = \"uav\"\nsrc = \"uav\"\ndst = \"gcs\"\ncc = \"cubic\"\nstartup = \"slow_start\"\nscheduler = \"{scheduler}\"\npayload_bytes = {PAYLOAD_BYTES}\n\n\
          [[flows.streams]]\nid = 0\napp = \"cbr\"\nmessage_bytes = {message}\nrate = {rate_bps}\nstart = \"1s\"\npriority = 0\nweight = 3\n\n\
-         [[flows.streams]]\nid = 1\napp = \"bulk\"\npriority = 3\nweight = 1\n",
+         [[flows.streams]]\nid = 1\napp = \"bulk\"\npriority = 3\nweight = 1\nbuffer_bytes = {BULK_BUFFER_BYTES}\n",
         seed002_link(loss),
     );
     parse(&s)
