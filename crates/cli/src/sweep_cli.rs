@@ -66,10 +66,27 @@ pub fn report_keys(agg: &Aggregate) -> Vec<String> {
     }
 }
 
+/// Leaf-name endings shown first on the terminal, in this order.
+const CONSOLE_FIRST: [&str; 4] = [
+    "/latency/mean_ms",
+    "/completion_s",
+    "/goodput_bps",
+    "/delay_ms/mean",
+];
+
 /// A compact text table for the terminal: one row per point, one column
-/// per key of interest (at most 4), `mean ± CI`.
+/// per key of interest (at most 4: message latency, completion, goodput
+/// and delay first), `mean ± CI`.
 pub fn summary_table(agg: &Aggregate) -> String {
-    let keys: Vec<String> = report_keys(agg).into_iter().take(4).collect();
+    let mut keys = report_keys(agg);
+    let rank = |k: &String| {
+        CONSOLE_FIRST
+            .iter()
+            .position(|e| k.ends_with(e))
+            .unwrap_or(CONSOLE_FIRST.len())
+    };
+    keys.sort_by_key(rank);
+    keys.truncate(4);
     let mut headers = vec!["point".to_string()];
     headers.extend(keys.iter().cloned());
     let mut t = Table::new(headers);
