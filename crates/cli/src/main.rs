@@ -6,16 +6,14 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 mod cc_cmd;
-// Experiment infrastructure (charts, Markdown reports, published numbers,
-// sweeps with a progress bar): wired to `peregrine sim --sweep` and
-// `peregrine reproduce` once the simulation engine lands; until then only
-// their tests use them.
+// Experiment infrastructure shared by `sim --sweep`, `reproduce` and the
+// showcase; a few helpers (time series, code blocks, progress queries) are
+// there for the other reproductions and only their tests use them so far.
 #[allow(dead_code, unused_imports)]
 mod charts;
 mod plot;
 #[allow(dead_code)]
 mod progress;
-#[allow(dead_code)]
 mod published;
 #[allow(dead_code)]
 mod report;

@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 
 pub mod quic_sched;
 mod quic_sched_adaptive;
+mod quic_sched_fig5;
 mod quic_sched_setups;
 
 /// Arguments of `peregrine reproduce`.
