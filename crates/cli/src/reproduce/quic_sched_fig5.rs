@@ -90,7 +90,7 @@ pub(super) fn fig5_part(
             s.to_string(),
             json!({
                 "messages_delivered": all.len(),
-                "messages_sent": sent,
+                "messages_sent": sent as u64,
                 "mean_ms": m.map(|m| r4(m.mean)),
                 "p50_ms": q(0.5).map(r4),
                 "p95_ms": q(0.95).map(r4),
