@@ -6,23 +6,22 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 mod cc_cmd;
-// Experiment infrastructure (charts, Markdown reports, published numbers,
-// sweeps with a progress bar): wired to `peregrine sim --sweep` and
-// `peregrine reproduce` once the simulation engine lands; until then only
-// their tests use them.
+// Experiment infrastructure shared by `sim --sweep`, `reproduce` and the
+// showcase; a few helpers (time series, code blocks, progress queries) are
+// there for the other reproductions and only their tests use them so far.
 #[allow(dead_code, unused_imports)]
 mod charts;
 mod perf_cmd;
 mod plot;
 #[allow(dead_code)]
 mod progress;
-#[allow(dead_code)]
 mod published;
 #[allow(dead_code)]
 mod report;
+mod reproduce;
 mod reproduce_sltp;
+mod showcase;
 mod sim_cmd;
-#[allow(dead_code)]
 mod sweep_cli;
 mod wire_cmd;
 
@@ -46,40 +45,23 @@ enum Command {
     Bench(sim_cmd::BenchArgs),
     /// Measure Peregrine over real UDP (iperf-like server and client).
     Perf(perf_cmd::PerfArgs),
-    /// Reproduce a seed paper's experiments on this machine.
-    Reproduce(ReproduceArgs),
+    /// Rerun a seed paper's experiments: `peregrine reproduce quic-sched`, `sltp`, ….
+    Reproduce(reproduce::ReproduceArgs),
     /// Background CPU load for `reproduce sltp` (one duty-cycled busy loop).
     #[command(hide = true)]
     Hog(reproduce_sltp::hog::HogArgs),
 }
 
-/// Arguments of `peregrine reproduce`: one subcommand per reproduction.
-#[derive(clap::Args, Debug)]
-struct ReproduceArgs {
-    #[command(subcommand)]
-    target: ReproduceTarget,
-}
-
-#[derive(Subcommand, Debug)]
-enum ReproduceTarget {
-    /// Seed 003 (SLTP) §VI: network time of Peregrine vs kernel TCP over
-    /// loopback, 1 KiB to 1 MiB, at 0–100 % background CPU load, with the
-    /// packet-pair probe's latency, bandwidth and burst.
-    Sltp(reproduce_sltp::SltpArgs),
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => cc_cmd::default_showcase(),
+        None => showcase::run(),
         Some(Command::Cc(args)) => cc_cmd::run(args),
         Some(Command::Wire(args)) => wire_cmd::run(args),
         Some(Command::Sim(args)) => sim_cmd::run(args),
         Some(Command::Bench(args)) => sim_cmd::bench(args),
         Some(Command::Perf(args)) => perf_cmd::run(args),
-        Some(Command::Reproduce(args)) => match args.target {
-            ReproduceTarget::Sltp(a) => reproduce_sltp::run(a),
-        },
+        Some(Command::Reproduce(args)) => reproduce::run(args),
         Some(Command::Hog(args)) => reproduce_sltp::hog::run(args),
     };
     match result {

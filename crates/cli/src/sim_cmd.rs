@@ -1,15 +1,26 @@
-//! `peregrine sim SCENARIO.toml [--set key=value]… [--out DIR]` and
-//! `peregrine bench sim`: a thin layer over `peregrine_sim`.
+//! `peregrine sim SCENARIO.toml [--set key=value]… [--out DIR]
+//! [--sweep key=v1,v2,…]… [--seeds N]` and `peregrine bench sim`: a thin
+//! layer over `peregrine_sim`.
 //!
 //! `sim` reads and validates the scenario (errors name the file, the
 //! field and what is allowed), runs it, prints the summary table and
 //! writes `DIR/summary.json` plus the CSVs (default `DIR`:
 //! `sim-out/<scenario name>`). A failed run names its seed.
+//!
+//! **Sweeps**: when the scenario has a `[sweep]` table or the command
+//! line gives `--sweep`/`--seeds`, every (grid point, seed) is run in
+//! parallel through [`crate::sweep_cli::run_sweep_to_dir`] (progress bar,
+//! mean and 95 % CI per point) and `DIR` (default
+//! `sim-out/<name>-sweep`) gets `sweep.csv`, `sweep.json`, `runs.jsonl`,
+//! `report.md` and `plots/`. The `--set` overrides apply to the base
+//! document before the grid.
 
+use crate::sweep_cli::{run_sweep_to_dir, SweepArgs};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use peregrine_sim::{run as run_sim, Scenario};
-use std::path::PathBuf;
+use peregrine_sim::scenario::overrides::{parse_assignment, set_path};
+use peregrine_sim::{run as run_sim, Scenario, ScenarioError};
+use std::path::{Path, PathBuf};
 
 /// Arguments of `peregrine sim`.
 #[derive(Args, Debug)]
@@ -25,10 +36,20 @@ pub struct SimArgs {
     /// Print only the table; write nothing.
     #[arg(long)]
     no_write: bool,
+    /// Sweep options (a sweep runs when any is given or the scenario has [sweep]).
+    #[command(flatten)]
+    sweep: SweepArgs,
 }
 
 /// Run `peregrine sim`.
 pub fn run(args: SimArgs) -> Result<()> {
+    let origin = args.scenario.display().to_string();
+    let doc = read_document(&args.scenario, &args.set)?;
+    let wants_sweep =
+        !args.sweep.sweep.is_empty() || args.sweep.seeds.is_some() || doc.get("sweep").is_some();
+    if wants_sweep {
+        return run_sweep_cmd(&args, &origin, &doc);
+    }
     let scenario = Scenario::from_file(&args.scenario, &args.set)?;
     let results = run_sim(&scenario)?;
     crate::out(&results.print_table())?;
@@ -45,6 +66,77 @@ pub fn run(args: SimArgs) -> Result<()> {
         ))?;
     }
     Ok(())
+}
+
+/// The scenario file as a TOML document with the `--set` overrides applied.
+pub fn read_document(path: &Path, overrides: &[String]) -> Result<toml::Value> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ScenarioError::new(&origin, "(file)", e.to_string()))?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ScenarioError::new(&origin, "(document)", e.message()))?;
+    let mut doc = toml::Value::Table(table);
+    for o in overrides {
+        let (key, value) =
+            parse_assignment(o).map_err(|e| ScenarioError::new(&origin, "--set", e.to_string()))?;
+        set_path(&mut doc, &key, value)
+            .map_err(|e| ScenarioError::new(&origin, key.clone(), e.to_string()))?;
+    }
+    Ok(doc)
+}
+
+/// `peregrine sim … --sweep …`: the grid in parallel, then the sweep outputs.
+fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &toml::Value) -> Result<()> {
+    let name = doc
+        .get("name")
+        .and_then(toml::Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            args.scenario
+                .file_stem()
+                .map_or_else(|| "scenario".into(), |s| s.to_string_lossy().into_owned())
+        });
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("sim-out").join(format!("{name}-sweep")));
+    let base_dir = args.scenario.parent().map(Path::to_path_buf);
+    let mut command = format!("`peregrine sim {origin}");
+    for s in &args.set {
+        command.push_str(&format!(" --set {s}"));
+    }
+    for s in &args.sweep.sweep {
+        command.push_str(&format!(" --sweep {s}"));
+    }
+    if let Some(n) = args.sweep.seeds {
+        command.push_str(&format!(" --seeds {n}"));
+    }
+    command.push('`');
+    let description = format!("Scenario `{name}` ({origin}), run as {command}.");
+    let files = run_sweep_to_dir(
+        &format!("Sweep of {name}"),
+        &description,
+        doc,
+        &args.sweep,
+        &dir,
+        |run_doc, _seed| {
+            let mut s = Scenario::from_value(run_doc.clone(), origin)?;
+            if let Some(d) = &base_dir {
+                s = s.with_base_dir(d);
+            }
+            Ok(run_sim(&s)?.summary_json())
+        },
+    )?;
+    crate::out(&crate::sweep_cli::summary_table(&files.aggregate))?;
+    crate::out(&format!(
+        "\n{} runs; wrote {}, {}, {}, {} and plots/\n",
+        files.outcome.runs.iter().map(Vec::len).sum::<usize>(),
+        files.report.display(),
+        files.csv.display(),
+        files.json.display(),
+        files.runs.display(),
+    ))
 }
 
 /// Arguments of `peregrine bench`.

@@ -8,9 +8,11 @@
 //! * `runs.jsonl`: every run's own summary, one JSON line per run in
 //!   (point, seed) order (`{"point": label, "seed": n, "summary": {…}}`),
 //!   for plots that need the raw values (CDFs, box plots);
-//! * `report.md`: what was run (grid, seeds), then for the first
-//!   [`REPORT_KEYS`] keys a table (mean ± 95 % CI, median, min, max per
-//!   point) and a bar chart with error bars in `plots/`.
+//! * `report.md`: what was run (grid, seeds), then for each key of
+//!   interest ([`report_keys`]: goodput, delay, latency, completion,
+//!   retransmissions of engine summaries; else the first [`REPORT_KEYS`]
+//!   keys) a table (mean ± 95 % CI, median, min, max per point) and a bar
+//!   chart with error bars in `plots/`.
 //!
 //! The engine is a closure, so `peregrine sim --sweep` is a few lines:
 //! parse the scenario document, call [`run_sweep_to_dir`] with
@@ -30,6 +32,80 @@ use std::path::{Path, PathBuf};
 
 /// How many keys the report tabulates and plots (all are in the CSV).
 pub const REPORT_KEYS: usize = 8;
+
+/// Leaf-name endings of an engine summary worth a table and a chart.
+pub const INTEREST: [&str; 8] = [
+    "/goodput_bps",
+    "/delay_ms/mean",
+    "/delay_ms/p95",
+    "/latency/mean_ms",
+    "/latency/p95_ms",
+    "/completion_s",
+    "/retransmissions",
+    "/drops/queue",
+];
+
+/// At most this many keys of interest are reported.
+pub const MAX_INTEREST_KEYS: usize = 16;
+
+/// The keys the report tabulates and plots: those ending in one of
+/// [`INTEREST`] (at most [`MAX_INTEREST_KEYS`], in key order); if there
+/// are none (not an engine summary), the first [`REPORT_KEYS`] keys.
+pub fn report_keys(agg: &Aggregate) -> Vec<String> {
+    let picked: Vec<String> = agg
+        .keys
+        .iter()
+        .filter(|k| INTEREST.iter().any(|e| k.ends_with(e)))
+        .take(MAX_INTEREST_KEYS)
+        .cloned()
+        .collect();
+    if picked.is_empty() {
+        agg.keys.iter().take(REPORT_KEYS).cloned().collect()
+    } else {
+        picked
+    }
+}
+
+/// Leaf-name endings shown first on the terminal, in this order.
+const CONSOLE_FIRST: [&str; 4] = [
+    "/latency/mean_ms",
+    "/completion_s",
+    "/goodput_bps",
+    "/delay_ms/mean",
+];
+
+/// A compact text table for the terminal: one row per point, one column
+/// per key of interest (at most 4: message latency, completion, goodput
+/// and delay first), `mean ± CI`.
+pub fn summary_table(agg: &Aggregate) -> String {
+    let mut keys = report_keys(agg);
+    let rank = |k: &String| {
+        CONSOLE_FIRST
+            .iter()
+            .position(|e| k.ends_with(e))
+            .unwrap_or(CONSOLE_FIRST.len())
+    };
+    keys.sort_by_key(rank);
+    keys.truncate(4);
+    let mut headers = vec!["point".to_string()];
+    headers.extend(keys.iter().cloned());
+    let mut t = Table::new(headers);
+    let sig = |x: f64| format_significant(x, 4);
+    for p in &agg.points {
+        let mut row = vec![Cell::Text(p.label.clone())];
+        for k in &keys {
+            row.push(match p.get(k) {
+                Some(s) => Cell::NumText(match s.ci95 {
+                    Some(ci) => format!("{} ± {}", sig(s.mean), sig(ci)),
+                    None => sig(s.mean),
+                }),
+                None => Cell::Text("—".into()),
+            });
+        }
+        t.row(row);
+    }
+    t.render()
+}
 
 /// Sweep options shared by `peregrine sim` and the reproductions.
 #[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
@@ -207,7 +283,8 @@ fn write_report(
     // Four significant digits read well; the CSV has nine.
     let sig = |x: f64| format_significant(x, 4);
     let plots = out_dir.join("plots");
-    for key in agg.keys.iter().take(REPORT_KEYS) {
+    let keys = report_keys(agg);
+    for key in &keys {
         r.heading(2, &format!("`{key}`"));
         let mut t = Table::new(["#", "point", "n", "mean ± 95 % CI", "median", "min", "max"]);
         let mut means = Vec::new();
@@ -248,10 +325,10 @@ fn write_report(
         charts::bar_chart(&file, &text, &cats, &[BarSeries::new("mean", means, cis)])?;
         r.image(&format!("{key} per grid point"), &file);
     }
-    if agg.keys.len() > REPORT_KEYS {
+    if agg.keys.len() > keys.len() {
         r.paragraph(&format!(
             "{} more numeric results are in `sweep.csv`.",
-            agg.keys.len() - REPORT_KEYS
+            agg.keys.len() - keys.len()
         ));
     }
     Ok(r.write()?)

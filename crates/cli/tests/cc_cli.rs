@@ -75,9 +75,13 @@ fn cc_plot_writes_one_svg_per_controller() {
 }
 
 #[test]
-fn default_run_prints_the_table_and_writes_the_report() {
+fn cc_showcase_prints_the_table_and_writes_the_report() {
     let dir = tempdir("showcase");
-    let out = peregrine().current_dir(&dir).output().unwrap();
+    let out = peregrine()
+        .args(["cc", "showcase"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{}",

@@ -1,146 +1,101 @@
-//! `peregrine reproduce sltp`, run as the built binary: its help, and a
-//! smoke run end to end with a stand-in for `peregrine perf` (a shell
-//! script that prints the perf JSON contract), so the orchestration, the hog,
-//! the kernel-TCP echo and the report are exercised without the runtime.
+//! `peregrine reproduce quic-sched` (its hidden tiny mode) and the
+//! no-argument showcase, run as a user would.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Command;
 
-fn peregrine(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_peregrine"))
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("run peregrine")
+fn peregrine() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_peregrine"));
+    c.current_dir(root());
+    c
 }
 
-fn stdout_ok(out: &Output, what: &str) -> String {
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("peregrine-repro-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+#[test]
+fn quic_sched_writes_the_table1_shape_report_csvs_and_plots() {
+    let dir = tempdir("quic");
+    let run = |out: &PathBuf| {
+        let o = peregrine()
+            .args(["reproduce", "quic-sched", "--tiny", "-q", "--out"])
+            .arg(out)
+            .output()
+            .expect("runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let stdout = run(&dir.join("a"));
+    assert!(stdout.contains("Table 1"), "{stdout}");
+    let q = dir.join("a/quic-sched");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(q.join("summary.json")).expect("summary.json"),
+    )
+    .expect("valid JSON");
+    let t1 = summary["table1"].as_object().expect("table1 object");
+    assert_eq!(t1.keys().collect::<Vec<_>>(), ["wfq", "abs"]);
+    for s in ["wfq", "abs"] {
+        let by_size = t1[s].as_object().expect("sizes");
+        assert_eq!(by_size.keys().collect::<Vec<_>>(), ["2", "4", "8", "16"]);
+        for (_, by_loss) in by_size {
+            let by_loss = by_loss.as_object().expect("losses");
+            assert_eq!(by_loss.keys().collect::<Vec<_>>(), ["0", "5", "10"]);
+            for g in by_loss.values() {
+                let g = g.as_f64().expect("a number");
+                assert!(g > -1.0 && g < 1.0, "gain {g}");
+            }
+        }
+    }
+    // ABS serves the priority stream first: with 16-packet messages and no
+    // loss it must beat RR.
+    assert!(t1["abs"]["16"]["0"].as_f64().expect("number") > 0.0);
+    let report = std::fs::read_to_string(q.join("report.md")).expect("report.md");
+    for part in [
+        "(a) Fig. 5",
+        "(b) Table 1",
+        "(c) §4.3",
+        "Differences from the seed",
+    ] {
+        assert!(report.contains(part), "no {part} in the report");
+    }
+    for f in ["table1.csv", "table1_gain.svg", "adaptive.csv"] {
+        assert!(q.join(f).exists(), "{f} missing");
+    }
+    let table1_csv = std::fs::read_to_string(q.join("table1.csv")).expect("table1.csv");
+    assert_eq!(table1_csv.lines().count(), 1 + 2 * 4 * 3);
+    // Deterministic: a second run writes the same summary.
+    run(&dir.join("b"));
+    assert_eq!(
+        std::fs::read_to_string(q.join("summary.json")).expect("a"),
+        std::fs::read_to_string(dir.join("b/quic-sched/summary.json")).expect("b")
+    );
+}
+
+#[test]
+fn the_showcase_runs_and_writes_its_report() {
+    let dir = tempdir("showcase");
+    let out = Command::new(env!("CARGO_BIN_EXE_peregrine"))
+        .current_dir(&dir)
+        .output()
+        .expect("runs");
     assert!(
         out.status.success(),
-        "{what} failed: {}",
+        "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-#[test]
-fn reproduce_sltp_help() {
-    let help = stdout_ok(
-        &peregrine(&["reproduce", "sltp", "--help"]),
-        "reproduce sltp --help",
-    );
-    for flag in ["--quick", "--out", "--transports", "--sizes", "--loads"] {
-        assert!(help.contains(flag), "help lacks {flag}:\n{help}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for s in ["| RR ", "| ABS ", "| EDF "] {
+        assert!(text.contains(s), "no row {s}: {text}");
     }
-    let group = stdout_ok(&peregrine(&["reproduce", "--help"]), "reproduce --help");
-    assert!(group.contains("sltp"), "{group}");
-}
-
-#[test]
-fn hog_rejects_a_bad_duty() {
-    let out = peregrine(&["hog", "--duty", "2", "--seconds", "1"]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--duty"));
-}
-
-/// A stand-in for `peregrine perf`: the server sleeps until killed; the
-/// client answers echo mode with times 0.1, 0.2, ... ms and a probe.
-const FAKE_PERF: &str = r#"#!/bin/sh
-if [ "$2" = server ]; then exec sleep 60; fi
-size=0; count=1
-while [ $# -gt 0 ]; do
-  case "$1" in --echo-size) size=$2; shift ;; --echo-count) count=$2; shift ;; esac
-  shift
-done
-times=""; i=1
-while [ $i -le $count ]; do times="$times${times:+, }0.$i"; i=$((i + 1)); done
-printf '{"throughput_bps": 1e9, "bytes": %s, "duration_s": 0.01, "retransmitted_packets": 0, "streams": [], "echo": {"size_bytes": %s, "times_ms": [%s], "median_ms": 0.2}, "probe": {"rtt_ms": 0.05, "bandwidth_bps": 8e9, "burst_bytes": 14520}}\n' $((size * count)) "$size" "$times"
-"#;
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("peregrine-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create temp dir");
-    dir
-}
-
-fn write_script(dir: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt as _;
-    let path = dir.join("fake-perf");
-    std::fs::write(&path, FAKE_PERF).expect("write fake perf");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    path
-}
-
-#[test]
-fn reproduce_sltp_smoke_with_a_stand_in_perf() {
-    let dir = temp_dir("sltp-smoke");
-    let fake = write_script(&dir);
-    let out_dir = dir.join("out");
-    let out = peregrine(&[
-        "reproduce",
-        "sltp",
-        "--quick",
-        "--sizes",
-        "1024,4096",
-        "--loads",
-        "0,50",
-        "--echoes",
-        "3",
-        "--perf-bin",
-        fake.to_str().expect("utf-8 temp path"),
-        "--out",
-        out_dir.to_str().expect("utf-8 temp path"),
-    ]);
-    let printed = stdout_ok(&out, "reproduce sltp (stand-in perf)");
-    let sltp = out_dir.join("sltp");
-    assert_eq!(printed.trim(), sltp.join("report.md").display().to_string());
-
-    let csv = std::fs::read_to_string(sltp.join("network_time.csv")).expect("network_time.csv");
-    // 2 transports x 2 loads x 2 sizes, each with 3 round trips.
-    assert_eq!(csv.lines().count(), 1 + 8, "{csv}");
-    // The stand-in's times are 0.1, 0.2, 0.3 ms: median 0.2.
-    assert!(csv.contains("peregrine,50,4096,3,0.200000,"), "{csv}");
-    assert!(
-        csv.lines().filter(|l| l.starts_with("tcp,")).count() == 4,
-        "{csv}"
-    );
-    let probe = std::fs::read_to_string(sltp.join("probe.csv")).expect("probe.csv");
-    assert!(
-        probe.contains("50,1024,1,0.050000,8000000000,14520"),
-        "{probe}"
-    );
-
-    let summary: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(sltp.join("summary.json")).expect("summary.json"))
-            .expect("summary.json is JSON");
-    assert_eq!(summary["points"].as_array().map(Vec::len), Some(8));
-    assert_eq!(summary["failures"].as_array().map(Vec::len), Some(0));
-    let report = std::fs::read_to_string(sltp.join("report.md")).expect("report.md");
-    assert!(report.contains("### 50 % background load"));
-    assert!(report.contains("probe_burst.svg"));
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn reproduce_sltp_fails_clearly_without_perf() {
-    let dir = temp_dir("sltp-noperf");
-    let out_dir = dir.join("out");
-    // `false` exits at once, like a binary without a `perf` subcommand.
-    let out = peregrine(&[
-        "reproduce",
-        "sltp",
-        "--quick",
-        "--perf-bin",
-        "/bin/false",
-        "--out",
-        out_dir.to_str().expect("utf-8 temp path"),
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("perf server") && err.contains("--transports tcp"),
-        "{err}"
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(text.contains("report: out/showcase/report.md"), "{text}");
+    let report = std::fs::read_to_string(dir.join("out/showcase/report.md")).expect("report");
+    assert!(report.contains("![control-message latency per scheduler](latency_box.svg)"));
 }

@@ -1,0 +1,171 @@
+//! Part (a) of `peregrine reproduce quic-sched`: seed 002 Fig. 5 — the
+//! real drone-control trace on the priority stream beside nine bulk
+//! streams, under every scheduler; priority-message latency as a box plot
+//! and a CDF (`fig5_latency.csv`, `fig5_latency_box.svg`,
+//! `fig5_latency_cdf.svg`, a table in the report) and the paragraph on how
+//! it differs from the seed.
+
+use super::quic_sched::{prio_means, r4, run_points, write, Plan, QuicSchedArgs, FIG5_SCHEDULERS};
+use super::quic_sched_setups as setups;
+use crate::charts::{self, ChartText, Samples};
+use crate::published;
+use crate::report::{Cell, Report, Table};
+use peregrine_sim::experiment::Summary;
+use serde_json::{json, Map, Value};
+use std::path::Path;
+
+/// Run part (a), add its section to `report` and return its `summary.json` entry.
+pub(super) fn fig5_part(
+    args: &QuicSchedArgs,
+    plan: &Plan,
+    dir: &Path,
+    report: &mut Report,
+) -> anyhow::Result<Value> {
+    report.heading(2, "(a) Fig. 5: drone control beside nine bulk streams");
+    let rel = "traces/drone-mavlink/drone_processed.csv";
+    let trace = match published::find_shared(rel) {
+        Ok(p) => p,
+        Err(e) => {
+            report.paragraph(&format!("Skipped: the drone trace is absent ({e})."));
+            return Ok(json!({ "skipped": e.to_string() }));
+        }
+    };
+    let (duration, seeds) = plan.fig5;
+    let docs = FIG5_SCHEDULERS
+        .iter()
+        .map(|s| setups::fig5(&trace.display().to_string(), s, duration))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let (outcome, lat) = run_points("Fig. 5", &docs, seeds, args, true)?;
+    let mut csv = String::from("scheduler,seed,latency_ms\n");
+    let mut samples = Vec::new();
+    let mut t = Table::new([
+        "scheduler",
+        "delivered / sent",
+        "mean latency (ms) ± 95 % CI",
+        "p50 (ms)",
+        "p95 (ms)",
+        "p99 (ms)",
+        "bulk goodput (Mbit/s)",
+    ]);
+    let mut json = Map::new();
+    for (p, s) in FIG5_SCHEDULERS.iter().enumerate() {
+        let mut all = Vec::new();
+        for i in 0..outcome.runs[p].len() {
+            let seed = outcome.seed(i);
+            for v in lat.get(&(p, seed)).map(Vec::as_slice).unwrap_or(&[]) {
+                csv.push_str(&format!("{s},{seed},{v:.3}\n"));
+                all.push(*v);
+            }
+        }
+        let sent: f64 = outcome.runs[p]
+            .iter()
+            .filter_map(|r| r.pointer("/flows/0/streams/0/messages_sent")?.as_f64())
+            .sum();
+        let means: Vec<f64> = prio_means(&outcome, p).into_iter().flatten().collect();
+        let m = Summary::of(&means);
+        let bulk: Vec<f64> = outcome.runs[p]
+            .iter()
+            .filter_map(|r| {
+                let g = r.pointer("/flows/0/goodput_bps")?.as_f64()?;
+                let g0 = r.pointer("/flows/0/streams/0/goodput_bps")?.as_f64()?;
+                Some((g - g0) / 1e6)
+            })
+            .collect();
+        let bulk = Summary::of(&bulk);
+        let mut sorted = all.clone();
+        sorted.sort_by(f64::total_cmp);
+        let q = |f: f64| -> Option<f64> {
+            (!sorted.is_empty()).then(|| sorted[((sorted.len() - 1) as f64 * f).round() as usize])
+        };
+        t.row([
+            Cell::Text(s.to_string()),
+            Cell::NumText(format!("{} / {sent}", all.len())),
+            m.map_or(Cell::Missing, |m| Cell::mean_ci(m.mean, m.ci95, 1)),
+            Cell::opt(q(0.5), 1),
+            Cell::opt(q(0.95), 1),
+            Cell::opt(q(0.99), 1),
+            bulk.map_or(Cell::Missing, |b| Cell::mean_ci(b.mean, b.ci95, 3)),
+        ]);
+        json.insert(
+            s.to_string(),
+            json!({
+                "messages_delivered": all.len(),
+                "messages_sent": sent as u64,
+                "mean_ms": m.map(|m| r4(m.mean)),
+                "p50_ms": q(0.5).map(r4),
+                "p95_ms": q(0.95).map(r4),
+                "p99_ms": q(0.99).map(r4),
+                "bulk_goodput_mbps": bulk.map(|b| r4(b.mean)),
+            }),
+        );
+        samples.push(Samples::new(*s, all));
+    }
+    write(dir, "fig5_latency.csv", &csv)?;
+    let file = dir.join("fig5_latency_box.svg");
+    charts::box_plot(
+        &file,
+        &ChartText::new(
+            "Fig. 5: priority-message latency",
+            "scheduler",
+            "latency (ms)",
+        ),
+        &samples,
+    )?;
+    report.paragraph(&format!(
+        "One connection, ten streams: the real MAVLink trace (`shared/{rel}`, messages of 20–300 \
+         bytes, about 0.2 Mbit/s) on stream 0 and nine bulk streams, over 1 Mbit/s, 40 ms RTT, a \
+         1-BDP queue; WFQ gives 25 % to stream 0 (weight 3 against 9 × 1); the adaptive scheduler \
+         targets 1 Mbit/s. {duration} s per run, {seeds} seed(s); latencies pooled over seeds \
+         (mean: over seeds ± 95 % CI). Latencies are of delivered messages only: a scheduler that \
+         leaves messages queued at the end (see delivered / sent) looks better than it is. The seed gives this figure only as a plot: its text says the \
+         control messages are ≤ 242 bytes, so the schedulers differ little there."
+    ));
+    report.table(None, &t);
+    report.image("priority-message latency per scheduler", &file);
+    let cdf_file = dir.join("fig5_latency_cdf.svg");
+    charts::cdf(
+        &cdf_file,
+        &ChartText::new(
+            "Fig. 5: priority-message latency (CDF)",
+            "latency (ms)",
+            "fraction of delivered messages",
+        ),
+        &samples,
+    )?;
+    report.image("priority-message latency CDF per scheduler", &cdf_file);
+    Ok(Value::Object(json))
+}
+
+/// The paragraph on Fig. 5, from its measured rows.
+pub(super) fn fig5_differences(fig5: &Value) -> String {
+    let get = |s: &str, k: &str| fig5.pointer(&format!("/{s}/{k}")).and_then(Value::as_f64);
+    let (Some(rr), Some(abs)) = (get("rr", "mean_ms"), get("abs", "mean_ms")) else {
+        return "Fig. 5 was not run (no drone trace), or a scheduler delivered no message.".into();
+    };
+    let delivered = |s: &str| {
+        get(s, "messages_delivered")
+            .zip(get(s, "messages_sent"))
+            .map_or(String::from("?"), |(d, n)| {
+                format!("{:.0} %", 100.0 * d / n.max(1.0))
+            })
+    };
+    format!(
+        "Fig. 5: the seed found little difference between schedulers for the small control \
+         messages; we find a large one — mean latency {rr:.0} ms under RR ({} of the accepted \
+         messages delivered) against {abs:.0} ms under ABS ({}). The cause is a modelling choice \
+         of Peregrine's RR: it serves one block per turn, and a small message is a block, so a \
+         stream of many 20–300-byte messages gets one message per round while each of nine bulk \
+         streams gets a full packet; quic-go's RR takes all of a stream's data that fits the \
+         packet. The control stream then offers more than its RR share, its queue grows without \
+         bound and the trace app's messages are refused when the stream buffer is full. WFQ, ABS \
+         and EDF do not have the problem. Aging ({} delivered) and the adaptive scheduler ({} \
+         delivered) starve the control stream here too; the aging result looks wrong for a \
+         100 ms bound and is worth an issue against the scheduler. §4.3 is a figure in the seed: \
+         compare the completion times above with its findings (a strict target favours the \
+         priority stream; more delay or a smaller buffer lengthens completion).",
+        delivered("rr"),
+        delivered("abs"),
+        delivered("aging"),
+        delivered("adaptive"),
+    )
+}

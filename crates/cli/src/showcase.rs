@@ -1,0 +1,164 @@
+//! `peregrine` with no arguments (the README's `cargo run --release`): a
+//! short showcase on embedded defaults.
+//!
+//! The drone-control scenario (`scenarios/drone-control.toml`, embedded):
+//! the real MAVLink trace on a priority stream beside a bulk stream over
+//! 1 Mbit/s, 40 ms RTT, a 1-BDP queue — run under RR, ABS and EDF. Prints
+//! a table of the control messages' latency and the bulk goodput, and
+//! writes `out/showcase/report.md` with a box plot. The drone trace is
+//! looked up in the shared folder ([`crate::published::find_shared`]); if
+//! it is absent, a 0.2 Mbit/s stream of 200-byte messages stands in (and
+//! the output says so). The controller lab's showcase is `peregrine cc
+//! showcase`.
+
+use crate::charts::{self, ChartText, Samples};
+use crate::report::{Cell, Report, Table};
+use anyhow::Context;
+use peregrine_sim::{run as run_sim, Scenario};
+use std::path::PathBuf;
+
+/// The embedded scenario.
+const DRONE: &str = include_str!("../../../scenarios/drone-control.toml");
+
+/// The schedulers compared, in table order.
+pub const SCHEDULERS: [&str; 3] = ["rr", "abs", "edf"];
+
+/// The drone trace, relative to the shared folder.
+const TRACE: &str = "traces/drone-mavlink/drone_processed.csv";
+
+/// One scheduler's outcome.
+struct Row {
+    scheduler: &'static str,
+    latencies_ms: Vec<f64>,
+    sent: u64,
+    bulk_mbps: f64,
+}
+
+fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    (!sorted.is_empty()).then(|| sorted[((sorted.len() - 1) as f64 * q).round() as usize])
+}
+
+/// Run the showcase.
+pub fn run() -> anyhow::Result<()> {
+    let (trace_note, base) = match crate::published::find_shared(TRACE) {
+        Ok(p) => (
+            format!("the real MAVLink trace (shared/{TRACE})"),
+            vec![format!(
+                "flows.0.streams.0.path={}",
+                toml::Value::String(p.display().to_string())
+            )],
+        ),
+        Err(_) => (
+            format!("a stand-in CBR stream of 200-byte messages at 0.2 Mbit/s (shared/{TRACE} not found)"),
+            vec![
+                "flows.0.streams.0.app=cbr".to_string(),
+                "flows.0.streams.0.path=".to_string(),
+                "flows.0.streams.0.message_bytes=200".to_string(),
+                "flows.0.streams.0.rate=200kbps".to_string(),
+            ],
+        ),
+    };
+    let mut rows = Vec::new();
+    for scheduler in SCHEDULERS {
+        let mut set = base.clone();
+        set.push(format!("flows.0.scheduler={scheduler}"));
+        if scheduler == "edf" {
+            // EDF orders by deadline: the control stream gets one, bulk none.
+            set.push("flows.0.streams.0.deadline=1s".into());
+        }
+        let scenario = build(&set)?;
+        let r = run_sim(&scenario)?;
+        let mut lat: Vec<f64> = r
+            .messages
+            .iter()
+            .filter(|m| m.0 == 0 && m.1 == 0)
+            .map(|m| m.4 as f64 / 1e6)
+            .collect();
+        lat.sort_by(f64::total_cmp);
+        let s = r.summary_json();
+        let bulk = s
+            .pointer("/flows/0/streams/1/goodput_bps")
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(0.0)
+            / 1e6;
+        let sent = s
+            .pointer("/flows/0/streams/0/messages_sent")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        rows.push(Row {
+            scheduler,
+            latencies_ms: lat,
+            sent,
+            bulk_mbps: bulk,
+        });
+    }
+    let mut t = Table::new([
+        "scheduler",
+        "control msgs delivered / sent",
+        "mean (ms)",
+        "p50 (ms)",
+        "p95 (ms)",
+        "p99 (ms)",
+        "bulk goodput (Mbit/s)",
+    ]);
+    for r in &rows {
+        let l = &r.latencies_ms;
+        let mean = (!l.is_empty()).then(|| l.iter().sum::<f64>() / l.len() as f64);
+        t.row([
+            Cell::Text(r.scheduler.to_uppercase()),
+            Cell::NumText(format!("{} / {}", l.len(), r.sent)),
+            Cell::opt(mean, 1),
+            Cell::opt(quantile(l, 0.5), 1),
+            Cell::opt(quantile(l, 0.95), 1),
+            Cell::opt(quantile(l, 0.99), 1),
+            Cell::num(r.bulk_mbps, 3),
+        ]);
+    }
+    let intro = format!(
+        "Peregrine showcase: drone control beside bulk data on one connection (seed 002's setting) —\n\
+         {trace_note} on a priority stream and a bulk stream, 1 Mbit/s, 40 ms RTT, 1-BDP queue,\n\
+         CUBIC, 30 s simulated, under three stream schedulers. Latency is per control message\n\
+         (queued at the sender → delivered at the receiver), of the messages delivered in the run."
+    );
+    let dir = PathBuf::from("out/showcase");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut report = Report::new("Peregrine showcase: schedulers for drone control", &dir);
+    report.paragraph(&format!(
+        "Generated by `cargo run --release` (`peregrine` with no arguments) from the embedded \
+         `scenarios/drone-control.toml`. {}",
+        intro.replace('\n', " ")
+    ));
+    report.table(None, &t);
+    let file = dir.join("latency_box.svg");
+    let samples: Vec<Samples> = rows
+        .iter()
+        .map(|r| Samples::new(r.scheduler.to_uppercase(), r.latencies_ms.clone()))
+        .collect();
+    charts::box_plot(
+        &file,
+        &ChartText::new("Control-message latency", "scheduler", "latency (ms)"),
+        &samples,
+    )?;
+    report.image("control-message latency per scheduler", &file);
+    report.paragraph(
+        "More: `peregrine reproduce quic-sched` (seed 002's experiments with the published \
+         numbers beside ours), `peregrine sim scenarios/drone-control.toml --sweep \
+         flows.0.scheduler=rr,abs,edf --seeds 5` (a sweep with confidence intervals), `peregrine \
+         cc showcase` (the congestion-controller lab).",
+    );
+    let path = report.write()?;
+    crate::out(&format!(
+        "{intro}\n\n{}\nreport: {}\nmore: peregrine reproduce quic-sched | peregrine sim --help | peregrine cc showcase\n",
+        t.render(),
+        path.display()
+    ))
+}
+
+/// The embedded scenario with `set` applied.
+fn build(set: &[String]) -> anyhow::Result<Scenario> {
+    Ok(Scenario::from_toml_str(
+        DRONE,
+        "scenarios/drone-control.toml (embedded)",
+        set,
+    )?)
+}
