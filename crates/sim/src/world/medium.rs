@@ -1,0 +1,300 @@
+//! The shared 802.11b medium of a wireless world, and each node's network
+//! interface on it (issue 10).
+//!
+//! One [`Medium`] holds what the nodes share: the [`WifiChannel`], every
+//! node's mobility model (positions are sampled — once per instant, for
+//! all nodes — only when the channel or routing needs them), the time
+//! until which each node senses the medium busy, how many frames each
+//! node has waiting (the contenders), the routing tables and the counters.
+//! Each node has one [`WifiNic`], a [`LinkModel`] the engine drives like a
+//! point-to-point direction: a drop-tail FIFO transmit queue whose head
+//! goes on air when the node senses the medium idle.
+//!
+//! Key choices:
+//! * One frame exchange is decided when it starts: `WifiChannel::attempt`
+//!   folds backoff, Bianchi collisions (contenders = other nodes within
+//!   carrier-sense range with a frame queued), frame errors and MAC
+//!   retries into one outcome. The medium is then held busy for its
+//!   `airtime` at the sender and every node within carrier-sense range;
+//!   the frame reaches its next hop at the end of that airtime (the
+//!   propagation delay, < 2 µs at 400 m, is neglected) or is dropped
+//!   (reason `Channel`) when every attempt failed.
+//! * Nodes whose medium becomes idle at the same instant take it in event
+//!   order; the contention among them is what the collision probability
+//!   and the random backoff inside `airtime` stand for.
+//! * Frames are sized by the packet's wire bytes (datagram + IP/UDP); the
+//!   channel adds the MAC header, FCS and LLC/SNAP.
+
+use super::channel::wifi::WifiChannel;
+use super::geom::Vec3;
+use super::link::{DropReason, LinkModel, LinkOutput, LinkStats};
+use super::mobility::Mobility;
+use super::packet::Packet;
+use super::routing::Routing;
+use peregrine_cc::Time;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+/// Counters of the wireless world.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MediumStats {
+    /// Frames put on air (each with all its MAC attempts).
+    pub frames: u64,
+    /// MAC transmissions, retries included.
+    pub attempts: u64,
+    /// Attempts lost to collisions.
+    pub collisions: u64,
+    /// Frames lost after the last MAC retry.
+    pub mac_drops: u64,
+    /// Packets dropped because their destination was unreachable in the
+    /// current routing tables.
+    pub no_route_drops: u64,
+    /// Packets dropped because the stale table's next hop was out of range
+    /// (a broken route, until the next recomputation).
+    pub broken_route_drops: u64,
+}
+
+/// What the nodes of a wireless world share.
+pub struct Medium {
+    wifi: WifiChannel,
+    mobility: Vec<Box<dyn Mobility>>,
+    pos: Vec<Vec3>,
+    pos_at: Option<u64>,
+    /// Per node: the medium is sensed busy until this instant, ns.
+    busy_until: Vec<u64>,
+    /// Per node: frames queued or on air.
+    backlog: Vec<u64>,
+    routing: Routing,
+    stats: MediumStats,
+}
+
+impl std::fmt::Debug for Medium {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Medium")
+            .field("nodes", &self.mobility.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// A medium shared by the interfaces and the router of one simulation
+/// (single-threaded: a simulation runs on one thread).
+pub type SharedMedium = Rc<RefCell<Medium>>;
+
+impl Medium {
+    /// A medium for `mobility.len()` nodes.
+    pub fn new(wifi: WifiChannel, mobility: Vec<Box<dyn Mobility>>, routing: Routing) -> Medium {
+        let n = mobility.len();
+        Medium {
+            wifi,
+            mobility,
+            pos: vec![Vec3::ZERO; n],
+            pos_at: None,
+            busy_until: vec![0; n],
+            backlog: vec![0; n],
+            routing,
+            stats: MediumStats::default(),
+        }
+    }
+
+    /// Number of nodes.
+    pub fn n_nodes(&self) -> usize {
+        self.mobility.len()
+    }
+
+    /// Every node's position at `now` (sampled at most once per instant;
+    /// an earlier `now` than the last sample returns the last sample, as
+    /// models only move forward).
+    pub fn positions(&mut self, now: u64) -> &[Vec3] {
+        if self.pos_at.is_none_or(|t| now > t) {
+            let t = Time::from_nanos(now);
+            for (p, m) in self.pos.iter_mut().zip(self.mobility.iter_mut()) {
+                *p = m.position(t);
+            }
+            self.pos_at = Some(now);
+        }
+        &self.pos
+    }
+
+    /// Whether `a` and `b` can exchange frames at `now` (the channel's
+    /// routing criterion, shadowing included).
+    pub fn link_up(&mut self, now: u64, a: usize, b: usize) -> bool {
+        self.positions(now);
+        let (pa, pb) = (self.pos[a], self.pos[b]);
+        self.wifi
+            .in_range(Time::from_nanos(now), pa, pb, WifiChannel::link_id(a, b))
+    }
+
+    /// Recompute the routing tables from the connectivity at `now`.
+    pub fn recompute_routes(&mut self, now: u64) {
+        self.positions(now);
+        let t = Time::from_nanos(now);
+        let (wifi, pos) = (&self.wifi, &self.pos);
+        self.routing.recompute(t, |a, b| {
+            wifi.in_range(t, pos[a], pos[b], WifiChannel::link_id(a, b))
+        });
+    }
+
+    /// The routing tables.
+    pub fn routing(&self) -> &Routing {
+        &self.routing
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &MediumStats {
+        &self.stats
+    }
+
+    /// Count a packet dropped by the router (`broken`: the next hop was
+    /// out of range; else no route at all).
+    pub fn count_route_drop(&mut self, broken: bool) {
+        if broken {
+            self.stats.broken_route_drops += 1;
+        } else {
+            self.stats.no_route_drops += 1;
+        }
+    }
+
+    /// Put a frame of `bytes` from `from` to `to` on air at `now`: returns
+    /// (delivered, end of the exchange in ns) and holds the medium busy
+    /// until then around `from`.
+    fn transmit(&mut self, now: u64, from: usize, to: usize, bytes: usize) -> (bool, u64) {
+        self.positions(now);
+        let pf = self.pos[from];
+        let others = (0..self.pos.len())
+            .filter(|&j| j != from && self.backlog[j] > 0)
+            .map(|j| self.pos[j]);
+        let contenders = self.wifi.contenders(pf, others);
+        let out = self.wifi.attempt(
+            Time::from_nanos(now),
+            pf,
+            self.pos[to],
+            WifiChannel::link_id(from, to),
+            bytes,
+            contenders,
+        );
+        let air_ns = u64::try_from(out.airtime.as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let end = now.saturating_add(air_ns);
+        let range = self.wifi.carrier_sense_range_m();
+        for j in 0..self.pos.len() {
+            if j == from || self.pos[j].distance(pf) <= range {
+                self.busy_until[j] = self.busy_until[j].max(end);
+            }
+        }
+        self.stats.frames += 1;
+        self.stats.attempts += u64::from(out.attempts);
+        self.stats.collisions += u64::from(out.collisions);
+        if !out.delivered {
+            self.stats.mac_drops += 1;
+        }
+        (out.delivered, end)
+    }
+}
+
+/// One node's interface on the shared medium: its transmit queue.
+#[derive(Debug)]
+pub struct WifiNic {
+    node: usize,
+    medium: SharedMedium,
+    limit_packets: u64,
+    queue: VecDeque<Packet>,
+    queued_bytes: u64,
+    /// The frame on air: (packet, delivered, end of the exchange).
+    on_air: Option<(Packet, bool, u64)>,
+    stats: LinkStats,
+}
+
+impl WifiNic {
+    /// Node `node`'s interface, with a drop-tail queue of `limit_packets`.
+    pub fn new(node: usize, medium: SharedMedium, limit_packets: u64) -> WifiNic {
+        WifiNic {
+            node,
+            medium,
+            limit_packets,
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            on_air: None,
+            stats: LinkStats::default(),
+        }
+    }
+
+    fn finish(&mut self, p: Packet, delivered: bool, end: u64, out: &mut LinkOutput) {
+        self.medium.borrow_mut().backlog[self.node] -= 1;
+        if delivered {
+            self.stats.delivered_packets += 1;
+            self.stats.delivered_bytes += u64::from(p.wire_bytes);
+            out.delivered.push((end, p));
+        } else {
+            self.stats.channel_drops += 1;
+            out.dropped.push((p, DropReason::Channel));
+        }
+    }
+}
+
+impl LinkModel for WifiNic {
+    fn enqueue(&mut self, _now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+        let waiting = self.queue.len() as u64;
+        if waiting >= self.limit_packets {
+            self.stats.queue_drops += 1;
+            return Err((pkt, DropReason::QueueFull));
+        }
+        self.queued_bytes += u64::from(pkt.wire_bytes);
+        self.queue.push_back(pkt);
+        self.medium.borrow_mut().backlog[self.node] += 1;
+        self.stats.enqueued_packets += 1;
+        self.stats.max_queue_packets = self.stats.max_queue_packets.max(self.queue.len() as u64);
+        Ok(())
+    }
+
+    fn next_wake(&mut self, now: u64) -> Option<u64> {
+        if let Some((_, _, end)) = &self.on_air {
+            return Some(*end);
+        }
+        if self.queue.is_empty() {
+            return None;
+        }
+        Some(self.medium.borrow().busy_until[self.node].max(now))
+    }
+
+    fn advance(&mut self, now: u64, out: &mut LinkOutput) {
+        loop {
+            let mut t = now;
+            if let Some((_, _, end)) = &self.on_air {
+                if *end > now {
+                    return;
+                }
+                t = *end;
+                if let Some((p, ok, end)) = self.on_air.take() {
+                    self.finish(p, ok, end, out);
+                }
+            }
+            if self.queue.is_empty() || self.medium.borrow().busy_until[self.node] > t {
+                return;
+            }
+            let Some(mut p) = self.queue.pop_front() else {
+                return;
+            };
+            self.queued_bytes -= u64::from(p.wire_bytes);
+            if p.forward && p.is_data && !p.left_first_hop {
+                out.processed.push((p.flow, p.wire_bytes));
+            }
+            p.left_first_hop = true;
+            let (ok, end) =
+                self.medium
+                    .borrow_mut()
+                    .transmit(t, self.node, p.next_hop, p.wire_bytes as usize);
+            self.on_air = Some((p, ok, end));
+        }
+    }
+
+    fn backlog(&self) -> (u64, u64) {
+        (self.queue.len() as u64, self.queued_bytes)
+    }
+
+    fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+}
