@@ -270,7 +270,8 @@ pub fn run(args: FanetArgs) -> anyhow::Result<()> {
     let total = 2 * CONTROLLERS.len() * seeds as usize;
     let progress = Progress::new(total, "reproduce fanet", args.quiet);
     // Wall time of the whole reproduction, for the report's closing note.
-    #[allow(clippy::disallowed_methods, clippy::disallowed_types)] // measuring our own run time, not simulated time
+    #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+    // measuring our own run time, not simulated time
     let started = std::time::Instant::now();
     let half = total / 2;
     let primary = run_case(

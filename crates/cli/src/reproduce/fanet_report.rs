@@ -111,9 +111,9 @@ fn bars(
     Ok(path)
 }
 
+/// Per controller: mean over seeds of `pick` (0 if none) and its 95 % CI.
 fn series_of(
     primary: &CaseRuns,
-    key: &str,
     pick: impl Fn(&Value) -> Option<f64>,
 ) -> (Vec<f64>, Vec<Option<f64>>) {
     let stats: Vec<Option<Summary>> = primary
@@ -121,7 +121,6 @@ fn series_of(
         .iter()
         .map(|runs| over_runs(runs, &pick))
         .collect();
-    let _ = key;
     (
         stats.iter().map(|s| mean(*s).unwrap_or(0.0)).collect(),
         stats.iter().map(|s| ci(*s)).collect(),
@@ -261,8 +260,8 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
     r.heading(2, "Fig. 4: throughput and processed load, % of the 5 Mbit/s rate")
         .paragraph("Throughput % = received packets × 588 B × 8 / (duration × 5 Mbit/s), seed 001's definition; processed load counts the packets that left the sender's transmit queue the same way.")
         .table(Some("Throughput, % of the channel rate"), &published_vs_ours("controller", &rows, 2));
-    let (thr, thr_ci) = series_of(primary, "", |v| v["flows"][0]["throughput_pct"].as_f64());
-    let (pl, pl_ci) = series_of(primary, "", |v| v["flows"][0]["processed_pct"].as_f64());
+    let (thr, thr_ci) = series_of(primary, |v| v["flows"][0]["throughput_pct"].as_f64());
+    let (pl, pl_ci) = series_of(primary, |v| v["flows"][0]["processed_pct"].as_f64());
     let pub_thr: Vec<f64> = CONTROLLERS
         .iter()
         .map(|c| pubnum(c, "throughput").unwrap_or(0.0))
@@ -364,9 +363,9 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
             None,
         ),
     ] {
-        let (v, e) = series_of(primary, key, |x| x["flows"][0][key].as_f64());
+        let (v, e) = series_of(primary, |x| x["flows"][0][key].as_f64());
         let e = match err_key {
-            Some(k) => series_of(primary, k, |x| x["flows"][0][k].as_f64())
+            Some(k) => series_of(primary, |x| x["flows"][0][k].as_f64())
                 .0
                 .into_iter()
                 .map(Some)

@@ -20,8 +20,11 @@
 //!   propagation delay, < 2 µs at 400 m, is neglected) or is dropped
 //!   (reason `Channel`) when every attempt failed.
 //! * Nodes whose medium becomes idle at the same instant take it in event
-//!   order; the contention among them is what the collision probability
-//!   and the random backoff inside `airtime` stand for.
+//!   order, the node that just transmitted last (1 ns later): successive
+//!   frames alternate among the waiting nodes, as DCF shares the medium
+//!   per frame among saturated stations; the contention among them is
+//!   what the collision probability and the random backoff inside
+//!   `airtime` stand for.
 //! * Frames are sized by the packet's wire bytes (datagram + IP/UDP); the
 //!   channel adds the MAC header, FCS and LLC/SNAP.
 
@@ -184,6 +187,11 @@ impl Medium {
                 self.busy_until[j] = self.busy_until[j].max(end);
             }
         }
+        // The sender yields to the nodes already waiting for the medium
+        // to free at `end` (they go first, in event order): DCF's
+        // per-frame fairness among saturated stations, instead of the
+        // sender capturing the medium with its whole queue.
+        self.busy_until[from] = self.busy_until[from].max(end.saturating_add(1));
         self.stats.frames += 1;
         self.stats.attempts += u64::from(out.attempts);
         self.stats.collisions += u64::from(out.collisions);
