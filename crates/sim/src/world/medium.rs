@@ -306,3 +306,111 @@ impl LinkModel for WifiNic {
         &self.stats
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::channel::wifi::WifiConfig;
+    use crate::world::geom::Bounds;
+    use crate::world::mobility::MobilityConfig;
+    use crate::world::routing::RoutingConfig;
+
+    fn pkt(id: u64, next_hop: usize) -> Packet {
+        Packet {
+            id,
+            flow: 0,
+            forward: true,
+            is_data: true,
+            src: 0,
+            dst: next_hop,
+            next_hop,
+            dst_port: 1,
+            src_port: 1,
+            wire_bytes: 600,
+            created: Time::ZERO,
+            left_first_hop: false,
+            payload: Vec::new(),
+        }
+    }
+
+    /// Static nodes at the given x positions (m), no shadowing.
+    fn medium(xs: &[f64]) -> SharedMedium {
+        let cfg = WifiConfig {
+            shadowing_sigma_db: 0.0,
+            ..WifiConfig::default()
+        };
+        let wifi = WifiChannel::new(cfg, 3).expect("valid");
+        let bounds = Bounds::from_size(1000.0, 10.0, 10.0);
+        let mobility = xs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let m: MobilityConfig = serde_json::from_str(&format!(
+                    r#"{{"model": "static", "position_m": [{x}, 5.0, 5.0]}}"#
+                ))
+                .expect("config");
+                m.build(i, bounds, 3).expect("model")
+            })
+            .collect();
+        let routing = Routing::new(xs.len(), RoutingConfig::default()).expect("routing");
+        Rc::new(RefCell::new(Medium::new(wifi, mobility, routing)))
+    }
+
+    /// Advance `nic` from wake to wake until idle; (arrival ns, id).
+    fn drain(nic: &mut WifiNic) -> (Vec<(u64, u64)>, usize) {
+        let mut out = LinkOutput::default();
+        let mut now = 0;
+        while let Some(w) = nic.next_wake(now) {
+            now = w;
+            nic.advance(now, &mut out);
+        }
+        let got = out.delivered.iter().map(|(t, p)| (*t, p.id)).collect();
+        (got, out.dropped.len())
+    }
+
+    #[test]
+    fn frames_leave_in_order_one_airtime_apart_and_the_queue_is_drop_tail() {
+        let m = medium(&[0.0, 50.0]);
+        let mut nic = WifiNic::new(0, Rc::clone(&m), 3);
+        for id in 0..4 {
+            let r = nic.enqueue(0, pkt(id, 1));
+            assert_eq!(r.is_ok(), id < 3, "packet {id}");
+        }
+        assert_eq!(nic.stats().queue_drops, 1);
+        assert_eq!(nic.backlog().0, 3);
+        let (got, dropped) = drain(&mut nic);
+        assert_eq!(dropped, 0, "50 m at 5 Mbit/s is a clean link");
+        assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>(), [0, 1, 2]);
+        // One 600 + 36 byte frame at 5 Mbit/s with its PLCP is > 1 ms.
+        let mut prev = 0;
+        for (t, _) in &got {
+            assert!(*t >= prev + 1_000_000, "{t} after {prev}");
+            prev = *t;
+        }
+        assert_eq!(m.borrow().stats().frames, 3);
+        assert_eq!(m.borrow().backlog[0], 0);
+    }
+
+    #[test]
+    fn a_node_out_of_range_is_not_reached_and_a_neighbour_defers() {
+        // 0 and 1 close, 2 at 600 m: beyond range and carrier sense.
+        let m = medium(&[0.0, 50.0, 600.0]);
+        assert!(m.borrow_mut().link_up(0, 0, 1));
+        assert!(!m.borrow_mut().link_up(0, 0, 2));
+        let mut far = WifiNic::new(0, Rc::clone(&m), 10);
+        far.enqueue(0, pkt(9, 2)).expect("queued");
+        let (got, dropped) = drain(&mut far);
+        assert!(got.is_empty());
+        assert_eq!(dropped, 1);
+        assert_eq!(m.borrow().stats().mac_drops, 1);
+        assert_eq!(m.borrow().stats().attempts, 7, "every MAC retry spent");
+        // Node 0 on air holds the medium for node 1 (carrier sense), not 2.
+        let mut a = WifiNic::new(0, Rc::clone(&m), 10);
+        a.enqueue(1_000_000_000, pkt(1, 1)).expect("queued");
+        let mut out = LinkOutput::default();
+        a.advance(1_000_000_000, &mut out);
+        let busy = m.borrow().busy_until.clone();
+        assert!(busy[1] > 1_000_000_000 && busy[0] > busy[1]);
+        assert!(busy[2] < 1_000_000_000);
+    }
+}
