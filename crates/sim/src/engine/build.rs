@@ -134,8 +134,9 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
     let mut wireless = None;
     if let Some(w) = &m.wireless {
         let pairs = m.flows.iter().map(|f| (f.src, f.dst)).collect();
-        let built = super::wireless::build(w, &m.nodes, pairs, m.seed)
-            .map_err(|e| loader.fail(format!("{}: {e}", scenario.origin)))?;
+        let built =
+            super::wireless::build(w, &m.nodes, pairs, m.seed, |p| scenario.resolve_path(p))
+                .map_err(|e| loader.fail(format!("{}: {e}", scenario.origin)))?;
         links = built.links;
         link_names = built.link_names;
         router = built.router;

@@ -18,6 +18,7 @@ use crate::scenario::wireless::WirelessSpec;
 use crate::world::channel::wifi::WifiChannel;
 use crate::world::link::LinkModel;
 use crate::world::medium::{Medium, MediumStats, SharedMedium, WifiNic};
+use crate::world::mobility::MobilityConfig;
 use crate::world::routing::Routing;
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -64,17 +65,24 @@ pub(crate) struct Built {
     pub(crate) wireless: Wireless,
 }
 
-/// Build the medium, interfaces and router of `spec` for `nodes`.
+/// Build the medium, interfaces and router of `spec` for `nodes`;
+/// `resolve` finds a mobility trace file as written in the scenario.
 pub(crate) fn build(
     spec: &WirelessSpec,
     nodes: &[String],
     pairs: Vec<(usize, usize)>,
     seed: u64,
+    resolve: impl Fn(&str) -> std::path::PathBuf,
 ) -> Result<Built, String> {
     let wifi = WifiChannel::new(spec.channel.clone(), seed)
         .map_err(|e| format!("wireless.channel: {e}"))?;
     let mut mobility = Vec::with_capacity(nodes.len());
     for (i, m) in spec.mobility.iter().enumerate() {
+        // Trace files are found like every scenario file (folder, then up).
+        let mut m = m.clone();
+        if let MobilityConfig::Trace(t) = &mut m {
+            t.path = resolve(&t.path).to_string_lossy().into_owned();
+        }
         mobility.push(
             m.build(i, spec.bounds, seed)
                 .map_err(|e| format!("nodes.{i}.mobility: {e}"))?,
