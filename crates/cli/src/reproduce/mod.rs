@@ -8,6 +8,8 @@
 
 use clap::{Args, Subcommand};
 
+pub mod fanet;
+mod fanet_report;
 pub mod quic_sched;
 mod quic_sched_adaptive;
 mod quic_sched_fig5;
@@ -22,6 +24,8 @@ pub struct ReproduceArgs {
 
 #[derive(Subcommand, Debug)]
 enum ReproduceCommand {
+    /// Seed 001: 13 controllers in a 10-UAV swarm over 802.11b.
+    Fanet(fanet::FanetArgs),
     /// Seed 002 (stream schedulers): Fig. 5 box plot, Table 1 gains over
     /// RR, the adaptive scheduler over mmWave traces.
     QuicSched(quic_sched::QuicSchedArgs),
@@ -34,6 +38,7 @@ enum ReproduceCommand {
 /// Run `peregrine reproduce`.
 pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
     match args.command {
+        ReproduceCommand::Fanet(a) => fanet::run(a),
         ReproduceCommand::QuicSched(a) => quic_sched::run(a),
         ReproduceCommand::Sltp(a) => crate::reproduce_sltp::run(a),
     }

@@ -129,12 +129,26 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         }
     }
     let routes = StaticRoutes::new(m.nodes.len(), &m.links);
+    let mut router: Box<dyn super::Router> = Box::new(routes.clone());
+    let mut queue = EventQueue::new();
+    let mut wireless = None;
+    if let Some(w) = &m.wireless {
+        let pairs = m.flows.iter().map(|f| (f.src, f.dst)).collect();
+        let built =
+            super::wireless::build(w, &m.nodes, pairs, m.seed, |p| scenario.resolve_path(p))
+                .map_err(|e| loader.fail(format!("{}: {e}", scenario.origin)))?;
+        links = built.links;
+        link_names = built.link_names;
+        router = built.router;
+        wireless = Some(built.wireless);
+        // Routes exist before the first flow starts (same instant, earlier).
+        queue.push(0, Ev::RouteTick);
+    }
     let mut slots = Vec::new();
     let mut by_addr = BTreeMap::new();
     let mut flows = Vec::new();
     let mut apps = Vec::new();
     let mut metrics = Vec::new();
-    let mut queue = EventQueue::new();
     for (f, fs) in m.flows.iter().enumerate() {
         let config = ConnectionConfig {
             cc: fs.cc.clone(),
@@ -235,7 +249,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         queue,
         link_wake: vec![None; links.len()],
         links,
-        router: Box::new(routes),
+        router,
         slots,
         by_addr,
         flows,
@@ -252,6 +266,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         free_packets: Vec::new(),
         link_samples: (0..link_names.len()).map(|_| Vec::new()).collect(),
         link_names,
+        wireless,
         now: 0,
     })
 }
@@ -315,6 +330,7 @@ impl Sim {
         let mut messages = std::mem::take(&mut self.message_log);
         messages.sort_unstable();
         SimResults {
+            wireless: self.wireless.as_ref().map(|w| w.result()),
             name: scenario.name(),
             seed: m.seed,
             duration_ns: m.duration_ns,

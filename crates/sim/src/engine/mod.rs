@@ -19,6 +19,7 @@
 pub(crate) mod build;
 pub mod queue;
 pub mod routing;
+pub mod wireless;
 
 use crate::apps::{App, Offer};
 use crate::metrics::{FlowMetrics, FlowSample};
@@ -60,6 +61,8 @@ enum Ev {
     /// A link-layer hint reaches flow's sender.
     Hint(usize, Box<peregrine_cc::LinkHint>),
     Sample,
+    /// Recompute the wireless world's routes.
+    RouteTick,
 }
 
 /// One simulated socket: an endpoint at a node.
@@ -132,6 +135,8 @@ pub(crate) struct Sim {
     link_names: Vec<String>,
     /// Per link direction, its state at every sample.
     link_samples: Vec<Vec<crate::metrics::output::LinkSample>>,
+    /// The wireless world, if the scenario has one.
+    wireless: Option<wireless::Wireless>,
     now: u64,
 }
 
@@ -222,6 +227,14 @@ impl Sim {
                     }
                 }
                 Ev::Sample => self.sample(),
+                Ev::RouteTick => {
+                    if let Some(w) = self.wireless.as_mut() {
+                        let next = w.tick(t);
+                        if next <= self.end_ns {
+                            self.queue.push(next, Ev::RouteTick);
+                        }
+                    }
+                }
             }
         }
         self.now = self.end_ns;

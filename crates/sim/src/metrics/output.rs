@@ -98,6 +98,8 @@ pub struct SimResults {
     pub links: Vec<LinkResult>,
     /// Delivered messages: (flow, stream, number, queued ns, latency ns, bytes).
     pub messages: Vec<(usize, u16, u32, u64, u64, u32)>,
+    /// The wireless world's routes and MAC counters (wireless scenarios).
+    pub wireless: Option<crate::engine::wireless::WirelessResult>,
 }
 
 fn ms(ns: f64) -> f64 {
@@ -299,7 +301,7 @@ impl SimResults {
             .iter()
             .map(|f| f.throughput_bps(self.duration_ns))
             .collect();
-        json!({
+        let mut out = json!({
             "scenario": self.name,
             "seed": self.seed,
             "duration_s": r6(dur_s),
@@ -307,7 +309,12 @@ impl SimResults {
             "flows": flows,
             "links": links,
             "fairness": { "all_flows": opt(if all.len() >= 2 { jain_index(&all) } else { None }), "per_link": fair },
-        })
+        });
+        // Wired scenarios keep exactly their former summary.
+        if let (Some(w), Some(obj)) = (&self.wireless, out.as_object_mut()) {
+            obj.insert("wireless".to_string(), w.to_json());
+        }
+        out
     }
 
     /// Write `summary.json`, `flows.csv`, `links.csv`, `timeseries.csv`,

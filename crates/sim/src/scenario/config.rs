@@ -68,6 +68,9 @@ pub struct ScenarioConfig {
     /// Connections and their applications.
     #[serde(default)]
     pub flows: Vec<FlowConfig>,
+    /// A shared 802.11b medium instead of links (see [`super::wireless`]).
+    #[serde(default)]
+    pub wireless: Option<super::wireless::WirelessConfig>,
 }
 
 /// `[metrics]`.
@@ -122,6 +125,10 @@ impl Default for NetConfig {
 pub struct NodeConfig {
     /// Unique name.
     pub name: String,
+    /// How the node moves (wireless scenarios only; default
+    /// `wireless.mobility`).
+    #[serde(default)]
+    pub mobility: Option<crate::world::mobility::MobilityConfig>,
 }
 
 /// A queue size: exactly one of `packets`, `bytes`, `bdp`.

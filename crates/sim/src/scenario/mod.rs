@@ -23,6 +23,7 @@ pub mod model;
 pub mod overrides;
 pub mod units;
 pub mod validate;
+pub mod wireless;
 
 use std::path::{Path, PathBuf};
 use thiserror::Error;

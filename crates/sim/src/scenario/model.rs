@@ -27,6 +27,8 @@ pub struct Model {
     pub links: Vec<LinkSpec>,
     /// Flows.
     pub flows: Vec<FlowSpec>,
+    /// The wireless world, if the scenario has one (then `links` is empty).
+    pub wireless: Option<super::wireless::WirelessSpec>,
 }
 
 /// One point-to-point link.

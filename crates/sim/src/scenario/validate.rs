@@ -212,6 +212,7 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
             streams,
         });
     }
+    let wireless = super::wireless::validate(cfg, &nodes, origin)?;
     Ok(Model {
         duration_ns: cfg.duration.0,
         seed: cfg.seed,
@@ -221,6 +222,7 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
         nodes,
         links,
         flows,
+        wireless,
     })
 }
 

@@ -6,6 +6,7 @@ pub mod channel;
 pub mod geom;
 pub mod link;
 pub mod loss;
+pub mod medium;
 pub mod mobility;
 pub mod outage;
 pub mod packet;

@@ -1,0 +1,416 @@
+//! The shared 802.11b medium of a wireless world, and each node's network
+//! interface on it (issue 10).
+//!
+//! One [`Medium`] holds what the nodes share: the [`WifiChannel`], every
+//! node's mobility model (positions are sampled — once per instant, for
+//! all nodes — only when the channel or routing needs them), the time
+//! until which each node senses the medium busy, how many frames each
+//! node has waiting (the contenders), the routing tables and the counters.
+//! Each node has one [`WifiNic`], a [`LinkModel`] the engine drives like a
+//! point-to-point direction: a drop-tail FIFO transmit queue whose head
+//! goes on air when the node senses the medium idle.
+//!
+//! Key choices:
+//! * One frame exchange is decided when it starts: `WifiChannel::attempt`
+//!   folds backoff, Bianchi collisions (contenders = other nodes within
+//!   carrier-sense range with a frame queued), frame errors and MAC
+//!   retries into one outcome. The medium is then held busy for its
+//!   `airtime` at the sender and every node within carrier-sense range;
+//!   the frame reaches its next hop at the end of that airtime (the
+//!   propagation delay, < 2 µs at 400 m, is neglected) or is dropped
+//!   (reason `Channel`) when every attempt failed.
+//! * Nodes whose medium becomes idle at the same instant take it in event
+//!   order, the node that just transmitted last (1 ns later): successive
+//!   frames alternate among the waiting nodes, as DCF shares the medium
+//!   per frame among saturated stations; the contention among them is
+//!   what the collision probability and the random backoff inside
+//!   `airtime` stand for.
+//! * Frames are sized by the packet's wire bytes (datagram + IP/UDP); the
+//!   channel adds the MAC header, FCS and LLC/SNAP.
+
+use super::channel::wifi::WifiChannel;
+use super::geom::Vec3;
+use super::link::{DropReason, LinkModel, LinkOutput, LinkStats};
+use super::mobility::Mobility;
+use super::packet::Packet;
+use super::routing::Routing;
+use peregrine_cc::Time;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+/// Counters of the wireless world.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MediumStats {
+    /// Frames put on air (each with all its MAC attempts).
+    pub frames: u64,
+    /// MAC transmissions, retries included.
+    pub attempts: u64,
+    /// Attempts lost to collisions.
+    pub collisions: u64,
+    /// Frames lost after the last MAC retry.
+    pub mac_drops: u64,
+    /// Packets dropped because their destination was unreachable in the
+    /// current routing tables.
+    pub no_route_drops: u64,
+    /// Packets dropped because the stale table's next hop was out of range
+    /// (a broken route, until the next recomputation).
+    pub broken_route_drops: u64,
+}
+
+/// What the nodes of a wireless world share.
+pub struct Medium {
+    wifi: WifiChannel,
+    mobility: Vec<Box<dyn Mobility>>,
+    pos: Vec<Vec3>,
+    pos_at: Option<u64>,
+    /// Per node: the medium is sensed busy until this instant, ns.
+    busy_until: Vec<u64>,
+    /// Per node: frames queued or on air.
+    backlog: Vec<u64>,
+    routing: Routing,
+    stats: MediumStats,
+}
+
+impl std::fmt::Debug for Medium {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Medium")
+            .field("nodes", &self.mobility.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// A medium shared by the interfaces and the router of one simulation
+/// (single-threaded: a simulation runs on one thread).
+pub type SharedMedium = Rc<RefCell<Medium>>;
+
+impl Medium {
+    /// A medium for `mobility.len()` nodes.
+    pub fn new(wifi: WifiChannel, mobility: Vec<Box<dyn Mobility>>, routing: Routing) -> Medium {
+        let n = mobility.len();
+        Medium {
+            wifi,
+            mobility,
+            pos: vec![Vec3::ZERO; n],
+            pos_at: None,
+            busy_until: vec![0; n],
+            backlog: vec![0; n],
+            routing,
+            stats: MediumStats::default(),
+        }
+    }
+
+    /// Number of nodes.
+    pub fn n_nodes(&self) -> usize {
+        self.mobility.len()
+    }
+
+    /// Every node's position at `now` (sampled at most once per instant;
+    /// an earlier `now` than the last sample returns the last sample, as
+    /// models only move forward).
+    pub fn positions(&mut self, now: u64) -> &[Vec3] {
+        if self.pos_at.is_none_or(|t| now > t) {
+            let t = Time::from_nanos(now);
+            for (p, m) in self.pos.iter_mut().zip(self.mobility.iter_mut()) {
+                *p = m.position(t);
+            }
+            self.pos_at = Some(now);
+        }
+        &self.pos
+    }
+
+    /// Whether `a` and `b` can exchange frames at `now` (the channel's
+    /// routing criterion, shadowing included).
+    pub fn link_up(&mut self, now: u64, a: usize, b: usize) -> bool {
+        self.positions(now);
+        let (pa, pb) = (self.pos[a], self.pos[b]);
+        self.wifi
+            .in_range(Time::from_nanos(now), pa, pb, WifiChannel::link_id(a, b))
+    }
+
+    /// Recompute the routing tables from the connectivity at `now`.
+    pub fn recompute_routes(&mut self, now: u64) {
+        self.positions(now);
+        let t = Time::from_nanos(now);
+        let (wifi, pos) = (&self.wifi, &self.pos);
+        self.routing.recompute(t, |a, b| {
+            wifi.in_range(t, pos[a], pos[b], WifiChannel::link_id(a, b))
+        });
+    }
+
+    /// The routing tables.
+    pub fn routing(&self) -> &Routing {
+        &self.routing
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &MediumStats {
+        &self.stats
+    }
+
+    /// Count a packet dropped by the router (`broken`: the next hop was
+    /// out of range; else no route at all).
+    pub fn count_route_drop(&mut self, broken: bool) {
+        if broken {
+            self.stats.broken_route_drops += 1;
+        } else {
+            self.stats.no_route_drops += 1;
+        }
+    }
+
+    /// Put a frame of `bytes` from `from` to `to` on air at `now`: returns
+    /// (delivered, end of the exchange in ns) and holds the medium busy
+    /// until then around `from`.
+    fn transmit(&mut self, now: u64, from: usize, to: usize, bytes: usize) -> (bool, u64) {
+        self.positions(now);
+        let pf = self.pos[from];
+        let others = (0..self.pos.len())
+            .filter(|&j| j != from && self.backlog[j] > 0)
+            .map(|j| self.pos[j]);
+        let contenders = self.wifi.contenders(pf, others);
+        let out = self.wifi.attempt(
+            Time::from_nanos(now),
+            pf,
+            self.pos[to],
+            WifiChannel::link_id(from, to),
+            bytes,
+            contenders,
+        );
+        let air_ns = u64::try_from(out.airtime.as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let end = now.saturating_add(air_ns);
+        let range = self.wifi.carrier_sense_range_m();
+        for j in 0..self.pos.len() {
+            if j == from || self.pos[j].distance(pf) <= range {
+                self.busy_until[j] = self.busy_until[j].max(end);
+            }
+        }
+        // The sender yields to the nodes already waiting for the medium
+        // to free at `end` (they go first, in event order): DCF's
+        // per-frame fairness among saturated stations, instead of the
+        // sender capturing the medium with its whole queue.
+        self.busy_until[from] = self.busy_until[from].max(end.saturating_add(1));
+        self.stats.frames += 1;
+        self.stats.attempts += u64::from(out.attempts);
+        self.stats.collisions += u64::from(out.collisions);
+        if !out.delivered {
+            self.stats.mac_drops += 1;
+        }
+        (out.delivered, end)
+    }
+}
+
+/// One node's interface on the shared medium: its transmit queue.
+#[derive(Debug)]
+pub struct WifiNic {
+    node: usize,
+    medium: SharedMedium,
+    limit_packets: u64,
+    queue: VecDeque<Packet>,
+    queued_bytes: u64,
+    /// The frame on air: (packet, delivered, end of the exchange).
+    on_air: Option<(Packet, bool, u64)>,
+    stats: LinkStats,
+}
+
+impl WifiNic {
+    /// Node `node`'s interface, with a drop-tail queue of `limit_packets`.
+    pub fn new(node: usize, medium: SharedMedium, limit_packets: u64) -> WifiNic {
+        WifiNic {
+            node,
+            medium,
+            limit_packets,
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            on_air: None,
+            stats: LinkStats::default(),
+        }
+    }
+
+    fn finish(&mut self, p: Packet, delivered: bool, end: u64, out: &mut LinkOutput) {
+        self.medium.borrow_mut().backlog[self.node] -= 1;
+        if delivered {
+            self.stats.delivered_packets += 1;
+            self.stats.delivered_bytes += u64::from(p.wire_bytes);
+            out.delivered.push((end, p));
+        } else {
+            self.stats.channel_drops += 1;
+            out.dropped.push((p, DropReason::Channel));
+        }
+    }
+}
+
+impl LinkModel for WifiNic {
+    fn enqueue(&mut self, _now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+        let waiting = self.queue.len() as u64;
+        if waiting >= self.limit_packets {
+            self.stats.queue_drops += 1;
+            return Err((pkt, DropReason::QueueFull));
+        }
+        self.queued_bytes += u64::from(pkt.wire_bytes);
+        self.queue.push_back(pkt);
+        self.medium.borrow_mut().backlog[self.node] += 1;
+        self.stats.enqueued_packets += 1;
+        self.stats.max_queue_packets = self.stats.max_queue_packets.max(self.queue.len() as u64);
+        Ok(())
+    }
+
+    fn next_wake(&mut self, now: u64) -> Option<u64> {
+        if let Some((_, _, end)) = &self.on_air {
+            return Some(*end);
+        }
+        if self.queue.is_empty() {
+            return None;
+        }
+        Some(self.medium.borrow().busy_until[self.node].max(now))
+    }
+
+    fn advance(&mut self, now: u64, out: &mut LinkOutput) {
+        loop {
+            let mut t = now;
+            if let Some((_, _, end)) = &self.on_air {
+                if *end > now {
+                    return;
+                }
+                t = *end;
+                if let Some((p, ok, end)) = self.on_air.take() {
+                    self.finish(p, ok, end, out);
+                }
+            }
+            if self.queue.is_empty() || self.medium.borrow().busy_until[self.node] > t {
+                return;
+            }
+            let Some(mut p) = self.queue.pop_front() else {
+                return;
+            };
+            self.queued_bytes -= u64::from(p.wire_bytes);
+            if p.forward && p.is_data && !p.left_first_hop {
+                out.processed.push((p.flow, p.wire_bytes));
+            }
+            p.left_first_hop = true;
+            let (ok, end) =
+                self.medium
+                    .borrow_mut()
+                    .transmit(t, self.node, p.next_hop, p.wire_bytes as usize);
+            self.on_air = Some((p, ok, end));
+        }
+    }
+
+    fn backlog(&self) -> (u64, u64) {
+        (self.queue.len() as u64, self.queued_bytes)
+    }
+
+    fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::channel::wifi::WifiConfig;
+    use crate::world::geom::Bounds;
+    use crate::world::mobility::MobilityConfig;
+    use crate::world::routing::RoutingConfig;
+
+    fn pkt(id: u64, next_hop: usize) -> Packet {
+        Packet {
+            id,
+            flow: 0,
+            forward: true,
+            is_data: true,
+            src: 0,
+            dst: next_hop,
+            next_hop,
+            dst_port: 1,
+            src_port: 1,
+            wire_bytes: 600,
+            created: Time::ZERO,
+            left_first_hop: false,
+            payload: Vec::new(),
+        }
+    }
+
+    /// Static nodes at the given x positions (m), no shadowing.
+    fn medium(xs: &[f64]) -> SharedMedium {
+        let cfg = WifiConfig {
+            shadowing_sigma_db: 0.0,
+            ..WifiConfig::default()
+        };
+        let wifi = WifiChannel::new(cfg, 3).expect("valid");
+        let bounds = Bounds::from_size(1000.0, 10.0, 10.0);
+        let mobility = xs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let m: MobilityConfig = serde_json::from_str(&format!(
+                    r#"{{"model": "static", "position_m": [{x}, 5.0, 5.0]}}"#
+                ))
+                .expect("config");
+                m.build(i, bounds, 3).expect("model")
+            })
+            .collect();
+        let routing = Routing::new(xs.len(), RoutingConfig::default()).expect("routing");
+        Rc::new(RefCell::new(Medium::new(wifi, mobility, routing)))
+    }
+
+    /// Advance `nic` from wake to wake until idle; (arrival ns, id).
+    fn drain(nic: &mut WifiNic) -> (Vec<(u64, u64)>, usize) {
+        let mut out = LinkOutput::default();
+        let mut now = 0;
+        while let Some(w) = nic.next_wake(now) {
+            now = w;
+            nic.advance(now, &mut out);
+        }
+        let got = out.delivered.iter().map(|(t, p)| (*t, p.id)).collect();
+        (got, out.dropped.len())
+    }
+
+    #[test]
+    fn frames_leave_in_order_one_airtime_apart_and_the_queue_is_drop_tail() {
+        let m = medium(&[0.0, 50.0]);
+        let mut nic = WifiNic::new(0, Rc::clone(&m), 3);
+        for id in 0..4 {
+            let r = nic.enqueue(0, pkt(id, 1));
+            assert_eq!(r.is_ok(), id < 3, "packet {id}");
+        }
+        assert_eq!(nic.stats().queue_drops, 1);
+        assert_eq!(nic.backlog().0, 3);
+        let (got, dropped) = drain(&mut nic);
+        assert_eq!(dropped, 0, "50 m at 5 Mbit/s is a clean link");
+        assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>(), [0, 1, 2]);
+        // One 600 + 36 byte frame at 5 Mbit/s with its PLCP is > 1 ms.
+        let mut prev = 0;
+        for (t, _) in &got {
+            assert!(*t >= prev + 1_000_000, "{t} after {prev}");
+            prev = *t;
+        }
+        assert_eq!(m.borrow().stats().frames, 3);
+        assert_eq!(m.borrow().backlog[0], 0);
+    }
+
+    #[test]
+    fn a_node_out_of_range_is_not_reached_and_a_neighbour_defers() {
+        // 0 and 1 close, 2 at 600 m: beyond range and carrier sense.
+        let m = medium(&[0.0, 50.0, 600.0]);
+        assert!(m.borrow_mut().link_up(0, 0, 1));
+        assert!(!m.borrow_mut().link_up(0, 0, 2));
+        let mut far = WifiNic::new(0, Rc::clone(&m), 10);
+        far.enqueue(0, pkt(9, 2)).expect("queued");
+        let (got, dropped) = drain(&mut far);
+        assert!(got.is_empty());
+        assert_eq!(dropped, 1);
+        assert_eq!(m.borrow().stats().mac_drops, 1);
+        assert_eq!(m.borrow().stats().attempts, 7, "every MAC retry spent");
+        // Node 0 on air holds the medium for node 1 (carrier sense), not 2.
+        let mut a = WifiNic::new(0, Rc::clone(&m), 10);
+        a.enqueue(1_000_000_000, pkt(1, 1)).expect("queued");
+        let mut out = LinkOutput::default();
+        a.advance(1_000_000_000, &mut out);
+        let busy = m.borrow().busy_until.clone();
+        assert!(busy[1] > 1_000_000_000 && busy[0] > busy[1]);
+        assert!(busy[2] < 1_000_000_000);
+    }
+}
