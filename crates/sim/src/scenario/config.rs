@@ -68,6 +68,9 @@ pub struct ScenarioConfig {
     /// Connections and their applications.
     #[serde(default)]
     pub flows: Vec<FlowConfig>,
+    /// A connected-vehicles mmWave world (expanded into links and flows).
+    #[serde(default)]
+    pub vehicular: Option<super::vehicular::VehicularConfig>,
 }
 
 /// `[metrics]`.

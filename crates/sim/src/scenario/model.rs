@@ -27,6 +27,8 @@ pub struct Model {
     pub links: Vec<LinkSpec>,
     /// Flows.
     pub flows: Vec<FlowSpec>,
+    /// The vehicular world, if the scenario has a `[vehicular]` table.
+    pub vehicular: Option<super::vehicular::VehicularModel>,
 }
 
 /// One point-to-point link.

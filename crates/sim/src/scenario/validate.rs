@@ -221,6 +221,7 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
         nodes,
         links,
         flows,
+        vehicular: None,
     })
 }
 
