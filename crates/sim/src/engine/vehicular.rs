@@ -76,3 +76,7 @@ pub(crate) fn attach(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "vehicular_tests.rs"]
+mod tests;
