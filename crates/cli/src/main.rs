@@ -19,6 +19,7 @@ mod progress;
 mod published;
 #[allow(dead_code)]
 mod report;
+mod reproduce;
 #[allow(dead_code)]
 mod sweep_cli;
 mod sim_cmd;
@@ -42,6 +43,8 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Benchmarks: `peregrine bench sim`.
     Bench(sim_cmd::BenchArgs),
+    /// Reproduce a seed's experiment: `peregrine reproduce mmwave-cvn`.
+    Reproduce(reproduce::ReproduceArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Some(Command::Wire(args)) => wire_cmd::run(args),
         Some(Command::Sim(args)) => sim_cmd::run(args),
         Some(Command::Bench(args)) => sim_cmd::bench(args),
+        Some(Command::Reproduce(args)) => reproduce::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
