@@ -20,9 +20,9 @@ mod published;
 #[allow(dead_code)]
 mod report;
 mod reproduce;
+mod sim_cmd;
 #[allow(dead_code)]
 mod sweep_cli;
-mod sim_cmd;
 mod wire_cmd;
 
 /// Peregrine: a transport for things that move, and a laboratory to study it.

@@ -15,7 +15,15 @@ fn tempdir(name: &str) -> PathBuf {
 
 fn quick(out: &Path) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_peregrine"))
-        .args(["reproduce", "mmwave-cvn", "--quick", "--quiet", "--duration-s", "0.05", "--out"])
+        .args([
+            "reproduce",
+            "mmwave-cvn",
+            "--quick",
+            "--quiet",
+            "--duration-s",
+            "0.05",
+            "--out",
+        ])
         .arg(out)
         .output()
         .expect("runs");
@@ -34,7 +42,14 @@ fn quick_writes_the_report_and_a_summary_with_the_exact_keys() {
     assert!(stdout.contains("24 runs"), "{stdout}");
     let dir = a.join("mmwave-cvn");
     let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
-    for needle in ["Fig. 8", "Fig. 9", "Figs. 10–11", "Link failures", "Published vs ours", "scaled"] {
+    for needle in [
+        "Fig. 8",
+        "Fig. 9",
+        "Figs. 10–11",
+        "Link failures",
+        "Published vs ours",
+        "scaled",
+    ] {
         assert!(report.contains(needle), "report lacks {needle}");
     }
     assert!(dir.join("plots/fig8_throughput_urban_random.svg").exists());

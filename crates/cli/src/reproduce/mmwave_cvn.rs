@@ -97,7 +97,10 @@ type Cache = Mutex<BTreeMap<(String, String, u64), Arc<ChannelTimeline>>>;
 fn run_one(doc: &toml::Value, cache: &Cache) -> anyhow::Result<Value> {
     let s = Scenario::from_value(doc.clone(), "mmwave-cvn")?;
     let m = &s.model;
-    let v = m.vehicular.as_ref().context("the document has [vehicular]")?;
+    let v = m
+        .vehicular
+        .as_ref()
+        .context("the document has [vehicular]")?;
     let key = (
         v.config.environment.as_str().to_string(),
         v.config.mobility.clone(),
@@ -185,9 +188,10 @@ fn label(v: &toml::Value) -> String {
 }
 
 /// Run the reproduction.
+// The wall clock measures the closing benchmark line only (printed, never
+// written to a file, so outputs stay byte-deterministic).
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 pub fn run(args: MmwaveCvnArgs) -> anyhow::Result<()> {
-    // Wall time for the closing benchmark line only (never in a file).
-    #[allow(clippy::disallowed_methods)]
     let started = std::time::Instant::now();
     let duration_s = args.duration_s.unwrap_or(if args.quick {
         QUICK_DURATION_S
@@ -209,7 +213,11 @@ pub fn run(args: MmwaveCvnArgs) -> anyhow::Result<()> {
         LOADS.to_vec()
     };
     let base: toml::Value = toml::from_str(&base_document(duration_s))?;
-    let strs = |xs: &[&str]| xs.iter().map(|x| toml::Value::String(x.to_string())).collect();
+    let strs = |xs: &[&str]| {
+        xs.iter()
+            .map(|x| toml::Value::String(x.to_string()))
+            .collect()
+    };
     let mut envs: Vec<&str> = scenarios.iter().map(|s| s.0).collect();
     envs.dedup();
     let mut mobs: Vec<&str> = scenarios.iter().map(|s| s.1).collect();
@@ -250,7 +258,10 @@ pub fn run(args: MmwaveCvnArgs) -> anyhow::Result<()> {
             throughput_mbps: parsed.iter().map(|r| r.throughput_mbps).sum::<f64>() / n,
             rtt_ms: parsed.iter().map(|r| r.rtt_ms).sum::<f64>() / n,
             events: 0,
-            cwnd_v0: parsed.first().map(|r| r.cwnd_v0.clone()).unwrap_or_default(),
+            cwnd_v0: parsed
+                .first()
+                .map(|r| r.cwnd_v0.clone())
+                .unwrap_or_default(),
         };
         results.insert(
             (
@@ -267,10 +278,13 @@ pub fn run(args: MmwaveCvnArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|e| e.into_inner())
         .into_iter()
         .map(|((env, mob, _), t)| (format!("{env}_{mob}"), t))
-        .fold(BTreeMap::new(), |mut acc: BTreeMap<String, Vec<_>>, (k, t)| {
-            acc.entry(k).or_default().push(t);
-            acc
-        });
+        .fold(
+            BTreeMap::new(),
+            |mut acc: BTreeMap<String, Vec<_>>, (k, t)| {
+                acc.entry(k).or_default().push(t);
+                acc
+            },
+        );
     let dir = args.out.join("mmwave-cvn");
     std::fs::create_dir_all(dir.join("plots"))
         .with_context(|| format!("cannot create {}", dir.display()))?;
@@ -388,7 +402,11 @@ fn counts_of(ts: &[Arc<ChannelTimeline>]) -> (FailureCounts, [f64; 4]) {
         }
     }
     for i in 0..4 {
-        dur[i] = if n[i] > 0 { dur[i] / n[i] as f64 } else { f64::NAN };
+        dur[i] = if n[i] > 0 {
+            dur[i] / n[i] as f64
+        } else {
+            f64::NAN
+        };
     }
     (c, dur)
 }

@@ -67,7 +67,10 @@ fn table_by_load(
     for l in ctx.loads {
         let mut row = vec![Cell::num(*l, 1)];
         for cc in CONTROLLERS {
-            row.push(ctx.get(scen, hints, cc, *l).map_or(Cell::Missing, |r| Cell::num(f(r), 2)));
+            row.push(
+                ctx.get(scen, hints, cc, *l)
+                    .map_or(Cell::Missing, |r| Cell::num(f(r), 2)),
+            );
         }
         t.row(row);
     }
@@ -99,7 +102,11 @@ pub(super) fn write(ctx: &ReportCtx<'_>) -> anyhow::Result<PathBuf> {
         ctx.keys.join(", "),
         CONTROLLERS.join(", "),
         HINTS.join(", "),
-        ctx.loads.iter().map(|l| format!("{l:.1}")).collect::<Vec<_>>().join(", "),
+        ctx.loads
+            .iter()
+            .map(|l| format!("{l:.1}"))
+            .collect::<Vec<_>>()
+            .join(", "),
         ctx.seeds,
     ));
     rep.paragraph(&format!(
@@ -148,7 +155,9 @@ pub(super) fn write(ctx: &ReportCtx<'_>) -> anyhow::Result<PathBuf> {
             series,
         )?;
         rep.table(
-            Some(&format!("Aggregate throughput (Mbit/s), {k}, perfect hints")),
+            Some(&format!(
+                "Aggregate throughput (Mbit/s), {k}, perfect hints"
+            )),
             &table_by_load(ctx, k, "perfect", |r| r.throughput_mbps),
         );
     }
@@ -189,7 +198,11 @@ pub(super) fn write(ctx: &ReportCtx<'_>) -> anyhow::Result<PathBuf> {
 
     // Figs. 10-11.
     rep.heading(2, "Congestion window traces (Figs. 10–11)");
-    let trace_load = if ctx.loads.contains(&1.0) { 1.0 } else { ctx.loads[ctx.loads.len() - 1] };
+    let trace_load = if ctx.loads.contains(&1.0) {
+        1.0
+    } else {
+        ctx.loads[ctx.loads.len() - 1]
+    };
     for k in ctx.keys.iter().filter(|k| k.starts_with("urban")) {
         let series: Vec<Series> = CONTROLLERS
             .iter()
@@ -234,7 +247,11 @@ pub(super) fn write(ctx: &ReportCtx<'_>) -> anyhow::Result<PathBuf> {
             row.push(Cell::num(c.get(kind) as f64, 0));
         }
         for v in &d[..3] {
-            row.push(if v.is_finite() { Cell::num(*v, 1) } else { Cell::Missing });
+            row.push(if v.is_finite() {
+                Cell::num(*v, 1)
+            } else {
+                Cell::Missing
+            });
         }
         t.row(row);
     }
@@ -275,9 +292,11 @@ fn comparisons(ctx: &ReportCtx<'_>) -> Vec<Comparison> {
         let mut v = Vec::new();
         for env in ["rural", "urban"] {
             for cc in ccs {
-                if let Some((m, r)) = thr(&format!("{env}_manhattan"), cc, &all)
-                    .zip(thr(&format!("{env}_random"), cc, &all))
-                {
+                if let Some((m, r)) = thr(&format!("{env}_manhattan"), cc, &all).zip(thr(
+                    &format!("{env}_random"),
+                    cc,
+                    &all,
+                )) {
                     v.push(100.0 * (m - r).abs() / ((m + r) / 2.0).max(1e-12));
                 }
             }
@@ -303,12 +322,32 @@ fn comparisons(ctx: &ReportCtx<'_>) -> Vec<Comparison> {
         ours_ci95: None,
     };
     vec![
-        row("CUBIC throughput below RTW-TCP, urban/random (~7)", 7.0, loss),
-        row("rural throughput above urban, load < 1 (1–2)", 1.5, mean(&rural_gain)),
-        row("RTW-TCP spread across mobility models (~2)", 2.0, spread(&["rtwtcp"])),
-        row("CUBIC/Compound spread across mobility models (~5)", 5.0, spread(&["cubic", "compound"])),
+        row(
+            "CUBIC throughput below RTW-TCP, urban/random (~7)",
+            7.0,
+            loss,
+        ),
+        row(
+            "rural throughput above urban, load < 1 (1–2)",
+            1.5,
+            mean(&rural_gain),
+        ),
+        row(
+            "RTW-TCP spread across mobility models (~2)",
+            2.0,
+            spread(&["rtwtcp"]),
+        ),
+        row(
+            "CUBIC/Compound spread across mobility models (~5)",
+            5.0,
+            spread(&["cubic", "compound"]),
+        ),
         row("RTW-TCP RTT below CUBIC (7–10)", 8.5, rtt_gain("cubic")),
-        row("RTW-TCP RTT below Compound (7–10)", 8.5, rtt_gain("compound")),
+        row(
+            "RTW-TCP RTT below Compound (7–10)",
+            8.5,
+            rtt_gain("compound"),
+        ),
     ]
 }
 
@@ -330,7 +369,10 @@ fn differences(rows: &[Comparison]) -> String {
             } else {
                 "smaller than"
             };
-            parts.push(format!("{}: ours {o:.1} is {how} the published {p:.1}.", r.item));
+            parts.push(format!(
+                "{}: ours {o:.1} is {how} the published {p:.1}.",
+                r.item
+            ));
         }
     }
     parts.push(
