@@ -375,6 +375,20 @@ fn differences(rows: &[Comparison]) -> String {
             ));
         }
     }
+    if rows
+        .iter()
+        .any(|r| r.item.starts_with("RTW-TCP RTT") && r.ours.is_some_and(|o| o < 0.0))
+    {
+        parts.push(
+            "Where RTW-TCP's RTT is above the others', a likely mechanism is the one \
+             it is built on: it keeps its window across a hinted outage, so what it sends \
+             during and right after the outage waits in the base station's buffer (the \
+             scaled RLC buffer holds about 200 ms at the scaled cap), while a window cut \
+             by CUBIC or Compound drains that buffer; the seed does not describe its \
+             buffer occupancy."
+                .to_string(),
+        );
+    }
     parts.push(
         "Likely causes of the gaps: rates scaled (see above) and runs of a few seconds (few \
          long blockages per run, start-up weighs more), a CBR offered load per vehicle \
