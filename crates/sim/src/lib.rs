@@ -36,9 +36,36 @@ pub use metrics::SimResults;
 pub use peregrine_cc::Time;
 pub use scenario::{Scenario, ScenarioError};
 
-/// Simulate `scenario` to its end.
+/// Simulate `scenario` to its end. A vehicular world's channel is
+/// recorded first ([`world::vehicles::ChannelTimeline::record`]).
 pub fn run(scenario: &Scenario) -> Result<SimResults, SimError> {
+    match &scenario.model.vehicular {
+        None => run_with_timeline(scenario, None),
+        Some(v) => {
+            let m = &scenario.model;
+            let tl = world::vehicles::ChannelTimeline::record(v, m.duration_ns, m.seed).map_err(
+                |e| SimError {
+                    scenario: scenario.name(),
+                    seed: m.seed,
+                    message: e.to_string(),
+                },
+            )?;
+            run_with_timeline(scenario, Some(&tl))
+        }
+    }
+}
+
+/// Simulate `scenario` with a vehicular world's channel already recorded
+/// (`timeline`, shared by the runs that differ only in traffic, controller
+/// or hints); `None` for other scenarios.
+pub fn run_with_timeline(
+    scenario: &Scenario,
+    timeline: Option<&world::vehicles::ChannelTimeline>,
+) -> Result<SimResults, SimError> {
     let mut sim = engine::build::build(scenario)?;
+    if let Some(tl) = timeline {
+        engine::vehicular::attach(&mut sim, scenario, tl)?;
+    }
     let events = sim.run()?;
     Ok(sim.finish(scenario, events))
 }

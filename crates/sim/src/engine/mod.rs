@@ -19,6 +19,7 @@
 pub(crate) mod build;
 pub mod queue;
 pub mod routing;
+pub(crate) mod vehicular;
 pub mod wireless;
 
 use crate::apps::{App, Offer};

@@ -71,6 +71,9 @@ pub struct ScenarioConfig {
     /// A shared 802.11b medium instead of links (see [`super::wireless`]).
     #[serde(default)]
     pub wireless: Option<super::wireless::WirelessConfig>,
+    /// A connected-vehicles mmWave world (expanded into links and flows).
+    #[serde(default)]
+    pub vehicular: Option<super::vehicular::VehicularConfig>,
 }
 
 /// `[metrics]`.

@@ -23,6 +23,7 @@ pub mod model;
 pub mod overrides;
 pub mod units;
 pub mod validate;
+pub mod vehicular;
 pub mod wireless;
 
 use std::path::{Path, PathBuf};
@@ -102,13 +103,15 @@ impl Scenario {
     }
 
     /// Deserialize and validate a TOML document.
-    pub fn from_value(doc: toml::Value, origin: &str) -> Result<Scenario, ScenarioError> {
+    pub fn from_value(mut doc: toml::Value, origin: &str) -> Result<Scenario, ScenarioError> {
+        let vehicular = vehicular::expand(&mut doc, origin)?;
         let config: ScenarioConfig = serde_path_to_error::deserialize(doc).map_err(|e| {
             let field = dotted(e.path());
             let inner = e.into_inner();
             ScenarioError::new(origin, field, inner.message().to_string())
         })?;
-        let model = validate::validate(&config, origin)?;
+        let mut model = validate::validate(&config, origin)?;
+        model.vehicular = vehicular;
         Ok(Scenario {
             config,
             origin: origin.to_string(),

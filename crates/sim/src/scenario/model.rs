@@ -29,6 +29,8 @@ pub struct Model {
     pub flows: Vec<FlowSpec>,
     /// The wireless world, if the scenario has one (then `links` is empty).
     pub wireless: Option<super::wireless::WirelessSpec>,
+    /// The vehicular world, if the scenario has a `[vehicular]` table.
+    pub vehicular: Option<super::vehicular::VehicularModel>,
 }
 
 /// One point-to-point link.

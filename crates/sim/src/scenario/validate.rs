@@ -223,6 +223,7 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
         links,
         flows,
         wireless,
+        vehicular: None,
     })
 }
 

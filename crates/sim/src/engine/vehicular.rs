@@ -1,0 +1,82 @@
+//! Wiring a vehicular mmWave world into a built simulation: each
+//! vehicle's generated access link becomes a pair of
+//! [`MmWaveLink`]s replaying the recorded channel, and each outage's hint
+//! (from a [`HintSource`] of the scenario's accuracy) is scheduled for the
+//! sending connection of that vehicle's flow (`Endpoint::link_hint` at
+//! `deliver_at`).
+//!
+//! Hints are known in advance because the channel is recorded before the
+//! run (it does not depend on traffic); scheduling them up front is
+//! exactly equivalent to emitting them as the outages happen.
+
+use super::{Ev, Sim, SimError};
+use crate::scenario::model::ServerSpec;
+use crate::scenario::Scenario;
+use crate::world::channel::hints::HintSource;
+use crate::world::link::QueueLimit;
+use crate::world::mmwave_link::MmWaveLink;
+use crate::world::vehicles::ChannelTimeline;
+
+/// Replace the access links of `scenario`'s vehicular world in `sim` and
+/// schedule the hints of `timeline`. A scenario without `[vehicular]` is
+/// left untouched.
+pub(crate) fn attach(
+    sim: &mut Sim,
+    scenario: &Scenario,
+    timeline: &ChannelTimeline,
+) -> Result<(), SimError> {
+    let m = &scenario.model;
+    let Some(v) = &m.vehicular else {
+        return Ok(());
+    };
+    let fail = |message: String| SimError {
+        scenario: scenario.name(),
+        seed: m.seed,
+        message,
+    };
+    if timeline.capacity.len() != v.config.vehicles {
+        return Err(fail(format!(
+            "the channel timeline has {} vehicles, the scenario {}",
+            timeline.capacity.len(),
+            v.config.vehicles
+        )));
+    }
+    for (i, cap) in timeline.capacity.iter().enumerate() {
+        let li = v.first_access_link + i;
+        let spec = &m.links[li];
+        for d in 0..2 {
+            let dir = &spec.dirs[d];
+            debug_assert!(matches!(dir.server, ServerSpec::Rate(_)));
+            let limit = QueueLimit {
+                packets: dir.queue.packets,
+                bytes: dir.queue.bytes,
+                floor_packets: dir.queue_floor_packets,
+            };
+            sim.links[2 * li + d] = Box::new(MmWaveLink::new(
+                std::sync::Arc::clone(cap),
+                dir.delay_ns,
+                limit,
+            ));
+        }
+    }
+    let mut hints = HintSource::new(
+        v.hints.clone(),
+        std::time::Duration::from_nanos(v.config.hint_delay.0),
+        m.seed,
+    )
+    .map_err(|e| fail(e.to_string()))?;
+    for ev in &timeline.events {
+        if let Some(h) = hints.on_event(ev) {
+            let at = h.deliver_at.as_nanos();
+            if at <= m.duration_ns && h.vehicle < v.config.vehicles {
+                sim.queue
+                    .push(at, Ev::Hint(v.first_flow + h.vehicle, Box::new(h.hint)));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "vehicular_tests.rs"]
+mod tests;

@@ -1,0 +1,431 @@
+//! The `[vehicular]` table: connected vehicles on 28 GHz mmWave (seed 004,
+//! issue 11) described in a few lines and expanded into ordinary nodes,
+//! links and flows.
+//!
+//! A vehicular world is a server behind a core link (`core_delay`, 1 ms in
+//! seed 004) to a gateway node `gw` standing for the road-side base
+//! stations, and one access link `gw — v<i>` per vehicle whose capacity and
+//! up/down state follow the mmWave channel (the engine replaces the
+//! generated fixed-rate access links by [`crate::world::mmwave_link`]
+//! links fed with the channel's recorded states). One flow per vehicle,
+//! server → vehicle (downlink), so the server's connection is the sender
+//! the channel's link hints are delivered to.
+//!
+//! Key choice: the expansion happens on the TOML document, before it is
+//! deserialized, so the generated links and flows go through the same
+//! validation as hand-written ones and every `vehicular.*` field can be
+//! overridden and swept like any other (`--set vehicular.load=0.6`).
+//! Hand-written nodes, links and flows may sit beside the generated ones;
+//! the generated names (`server`, `gw`, `v<i>`, `core`, `access-v<i>`) must
+//! not be used by them.
+
+use super::units::{Dur, Rate};
+use super::ScenarioError;
+use crate::world::channel::hints::HintMode;
+use crate::world::channel::mmwave::{Environment, MmWaveConfig};
+use serde::Deserialize;
+use toml::Value;
+
+fn d_environment() -> Environment {
+    Environment::Urban
+}
+fn d_mobility() -> String {
+    "manhattan".into()
+}
+fn d_vehicles() -> usize {
+    20
+}
+fn d_area() -> [f64; 2] {
+    [100.0, 100.0]
+}
+fn d_sites() -> Vec<[f64; 2]> {
+    // Road-side units beside four intersections of the 25 m grid and the
+    // centre one, 2 m off the street axes.
+    vec![
+        [23.0, 23.0],
+        [77.0, 23.0],
+        [23.0, 77.0],
+        [77.0, 77.0],
+        [52.0, 48.0],
+    ]
+}
+fn d_speed_min() -> f64 {
+    5.0
+}
+fn d_speed_max() -> f64 {
+    30.0
+}
+fn d_block() -> f64 {
+    25.0
+}
+fn d_cc() -> String {
+    "cubic".into()
+}
+fn d_load() -> f64 {
+    1.0
+}
+fn d_reference_rate() -> Rate {
+    Rate(2_000_000_000)
+}
+fn d_one() -> f64 {
+    1.0
+}
+fn d_ms() -> Dur {
+    Dur(1_000_000)
+}
+fn d_core_rate() -> Rate {
+    Rate(100_000_000_000)
+}
+fn d_rlc() -> u64 {
+    50_000_000
+}
+fn d_hints() -> String {
+    "perfect".into()
+}
+fn d_payload() -> u32 {
+    1400
+}
+fn d_traffic() -> String {
+    "cbr".into()
+}
+
+/// `[vehicular]`: see the module documentation and `docs/scenarios.md`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct VehicularConfig {
+    /// `rural` or `urban` (obstacle density preset); default `urban`.
+    #[serde(default = "d_environment")]
+    pub environment: Environment,
+    /// `manhattan` (streets of a grid) or `random` (2-D random waypoint,
+    /// no pause); default `manhattan`.
+    #[serde(default = "d_mobility")]
+    pub mobility: String,
+    /// Number of vehicles (1 … 1000); default 20.
+    #[serde(default = "d_vehicles")]
+    pub vehicles: usize,
+    /// Area `[x, y]`, metres; default `[100, 100]`.
+    #[serde(default = "d_area")]
+    pub area_m: [f64; 2],
+    /// Base-station ground positions `[x, y]`, metres; default five.
+    #[serde(default = "d_sites")]
+    pub base_stations: Vec<[f64; 2]>,
+    /// Lowest vehicle speed, m/s; default 5.
+    #[serde(default = "d_speed_min")]
+    pub speed_min_mps: f64,
+    /// Highest vehicle speed, m/s; default 30.
+    #[serde(default = "d_speed_max")]
+    pub speed_max_mps: f64,
+    /// Manhattan street spacing, metres; default 25.
+    #[serde(default = "d_block")]
+    pub block_size_m: f64,
+    /// Controller of every flow (a registry name); default `cubic`.
+    #[serde(default = "d_cc")]
+    pub cc: String,
+    /// Offered load per vehicle as a fraction of `reference_rate`
+    /// (0 < load ≤ 10); default 1.
+    #[serde(default = "d_load")]
+    pub load: f64,
+    /// The rate a load of 1 offers (before `rate_scale`); default 2 Gbit/s.
+    #[serde(default = "d_reference_rate")]
+    pub reference_rate: Rate,
+    /// Multiplies every rate of the world (channel capacities, offered
+    /// load, RLC buffer) to make multi-gigabit runs affordable; default 1.
+    #[serde(default = "d_one")]
+    pub rate_scale: f64,
+    /// One-way delay of the core link gateway — server; default 1 ms.
+    #[serde(default = "d_ms")]
+    pub core_delay: Dur,
+    /// Rate of the core link; default 100 Gbit/s (never the bottleneck).
+    #[serde(default = "d_core_rate")]
+    pub core_rate: Rate,
+    /// Base-station (RLC) buffer per vehicle, bytes, before `rate_scale`;
+    /// default 50 MB (seed 004).
+    #[serde(default = "d_rlc")]
+    pub rlc_buffer_bytes: u64,
+    /// Link hints: `perfect`, `noisy` (σ = 0.5 log-normal duration error,
+    /// 10 % missed, up to 5 ms late) or `absent`; default `perfect`.
+    #[serde(default = "d_hints")]
+    pub hints: String,
+    /// Delay from an outage's start to its hint reaching the sender;
+    /// default 1 ms.
+    #[serde(default = "d_ms")]
+    pub hint_delay: Dur,
+    /// Channel step (the resolution of capacity changes); default 1 ms.
+    #[serde(default = "d_ms")]
+    pub step: Dur,
+    /// Stream bytes per DATA packet; default 1400 (seed 004).
+    #[serde(default = "d_payload")]
+    pub payload_bytes: u32,
+    /// `cbr` (the offered load) or `bulk` (always backlogged); default `cbr`.
+    #[serde(default = "d_traffic")]
+    pub traffic: String,
+}
+
+/// How vehicles move.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum VehicleMobility {
+    /// Manhattan grid.
+    Manhattan,
+    /// 2-D random waypoint without pauses.
+    Random,
+}
+
+/// The validated `[vehicular]` table and where its parts landed in the model.
+#[derive(Clone, Debug)]
+pub struct VehicularModel {
+    /// The table as read.
+    pub config: VehicularConfig,
+    /// The mobility model.
+    pub mobility: VehicleMobility,
+    /// The hint accuracy.
+    pub hints: HintMode,
+    /// The channel parameters (environment preset, capacity cap scaled).
+    pub channel: MmWaveConfig,
+    /// Index (in `Model::links`) of `access-v0`; vehicle `i`'s is `+ i`.
+    pub first_access_link: usize,
+    /// Index (in `Model::flows`) of flow `v0`; vehicle `i`'s is `+ i`.
+    pub first_flow: usize,
+}
+
+fn err(origin: &str, field: &str, message: impl Into<String>) -> ScenarioError {
+    ScenarioError::new(origin, format!("vehicular.{field}"), message)
+}
+
+impl VehicularConfig {
+    /// Checks every field, naming the first bad one.
+    pub fn check(&self, origin: &str) -> Result<(VehicleMobility, HintMode), ScenarioError> {
+        let mobility = match self.mobility.as_str() {
+            "manhattan" => VehicleMobility::Manhattan,
+            "random" => VehicleMobility::Random,
+            o => {
+                return Err(err(
+                    origin,
+                    "mobility",
+                    format!("{o:?}: use manhattan or random"),
+                ))
+            }
+        };
+        let hints = match self.hints.as_str() {
+            "perfect" => HintMode::Perfect,
+            "noisy" => HintMode::noisy_default(),
+            "absent" => HintMode::Absent,
+            o => {
+                return Err(err(
+                    origin,
+                    "hints",
+                    format!("{o:?}: use perfect, noisy or absent"),
+                ))
+            }
+        };
+        if !matches!(self.traffic.as_str(), "cbr" | "bulk") {
+            return Err(err(origin, "traffic", "use cbr or bulk"));
+        }
+        if !(1..=1000).contains(&self.vehicles) {
+            return Err(err(origin, "vehicles", "must be 1 … 1000"));
+        }
+        let finite_pos = |v: f64| v.is_finite() && v > 0.0;
+        if !self.area_m.iter().all(|v| finite_pos(*v) && *v <= 1e6) {
+            return Err(err(origin, "area_m", "sides must be in (0, 1e6] m"));
+        }
+        if self.base_stations.is_empty() || self.base_stations.len() > 1000 {
+            return Err(err(origin, "base_stations", "must list 1 … 1000 sites"));
+        }
+        for (i, b) in self.base_stations.iter().enumerate() {
+            if !b.iter().all(|v| v.is_finite()) {
+                return Err(err(origin, &format!("base_stations.{i}"), "must be finite"));
+            }
+        }
+        if !(finite_pos(self.speed_min_mps)
+            && self.speed_max_mps.is_finite()
+            && self.speed_min_mps <= self.speed_max_mps
+            && self.speed_max_mps <= 1000.0)
+        {
+            return Err(err(
+                origin,
+                "speed_min_mps",
+                "speeds must satisfy 0 < speed_min_mps <= speed_max_mps <= 1000",
+            ));
+        }
+        if !(self.block_size_m.is_finite() && self.block_size_m >= 1.0) {
+            return Err(err(origin, "block_size_m", "must be >= 1 m"));
+        }
+        if !(finite_pos(self.load) && self.load <= 10.0) {
+            return Err(err(origin, "load", "must be in (0, 10]"));
+        }
+        if !(finite_pos(self.rate_scale) && self.rate_scale <= 1.0) {
+            return Err(err(origin, "rate_scale", "must be in (0, 1]"));
+        }
+        if self.reference_rate.0 == 0 || self.core_rate.0 == 0 {
+            return Err(err(origin, "reference_rate", "rates must be positive"));
+        }
+        if self.step.0 < 10_000 || self.step.0 > 1_000_000_000 {
+            return Err(err(origin, "step", "must be 10 µs … 1 s"));
+        }
+        if !(64..=60_000).contains(&self.payload_bytes) {
+            return Err(err(origin, "payload_bytes", "must be 64 … 60000"));
+        }
+        Ok((mobility, hints))
+    }
+
+    fn scaled(&self, bps: u64) -> u64 {
+        ((bps as f64 * self.rate_scale).round() as u64).max(1)
+    }
+
+    /// Offered rate of one vehicle's flow, bit/s (scaled).
+    pub fn offered_rate_bps(&self) -> u64 {
+        self.scaled((self.reference_rate.0 as f64 * self.load) as u64)
+    }
+}
+
+fn table(pairs: Vec<(&str, Value)>) -> Value {
+    Value::Table(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
+fn s(x: impl Into<String>) -> Value {
+    Value::String(x.into())
+}
+
+/// If `doc` has a `[vehicular]` table: its validated form, and `doc`
+/// with the generated links and flows appended (hand-written ones first).
+pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, ScenarioError> {
+    let Some(raw) = doc.get("vehicular").cloned() else {
+        return Ok(None);
+    };
+    let cfg: VehicularConfig = serde_path_to_error::deserialize(raw).map_err(|e| {
+        let field = e.path().to_string();
+        ScenarioError::new(
+            origin,
+            format!("vehicular.{field}"),
+            e.into_inner().message().to_string(),
+        )
+    })?;
+    let (mobility, hints) = cfg.check(origin)?;
+    let mut channel = cfg.environment.config();
+    channel.capacity_cap_bps = cfg.scaled(channel.capacity_cap_bps);
+    let Value::Table(t) = doc else {
+        return Err(ScenarioError::new(origin, "(document)", "is not a table"));
+    };
+    let arr = |t: &mut toml::Table, key: &str| -> Result<Vec<Value>, ScenarioError> {
+        match t.remove(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(a)) => Ok(a),
+            Some(_) => Err(ScenarioError::new(
+                origin,
+                key,
+                "must be an array of tables",
+            )),
+        }
+    };
+    let mut links = arr(t, "links")?;
+    let mut flows = arr(t, "flows")?;
+    let first_access_link = links.len() + 1;
+    let first_flow = flows.len();
+    links.push(table(vec![
+        ("name", s("core")),
+        ("a", s("gw")),
+        ("b", s("server")),
+        (
+            "rate",
+            Value::Integer(cfg.core_rate.0.min(i64::MAX as u64) as i64),
+        ),
+        ("delay", s(format!("{}ns", cfg.core_delay.0))),
+        ("queue", table(vec![("packets", Value::Integer(100_000))])),
+    ]));
+    let rlc = cfg.scaled(cfg.rlc_buffer_bytes).max(10 * 1500);
+    let rate = cfg.offered_rate_bps();
+    for i in 0..cfg.vehicles {
+        links.push(table(vec![
+            ("name", s(format!("access-v{i}"))),
+            ("a", s("gw")),
+            ("b", s(format!("v{i}"))),
+            // Replaced by the channel-driven link when the world is built.
+            ("rate", Value::Integer(channel.capacity_cap_bps as i64)),
+            ("queue", table(vec![("bytes", Value::Integer(rlc as i64))])),
+        ]));
+        let app = if cfg.traffic == "bulk" {
+            table(vec![("app", s("bulk"))])
+        } else {
+            table(vec![
+                ("app", s("cbr")),
+                ("rate", Value::Integer(rate as i64)),
+                (
+                    "message_bytes",
+                    Value::Integer(i64::from(cfg.payload_bytes)),
+                ),
+            ])
+        };
+        flows.push(table(vec![
+            ("name", s(format!("v{i}"))),
+            ("src", s("server")),
+            ("dst", s(format!("v{i}"))),
+            ("cc", s(cfg.cc.clone())),
+            (
+                "payload_bytes",
+                Value::Integer(i64::from(cfg.payload_bytes)),
+            ),
+            ("streams", Value::Array(vec![app])),
+        ]));
+    }
+    t.insert("links".into(), Value::Array(links));
+    t.insert("flows".into(), Value::Array(flows));
+    Ok(Some(VehicularModel {
+        config: cfg,
+        mobility,
+        hints,
+        channel,
+        first_access_link,
+        first_flow,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Scenario;
+
+    const DOC: &str = "duration = \"1s\"\nseed = 3\n[vehicular]\nvehicles = 3\n";
+
+    #[test]
+    fn a_vehicular_table_expands_into_links_and_flows() {
+        let s = Scenario::from_toml_str(DOC, "t", &[]).unwrap();
+        let m = &s.model;
+        let v = m.vehicular.as_ref().unwrap();
+        assert_eq!(m.links.len(), 4);
+        assert_eq!(m.flows.len(), 3);
+        assert_eq!(m.links[v.first_access_link + 2].name, "access-v2");
+        assert_eq!(m.flows[v.first_flow + 1].name, "v1");
+        assert_eq!(m.nodes[m.flows[0].src], "server");
+        assert_eq!(v.mobility, VehicleMobility::Manhattan);
+        assert_eq!(v.hints, HintMode::Perfect);
+        assert_eq!(v.channel.capacity_cap_bps, 2_000_000_000);
+    }
+
+    #[test]
+    fn bad_fields_are_named_and_overrides_apply() {
+        let bad = |set: &str| {
+            Scenario::from_toml_str(DOC, "t", &[set.to_string()])
+                .unwrap_err()
+                .field
+        };
+        assert_eq!(bad("vehicular.mobility=\"teleport\""), "vehicular.mobility");
+        assert_eq!(bad("vehicular.hints=\"psychic\""), "vehicular.hints");
+        assert_eq!(bad("vehicular.load=0"), "vehicular.load");
+        assert_eq!(bad("vehicular.vehicles=0"), "vehicular.vehicles");
+        assert_eq!(bad("vehicular.cc=\"nope\""), "flows.0.cc");
+        assert_eq!(bad("vehicular.colour=1"), "vehicular.colour");
+        let s = Scenario::from_toml_str(
+            DOC,
+            "t",
+            &[
+                "vehicular.rate_scale=0.05".into(),
+                "vehicular.load=0.5".into(),
+                "vehicular.environment=\"rural\"".into(),
+            ],
+        )
+        .unwrap();
+        let v = s.model.vehicular.as_ref().unwrap();
+        assert_eq!(v.channel.capacity_cap_bps, 100_000_000);
+        assert_eq!(v.config.offered_rate_bps(), 50_000_000);
+        assert_eq!(v.config.environment, Environment::Rural);
+    }
+}

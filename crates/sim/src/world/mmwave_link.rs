@@ -1,0 +1,291 @@
+//! [`MmWaveLink`]: one direction of a vehicle's access link whose capacity
+//! and up/down state follow a recorded channel ([`CapacitySteps`]).
+//!
+//! The channel does not depend on traffic, so it is stepped once per
+//! (scenario, seed) and its per-vehicle capacity recorded as a step
+//! function (`world::vehicles`); this link replays it. It is a drop-tail
+//! FIFO (the base station's RLC buffer) served at the capacity in force
+//! when a packet starts transmission (packets last microseconds at
+//! mmWave rates, far below the channel step). While the capacity is 0
+//! (an outage: blockage, deafness, misalignment, handover) nothing starts
+//! and the queue holds; a packet whose transmission would run into an
+//! outage is lost when the outage starts (it was on the air when the beam
+//! broke). The packet then propagates for `delay`.
+
+use super::link::{DropReason, LinkModel, LinkOutput, LinkStats, QueueLimit};
+use super::packet::Packet;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// A capacity step function: `(from ns, bit/s)` in increasing time, the
+/// first at 0; 0 bit/s means down.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CapacitySteps {
+    steps: Vec<(u64, u64)>,
+}
+
+impl CapacitySteps {
+    /// An empty function (down until the first [`push`](Self::push)).
+    pub fn new() -> CapacitySteps {
+        CapacitySteps::default()
+    }
+
+    /// Capacity `bps` from `at_ns` on. Calls must come in non-decreasing
+    /// time; a repeated capacity is not stored, a repeated time replaces.
+    pub fn push(&mut self, at_ns: u64, bps: u64) {
+        if let Some(last) = self.steps.last_mut() {
+            if last.1 == bps {
+                return;
+            }
+            if last.0 >= at_ns {
+                last.1 = bps;
+                return;
+            }
+        }
+        self.steps.push((at_ns, bps));
+    }
+
+    /// The steps.
+    pub fn steps(&self) -> &[(u64, u64)] {
+        &self.steps
+    }
+
+    /// Index of the step in force at `t` (None before the first).
+    fn index(&self, t: u64) -> Option<usize> {
+        self.steps.partition_point(|s| s.0 <= t).checked_sub(1)
+    }
+
+    /// Capacity at `t`, bit/s.
+    pub fn at(&self, t: u64) -> u64 {
+        self.index(t).map_or(0, |i| self.steps[i].1)
+    }
+
+    /// When the step in force at `t` ends (the next change), if it does.
+    pub fn change_after(&self, t: u64) -> Option<u64> {
+        let next = self.index(t).map_or(0, |i| i + 1);
+        self.steps.get(next).map(|s| s.0)
+    }
+
+    /// The first instant ≥ `t` with a positive capacity, if any.
+    pub fn up_at(&self, t: u64) -> Option<u64> {
+        if self.at(t) > 0 {
+            return Some(t);
+        }
+        let from = self.index(t).map_or(0, |i| i + 1);
+        self.steps[from..].iter().find(|s| s.1 > 0).map(|s| s.0)
+    }
+
+    /// Time spent down in `[0, end)`, ns.
+    pub fn down_ns(&self, end: u64) -> u64 {
+        let mut down = self.steps.first().map_or(end, |s| s.0.min(end));
+        for (i, s) in self.steps.iter().enumerate() {
+            if s.0 >= end {
+                break;
+            }
+            let to = self.steps.get(i + 1).map_or(end, |n| n.0.min(end));
+            if s.1 == 0 {
+                down += to - s.0;
+            }
+        }
+        down
+    }
+}
+
+/// One direction of a channel-driven access link.
+#[derive(Debug)]
+pub struct MmWaveLink {
+    capacity: Arc<CapacitySteps>,
+    delay_ns: u64,
+    limit: QueueLimit,
+    queue: VecDeque<Packet>,
+    queued_bytes: u64,
+    /// The packet on the air, when it finishes (or is lost), and whether
+    /// an outage cuts it.
+    in_service: Option<(Packet, u64, bool)>,
+    stats: LinkStats,
+}
+
+impl MmWaveLink {
+    /// A direction following `capacity`, with `delay` and a drop-tail limit.
+    pub fn new(capacity: Arc<CapacitySteps>, delay_ns: u64, limit: QueueLimit) -> MmWaveLink {
+        MmWaveLink {
+            capacity,
+            delay_ns,
+            limit,
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            in_service: None,
+            stats: LinkStats::default(),
+        }
+    }
+
+    fn admits(&self, size: u32) -> bool {
+        if let Some(p) = self.limit.packets {
+            return (self.queue.len() as u64) < p;
+        }
+        match self.limit.bytes {
+            Some(b) => {
+                (self.queue.len() as u64) < self.limit.floor_packets
+                    || self.queued_bytes + u64::from(size) <= b
+            }
+            None => true,
+        }
+    }
+}
+
+impl LinkModel for MmWaveLink {
+    fn enqueue(&mut self, _now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+        if !self.admits(pkt.wire_bytes) {
+            self.stats.queue_drops += 1;
+            return Err((pkt, DropReason::QueueFull));
+        }
+        self.queued_bytes += u64::from(pkt.wire_bytes);
+        self.queue.push_back(pkt);
+        self.stats.enqueued_packets += 1;
+        self.stats.max_queue_packets = self.stats.max_queue_packets.max(self.queue.len() as u64);
+        Ok(())
+    }
+
+    fn next_wake(&mut self, now: u64) -> Option<u64> {
+        if let Some((_, at, _)) = &self.in_service {
+            return Some(*at);
+        }
+        if self.queue.is_empty() {
+            return None;
+        }
+        self.capacity.up_at(now)
+    }
+
+    fn advance(&mut self, now: u64, out: &mut LinkOutput) {
+        loop {
+            let mut t = now;
+            if let Some((_, at, _)) = &self.in_service {
+                if *at > now {
+                    return;
+                }
+                t = *at;
+                if let Some((p, at, cut)) = self.in_service.take() {
+                    if cut {
+                        self.stats.outage_drops += 1;
+                        out.dropped.push((p, DropReason::Outage));
+                    } else {
+                        self.stats.delivered_packets += 1;
+                        self.stats.delivered_bytes += u64::from(p.wire_bytes);
+                        out.delivered.push((at + self.delay_ns, p));
+                    }
+                }
+            }
+            let rate = self.capacity.at(t);
+            if self.queue.is_empty() || rate == 0 {
+                return;
+            }
+            let Some(mut p) = self.queue.pop_front() else {
+                return;
+            };
+            self.queued_bytes -= u64::from(p.wire_bytes);
+            if p.forward && p.is_data && !p.left_first_hop {
+                out.processed.push((p.flow, p.wire_bytes));
+            }
+            p.left_first_hop = true;
+            let tx_ns = (u64::from(p.wire_bytes) * 8 * 1_000_000_000)
+                .div_ceil(rate)
+                .max(1);
+            let fin = t + tx_ns;
+            // An outage starting before the packet is through cuts it.
+            let cut_at = self
+                .capacity
+                .change_after(t)
+                .filter(|c| *c < fin && self.capacity.at(*c) == 0);
+            self.in_service = Some(match cut_at {
+                Some(c) => (p, c, true),
+                None => (p, fin, false),
+            });
+        }
+    }
+
+    fn backlog(&self) -> (u64, u64) {
+        (self.queue.len() as u64, self.queued_bytes)
+    }
+
+    fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use peregrine_cc::Time;
+
+    fn pkt(id: u64) -> Packet {
+        Packet {
+            id,
+            flow: 0,
+            forward: true,
+            is_data: true,
+            src: 0,
+            dst: 1,
+            next_hop: 1,
+            dst_port: 1,
+            src_port: 1,
+            wire_bytes: 1000,
+            created: Time::ZERO,
+            left_first_hop: false,
+            payload: Vec::new(),
+        }
+    }
+
+    fn steps() -> Arc<CapacitySteps> {
+        let mut c = CapacitySteps::new();
+        c.push(0, 8_000_000); // 1000 B in 1 ms
+        c.push(10_000_000, 0);
+        c.push(10_000_000, 0);
+        c.push(20_000_000, 16_000_000);
+        Arc::new(c)
+    }
+
+    #[test]
+    fn steps_answer_capacity_changes_and_down_time() {
+        let c = steps();
+        assert_eq!(c.steps().len(), 3);
+        assert_eq!(c.at(9_999_999), 8_000_000);
+        assert_eq!(c.at(10_000_000), 0);
+        assert_eq!(c.change_after(0), Some(10_000_000));
+        assert_eq!(c.up_at(12_000_000), Some(20_000_000));
+        assert_eq!(c.up_at(5), Some(5));
+        assert_eq!(c.down_ns(30_000_000), 10_000_000);
+        assert_eq!(CapacitySteps::new().up_at(0), None);
+    }
+
+    #[test]
+    fn the_queue_holds_through_an_outage_and_the_packet_on_air_is_lost() {
+        let mut l = MmWaveLink::new(
+            steps(),
+            500,
+            QueueLimit {
+                packets: Some(100),
+                bytes: None,
+                floor_packets: 0,
+            },
+        );
+        let mut out = LinkOutput::default();
+        // Start at 9.5 ms: the first packet (1 ms) runs into the outage.
+        for i in 0..3 {
+            l.enqueue(9_500_000, pkt(i)).unwrap();
+        }
+        l.advance(9_500_000, &mut out);
+        assert_eq!(l.next_wake(9_500_000), Some(10_000_000));
+        l.advance(10_000_000, &mut out);
+        assert_eq!(out.dropped.len(), 1);
+        assert_eq!(out.dropped[0].1, DropReason::Outage);
+        // Nothing moves until the link is back, then at the new rate (0.5 ms).
+        assert_eq!(l.next_wake(10_000_000), Some(20_000_000));
+        l.advance(20_000_000, &mut out);
+        assert_eq!(l.next_wake(20_000_000), Some(20_500_000));
+        l.advance(21_000_000, &mut out);
+        let at: Vec<u64> = out.delivered.iter().map(|(t, _)| *t).collect();
+        assert_eq!(at, vec![20_500_500, 21_000_500]);
+        assert_eq!(l.stats().outage_drops, 1);
+        assert_eq!(l.backlog(), (0, 0));
+    }
+}

@@ -1,0 +1,166 @@
+//! The vehicular mmWave world's channel, recorded once: vehicles move
+//! (Manhattan or random waypoint), the 28 GHz channel is stepped over
+//! them, and what every vehicle's link did is kept as a
+//! [`ChannelTimeline`] — a capacity step function per vehicle, the
+//! outages in order, their counts.
+//!
+//! Why record: the channel does not depend on the traffic, so one
+//! recording per (scenario, seed) can be replayed into every controller,
+//! load and hint-mode run (common random numbers: the runs being compared
+//! see exactly the same outages), and the recording is cheap to share.
+//!
+//! Stepping: every `step` (1 ms by default) and, in between, at the
+//! channel's `next_change()` so that every outage ends exactly on time.
+//! The obstacle field keeps the streets (Manhattan) and the base-station
+//! sites clear; with random mobility only the sites are kept clear and
+//! vehicles may drive through buildings (they are then blocked, as
+//! random-mobility studies without road maps have them).
+
+use super::channel::mmwave::{FailureCounts, FailureEvent, MmWaveChannel};
+use super::channel::obstacles::{ObstacleField, Rect};
+use super::geom::{Bounds, Vec3};
+use super::mmwave_link::CapacitySteps;
+use super::mobility::{ManhattanConfig, Mobility, MobilityConfig, RandomWaypointConfig};
+use crate::scenario::vehicular::{VehicleMobility, VehicularModel};
+use crate::Time;
+use std::sync::Arc;
+
+/// Half-width of the street corridors kept free of obstacles, m.
+const STREET_HALF_WIDTH_M: f64 = 4.0;
+/// Half-side of the square kept clear around a base-station site, m.
+const SITE_CLEARANCE_M: f64 = 3.0;
+
+/// What the channel did over a run, for every vehicle.
+#[derive(Clone, Debug, Default)]
+pub struct ChannelTimeline {
+    /// Per vehicle, its access link's capacity over time (0 = down).
+    pub capacity: Vec<Arc<CapacitySteps>>,
+    /// Every outage, in order of start.
+    pub events: Vec<FailureEvent>,
+    /// Outages per kind.
+    pub counts: FailureCounts,
+    /// Channel steps taken (a cost figure).
+    pub steps: u64,
+}
+
+/// A channel world that cannot be built (the field is named).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("vehicular world: {0}")]
+pub struct VehicularError(pub String);
+
+fn build_mobility(
+    v: &VehicularModel,
+    area: Bounds,
+    i: usize,
+    seed: u64,
+) -> Result<Box<dyn Mobility>, VehicularError> {
+    let c = &v.config;
+    let cfg = match v.mobility {
+        VehicleMobility::Manhattan => MobilityConfig::Manhattan(ManhattanConfig {
+            block_size_m: c.block_size_m,
+            speed_min_mps: c.speed_min_mps,
+            speed_max_mps: c.speed_max_mps,
+            ..ManhattanConfig::default()
+        }),
+        VehicleMobility::Random => MobilityConfig::RandomWaypoint(RandomWaypointConfig {
+            initial_position_m: None,
+            dimensions: 2,
+            speed_min_mps: c.speed_min_mps,
+            speed_max_mps: c.speed_max_mps,
+            pause_s: 0.0,
+        }),
+    };
+    cfg.build(i, area, seed)
+        .map_err(|e| VehicularError(format!("vehicular.mobility: {e}")))
+}
+
+impl ChannelTimeline {
+    /// Record the channel of `v` for `duration_ns` with `seed`.
+    pub fn record(
+        v: &VehicularModel,
+        duration_ns: u64,
+        seed: u64,
+    ) -> Result<ChannelTimeline, VehicularError> {
+        let c = &v.config;
+        let area = Bounds::from_size(c.area_m[0], c.area_m[1], 3.0);
+        let mut keep: Vec<Rect> = c
+            .base_stations
+            .iter()
+            .map(|b| Rect::around(b[0], b[1], SITE_CLEARANCE_M))
+            .collect();
+        if v.mobility == VehicleMobility::Manhattan {
+            let mut x = 0.0;
+            while x <= c.area_m[0] {
+                keep.push(Rect {
+                    min_x: x - STREET_HALF_WIDTH_M,
+                    min_y: 0.0,
+                    max_x: x + STREET_HALF_WIDTH_M,
+                    max_y: c.area_m[1],
+                });
+                x += c.block_size_m;
+            }
+            let mut y = 0.0;
+            while y <= c.area_m[1] {
+                keep.push(Rect {
+                    min_x: 0.0,
+                    min_y: y - STREET_HALF_WIDTH_M,
+                    max_x: c.area_m[0],
+                    max_y: y + STREET_HALF_WIDTH_M,
+                });
+                y += c.block_size_m;
+            }
+        }
+        let field = ObstacleField::generate(&v.channel.density, area, &keep, seed)
+            .map_err(|e| VehicularError(format!("vehicular.environment: {e}")))?;
+        let sites = c
+            .base_stations
+            .iter()
+            .map(|b| Vec3::new(b[0], b[1], 0.0))
+            .collect();
+        let mut channel = MmWaveChannel::new(v.channel.clone(), sites, field, seed)
+            .map_err(|e| VehicularError(format!("vehicular: {e}")))?;
+        let mut mobility = (0..c.vehicles)
+            .map(|i| build_mobility(v, area, i, seed))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut caps: Vec<CapacitySteps> = vec![CapacitySteps::new(); c.vehicles];
+        let mut state: Vec<(Vec3, Vec3)> = vec![(Vec3::ZERO, Vec3::ZERO); c.vehicles];
+        let mut events = Vec::new();
+        let mut t = 0u64;
+        let mut steps = 0u64;
+        loop {
+            let now = Time::from_nanos(t);
+            for (s, m) in state.iter_mut().zip(mobility.iter_mut()) {
+                let mut p = m.position(now);
+                let mut vel = m.velocity(now);
+                // The channel wants ground positions and ground velocity.
+                p.z = 0.0;
+                vel.z = 0.0;
+                *s = (p, vel);
+            }
+            channel.step(now, &state);
+            steps += 1;
+            events.extend(channel.drain_events());
+            for (i, cap) in caps.iter_mut().enumerate() {
+                let l = channel.link(i);
+                cap.push(t, if l.up { l.capacity_bps } else { 0 });
+            }
+            if t >= duration_ns {
+                break;
+            }
+            let mut next = (t + c.step.0).min(duration_ns);
+            if let Some(ch) = channel.next_change() {
+                let ch = ch.as_nanos();
+                if ch > t && ch < next {
+                    next = ch;
+                }
+            }
+            t = next;
+        }
+        Ok(ChannelTimeline {
+            capacity: caps.into_iter().map(Arc::new).collect(),
+            events,
+            counts: channel.counts(),
+            steps,
+        })
+    }
+}
