@@ -668,7 +668,8 @@ impl SendState {
 
     /// Choose the blocks of the next DATA packet `pn`, whose frames may take
     /// `room` bytes (after the packet number): the scheduler picks a stream
-    /// per frame; a stream gives its retransmissions and skip frames before
+    /// per frame and is told when the packet is complete
+    /// ([`Scheduler::end_packet`]); a stream gives its retransmissions and skip frames before
     /// new blocks, new blocks only within the peer's window. A packet holds
     /// only one of the two kinds. `None` if nothing fits.
     pub fn take_frames(&mut self, pn: u64, room: usize, ctx: &SchedContext) -> Option<Taken> {
@@ -728,6 +729,9 @@ impl SendState {
                 self.active.remove(&id);
             }
         }
+        // The packet is complete: round robin rotates the stream that
+        // filled it (seed 002 Algorithm 1).
+        self.scheduler.end_packet();
         if blocks.is_empty() {
             // The stream the scheduler wants may be held by the peer's
             // window while another has retransmissions: those need no

@@ -225,3 +225,36 @@ fn abs_packs_the_most_urgent_stream_first() {
     s.set_scheduler(SchedulerConfig::RoundRobin);
     assert_eq!(s.scheduler().name(), "rr");
 }
+
+#[test]
+fn rr_fills_the_packet_with_the_head_streams_small_messages() {
+    // Seed 002 Algorithm 1: the head stream fills the packet with all of
+    // its data that fits, then goes to the back; the next stream gets what
+    // room is left.
+    let mut s = SendState::new(100);
+    for _ in 0..6 {
+        s.enqueue(Time::ZERO, 1, &[1u8; 10], None).unwrap();
+    }
+    s.enqueue(Time::ZERO, 2, &[2u8; 300], None).unwrap();
+    for _ in 0..2 {
+        s.enqueue(Time::ZERO, 3, &[3u8; 10], None).unwrap();
+    }
+    let streams = |t: &Taken| t.blocks.iter().map(|b| b.stream).collect::<Vec<u16>>();
+    // Room for four 13 + 10 byte frames: all from the head stream (one
+    // message per turn would have given stream 1 one frame, then stopped
+    // at stream 2's 113-byte block).
+    let t = s.take_frames(0, 4 * 23, &CTX).unwrap();
+    assert_eq!(streams(&t), [1, 1, 1, 1]);
+    // Stream 1 went to the back: stream 2's block fills the next packet.
+    let t = s.take_frames(1, 113, &CTX).unwrap();
+    assert_eq!(streams(&t), [2]);
+    // Stream 3 empties its queue, stream 1 fills the rest with its last two
+    // messages; stream 2's next block does not fit what is left.
+    let t = s.take_frames(2, 113, &CTX).unwrap();
+    assert_eq!(streams(&t), [3, 3, 1, 1]);
+    // Stream 2 sent nothing in that packet: it keeps the head.
+    let t = s.take_frames(3, 1000, &CTX).unwrap();
+    let got: Vec<(u16, u16)> = t.blocks.iter().map(|b| (b.stream, b.block)).collect();
+    assert_eq!(got, [(2, 1), (2, 2)]);
+    assert!(s.take_frames(4, 1000, &CTX).is_none());
+}

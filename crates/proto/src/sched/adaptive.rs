@@ -98,6 +98,11 @@ impl Scheduler for Adaptive {
             }
         }
     }
+    fn end_packet(&mut self) {
+        // Only RR has turns that span a packet; outside RR mode it has
+        // nothing being served and this is a no-op.
+        self.rr.end_packet();
+    }
     fn mode(&self) -> Option<&'static str> {
         Some(if self.use_rr { "rr" } else { "abs" })
     }

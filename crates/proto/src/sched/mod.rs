@@ -8,13 +8,15 @@
 //!
 //! The packetizer tells the scheduler when a stream becomes active
 //! ([`Scheduler::activate`]), after every block it took from one
-//! ([`Scheduler::on_sent`], with whether the stream has more), and when a
-//! stream stops being active for another reason ([`Scheduler::remove`]).
+//! ([`Scheduler::on_sent`], with whether the stream has more), when the
+//! packet being filled is complete ([`Scheduler::end_packet`]: round robin's
+//! turn is a packetful, seed 002 Algorithm 1), and when a stream stops
+//! being active for another reason ([`Scheduler::remove`]).
 //! Every decision is O(log n) or better in the number of active streams.
 //!
 //! | file | scheduler | source | tie-break |
 //! |---|---|---|---|
-//! | [`rr`] | round robin | seed 002 Algorithm 1 | activation order (FIFO) |
+//! | [`rr`] | round robin: the head stream fills the packet, then goes to the back | seed 002 Algorithm 1 | activation order (FIFO) |
 //! | [`wfq`] | weighted fair queuing (start-time fair queuing) | seed 002 §3, real WFQ | smaller start tag, then earlier activation |
 //! | [`abs`] | absolute priority | seed 002 Algorithms 2–3 | lower class, then earlier activation |
 //! | [`adaptive`] | RR above the target rate, ABS below | seed 002 Algorithm 4 | as RR / ABS |
@@ -87,6 +89,11 @@ pub trait Scheduler: Debug + Send {
     /// `bytes` of stream `s.id` were just put in a packet; `more` says
     /// whether it still has data (`s` then describes its next message).
     fn on_sent(&mut self, s: &StreamView, bytes: usize, more: bool);
+    /// The packet being filled is complete (full, or nothing more can go
+    /// in it). Round robin ends the head stream's turn here (seed 002
+    /// Algorithm 1 fills a packet with the head stream's data before
+    /// rotating); the other schedulers decide per block and ignore it.
+    fn end_packet(&mut self) {}
     /// The adaptive scheduler's current policy (`"abs"` or `"rr"`).
     fn mode(&self) -> Option<&'static str> {
         None

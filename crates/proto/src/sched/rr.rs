@@ -1,13 +1,19 @@
-//! Round robin, seed 002 Algorithm 1: active streams wait in a FIFO
-//! queue; the head gives one block and, if it has more, goes to the back.
+//! Round robin, seed 002 Algorithm 1 (quic-go's default): active streams
+//! wait in a FIFO queue; the head stream fills the current packet with as
+//! much of its queued data as fits (`packet.FillWithStreamData(id)`) —
+//! several small messages, or a block of a large one — and then, if it has
+//! more, goes to the back. If room remains, the next stream fills the rest.
+//!
+//! **Unit**: a turn is "all of the head stream's data that fits the current
+//! packet". The packetizer asks for one block at a time, so the head stays
+//! at the front across [`Scheduler::on_sent`] calls of the same packet and
+//! rotates at [`Scheduler::end_packet`] (or leaves when it has nothing
+//! more). A stream whose next block did not fit the rest of a packet it had
+//! not yet sent in keeps its place at the head for the next packet (quic-go
+//! would have sent a fragment of it; our blocks are not split).
 //!
 //! **Tie-break**: there are no ties — streams are served in the order they
 //! became active; a stream that becomes active joins the back.
-//!
-//! One difference from quic-go: its unit is "all of a stream's data that
-//! fits the packet", ours one block (a full packet's worth, or one small
-//! message), so small messages of several streams interleave in one
-//! datagram.
 
 use super::{IdSet, SchedContext, Scheduler, StreamView};
 use std::collections::VecDeque;
@@ -18,6 +24,9 @@ pub struct RoundRobin {
     queue: VecDeque<u16>,
     active: IdSet,
     stale: usize,
+    /// The head stream, if it has already put data in the current packet
+    /// (it goes to the back when the packet ends).
+    serving: Option<u16>,
 }
 
 impl Default for RoundRobin {
@@ -33,6 +42,7 @@ impl RoundRobin {
             queue: VecDeque::new(),
             active: IdSet::new(),
             stale: 0,
+            serving: None,
         }
     }
 
@@ -60,6 +70,9 @@ impl Scheduler for RoundRobin {
     }
     fn remove(&mut self, id: u16) {
         if self.active.remove(id) {
+            if self.serving == Some(id) {
+                self.serving = None;
+            }
             self.stale += 1;
             if self.stale > 64 && self.stale > self.queue.len() / 2 {
                 let active = &self.active;
@@ -75,14 +88,25 @@ impl Scheduler for RoundRobin {
     fn on_sent(&mut self, s: &StreamView, _bytes: usize, more: bool) {
         self.skip_stale();
         if self.queue.front() == Some(&s.id) {
-            self.queue.pop_front();
             if more {
-                self.queue.push_back(s.id);
+                // Its turn lasts until the packet is full.
+                self.serving = Some(s.id);
             } else {
+                self.queue.pop_front();
                 self.active.remove(s.id);
+                self.serving = None;
             }
         } else if !more {
             self.remove(s.id);
+        }
+    }
+    fn end_packet(&mut self) {
+        if let Some(id) = self.serving.take() {
+            self.skip_stale();
+            if self.queue.front() == Some(&id) {
+                self.queue.pop_front();
+                self.queue.push_back(id);
+            }
         }
     }
     fn len(&self) -> usize {

@@ -13,8 +13,8 @@ fn view(id: u16, class: u8, weight: u32) -> StreamView {
     }
 }
 
-/// Serve `n` blocks of `len` bytes from always-backlogged streams; the
-/// sequence of stream ids served.
+/// Serve `n` blocks of `len` bytes, one packet each, from always-backlogged
+/// streams; the sequence of stream ids served.
 fn serve(s: &mut dyn Scheduler, views: &[StreamView], n: usize, len: usize) -> Vec<u16> {
     for v in views {
         s.activate(v);
@@ -25,6 +25,7 @@ fn serve(s: &mut dyn Scheduler, views: &[StreamView], n: usize, len: usize) -> V
         let id = s.pick(&ctx).expect("backlogged");
         let v = views.iter().find(|v| v.id == id).expect("known");
         s.on_sent(v, len, true);
+        s.end_packet();
         out.push(id);
     }
     out
@@ -159,8 +160,11 @@ fn adaptive_follows_algorithm_4() {
     assert_eq!(s.pick(&ctx), Some(1), "RR starts at the queue head");
     assert_eq!((s.mode(), s.switches()), (Some("rr"), 1));
     s.on_sent(&hi, 100, true);
-    assert_eq!(s.pick(&ctx), Some(2), "RR alternates");
+    assert_eq!(s.pick(&ctx), Some(1), "RR: the head fills the packet");
+    s.end_packet();
+    assert_eq!(s.pick(&ctx), Some(2), "RR alternates between packets");
     s.on_sent(&lo, 100, true);
+    s.end_packet();
     ctx.cwnd_bytes = 5_000;
     assert_eq!(s.pick(&ctx), Some(1));
     assert_eq!((s.mode(), s.switches()), (Some("abs"), 2));

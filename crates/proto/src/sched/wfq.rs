@@ -10,6 +10,12 @@
 //! becomes active starts at `max(V, F_last)`, so idling earns no credit.
 //! Each stream's service lags its fair share by at most one block.
 //!
+//! **Unit**: bytes, not turns. A stream of small messages is charged only
+//! their bytes, so it keeps the smallest start tag for many of them in a
+//! row and fills a packet with them (seed 002's replicated queue entries
+//! give each replica a packetful, Algorithm 3); `wfq_by_bytes_not_packets`
+//! checks the byte shares. It ignores [`Scheduler::end_packet`].
+//!
 //! **Tie-break**: equal start tags go to the stream that became active (or
 //! was last re-queued) earliest.
 
