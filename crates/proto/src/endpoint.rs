@@ -32,6 +32,7 @@ use crate::connection::{
     ConfigError, Connection, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig,
     Event, MessageId, SendError, StartParams,
 };
+use crate::crypto::OpenError;
 use crate::io::{EcnCodepoint, SansIo, Transmit};
 use crate::pool::BufferPool;
 use crate::rng::SeededRng;
@@ -39,8 +40,8 @@ use crate::sched::SchedulerConfig;
 use crate::send_helpers::write;
 use crate::streams::StreamConfig;
 use crate::wire::{
-    BarePayload, DatagramRepr, Flags, HeaderRepr, PacketType, Payload, RejectPayload, RejectReason,
-    Tlv, PROTOCOL_VERSION,
+    BarePayload, DatagramRepr, Flags, Header, HeaderRepr, PacketType, Payload, RejectPayload,
+    RejectReason, Tlv, PROTOCOL_VERSION,
 };
 use peregrine_cc::{CcConfig, LinkHint, Time};
 use std::collections::{BTreeMap, VecDeque};
@@ -93,6 +94,11 @@ pub struct EndpointStats {
     pub pool_ceiling_bytes: u64,
     /// Buffer pool: sends refused with `SendError::WouldBlock`.
     pub pool_would_block: u64,
+    /// Datagrams for a protected connection that failed authentication
+    /// (forged, tampered, or before the keys) and were dropped.
+    pub auth_failures: u64,
+    /// Authenticated-looking datagrams dropped by a replay window.
+    pub replays_dropped: u64,
 }
 
 /// Many connections, demultiplexed by connection id.
@@ -119,6 +125,11 @@ pub struct Endpoint {
     /// Seeds each connection's PATH_CHALLENGE generator (a separate
     /// stream, so ids and SYNC_NOs stay what they were).
     path_rng: SeededRng,
+    /// Handshake randomness (another separate stream: drawing from it
+    /// shifts nothing in unencrypted runs).
+    crypto_rng: SeededRng,
+    /// Scratch buffer for opened (decrypted) datagrams.
+    plain: Vec<u8>,
     now: Time,
     next_handle: u64,
     pub(crate) connections: BTreeMap<ConnectionHandle, Connection>,
@@ -138,6 +149,8 @@ impl Endpoint {
         Endpoint {
             rng: SeededRng::new(seed).fork("endpoint"),
             path_rng: SeededRng::new(seed).fork("path"),
+            crypto_rng: SeededRng::new(seed).fork("crypto"),
+            plain: Vec::new(),
             now: Time::ZERO,
             next_handle: 0,
             connections: BTreeMap::new(),
@@ -188,7 +201,8 @@ impl Endpoint {
         let id = self.alloc_id().ok_or(ConnectError::TooManyConnections)?;
         let sync = self.sync_no();
         let probe_id = self.rng.next_u64() as u32;
-        let conn = Connection::connect(now, config, id, remote, sync, probe_id);
+        let mut conn = Connection::connect(now, config, id, remote, sync, probe_id);
+        conn.init_security(true, self.hello_random());
         Ok(self.insert(id, None, conn))
     }
 
@@ -207,6 +221,46 @@ impl Endpoint {
         }
         self.connections.insert(handle, conn);
         handle
+    }
+
+    /// Fresh handshake randomness. It need not be secret in the
+    /// pre-shared-key mode (the key is), only distinct per connection; the
+    /// UDP runtime seeds the endpoint from OS entropy.
+    fn hello_random(&mut self) -> [u8; crate::crypto::HELLO_RANDOM_LEN] {
+        let mut r = [0u8; crate::crypto::HELLO_RANDOM_LEN];
+        for chunk in r.chunks_mut(8) {
+            let bytes = self.crypto_rng.next_u64().to_be_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+        r
+    }
+
+    /// Opens `bytes` into `plain` if they are a post-handshake datagram for
+    /// a protected connection. `Some(true)`: opened (decode `plain`);
+    /// `Some(false)`: dropped and counted; `None`: not protected (decode
+    /// `bytes` as they are).
+    fn unprotect(&mut self, bytes: &[u8], plain: &mut Vec<u8>) -> Option<bool> {
+        let h = HeaderRepr::parse(&Header::new_checked(bytes).ok()?).ok()?;
+        if h.dest_id == 0 || h.pk_type.is_handshake() {
+            return None;
+        }
+        let handle = self.by_id.get(&h.dest_id).copied()?;
+        let c = self.connections.get_mut(&handle)?;
+        match c.open_incoming(bytes, plain)? {
+            Ok(()) => Some(true),
+            Err(OpenError::Unauthenticated | OpenError::NoKeys) => {
+                self.stats.auth_failures += 1;
+                Some(false)
+            }
+            Err(OpenError::Replayed) => {
+                self.stats.replays_dropped += 1;
+                Some(false)
+            }
+            Err(OpenError::Malformed | OpenError::Checksum) => {
+                self.stats.decode_errors += 1;
+                Some(false)
+            }
+        }
     }
 
     fn sync_no(&mut self) -> u16 {
@@ -493,7 +547,15 @@ impl Endpoint {
         match Connection::accept(
             now, cfg, id, remote, sync, probe_id, h.src_id, h.sync_no, window, &params,
         ) {
-            Ok(conn) => {
+            Ok(mut conn) => {
+                conn.init_security(false, self.hello_random());
+                if conn
+                    .complete_security(params.security_value.as_deref())
+                    .is_err()
+                {
+                    self.reject(remote, &h, RejectReason::SECURITY_REQUIRED);
+                    return;
+                }
                 self.stats.connections_accepted += 1;
                 self.insert(id, Some((remote, h.src_id)), conn);
             }
@@ -539,6 +601,37 @@ impl SansIo for Endpoint {
     ) {
         let now = self.tick(now);
         self.stats.datagrams_received += 1;
+        let mut plain = std::mem::take(&mut self.plain);
+        match self.unprotect(bytes, &mut plain) {
+            None => self.handle_plain(now, remote, ecn, bytes),
+            Some(true) => self.handle_plain(now, remote, ecn, &plain),
+            Some(false) => {}
+        }
+        self.plain = plain;
+    }
+
+    fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
+        self.poll_transmit_inner(now, buf)
+    }
+
+    fn poll_timeout(&mut self) -> Option<Time> {
+        self.poll_timeout_inner()
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        self.handle_timeout_inner(now)
+    }
+}
+
+impl Endpoint {
+    /// A datagram in the clear (never protected, or just opened).
+    fn handle_plain(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        ecn: Option<EcnCodepoint>,
+        bytes: &[u8],
+    ) {
         let Ok(dg) = DatagramRepr::decode(bytes) else {
             self.stats.decode_errors += 1;
             return;
@@ -569,7 +662,7 @@ impl SansIo for Endpoint {
         }
     }
 
-    fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
+    fn poll_transmit_inner(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
         let now = self.tick(now);
         if let Some((destination, bytes)) = self.stateless.pop_front() {
             buf.clear();
@@ -597,6 +690,13 @@ impl SansIo for Endpoint {
             };
             if let Some(size) = c.poll_transmit(now, buf) {
                 self.cursor = key;
+                let Some(size) = c.seal_outgoing(buf, size) else {
+                    // No keys yet: the datagram cannot leave (recovery
+                    // treats it as lost). Try the next one.
+                    self.pool_sync(handle);
+                    buf.clear();
+                    continue;
+                };
                 let destination = c.transmit_destination();
                 self.pool_sync(handle);
                 self.reap(handle);
@@ -613,14 +713,14 @@ impl SansIo for Endpoint {
         None
     }
 
-    fn poll_timeout(&mut self) -> Option<Time> {
+    fn poll_timeout_inner(&mut self) -> Option<Time> {
         self.connections
             .values()
             .filter_map(Connection::poll_timeout)
             .min()
     }
 
-    fn handle_timeout(&mut self, now: Time) {
+    fn handle_timeout_inner(&mut self, now: Time) {
         let now = self.tick(now);
         let due: Vec<ConnectionHandle> = self
             .connections

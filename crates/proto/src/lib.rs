@@ -107,6 +107,7 @@
 #![warn(missing_docs)]
 
 pub mod connection;
+pub mod crypto;
 pub mod endpoint;
 pub mod harness;
 pub mod io;

@@ -102,6 +102,12 @@ pub struct ConnectionConfig {
     /// and below `idle_timeout` (the polls also keep the peer's answers
     /// coming).
     pub max_status_interval: Duration,
+    /// Packet protection (`crate::crypto`): `None` (the default, and the
+    /// simulator's) sends unencrypted SLTP datagrams, byte-identical to
+    /// the wire format without security; `Some` runs the handshake in the
+    /// SECURITY TLV and seals every later datagram. Both sides must agree:
+    /// a protected side rejects or closes an unprotected peer.
+    pub security: Option<crate::crypto::SecurityConfig>,
 }
 
 impl Default for ConnectionConfig {
@@ -132,6 +138,7 @@ impl Default for ConnectionConfig {
             scheduler: crate::sched::SchedulerConfig::RoundRobin,
             initial_stream_credit: None,
             max_status_interval: Duration::from_secs(2),
+            security: None,
         }
     }
 }

@@ -54,6 +54,18 @@ impl Connection {
                         self.send.set_peer_window(u64::from(h.window_size) << scale);
                     }
                     self.note_received(now, h.total_len);
+                    if self
+                        .complete_security(params.security_value.as_deref())
+                        .is_err()
+                    {
+                        self.close_with(
+                            now,
+                            super::CloseReason::ProtocolViolation(
+                                "START answer without a valid SECURITY TLV",
+                            ),
+                        );
+                        return;
+                    }
                     self.on_start_reply(now, h.src_id, h.sync_no, &params);
                 } else if self.peer_sync != Some(h.sync_no) {
                     self.violation(ViolationKind::WrongSyncNo);

@@ -51,6 +51,10 @@ pub enum ViolationKind {
     /// not be the peer's (a replay, a wrong type or SYNC_NO): dropped. An
     /// authentic one starts path validation instead (`connection::path`).
     WrongAddress,
+    /// A datagram for this protected connection failed authentication
+    /// (forged, tampered, replayed, or before the keys): dropped and
+    /// counted (`ConnectionStats::security`), never acted upon.
+    Unauthenticated,
 }
 
 /// An event for the application, from [`Endpoint::poll_event`](crate::endpoint::Endpoint::poll_event).

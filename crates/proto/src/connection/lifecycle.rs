@@ -51,6 +51,8 @@ pub struct StartParams {
     /// Whether a SECURITY TLV was present (not supported yet: ignored, so
     /// the answer carries none and no tag is used).
     pub security: bool,
+    /// The SECURITY TLV's value, if present (the handshake reads it).
+    pub security_value: Option<Vec<u8>>,
 }
 
 impl StartParams {
@@ -65,6 +67,7 @@ impl StartParams {
             startup: None,
             stream_credit: None,
             security: false,
+            security_value: None,
         };
         for t in tlvs {
             match *t {
@@ -73,7 +76,10 @@ impl StartParams {
                 Tlv::MaxPacketSize(s) => p.max_packet_size = Some(s),
                 Tlv::Controller(c) => p.controller = Some(c.to_string()),
                 Tlv::StartupMode(m) => p.startup = Some(m),
-                Tlv::Security(_) => p.security = true,
+                Tlv::Security(v) => {
+                    p.security = true;
+                    p.security_value = Some(v.to_vec());
+                }
                 // The decoder guarantees c ≥ 1.
                 Tlv::StreamCredit(c) => p.stream_credit = Some(c),
                 Tlv::Unknown { .. } => {}
@@ -294,6 +300,11 @@ impl Connection {
                 self.counters.wrong_address += 1;
                 self.counters.wrong_address
             }
+            // Counted by the crypto layer, reported past a threshold.
+            ViolationKind::Unauthenticated => {
+                self.note_unauthenticated();
+                return;
+            }
         };
         if count.is_power_of_two() {
             self.events
@@ -312,6 +323,9 @@ impl Connection {
         ];
         if let Some(credit) = self.config.initial_stream_credit {
             tlvs.push(Tlv::StreamCredit(credit));
+        }
+        if let Some(hello) = self.security_hello() {
+            tlvs.push(Tlv::Security(hello));
         }
         tlvs
     }
@@ -359,7 +373,8 @@ impl Connection {
     pub(crate) fn negotiate_packet_size(&mut self, peer: Option<u16>) -> Result<(), &'static str> {
         let size = peer
             .unwrap_or(self.config.max_packet_size)
-            .min(self.config.max_packet_size);
+            .min(self.config.max_packet_size)
+            .saturating_sub(self.tag_overhead());
         let block = usize::from(size).saturating_sub(super::config::DATA_OVERHEAD);
         if block == 0 || self.config.max_message_size > block * usize::from(u16::MAX) {
             return Err("peer's MAX_PACKET_SIZE too small for the maximum message size");

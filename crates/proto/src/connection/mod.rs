@@ -46,6 +46,7 @@ pub mod group;
 pub mod lifecycle;
 pub mod path;
 pub mod recv;
+mod security;
 pub mod send;
 pub mod stats;
 mod transmit;
@@ -59,6 +60,8 @@ mod e2e_tests;
 mod flow_tests;
 #[cfg(test)]
 mod path_tests;
+#[cfg(test)]
+mod security_tests;
 #[cfg(test)]
 pub(crate) mod testdriver;
 #[cfg(test)]
@@ -157,6 +160,8 @@ pub struct Connection {
     path: path::PathState,
     /// JOIN/LEAVE (group.rs).
     groups: group::GroupState,
+    /// Handshake and packet keys (`None`: unencrypted).
+    security: Option<crate::crypto::SecurityState>,
 }
 
 fn recovery_config(config: &ConnectionConfig, packet_size: u16) -> RecoveryConfig {
@@ -229,6 +234,7 @@ impl Connection {
             window: window::WindowState::default(),
             path: path::PathState::default(),
             groups: group::GroupState::default(),
+            security: None,
         }
     }
 

@@ -166,6 +166,9 @@ pub struct ConnectionStats {
     pub window: super::WindowCounters,
     /// Address migration: challenges, migrations, rejected addresses.
     pub path: super::PathStats,
+    /// Packet protection: sealed/opened datagrams, authentication
+    /// failures, replays (all zero when unencrypted).
+    pub security: crate::crypto::SecurityStats,
 }
 
 impl Connection {
@@ -241,6 +244,7 @@ impl Connection {
             advertised_window_bytes: self.advertised_window(),
             window: self.window_counters(),
             path: self.path.stats(),
+            security: self.security_stats(),
         }
     }
 }
