@@ -166,10 +166,12 @@ impl Endpoint {
     /// Move every connection of this endpoint to a new socket bound to
     /// `addr` (a real rebinding: new port, or a new interface after a
     /// handover); returns the new address. The driver switches at its
-    /// next turn and closes the old socket. Whether the peers follow is
-    /// the core's address-migration logic: with a core that checks the
-    /// source address strictly, the peer drops datagrams from the new
-    /// address (`ConnectionStats::wrong_address`).
+    /// next turn and closes the old socket. The peers follow through the
+    /// core's address migration: a peer sees authentic packets from the
+    /// new address, validates it (PATH_CHALLENGE / PATH_RESPONSE) and moves
+    /// the connection there (`Event::PathMigrated`, counted in
+    /// `ConnectionStats::path`); tested mid-transfer in
+    /// `tests/migration.rs`.
     pub fn rebind(&self, addr: SocketAddr) -> Result<SocketAddr, Error> {
         let io = UdpIo::bind(addr)?;
         let local = io.local_addr()?;
