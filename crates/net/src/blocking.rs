@@ -10,7 +10,9 @@
 use crate::{ConnectionConfig, Error, Stats};
 use bytes::Bytes;
 use peregrine_cc::LinkHint;
-use peregrine_proto::{CloseReason, ConnectionStats, MessageId, SchedulerConfig, StreamConfig};
+use peregrine_proto::{
+    CloseReason, ConnectionStats, MessageId, SchedulerConfig, StreamConfig, WindowTarget,
+};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,10 +72,21 @@ pub struct Endpoint {
 impl Endpoint {
     /// A client endpoint on `addr`.
     pub fn client(addr: SocketAddr) -> Result<Endpoint, Error> {
+        Endpoint::bind(crate::EndpointBuilder::new(), addr)
+    }
+
+    /// A server endpoint on `addr`, accepting connections configured as `config`.
+    pub fn server(addr: SocketAddr, config: ConnectionConfig) -> Result<Endpoint, Error> {
+        Endpoint::bind(crate::EndpointBuilder::new().server(config), addr)
+    }
+
+    /// An endpoint built by `builder` (memory ceiling, seed, server
+    /// configuration), bound to `addr`; the configuration is checked first.
+    pub fn bind(builder: crate::EndpointBuilder, addr: SocketAddr) -> Result<Endpoint, Error> {
         let rt = runtime()?;
         let inner = {
             let _guard = rt.enter();
-            crate::Endpoint::client(addr)?
+            builder.bind(addr)?
         };
         let rt = Arc::new(Rt {
             shared: inner.shared(),
@@ -82,18 +95,10 @@ impl Endpoint {
         Ok(Endpoint { inner, rt })
     }
 
-    /// A server endpoint on `addr`, accepting connections configured as `config`.
-    pub fn server(addr: SocketAddr, config: ConnectionConfig) -> Result<Endpoint, Error> {
-        let rt = runtime()?;
-        let inner = {
-            let _guard = rt.enter();
-            crate::Endpoint::server(addr, config)?
-        };
-        let rt = Arc::new(Rt {
-            shared: inner.shared(),
-            rt,
-        });
-        Ok(Endpoint { inner, rt })
+    /// Move every connection to a new socket bound to `addr` (see
+    /// [`crate::Endpoint::rebind`]); the new address.
+    pub fn rebind(&self, addr: SocketAddr) -> Result<SocketAddr, Error> {
+        self.inner.rebind(addr)
     }
 
     /// The bound address.
@@ -150,6 +155,11 @@ impl Connection {
     /// Switch the stream scheduler.
     pub fn set_scheduler(&self, config: SchedulerConfig) {
         self.inner.set_scheduler(config)
+    }
+
+    /// The handover window: see [`crate::Connection::set_receive_window`].
+    pub fn set_receive_window(&self, target: WindowTarget, bytes: u64) -> bool {
+        self.inner.set_receive_window(target, bytes)
     }
 
     /// Hand a link-layer hint to the controller.

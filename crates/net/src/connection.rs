@@ -15,7 +15,7 @@ use bytes::Bytes;
 use peregrine_cc::{CcConfig, LinkHint};
 use peregrine_proto::{
     CloseReason, ConnectionHandle, ConnectionState, ConnectionStats, MessageId, SchedulerConfig,
-    SendError, StreamConfig,
+    SendError, StreamConfig, WindowTarget,
 };
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -197,6 +197,24 @@ impl Connection {
         st.proto.hold_stream(self.inner.handle, stream, held);
         drop(st);
         self.shared().wake.notify_one();
+    }
+
+    /// The handover window (seed 003 §III-E): cap the receive window this
+    /// side advertises for the whole connection (`WindowTarget::Connection`;
+    /// 0 closes it before a handover and a CWIN tells the sender at once,
+    /// `u64::MAX` removes the cap and reopens) or close (0) / reopen (any
+    /// other value) one stream (`WindowTarget::Stream`). Data already in
+    /// flight is still accepted. Whether the connection still exists.
+    pub fn set_receive_window(&self, target: WindowTarget, bytes: u64) -> bool {
+        let mut st = self.shared().lock();
+        let now = self.shared().now();
+        let known = st
+            .proto
+            .set_receive_window(self.inner.handle, now, target, bytes);
+        drop(st);
+        // The CWIN leaves with the driver's next turn.
+        self.shared().wake.notify_one();
+        known
     }
 
     /// Queue a message without waiting; `SendError::BufferFull` when the

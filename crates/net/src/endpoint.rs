@@ -42,6 +42,16 @@ impl EndpointBuilder {
         self
     }
 
+    /// Ceiling of the endpoint's buffer pool, bytes: the message data all
+    /// its connections hold queued or unacknowledged (seed 003 §III-F).
+    /// At the ceiling `Connection::send` waits (and `try_send` fails with
+    /// `SendError::WouldBlock`) until acknowledgements free room. Default
+    /// 64 MiB; 0 is refused by [`bind`](Self::bind).
+    pub fn memory_ceiling(mut self, bytes: usize) -> EndpointBuilder {
+        self.config.memory_ceiling_bytes = bytes;
+        self
+    }
+
     /// Seed of the core's random choices (connection ids, SYNC_NO); by
     /// default a fresh per-process random value.
     pub fn seed(mut self, seed: u64) -> EndpointBuilder {
@@ -50,10 +60,10 @@ impl EndpointBuilder {
     }
 
     /// Bind `addr` and start the driver. Must run inside a tokio runtime.
+    /// The configuration is checked first ([`EndpointConfig::validate`]):
+    /// a setting that cannot work is an [`Error::Config`] naming the field.
     pub fn bind(self, addr: SocketAddr) -> Result<Endpoint, Error> {
-        if let Some(server) = &self.config.server {
-            server.validate().map_err(Error::Config)?;
-        }
+        self.config.validate().map_err(Error::Config)?;
         let io = UdpIo::bind(addr)?;
         let local = io.local_addr()?;
         let capabilities = io.capabilities();
@@ -99,7 +109,9 @@ fn random_seed() -> u64 {
 }
 
 /// Counters of the endpoint: the core's (malformed and unknown datagrams,
-/// accepts, rejects) and the socket layer's.
+/// accepts, rejects, and the buffer pool: `core.pool_bytes_in_use`,
+/// `pool_peak_bytes`, `pool_ceiling_bytes`, `pool_would_block`) and the
+/// socket layer's.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// The core's counters.
@@ -154,10 +166,12 @@ impl Endpoint {
     /// Move every connection of this endpoint to a new socket bound to
     /// `addr` (a real rebinding: new port, or a new interface after a
     /// handover); returns the new address. The driver switches at its
-    /// next turn and closes the old socket. Whether the peers follow is
-    /// the core's address-migration logic: with a core that checks the
-    /// source address strictly, the peer drops datagrams from the new
-    /// address (`ConnectionStats::wrong_address`).
+    /// next turn and closes the old socket. The peers follow through the
+    /// core's address migration: a peer sees authentic packets from the
+    /// new address, validates it (PATH_CHALLENGE / PATH_RESPONSE) and moves
+    /// the connection there (`Event::PathMigrated`, counted in
+    /// `ConnectionStats::path`); tested mid-transfer in
+    /// `tests/migration.rs`.
     pub fn rebind(&self, addr: SocketAddr) -> Result<SocketAddr, Error> {
         let io = UdpIo::bind(addr)?;
         let local = io.local_addr()?;

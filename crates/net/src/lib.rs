@@ -15,10 +15,14 @@
 //!   (seed 003 §III-E), `stats`, `link_hint`, `set_scheduler`,
 //!   `set_controller`, `close`.
 //! * `Endpoint::rebind(addr)` moves every connection to a new socket (a
-//!   real rebinding, as after a handover); whether peers follow the new
-//!   address is the core's migration logic. `Connection::hold_stream` is
-//!   the receive-window control the core offers today (held messages count
-//!   against the advertised window).
+//!   real rebinding, as after a handover); the peer validates the new
+//!   path and follows it (`ConnectionStats::path`).
+//! * `Connection::set_receive_window(target, bytes)` is the handover
+//!   window: 0 closes the connection's (or one stream's) window, the
+//!   sender pauses without counting loss, `u64::MAX` reopens it.
+//! * `EndpointBuilder::memory_ceiling(bytes)` bounds the message bytes all
+//!   connections of an endpoint hold (the core's buffer pool; a full pool
+//!   makes `send` wait); `Endpoint::stats().core` reports the pool.
 //! * [`blocking`] — the same without an async runtime in the application:
 //!   it owns a small tokio runtime.
 //!
@@ -66,6 +70,7 @@ pub use peregrine_proto::endpoint::EndpointStats;
 pub use peregrine_proto::{
     CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState, ConnectionStats,
     EndpointConfig, MessageId, SchedulerConfig, SendError, StreamConfig, StreamReliability,
+    WindowTarget,
 };
 
 /// What can go wrong.

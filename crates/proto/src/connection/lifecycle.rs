@@ -281,7 +281,8 @@ impl Connection {
             undelivered,
         });
         self.send.clear();
-        self.recv = super::recv::RecvState::new();
+        // Buffers go, counters stay (stats after the close report them).
+        self.recv.release();
         self.probe_sends.clear();
         self.echo_replies.clear();
         self.closing.end_pending = false;

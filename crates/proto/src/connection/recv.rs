@@ -214,6 +214,17 @@ impl RecvState {
         RecvState::default()
     }
 
+    /// Release every buffer (the connection closed) but keep the
+    /// counters: stats taken after the close still report what was
+    /// received and delivered.
+    pub fn release(&mut self) {
+        let counters = std::mem::take(&mut self.counters);
+        *self = RecvState {
+            counters,
+            ..RecvState::default()
+        };
+    }
+
     /// The counters.
     pub fn counters(&self) -> &RecvCounters {
         &self.counters

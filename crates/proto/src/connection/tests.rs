@@ -297,6 +297,30 @@ fn close_waits_for_acks_then_end_end_fin() {
 }
 
 #[test]
+fn stats_after_close_keep_the_receive_counters() {
+    let (mut sim, client, server) = connected();
+    for i in 0..20u32 {
+        sim.eps[0]
+            .send_message(client, sim.now, 0, &i.to_be_bytes())
+            .expect("room for 20 small messages");
+    }
+    sim.run_for(ms(500));
+    let open = sim.eps[1].stats(server).expect("server stats while open");
+    assert_eq!(open.messages_delivered, 20);
+    sim.eps[0].close(client, sim.now);
+    sim.run_for(Duration::from_secs(2));
+    assert_eq!(sim.eps[1].connection_count(), 0, "released");
+    let closed = sim.eps[1].stats(server).expect("kept after close");
+    assert_eq!(closed.state, ConnectionState::Closed);
+    assert_eq!(closed.messages_delivered, 20, "delivered count survives");
+    assert!(closed.packets_received >= open.packets_received);
+    assert_eq!(closed.duplicate_packets, open.duplicate_packets);
+    let sent = sim.eps[0].stats(client).expect("client kept after close");
+    assert_eq!(sent.messages_acked, 20);
+    assert_eq!(sent.messages_sent, 20);
+}
+
+#[test]
 fn end_remote_finishes_its_data_and_timed_close_ends_without_fin() {
     let (mut sim, client, server) = connected();
     // The server has data in flight when the client closes.

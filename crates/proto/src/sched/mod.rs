@@ -133,7 +133,7 @@ pub enum SchedulerConfig {
     },
     /// Earliest deadline first.
     Edf,
-    /// ABS with aging: no stream's oldest message waits longer than `bound`
+    /// ABS with aging: no stream waits (unserved, with data queued) longer than `bound`
     /// (as long as the link can carry the aged streams at all).
     Aging {
         /// The longest wait.

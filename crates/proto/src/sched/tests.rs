@@ -219,6 +219,33 @@ fn aging_promotes_a_starving_low_class_within_its_bound() {
 }
 
 #[test]
+fn aging_does_not_promote_a_bulk_stream_that_is_being_served() {
+    // A class-3 bulk stream whose head message is old (its application
+    // keeps a deep queue) but which is served all the time is not
+    // starving: a fresh class-0 message goes first, as with ABS.
+    let bound = std::time::Duration::from_millis(100);
+    let mut s = aging::Aging::new(bound);
+    let bulk = view(2, 3, 1);
+    s.activate(&bulk);
+    for ms in 0..200u64 {
+        assert_eq!(s.pick(&SchedContext::at(Time::from_millis(ms))), Some(2));
+        s.on_sent(&bulk, 1415, true);
+    }
+    let mut hi = view(1, 0, 1);
+    hi.head_enqueued = Time::from_millis(200);
+    s.activate(&hi);
+    assert_eq!(s.pick(&SchedContext::at(Time::from_millis(200))), Some(1));
+    assert_eq!(s.aged_picks(), 0);
+    // Once the bulk stream goes unserved for half the bound, it overtakes.
+    for ms in [210u64, 240, 248] {
+        assert_eq!(s.pick(&SchedContext::at(Time::from_millis(ms))), Some(1));
+        s.on_sent(&hi, 1415, true);
+    }
+    assert_eq!(s.pick(&SchedContext::at(Time::from_millis(250))), Some(2));
+    assert_eq!(s.aged_picks(), 1);
+}
+
+#[test]
 fn every_scheduler_handles_10000_streams() {
     for cfg in [
         SchedulerConfig::RoundRobin,
