@@ -168,7 +168,8 @@ summary_bulk() {
 }
 
 # ---- 2. idle connections ---------------------------------------------------------
-rss_kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status"; }
+# Empty (not an error under `set -e`) when the process is gone.
+rss_kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status" 2>/dev/null || true; }
 idle_one() {
   local who=$1 port=$((BASE_PORT + 2)) client=()
   case "$who" in
@@ -184,6 +185,11 @@ idle_one() {
   esac
   local spid=$! before after
   sleep 0.5
+  if ! kill -0 "$spid" 2>/dev/null; then
+    note "idle server of $who exited at start: its row is skipped"
+    wait "$spid" 2>/dev/null || true
+    return 0
+  fi
   before=$(rss_kib "$spid" VmRSS)
   if ! timeout 120 "${client[@]}" >"$TMP/idle.out" 2>"$TMP/idle.err"; then
     note "idle run of $who failed: $(tail -n 2 "$TMP/idle.err" | tr '\n' ' ')"
