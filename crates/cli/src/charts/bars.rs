@@ -7,8 +7,8 @@
 //! from 0, and the y range always includes 0.
 
 use super::{
-    category_labels, check_finite, color, draw_err, legend, no_data, padded_range, ChartError,
-    ChartText, SIZE,
+    category_labels, check_finite, color, draw_err, framed_chart, legend, no_data, padded_range,
+    svg_root, ChartError, ChartText, Mesh,
 };
 use plotters::prelude::*;
 use std::path::Path;
@@ -86,27 +86,9 @@ pub fn bar_chart(
     let y0 = if raw_lo >= 0.0 { 0.0 } else { lo };
     let y1 = hi + 0.15 * (hi - y0);
     let err = draw_err(file);
-    let root = SVGBackend::new(file, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = svg_root(file)?;
     let x_axis = -0.5..n as f64 - 0.5;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(&text.title, ("sans-serif", 24))
-        .margin(16)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x_axis, y0..y1)
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(0)
-        .x_desc(&text.x_label)
-        .y_desc(&text.y_label)
-        .axis_desc_style(("sans-serif", 18))
-        .label_style(("sans-serif", 15))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(|e| err(&e))?;
+    let mut chart = framed_chart(&root, file, text, x_axis, y0..y1, Mesh::Categories)?;
     let group = 0.8;
     let width = group / series.len() as f64;
     for (j, s) in series.iter().enumerate() {

@@ -8,8 +8,8 @@
 //! keeps its slot and is labelled "(no data)".
 
 use super::{
-    category_labels, check_finite, color, draw_err, no_data, padded_range, ChartError, ChartText,
-    Samples, SIZE,
+    category_labels, check_finite, color, draw_err, framed_chart, no_data, padded_range, svg_root,
+    ChartError, ChartText, Mesh, Samples,
 };
 use plotters::prelude::*;
 use std::path::Path;
@@ -99,27 +99,9 @@ pub fn box_plot(file: &Path, text: &ChartText, samples: &[Samples]) -> Result<()
         })
         .collect();
     let err = draw_err(file);
-    let root = SVGBackend::new(file, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = svg_root(file)?;
     let x_axis = -0.5..n as f64 - 0.5;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(&text.title, ("sans-serif", 24))
-        .margin(16)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x_axis, y0..y1)
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(0)
-        .x_desc(&text.x_label)
-        .y_desc(&text.y_label)
-        .axis_desc_style(("sans-serif", 18))
-        .label_style(("sans-serif", 15))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(|e| err(&e))?;
+    let mut chart = framed_chart(&root, file, text, x_axis, y0..y1, Mesh::Categories)?;
     for (i, b) in boxes.iter().enumerate() {
         let Some(b) = b else { continue };
         let c = color(i);

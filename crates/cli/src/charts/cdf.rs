@@ -6,8 +6,8 @@
 //! typically "fraction of messages").
 
 use super::{
-    check_finite, color, draw_err, legend_at, no_data, padded_range, ChartError, ChartText,
-    Samples, SIZE,
+    check_finite, color, draw_err, framed_chart, legend_at, no_data, padded_range, svg_root,
+    ChartError, ChartText, Mesh, Samples,
 };
 use plotters::prelude::*;
 use std::path::Path;
@@ -45,24 +45,8 @@ pub fn cdf(file: &Path, text: &ChartText, samples: &[Samples]) -> Result<(), Cha
     }
     let (x0, x1) = padded_range(samples.iter().flat_map(|s| s.values.iter().copied()), 0.02);
     let err = draw_err(file);
-    let root = SVGBackend::new(file, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(&text.title, ("sans-serif", 24))
-        .margin(16)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x0..x1, 0.0..1.02)
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc(&text.x_label)
-        .y_desc(&text.y_label)
-        .axis_desc_style(("sans-serif", 18))
-        .label_style(("sans-serif", 15))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(|e| err(&e))?;
+    let root = svg_root(file)?;
+    let mut chart = framed_chart(&root, file, text, x0..x1, 0.0..1.02, Mesh::Full)?;
     for (i, s) in samples.iter().enumerate() {
         if s.values.is_empty() {
             continue;

@@ -30,6 +30,7 @@ pub use cdf::cdf;
 pub use timeseries::{time_series, Series};
 
 use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::{Path, PathBuf};
@@ -198,29 +199,72 @@ pub(crate) fn draw_err(file: &Path) -> impl Fn(&dyn std::fmt::Display) -> ChartE
     }
 }
 
-/// Write a framed chart saying "no data" (with `reason`) to `file`.
-pub fn no_data(file: &Path, text: &ChartText, reason: &str) -> Result<(), ChartError> {
-    let err = draw_err(file);
+/// How [`framed_chart`] draws the mesh.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mesh {
+    /// Grid lines and tick labels on both axes (time series, CDFs).
+    Full,
+    /// No vertical grid lines and no x tick labels: the x axis holds
+    /// categories, labelled by [`category_labels`] (bars, box plots).
+    Categories,
+    /// No grid and no tick labels at all (the "no data" frame).
+    Blank,
+}
+
+/// The frame every chart shares: a white SVG canvas of [`SIZE`] for `file`.
+pub(crate) fn svg_root(file: &Path) -> Result<DrawingArea<SVGBackend<'_>, Shift>, ChartError> {
     let root = SVGBackend::new(file, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
+    root.fill(&WHITE).map_err(|e| draw_err(file)(&e))?;
+    Ok(root)
+}
+
+/// The axes every chart shares on `root`: caption, label areas, axis
+/// descriptions and fonts, over `x` × `y`, with the mesh drawn as `mesh` says.
+pub(crate) fn framed_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    file: &Path,
+    text: &ChartText,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    mesh: Mesh,
+) -> Result<CategoryChart<'a, 'b>, ChartError> {
+    let err = draw_err(file);
+    let mut chart = ChartBuilder::on(root)
         .caption(&text.title, ("sans-serif", 24))
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(64)
-        .build_cartesian_2d(0.0..1.0, 0.0..1.0)
+        .build_cartesian_2d(x, y)
         .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .disable_mesh()
-        .x_labels(0)
-        .y_labels(0)
+    let mut style = chart.configure_mesh();
+    style
         .x_desc(&text.x_label)
         .y_desc(&text.y_label)
         .axis_desc_style(("sans-serif", 18))
-        .label_style(("sans-serif", 15))
-        .draw()
-        .map_err(|e| err(&e))?;
+        .label_style(("sans-serif", 15));
+    match mesh {
+        Mesh::Full => {
+            style.light_line_style(WHITE.mix(0.0));
+        }
+        Mesh::Categories => {
+            style
+                .disable_x_mesh()
+                .x_labels(0)
+                .light_line_style(WHITE.mix(0.0));
+        }
+        Mesh::Blank => {
+            style.disable_mesh().x_labels(0).y_labels(0);
+        }
+    }
+    style.draw().map_err(|e| err(&e))?;
+    Ok(chart)
+}
+
+/// Write a framed chart saying "no data" (with `reason`) to `file`.
+pub fn no_data(file: &Path, text: &ChartText, reason: &str) -> Result<(), ChartError> {
+    let err = draw_err(file);
+    let root = svg_root(file)?;
+    let mut chart = framed_chart(&root, file, text, 0.0..1.0, 0.0..1.0, Mesh::Blank)?;
     let style = ("sans-serif", 22)
         .into_font()
         .color(&BLACK)
@@ -260,16 +304,17 @@ pub(crate) fn legend_at<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
         .map_err(|e| draw_err(file)(&e))
 }
 
-/// A chart whose x axis holds categories at 0, 1, …, n − 1.
-pub(crate) type CategoryChart<'a> =
-    ChartContext<'a, SVGBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+/// A chart over two f64 axes (for category charts, the x axis holds
+/// categories at 0, 1, …, n − 1).
+pub(crate) type CategoryChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// Write `labels[i]` under x = i of a category chart, just below the
 /// axis at y = `y0` (plotters' own tick labels cannot be pinned to the
 /// category positions on a continuous axis, so the mesh draws none).
 pub(crate) fn category_labels(
-    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    chart: &CategoryChart<'_>,
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    chart: &CategoryChart<'_, '_>,
     y0: f64,
     labels: &[String],
     file: &Path,

@@ -3,7 +3,10 @@
 //! Points are drawn in the order given (sort by x first for a time axis).
 //! A series with a single point is drawn as a dot, so it stays visible.
 
-use super::{color, draw_err, legend, no_data, padded_range, ChartError, ChartText, SIZE};
+use super::{
+    color, draw_err, framed_chart, legend, no_data, padded_range, svg_root, ChartError, ChartText,
+    Mesh,
+};
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -55,24 +58,8 @@ pub fn time_series(file: &Path, text: &ChartText, series: &[Series]) -> Result<(
     let y0 = if all().all(|p| p.1 >= 0.0) { 0.0 } else { y0 };
     let y1 = y1 + 0.15 * (y1 - y0);
     let err = draw_err(file);
-    let root = SVGBackend::new(file, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(&text.title, ("sans-serif", 24))
-        .margin(16)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x0..x1, y0..y1)
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc(&text.x_label)
-        .y_desc(&text.y_label)
-        .axis_desc_style(("sans-serif", 18))
-        .label_style(("sans-serif", 15))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(|e| err(&e))?;
+    let root = svg_root(file)?;
+    let mut chart = framed_chart(&root, file, text, x0..x1, y0..y1, Mesh::Full)?;
     for (i, s) in series.iter().enumerate() {
         let c = color(i);
         if s.points.len() == 1 {
