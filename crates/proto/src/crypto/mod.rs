@@ -21,7 +21,12 @@
 //! the wire format without this module.
 
 pub mod aead;
+pub mod keys;
 pub mod replay;
+
+pub use keys::{
+    NoiseConfig, NoisePattern, PublicKey, SecurityConfig, StaticKeypair, KEY_LEN, PSK_LEN,
+};
 
 pub use aead::OpenError;
 use aead::{DirectionKey, PacketKeys};
@@ -32,28 +37,11 @@ use sha2::Sha256;
 pub const MODE_PSK: u8 = 1;
 /// Bytes of handshake randomness each side contributes.
 pub const HELLO_RANDOM_LEN: usize = 16;
-/// Length of a pre-shared key.
-pub const PSK_LEN: usize = 32;
 /// Authentication failures after which the first
 /// [`Event::SecurityViolation`](crate::Event::SecurityViolation) is raised
 /// (then again at every doubling). Failures never close the connection: a
 /// forged packet must not be able to tear it down.
 pub const AUTH_FAILURE_THRESHOLD: u64 = 4;
-
-/// How a connection protects its packets.
-#[derive(Clone, PartialEq, Eq)]
-pub enum SecurityConfig {
-    /// A 32-byte secret both sides were provisioned with.
-    PresharedKey([u8; PSK_LEN]),
-}
-
-impl std::fmt::Debug for SecurityConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SecurityConfig::PresharedKey(_) => f.write_str("PresharedKey(<redacted>)"),
-        }
-    }
-}
 
 /// Security counters of one connection (in
 /// [`ConnectionStats::security`](crate::ConnectionStats)).
@@ -176,7 +164,11 @@ impl SecurityState {
         let peer_random = parse_hello(peer.ok_or(HandshakeError::Missing)?)?;
         let mut ours = [0u8; HELLO_RANDOM_LEN];
         ours.copy_from_slice(&self.hello[1..]);
-        let SecurityConfig::PresharedKey(psk) = &self.config;
+        // Placeholder until the Noise handshake lands: only the
+        // pre-shared-key shorthand runs (the old HKDF mode 1).
+        let SecurityConfig::PresharedKey(psk) = &self.config else {
+            return Err(HandshakeError::Malformed);
+        };
         let (c, s) = if self.is_client {
             (&ours, &peer_random)
         } else {
