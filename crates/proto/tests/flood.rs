@@ -128,7 +128,7 @@ impl Net {
         }
     }
 
-    fn to_server(&mut self, from: SocketAddr, bytes: &[u8]) {
+    fn deliver(&mut self, from: SocketAddr, bytes: &[u8]) {
         *self.received_from.entry(from).or_default() += bytes.len() as u64;
         self.server.handle_datagram(self.now, from, None, bytes);
     }
@@ -164,7 +164,7 @@ impl Net {
             }
             for d in out {
                 moved = true;
-                self.to_server(client_addr(), &d);
+                self.deliver(client_addr(), &d);
             }
             moved |= self.drain_server();
             while let Some((h, ev)) = self.server.poll_event() {
@@ -188,7 +188,7 @@ impl Net {
 
     /// Move the clock and run due timers.
     fn advance(&mut self, dt: Duration) {
-        self.now = self.now + dt;
+        self.now += dt;
         if self.server.poll_timeout().is_some_and(|t| t <= self.now) {
             self.server.handle_timeout(self.now);
         }
@@ -213,12 +213,15 @@ impl Net {
         }
         Ok(())
     }
-
 }
 
 fn messages() -> Vec<Vec<u8>> {
     (0..20u8)
-        .map(|i| (0..(40 + usize::from(i) * 300)).map(|j| i ^ j as u8).collect())
+        .map(|i| {
+            (0..(40 + usize::from(i) * 300))
+                .map(|j| i ^ j as u8)
+                .collect()
+        })
         .collect()
 }
 
@@ -246,7 +249,7 @@ fn flood(
         }
         let from = rng.addr();
         let bytes = forge(&mut rng);
-        net.to_server(from, &bytes);
+        net.deliver(from, &bytes);
         net.drain_server();
         if i % BURST == BURST - 1 {
             net.advance(STEP);
@@ -294,7 +297,7 @@ fn report(what: &str, net: &Net, max_conns: usize, max_mem: usize) {
 }
 
 /// A random connection id and SYNC_NO in an otherwise genuine START.
-fn randomize<'a>(template: &'a [u8], rng: &mut Rng) -> Vec<u8> {
+fn randomize(template: &[u8], rng: &mut Rng) -> Vec<u8> {
     let x = rng.next();
     reencode(template, |h, _| {
         h.src_id = (x as u16).max(1);
@@ -319,7 +322,11 @@ fn flood_100k_forged_starts_leave_an_insecure_listener_bounded_and_a_legitimate_
     let (net, max_conns, max_mem) = flood(config, client, |rng| randomize(&template, rng));
     report("insecure", &net, max_conns, max_mem);
     let s = net.server.endpoint_stats();
-    assert_eq!(net.server_received, messages(), "delivered intact, in order");
+    assert_eq!(
+        net.server_received,
+        messages(),
+        "delivered intact, in order"
+    );
     assert!(net.client_events.contains(&Event::Connected));
     // The flood took the threshold's worth of half-open slots, no more.
     assert_eq!(s.connections_accepted, threshold as u64 + 1);
@@ -334,8 +341,8 @@ fn flood_100k_forged_starts_leave_an_insecure_listener_bounded_and_a_legitimate_
 }
 
 #[test]
-fn flood_100k_replayed_and_forged_secure_starts_stay_bounded_amplification_free_and_a_client_connects()
-{
+fn flood_100k_replayed_and_forged_secure_starts_stay_bounded_amplification_free_and_a_client_connects(
+) {
     let template = genuine_start(secure(), 1);
     assert_eq!(template.len(), 256, "secure STARTs are padded");
     let config = EndpointConfig::server(secure());
@@ -345,7 +352,7 @@ fn flood_100k_replayed_and_forged_secure_starts_stay_bounded_amplification_free_
         n += 1;
         // Half are a captured genuine START replayed verbatim from forged
         // addresses (its Noise message 1 is valid), half carry random ids.
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             template.clone()
         } else {
             randomize(&template, rng)
@@ -353,13 +360,21 @@ fn flood_100k_replayed_and_forged_secure_starts_stay_bounded_amplification_free_
     });
     report("secure (PSK)", &net, max_conns, max_mem);
     let s = net.server.endpoint_stats();
-    assert_eq!(net.server_received, messages(), "delivered intact, in order");
+    assert_eq!(
+        net.server_received,
+        messages(),
+        "delivered intact, in order"
+    );
     assert!(max_conns <= threshold + 1, "{max_conns}");
     assert!(s.half_open_peak <= threshold as u64 + 1);
     assert!(s.connections_accepted <= threshold as u64 + 1);
     assert_eq!(s.tokens_accepted, 1);
     // Every forged source got REJECT `retry` (48 bytes for 256) or nothing.
-    assert!(s.retries_sent >= (FLOOD - threshold) as u64 / 2, "{}", s.retries_sent);
+    assert!(
+        s.retries_sent >= (FLOOD - threshold) as u64 / 2,
+        "{}",
+        s.retries_sent
+    );
     net.amplification_free(Some(client_addr())).unwrap();
     assert!(max_mem < 2 << 20, "{max_mem}");
 }
@@ -369,7 +384,7 @@ fn flood_an_unvalidated_address_never_gets_more_bytes_than_it_sent() {
     let template = genuine_start(secure(), 3);
     let mut net = Net::new(EndpointConfig::server(secure()));
     let victim = SocketAddr::from(([172, 16, 0, 9], 999));
-    net.to_server(victim, &template);
+    net.deliver(victim, &template);
     net.pump();
     assert_eq!(net.server.connection_count(), 1);
     let h = net.server.handles()[0];
@@ -378,7 +393,7 @@ fn flood_an_unvalidated_address_never_gets_more_bytes_than_it_sent() {
     // within the budget they add; the packet-pair probes stay held.
     for _ in 0..3 {
         net.advance(Duration::from_millis(700));
-        net.to_server(victim, &template);
+        net.deliver(victim, &template);
         net.pump();
     }
     let sent = net.sent_to[&victim];
@@ -403,7 +418,7 @@ fn flood_an_unvalidated_address_never_gets_more_bytes_than_it_sent() {
     });
     let other = SocketAddr::from(([172, 16, 0, 10], 999));
     let accepted = s.connections_accepted;
-    net.to_server(other, &small);
+    net.deliver(other, &small);
     net.pump();
     assert_eq!(net.server.endpoint_stats().connections_accepted, accepted);
     assert_eq!(net.server.connection_count(), 0);
@@ -416,7 +431,7 @@ fn flood_an_unvalidated_address_never_gets_more_bytes_than_it_sent() {
 /// A server that always wants a token, and the token it gives `start`
 /// from `from`.
 fn token_for(net: &mut Net, from: SocketAddr, start: &[u8]) -> Vec<u8> {
-    net.to_server(from, start);
+    net.deliver(from, start);
     net.pump();
     let (to, bytes) = net.to_others.last().unwrap();
     assert_eq!(*to, from);
@@ -443,20 +458,23 @@ fn flood_a_token_replayed_from_another_address_is_refused() {
     let resent = with_token(&start, &token);
     // From another address (the port alone differs, too): refused, and
     // answered with a fresh retry for that address instead.
-    for b in [SocketAddr::from(([10, 0, 0, 6], 6000)), SocketAddr::from(([10, 0, 0, 5], 6001))] {
-        net.to_server(b, &resent);
+    for b in [
+        SocketAddr::from(([10, 0, 0, 6], 6000)),
+        SocketAddr::from(([10, 0, 0, 5], 6001)),
+    ] {
+        net.deliver(b, &resent);
         net.pump();
     }
     // Same address, another SYNC_NO: refused.
     let other_sync = reencode(&resent, |h, _| h.sync_no ^= 0x10);
-    net.to_server(a, &other_sync);
+    net.deliver(a, &other_sync);
     net.pump();
     let s = net.server.endpoint_stats();
     assert_eq!(s.tokens_invalid, 3);
     assert_eq!(s.tokens_accepted, 0);
     assert_eq!(net.server.connection_count(), 0);
     // The genuine client, from its own address: admitted, validated.
-    net.to_server(a, &resent);
+    net.deliver(a, &resent);
     net.pump();
     assert_eq!(net.server.endpoint_stats().tokens_accepted, 1);
     let h = net.server.handles()[0];
@@ -473,14 +491,40 @@ fn flood_an_expired_token_is_refused() {
     let fresh_token = token_for(&mut net, a, &fresh);
     // 10.001 s after the first token was issued: past its lifetime.
     net.advance(Duration::from_millis(101));
-    net.to_server(a, &with_token(&old, &old_token));
+    net.deliver(a, &with_token(&old, &old_token));
     net.pump();
     let s = net.server.endpoint_stats();
     assert_eq!(s.tokens_invalid, 1);
     assert_eq!(net.server.connection_count(), 0);
     // The other token, 0.1 s old, still works.
-    net.to_server(a, &with_token(&fresh, &fresh_token));
+    net.deliver(a, &with_token(&fresh, &fresh_token));
     net.pump();
     assert_eq!(net.server.endpoint_stats().tokens_accepted, 1);
     assert_eq!(net.server.connection_count(), 1);
+}
+
+#[test]
+fn flood_at_the_half_open_cap_even_a_valid_token_gets_busy() {
+    let mut net = Net::new(EndpointConfig {
+        max_half_open: 2,
+        ..always_retry()
+    });
+    let a = SocketAddr::from(([10, 0, 0, 5], 6000));
+    let starts: Vec<Vec<u8>> = (10..13).map(|seed| genuine_start(secure(), seed)).collect();
+    let tokens: Vec<Vec<u8>> = starts.iter().map(|s| token_for(&mut net, a, s)).collect();
+    for (s, t) in starts.iter().zip(&tokens) {
+        net.deliver(a, &with_token(s, t));
+        net.pump();
+    }
+    let s = net.server.endpoint_stats();
+    assert_eq!(s.tokens_accepted, 3);
+    assert_eq!(s.connections_accepted, 2);
+    assert_eq!(s.half_open, 2);
+    assert_eq!(net.server.connection_count(), 2);
+    let (to, bytes) = net.to_others.last().unwrap();
+    assert_eq!(*to, a);
+    let Payload::Reject(r) = DatagramRepr::decode(bytes).unwrap().payload else {
+        panic!("not a REJECT")
+    };
+    assert_eq!(r.reason, RejectReason::BUSY);
 }

@@ -84,7 +84,13 @@ impl Admission {
         }
     }
 
-    fn mac(&self, issued_at_ms: u64, remote: SocketAddr, src_id: u16, sync_no: u16) -> Hmac<Sha256> {
+    fn mac(
+        &self,
+        issued_at_ms: u64,
+        remote: SocketAddr,
+        src_id: u16,
+        sync_no: u16,
+    ) -> Hmac<Sha256> {
         // Any key length is accepted by HMAC.
         let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&self.key)
             .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
@@ -114,7 +120,10 @@ impl Admission {
         sync_no: u16,
     ) -> [u8; RETRY_TOKEN_LEN] {
         let issued = now.as_nanos() / 1_000_000;
-        let tag = self.mac(issued, remote, src_id, sync_no).finalize().into_bytes();
+        let tag = self
+            .mac(issued, remote, src_id, sync_no)
+            .finalize()
+            .into_bytes();
         let mut t = [0u8; RETRY_TOKEN_LEN];
         t[..8].copy_from_slice(&issued.to_be_bytes());
         t[8..].copy_from_slice(&tag[..TAG_LEN]);
@@ -212,7 +221,11 @@ impl Endpoint {
     ) -> bool {
         // Only secure STARTs are padded (to 256 bytes): an insecure
         // listener keeps the seed's behaviour, byte for byte.
-        let secure = self.config.server.as_ref().is_some_and(|s| s.security.is_some());
+        let secure = self
+            .config
+            .server
+            .as_ref()
+            .is_some_and(|s| s.security.is_some());
         if validated || !secure {
             return true;
         }
@@ -348,7 +361,9 @@ impl Endpoint {
     /// handle). Only a server-side connection accepted without a valid
     /// retry token starts unproven; its first valid packet proves it.
     pub fn address_validated(&self, handle: ConnectionHandle) -> Option<bool> {
-        self.connections.get(&handle).map(Connection::address_validated)
+        self.connections
+            .get(&handle)
+            .map(Connection::address_validated)
     }
 
     /// A bound of the memory the endpoint holds for its connections and
@@ -356,7 +371,11 @@ impl Endpoint {
     /// structure, buffers and pending events, the stateless queue and the
     /// half-open set. For flood tests and monitoring; not exact.
     pub fn memory_estimate(&self) -> usize {
-        let conns: usize = self.connections.values().map(Connection::memory_estimate).sum();
+        let conns: usize = self
+            .connections
+            .values()
+            .map(Connection::memory_estimate)
+            .sum();
         let map_entry = std::mem::size_of::<(ConnectionHandle, Time)>() + 16;
         let stateless: usize = self
             .stateless
@@ -369,5 +388,73 @@ impl Endpoint {
             + stateless
             + ids
             + self.admission.half_open() * map_entry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from(([192, 0, 2, 1], port))
+    }
+
+    #[test]
+    fn a_token_is_bound_to_address_id_sync_no_key_and_lifetime() {
+        let a = Admission::new(&mut SeededRng::new(1).fork("admission"));
+        let t0 = Time::ZERO + Duration::from_secs(100);
+        let tok = a.mint(t0, addr(1), 0x0a01, 0x5a3);
+        assert_eq!(&tok[..8], &100_000u64.to_be_bytes(), "issued_at_ms first");
+        let life = 10_000;
+        let later = t0 + Duration::from_millis(9_999);
+        assert!(a.verify(later, life, &tok, addr(1), 0x0a01, 0x5a3));
+        assert!(a.verify(
+            t0 + Duration::from_secs(10),
+            life,
+            &tok,
+            addr(1),
+            0x0a01,
+            0x5a3
+        ));
+        // Expired, or issued "in the future".
+        assert!(!a.verify(
+            t0 + Duration::from_millis(10_001),
+            life,
+            &tok,
+            addr(1),
+            0x0a01,
+            0x5a3
+        ));
+        assert!(!a.verify(Time::ZERO, life, &tok, addr(1), 0x0a01, 0x5a3));
+        // Another port, IP family, id or SYNC_NO.
+        assert!(!a.verify(later, life, &tok, addr(2), 0x0a01, 0x5a3));
+        let v6 = SocketAddr::from(([0u16, 0, 0, 0, 0, 0xffff, 0xc000, 0x0201], 1));
+        assert!(!a.verify(later, life, &tok, v6, 0x0a01, 0x5a3));
+        assert!(!a.verify(later, life, &tok, addr(1), 0x0a02, 0x5a3));
+        assert!(!a.verify(later, life, &tok, addr(1), 0x0a01, 0x5a4));
+        // Another endpoint's key.
+        let b = Admission::new(&mut SeededRng::new(2).fork("admission"));
+        assert!(!b.verify(later, life, &tok, addr(1), 0x0a01, 0x5a3));
+        // Tampered: the time (to extend the lifetime), the tag, the length.
+        let mut t = tok;
+        t[7] ^= 1;
+        assert!(!a.verify(later, life, &t, addr(1), 0x0a01, 0x5a3));
+        let mut t = tok;
+        t[20] ^= 0x80;
+        assert!(!a.verify(later, life, &t, addr(1), 0x0a01, 0x5a3));
+        assert!(!a.verify(later, life, &tok[..23], addr(1), 0x0a01, 0x5a3));
+        assert!(!a.verify(later, life, &[], addr(1), 0x0a01, 0x5a3));
+        let mut long = tok.to_vec();
+        long.push(0);
+        assert!(!a.verify(later, life, &long, addr(1), 0x0a01, 0x5a3));
+    }
+
+    #[test]
+    fn the_same_seed_mints_the_same_tokens() {
+        let a = Admission::new(&mut SeededRng::new(9).fork("admission"));
+        let b = Admission::new(&mut SeededRng::new(9).fork("admission"));
+        let t = Time::ZERO + Duration::from_millis(1234);
+        assert_eq!(a.mint(t, addr(1), 1, 2), b.mint(t, addr(1), 1, 2));
     }
 }

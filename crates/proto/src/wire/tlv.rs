@@ -447,25 +447,44 @@ mod tests {
         assert_eq!(decode(&[9, 0, 0]).unwrap(), [Tlv::Padding(0)]);
         assert!(matches!(
             decode(&[9, 0, 2, 0, 1]),
-            Err(WireError::BadTlvValue { name: "PADDING", .. })
+            Err(WireError::BadTlvValue {
+                name: "PADDING",
+                ..
+            })
         ));
         // A token is 1 to 255 bytes.
         assert!(matches!(
             decode(&[8, 0, 0]),
-            Err(WireError::BadTlvValue { name: "RETRY_TOKEN", .. })
+            Err(WireError::BadTlvValue {
+                name: "RETRY_TOKEN",
+                ..
+            })
         ));
         let mut long = vec![8, 1, 0];
         long.extend([7u8; 256]);
         assert!(matches!(
             decode(&long),
-            Err(WireError::BadTlvValue { name: "RETRY_TOKEN", .. })
+            Err(WireError::BadTlvValue {
+                name: "RETRY_TOKEN",
+                ..
+            })
         ));
         // Known codes 8 and 9 are no longer "unknown", and may appear once.
         assert_eq!(
             decode(&[9, 0, 0, 9, 0, 0]),
             Err(WireError::DuplicateTlv { name: "PADDING" })
         );
-        assert!(Tlv::Unknown { tlv_type: 9, value: &[] }.validate().is_err());
-        assert!(Tlv::Unknown { tlv_type: 10, value: &[] }.validate().is_ok());
+        assert!(Tlv::Unknown {
+            tlv_type: 9,
+            value: &[]
+        }
+        .validate()
+        .is_err());
+        assert!(Tlv::Unknown {
+            tlv_type: 10,
+            value: &[]
+        }
+        .validate()
+        .is_ok());
     }
 }
