@@ -144,9 +144,10 @@ impl Connection {
         if let Some(t) = self.admission.token.as_deref() {
             tlvs.push(Tlv::RetryToken(t));
         }
-        if self.config.security.is_some() {
-            let len = HEADER_LEN + list_len(&tlvs) + TLV_HEADER_LEN;
-            let pad = MIN_SECURE_START_LEN.saturating_sub(len);
+        let len = HEADER_LEN + list_len(&tlvs);
+        if self.config.security.is_some() && len < MIN_SECURE_START_LEN {
+            // Within 2 bytes of the target the empty TLV overshoots a little.
+            let pad = MIN_SECURE_START_LEN.saturating_sub(len + TLV_HEADER_LEN);
             tlvs.push(Tlv::Padding(u16::try_from(pad).unwrap_or(u16::MAX)));
         }
         tlvs
