@@ -528,3 +528,42 @@ fn flood_at_the_half_open_cap_even_a_valid_token_gets_busy() {
     };
     assert_eq!(r.reason, RejectReason::BUSY);
 }
+
+#[test]
+fn flood_a_client_told_to_retry_resends_its_start_with_the_token_and_connects() {
+    let mut net = Net::new(always_retry());
+    let mut c = Endpoint::new(EndpointConfig::default(), 3);
+    let h = c.connect(net.now, server_addr(), secure()).unwrap();
+    c.send_message(h, net.now, 0, b"after a retry").unwrap();
+    net.client = Some(c);
+    for _ in 0..50 {
+        net.advance(Duration::from_millis(10));
+    }
+    let s = net.server.endpoint_stats();
+    assert_eq!(
+        (s.retries_sent, s.tokens_accepted, s.tokens_invalid),
+        (1, 1, 0)
+    );
+    assert!(net.client_events.contains(&Event::Connected));
+    assert_eq!(net.server_received, vec![b"after a retry".to_vec()]);
+    // The token validated the address: no budget on this connection.
+    let h = net.server.handles()[0];
+    assert_eq!(net.server.address_validated(h), Some(true));
+}
+
+#[test]
+fn flood_an_insecure_start_smaller_than_a_retry_is_dropped_not_answered() {
+    // The documented limit of insecure mode: a default insecure START
+    // (46 bytes) cannot carry the 48-byte REJECT `retry` back.
+    let mut net = Net::new(EndpointConfig {
+        retry_when_half_open_above: 0,
+        ..EndpointConfig::server(ConnectionConfig::default())
+    });
+    let start = genuine_start(ConnectionConfig::default(), 4);
+    net.deliver(client_addr(), &start);
+    net.pump();
+    let s = net.server.endpoint_stats();
+    assert_eq!((s.retries_sent, s.starts_dropped_flood), (0, 1));
+    assert!(!net.sent_to.contains_key(&client_addr()));
+    assert_eq!(net.server.connection_count(), 0);
+}
