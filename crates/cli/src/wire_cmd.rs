@@ -187,6 +187,8 @@ fn tlvs_json(tlvs: &[Tlv<'_>]) -> Value {
             Tlv::StartupMode(m) => json!({ "startup_mode": m.name() }),
             Tlv::Security(v) => json!({ "security": to_hex(v) }),
             Tlv::StreamCredit(c) => json!({ "stream_credit": c }),
+            Tlv::RetryToken(v) => json!({ "retry_token": to_hex(v) }),
+            Tlv::Padding(n) => json!({ "padding": n }),
             Tlv::Unknown { tlv_type, value } => {
                 json!({ "unknown": { "type": tlv_type, "value": to_hex(value) } })
             }
@@ -546,6 +548,8 @@ fn tlvs_from(p: &Obj<'_>) -> Result<Vec<Tlv<'static>>> {
             "startup_mode",
             "security",
             "stream_credit",
+            "retry_token",
+            "padding",
             "unknown",
         ];
         let t = Obj::new(v, path.clone(), &keys)?;
@@ -569,6 +573,8 @@ fn tlvs_from(p: &Obj<'_>) -> Result<Vec<Tlv<'static>>> {
             }
             "security" => Tlv::Security(t.hex(key)?),
             "stream_credit" => Tlv::StreamCredit(t.num(key, u64::from(u32::MAX))? as u32),
+            "retry_token" => Tlv::RetryToken(t.hex(key)?),
+            "padding" => Tlv::Padding(t.num(key, U16)? as u16),
             _ => {
                 let u = Obj::new(&t.map[key], format!("{path}.unknown"), &["type", "value"])?;
                 Tlv::Unknown {

@@ -47,7 +47,10 @@ use peregrine_cc::{CcConfig, LinkHint, Time};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
+mod admission;
 mod mobility;
+
+pub use admission::RETRY_TOKEN_LEN;
 
 /// How many closed connections' final stats stay readable.
 const CLOSED_STATS_KEPT: usize = 64;
@@ -99,6 +102,26 @@ pub struct EndpointStats {
     pub auth_failures: u64,
     /// Authenticated-looking datagrams dropped by a replay window.
     pub replays_dropped: u64,
+    /// REJECT `retry` sent (each with a fresh token).
+    pub retries_sent: u64,
+    /// STARTs whose RETRY_TOKEN was valid.
+    pub tokens_accepted: u64,
+    /// STARTs whose RETRY_TOKEN was not (forged, expired, another address,
+    /// id or SYNC_NO, another endpoint's).
+    pub tokens_invalid: u64,
+    /// Half-open connections now (START answered, nothing valid since).
+    pub half_open: u64,
+    /// The most half-open connections at once.
+    pub half_open_peak: u64,
+    /// Half-open connections dropped after `half_open_timeout`.
+    pub half_open_expired: u64,
+    /// STARTs dropped by admission: the REJECT (`retry` or `busy`) they
+    /// would get is larger than they are, or the stateless queue is full.
+    pub starts_dropped_flood: u64,
+    /// Times the anti-amplification budget held sending back (a START-REPLY
+    /// replaced by REJECT `retry`, or an unvalidated connection's datagrams
+    /// held until its address was proven).
+    pub amplification_limited: u64,
 }
 
 /// Many connections, demultiplexed by connection id.
@@ -140,6 +163,8 @@ pub struct Endpoint {
     closed_stats: VecDeque<(ConnectionHandle, ConnectionStats)>,
     stats: EndpointStats,
     pool: BufferPool,
+    /// Retry tokens and half-open connections (admission.rs).
+    admission: admission::Admission,
 }
 
 impl Endpoint {
@@ -164,6 +189,7 @@ impl Endpoint {
                 ..EndpointStats::default()
             },
             pool: BufferPool::new(config.memory_ceiling_bytes),
+            admission: admission::Admission::new(&mut SeededRng::new(seed).fork("admission")),
             config,
         }
     }
@@ -456,6 +482,7 @@ impl Endpoint {
             return;
         }
         self.pool_sync(handle);
+        self.forget_half_open(handle);
         if let Some(c) = self.connections.remove(&handle) {
             self.pool_release(handle, c.pool_accounted());
             self.by_id.remove(&c.local_id());
@@ -502,10 +529,11 @@ impl Endpoint {
         }
     }
 
-    fn on_start(&mut self, now: Time, remote: SocketAddr, dg: &DatagramRepr<'_>) {
+    fn on_start(&mut self, now: Time, remote: SocketAddr, dg: &DatagramRepr<'_>, len: usize) {
         let h = dg.header;
         if let Some(handle) = self.by_peer.get(&(remote, h.src_id)).copied() {
             if let Some(c) = self.connections.get_mut(&handle) {
+                c.budget_received(len);
                 c.on_duplicate_start(now, h.sync_no);
             }
             return;
@@ -522,6 +550,10 @@ impl Endpoint {
             self.stats.unchecked_dropped += 1;
             return;
         }
+        let token = params.retry_token.as_deref();
+        let admission::Admit::Accept { validated } = self.admit(now, remote, &h, len, token) else {
+            return;
+        };
         if self.connections.len() >= self.config.max_connections {
             self.reject(remote, &h, RejectReason::BUSY);
             return;
@@ -556,8 +588,12 @@ impl Endpoint {
                     self.reject(remote, &h, RejectReason::SECURITY_REQUIRED);
                     return;
                 }
+                if !self.admit_reply(now, remote, &h, len, validated, &mut conn) {
+                    return;
+                }
                 self.stats.connections_accepted += 1;
-                self.insert(id, Some((remote, h.src_id)), conn);
+                let handle = self.insert(id, Some((remote, h.src_id)), conn);
+                self.track_half_open(now, handle);
             }
             Err(reason) => self.reject(remote, &h, reason),
         }
@@ -642,7 +678,7 @@ impl Endpoint {
                 && h.flags.contains(Flags::REPLY_REQ)
                 && !h.flags.contains(Flags::REPLY);
             if request {
-                self.on_start(now, remote, &dg);
+                self.on_start(now, remote, &dg, bytes.len());
             } else {
                 self.stats.unknown_connection += 1;
             }
@@ -653,6 +689,7 @@ impl Endpoint {
                 if let Some(c) = self.connections.get_mut(&handle) {
                     c.handle_datagram(now, remote, ecn, &dg);
                 }
+                self.check_half_open(handle);
                 self.pool_sync(handle);
             }
             None => {
@@ -698,6 +735,7 @@ impl Endpoint {
                     continue;
                 };
                 let destination = c.transmit_destination();
+                self.note_sent(handle, size);
                 self.pool_sync(handle);
                 self.reap(handle);
                 return Some(Transmit {
@@ -706,6 +744,7 @@ impl Endpoint {
                     size,
                 });
             }
+            self.note_held(handle);
             self.pool_sync(handle);
             self.reap(handle);
         }
@@ -717,11 +756,13 @@ impl Endpoint {
         self.connections
             .values()
             .filter_map(Connection::poll_timeout)
+            .chain(self.half_open_timeout())
             .min()
     }
 
     fn handle_timeout_inner(&mut self, now: Time) {
         let now = self.tick(now);
+        self.expire_half_open(now);
         let due: Vec<ConnectionHandle> = self
             .connections
             .iter()

@@ -67,7 +67,9 @@ fn tlv() -> impl Strategy<Value = Tlv<'static>> {
             .prop_map(Tlv::StartupMode),
         bytes(40).prop_map(Tlv::Security),
         (1u32..).prop_map(Tlv::StreamCredit),
-        (8u8.., bytes(40)).prop_map(|(tlv_type, value)| Tlv::Unknown { tlv_type, value }),
+        vec(any::<u8>(), 1..=64).prop_map(|v| Tlv::RetryToken(leak(v))),
+        (0u16..300).prop_map(Tlv::Padding),
+        (10u8.., bytes(40)).prop_map(|(tlv_type, value)| Tlv::Unknown { tlv_type, value }),
     ]
 }
 

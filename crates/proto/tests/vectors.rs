@@ -126,6 +126,29 @@ fn vectors() -> Vec<Vector> {
         ),
     );
 
+    // REJECT retry: a stateless retry token (8-byte issued_at_ms, then 16
+    // bytes of HMAC; here illustrative bytes).
+    let mut h = header(T::Reject, Flags::REPLY, 53, 0x0000);
+    h.dest_id = 0x0a01;
+    h.src_id = 0;
+    push(
+        "reject_retry",
+        "0a0100002002000000350000000000005a30000007010002000108001800000000000003e8112233445566778899aabbccddeeff00",
+        dg(
+            h,
+            Payload::Reject(RejectPayload {
+                reason: RejectReason::RETRY,
+                tlvs: vec![
+                    Tlv::Version(1),
+                    Tlv::RetryToken(&[
+                        0, 0, 0, 0, 0, 0, 0x03, 0xe8, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+                        0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x00,
+                    ]),
+                ],
+            }),
+        ),
+    );
+
     // DATA, one frame: the header mirrors the frame as plain SLTP would.
     let mut h = header(T::Data, Flags::ST_CKS | Flags::ST_RTR, 42, 0xfce5);
     h.pri = 1;

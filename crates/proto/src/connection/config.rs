@@ -257,6 +257,22 @@ pub struct EndpointConfig {
     /// and an [`Event::Writable`](crate::connection::Event::Writable)
     /// follows once enough is acknowledged. Default 64 MiB.
     pub memory_ceiling_bytes: usize,
+    /// Hard cap on half-open connections (server side, START answered,
+    /// nothing valid received since): at the cap even a START with a valid
+    /// retry token gets REJECT `busy`. Default 256.
+    pub max_half_open: usize,
+    /// A START without a valid retry token is accepted only while fewer
+    /// connections than this are half-open; otherwise it is answered with
+    /// REJECT `retry` (or dropped when that REJECT would be larger than the
+    /// START). `0` = always require a token. Default 32.
+    pub retry_when_half_open_above: usize,
+    /// A half-open connection that receives nothing valid for this long is
+    /// dropped (counted in `EndpointStats::half_open_expired`). Default 10 s
+    /// (above the default 5 s keep-alive, so a quiet client's first
+    /// keep-alive validates it in time).
+    pub half_open_timeout: Duration,
+    /// How long a retry token stays valid after it is issued. Default 10 s.
+    pub retry_token_lifetime: Duration,
 }
 
 impl Default for EndpointConfig {
@@ -267,6 +283,10 @@ impl Default for EndpointConfig {
             adopt_peer_controller: false,
             max_stateless_queue: 64,
             memory_ceiling_bytes: 64 << 20,
+            max_half_open: 256,
+            retry_when_half_open_above: 32,
+            half_open_timeout: Duration::from_secs(10),
+            retry_token_lifetime: Duration::from_secs(10),
         }
     }
 }
@@ -288,6 +308,15 @@ impl EndpointConfig {
         }
         if self.memory_ceiling_bytes == 0 {
             return bad("memory_ceiling_bytes", "is zero (no message could be sent)");
+        }
+        if self.max_half_open == 0 {
+            return bad("max_half_open", "is zero (no connection could be accepted)");
+        }
+        if self.half_open_timeout.is_zero() {
+            return bad("half_open_timeout", "is zero");
+        }
+        if self.retry_token_lifetime.is_zero() {
+            return bad("retry_token_lifetime", "is zero (no token could be used)");
         }
         match &self.server {
             Some(s) => s.validate(),

@@ -73,10 +73,11 @@ impl Connection {
                 return;
             }
             Payload::Reject(r) => {
-                if h.sync_no == self.local_sync {
-                    self.on_reject(now, r.reason);
-                } else {
+                if h.sync_no != self.local_sync {
                     self.violation(ViolationKind::WrongSyncNo);
+                } else if !self.on_retry(now, r) {
+                    // REJECT `retry` went first (admission.rs).
+                    self.on_reject(now, r.reason);
                 }
                 return;
             }
@@ -116,6 +117,8 @@ impl Connection {
         if new_address {
             self.on_new_address_packet(now, remote, newest, h.total_len, &dg.payload);
         }
+        // Our SYNC_NO-checked (or authenticated) packet: the address is proven.
+        self.validate_address();
         self.last_received = now;
         if newest && h.flags.contains(Flags::W_VAL) {
             let bytes = u64::from(h.window_size) << self.peer_scale.min(12);

@@ -53,6 +53,8 @@ pub struct StartParams {
     pub security: bool,
     /// The SECURITY TLV's value, if present (the handshake reads it).
     pub security_value: Option<Vec<u8>>,
+    /// The RETRY_TOKEN TLV's value, if present (admission reads it).
+    pub retry_token: Option<Vec<u8>>,
 }
 
 impl StartParams {
@@ -68,6 +70,7 @@ impl StartParams {
             stream_credit: None,
             security: false,
             security_value: None,
+            retry_token: None,
         };
         for t in tlvs {
             match *t {
@@ -82,7 +85,8 @@ impl StartParams {
                 }
                 // The decoder guarantees c ≥ 1.
                 Tlv::StreamCredit(c) => p.stream_credit = Some(c),
-                Tlv::Unknown { .. } => {}
+                Tlv::RetryToken(t) => p.retry_token = Some(t.to_vec()),
+                Tlv::Padding(_) | Tlv::Unknown { .. } => {}
             }
         }
         p

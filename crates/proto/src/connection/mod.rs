@@ -34,11 +34,14 @@
 //! * [`window`]: the handover window, link hints, the pool hooks;
 //! * [`path`]: address migration with path validation;
 //! * [`group`]: JOIN/LEAVE of multicast groups;
+//! * `admission` (private): the anti-amplification budget of an
+//!   unvalidated peer address, the client's retry token and START padding;
 //! * [`events`], [`stats`], [`config`]: what the application sees and sets.
 //!
 //! Loss recovery and congestion control live in [`crate::recovery`], the
 //! packet-pair start-up in [`crate::probe`].
 
+mod admission;
 pub mod config;
 mod dispatch;
 pub mod events;
@@ -67,6 +70,7 @@ pub(crate) mod testdriver;
 #[cfg(test)]
 mod tests;
 
+pub use admission::{MAX_RETRIES, MIN_SECURE_START_LEN};
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig};
 pub use events::{CloseReason, Event, MessageId, ViolationKind};
 pub use group::GroupRequestError;
@@ -162,6 +166,8 @@ pub struct Connection {
     groups: group::GroupState,
     /// Handshake and packet keys (`None`: unencrypted).
     security: Option<crate::crypto::SecurityState>,
+    /// Anti-amplification budget and the client's retry token (admission.rs).
+    admission: admission::AdmissionState,
 }
 
 fn recovery_config(config: &ConnectionConfig, packet_size: u16) -> RecoveryConfig {
@@ -235,6 +241,7 @@ impl Connection {
             path: path::PathState::default(),
             groups: group::GroupState::default(),
             security: None,
+            admission: admission::AdmissionState::default(),
         }
     }
 

@@ -77,6 +77,9 @@ impl Connection {
     pub(crate) fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<usize> {
         let now = self.tick(now);
         self.begin_transmit();
+        if self.amplification_gate() == Some(false) {
+            return None;
+        }
         if self.closing.reset_pending {
             self.closing.reset_pending = false;
             return self.send_bare(now, buf, PacketType::Fin, Flags::REMOTE_RESET);
@@ -92,7 +95,7 @@ impl Connection {
                     buf,
                     h,
                     Payload::Start(StartPayload {
-                        tlvs: self.start_tlvs(),
+                        tlvs: self.start_request_tlvs(),
                     }),
                 )?;
                 self.on_start_sent(now);

@@ -57,4 +57,4 @@ pub use payload::{
     EchoPayload, GroupPayload, MissingBlock, MissingPackets, NackPayload, Payload, RejectPayload,
     RejectReason, Reliability, StartPayload, StreamCredit, StreamFrame,
 };
-pub use tlv::{StartupMode, Tlv, PROTOCOL_VERSION};
+pub use tlv::{StartupMode, Tlv, PROTOCOL_VERSION, RETRY_TOKEN_MAX};

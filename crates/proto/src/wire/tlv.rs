@@ -41,7 +41,17 @@ pub mod code {
     pub const SECURITY: u8 = 6;
     /// Initial per-stream credit in messages, u32 ≥ 1 (§6.5.1).
     pub const STREAM_CREDIT: u8 = 7;
+    /// A stateless retry token (opaque bytes, 1–255): REJECT `retry` carries
+    /// one, the client's next START echoes it.
+    pub const RETRY_TOKEN: u8 = 8;
+    /// Zero bytes that pad a secure START to `MIN_SECURE_START_LEN`.
+    pub const PADDING: u8 = 9;
+    /// The highest known code.
+    pub(crate) const LAST_KNOWN: u8 = PADDING;
 }
+
+/// Longest RETRY_TOKEN value.
+pub const RETRY_TOKEN_MAX: usize = 255;
 
 /// How a connection ramps up its sending after the handshake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -100,6 +110,11 @@ pub enum Tlv<'a> {
     Security(&'a [u8]),
     /// The sender's initial per-stream credit in messages; ≥ 1.
     StreamCredit(u32),
+    /// A stateless retry token: opaque, 1 to 255 bytes (only the server
+    /// that minted it can read it).
+    RetryToken(&'a [u8]),
+    /// PADDING: this many zero bytes (they carry nothing).
+    Padding(u16),
     /// A TLV this version does not know: skipped, but kept for re-encoding.
     Unknown {
         /// TYPE code (never 0 nor a known code).
@@ -120,6 +135,8 @@ impl<'a> Tlv<'a> {
             Tlv::StartupMode(_) => code::STARTUP_MODE,
             Tlv::Security(_) => code::SECURITY,
             Tlv::StreamCredit(_) => code::STREAM_CREDIT,
+            Tlv::RetryToken(_) => code::RETRY_TOKEN,
+            Tlv::Padding(_) => code::PADDING,
             Tlv::Unknown { tlv_type, .. } => *tlv_type,
         }
     }
@@ -134,6 +151,8 @@ impl<'a> Tlv<'a> {
             Tlv::StartupMode(_) => "STARTUP_MODE",
             Tlv::Security(_) => "SECURITY",
             Tlv::StreamCredit(_) => "STREAM_CREDIT",
+            Tlv::RetryToken(_) => "RETRY_TOKEN",
+            Tlv::Padding(_) => "PADDING",
             Tlv::Unknown { .. } => "unknown",
         }
     }
@@ -144,7 +163,8 @@ impl<'a> Tlv<'a> {
             Tlv::WindowScale(_) | Tlv::StartupMode(_) => 1,
             Tlv::StreamCredit(_) => 4,
             Tlv::Controller(name) => name.len(),
-            Tlv::Security(v) | Tlv::Unknown { value: v, .. } => v.len(),
+            Tlv::Padding(n) => usize::from(*n),
+            Tlv::Security(v) | Tlv::RetryToken(v) | Tlv::Unknown { value: v, .. } => v.len(),
         }
     }
 
@@ -177,10 +197,13 @@ impl<'a> Tlv<'a> {
                 }
             }
             Tlv::Security(v) if v.len() > usize::from(u16::MAX) => bad("longer than 65535 bytes"),
+            Tlv::RetryToken(v) if v.is_empty() || v.len() > RETRY_TOKEN_MAX => {
+                bad("token must be 1 to 255 bytes")
+            }
             Tlv::Unknown { tlv_type, value } => {
                 if tlv_type == 0 {
                     Err(WireError::ReservedTlvType)
-                } else if tlv_type <= code::STREAM_CREDIT {
+                } else if tlv_type <= code::LAST_KNOWN {
                     bad("type code belongs to a known TLV")
                 } else if value.len() > usize::from(u16::MAX) {
                     bad("longer than 65535 bytes")
@@ -244,6 +267,17 @@ impl<'a> Tlv<'a> {
                 fixed("STREAM_CREDIT", 4, "4")?;
                 Tlv::StreamCredit(v.u32("STREAM_CREDIT")?)
             }
+            code::RETRY_TOKEN => Tlv::RetryToken(value),
+            code::PADDING => {
+                if value.iter().any(|&b| b != 0) {
+                    return Err(WireError::BadTlvValue {
+                        name: "PADDING",
+                        problem: "padding bytes must be zero",
+                    });
+                }
+                // `len` came from a u16 field.
+                Tlv::Padding(u16::try_from(len).unwrap_or(u16::MAX))
+            }
             _ => Tlv::Unknown { tlv_type, value },
         };
         tlv.validate()?;
@@ -261,7 +295,8 @@ impl<'a> Tlv<'a> {
             Tlv::StartupMode(m) => w.u8(m.code()),
             Tlv::StreamCredit(c) => w.u32(*c),
             Tlv::Controller(name) => w.put(name.as_bytes()),
-            Tlv::Security(v) | Tlv::Unknown { value: v, .. } => w.put(v),
+            Tlv::Padding(n) => w.zeros(usize::from(*n)),
+            Tlv::Security(v) | Tlv::RetryToken(v) | Tlv::Unknown { value: v, .. } => w.put(v),
         }
     }
 }
@@ -269,7 +304,7 @@ impl<'a> Tlv<'a> {
 /// Decodes TLVs until `r` is empty. Rejects type 0, malformed known values
 /// and a known type seen twice.
 pub(crate) fn decode_list<'a>(r: &mut Reader<'a>) -> Result<Vec<Tlv<'a>>> {
-    let mut seen: u8 = 0;
+    let mut seen: u16 = 0;
     let mut out = Vec::new();
     while !r.is_empty() {
         let tlv = Tlv::decode(r)?;
@@ -279,12 +314,12 @@ pub(crate) fn decode_list<'a>(r: &mut Reader<'a>) -> Result<Vec<Tlv<'a>>> {
     Ok(out)
 }
 
-fn check_duplicate(seen: &mut u8, tlv: &Tlv<'_>) -> Result<()> {
+fn check_duplicate(seen: &mut u16, tlv: &Tlv<'_>) -> Result<()> {
     if matches!(tlv, Tlv::Unknown { .. }) {
         return Ok(());
     }
-    // Known codes are 1..=7, so the bit fits a u8.
-    let bit = 1u8.checked_shl(u32::from(tlv.code())).unwrap_or(0);
+    // Known codes are 1..=LAST_KNOWN (< 16), so the bit fits a u16.
+    let bit = 1u16.checked_shl(u32::from(tlv.code())).unwrap_or(0);
     if *seen & bit != 0 {
         return Err(WireError::DuplicateTlv { name: tlv.name() });
     }
@@ -299,7 +334,7 @@ pub(crate) fn list_len(tlvs: &[Tlv<'_>]) -> usize {
 
 /// Encodes a TLV list, applying the same rules as decoding.
 pub(crate) fn emit_list(tlvs: &[Tlv<'_>], w: &mut Writer<'_>) -> Result<()> {
-    let mut seen = 0u8;
+    let mut seen = 0u16;
     for tlv in tlvs {
         check_duplicate(&mut seen, tlv)?;
         tlv.emit(w)?;
@@ -392,5 +427,64 @@ mod tests {
             Err(WireError::DuplicateTlv { name: "VERSION" })
         );
         assert!(decode(&[1, 0]).is_err());
+    }
+
+    #[test]
+    fn retry_token_and_padding_round_trip_and_reject_bad_values() {
+        let tlvs = [
+            Tlv::Version(1),
+            Tlv::RetryToken(&[1, 2, 3]),
+            Tlv::Padding(5),
+        ];
+        let mut buf = [0u8; 32];
+        let mut w = Writer::new(&mut buf);
+        emit_list(&tlvs, &mut w).unwrap();
+        let n = w.written();
+        assert_eq!(n, list_len(&tlvs));
+        assert_eq!(&buf[5..17], &[8, 0, 3, 1, 2, 3, 9, 0, 5, 0, 0, 0]);
+        assert_eq!(decode(&buf[..n]).unwrap(), tlvs);
+        // Empty padding is allowed; non-zero padding is not.
+        assert_eq!(decode(&[9, 0, 0]).unwrap(), [Tlv::Padding(0)]);
+        assert!(matches!(
+            decode(&[9, 0, 2, 0, 1]),
+            Err(WireError::BadTlvValue {
+                name: "PADDING",
+                ..
+            })
+        ));
+        // A token is 1 to 255 bytes.
+        assert!(matches!(
+            decode(&[8, 0, 0]),
+            Err(WireError::BadTlvValue {
+                name: "RETRY_TOKEN",
+                ..
+            })
+        ));
+        let mut long = vec![8, 1, 0];
+        long.extend([7u8; 256]);
+        assert!(matches!(
+            decode(&long),
+            Err(WireError::BadTlvValue {
+                name: "RETRY_TOKEN",
+                ..
+            })
+        ));
+        // Known codes 8 and 9 are no longer "unknown", and may appear once.
+        assert_eq!(
+            decode(&[9, 0, 0, 9, 0, 0]),
+            Err(WireError::DuplicateTlv { name: "PADDING" })
+        );
+        assert!(Tlv::Unknown {
+            tlv_type: 9,
+            value: &[]
+        }
+        .validate()
+        .is_err());
+        assert!(Tlv::Unknown {
+            tlv_type: 10,
+            value: &[]
+        }
+        .validate()
+        .is_ok());
     }
 }

@@ -62,8 +62,11 @@ impl RejectReason {
     pub const SECURITY_REQUIRED: RejectReason = RejectReason(5);
     /// The application refused the connection.
     pub const REFUSED: RejectReason = RejectReason(6);
+    /// Prove you can receive at your address: resend START with the
+    /// RETRY_TOKEN this REJECT carries (stateless address validation).
+    pub const RETRY: RejectReason = RejectReason(7);
 
-    const NAMES: [&'static str; 7] = [
+    const NAMES: [&'static str; 8] = [
         "unspecified",
         "version_unsupported",
         "busy",
@@ -71,6 +74,7 @@ impl RejectReason {
         "bad_parameters",
         "security_required",
         "refused",
+        "retry",
     ];
 
     /// The reason's name, if the code has one.

@@ -1,0 +1,460 @@
+//! # Admission: who gets a connection, and how cheaply
+//!
+//! A listener must not become a reflector (answering a forged START with
+//! more bytes than it received, towards a victim's address) nor a memory
+//! sink (a flood of forged STARTs, each holding a connection). This module
+//! is the endpoint's policy; `connection/admission.rs` keeps the
+//! per-connection budget it sets.
+//!
+//! * **Stateless retry token** (as QUIC's Retry):
+//!   `issued_at_ms: u64 BE ‖ HMAC-SHA256(key, issued_at_ms ‖ address ‖
+//!   src_id ‖ sync_no)[..16]`, 24 bytes, where `address` is `4 ‖ IPv4 ‖ port`
+//!   or `6 ‖ IPv6 ‖ port` and `src_id`, `sync_no` are the START's (both u16
+//!   BE; a client's START retransmissions keep them). The key is 32 bytes
+//!   drawn at creation from the endpoint's seeded generator (the UDP
+//!   runtime seeds it from OS entropy), hashed with SHA-256. A token is
+//!   valid for `EndpointConfig::retry_token_lifetime` from the same
+//!   address, connection id and SYNC_NO; it proves the client receives at
+//!   its address. Nothing is stored per token (a token can be reused
+//!   within its lifetime by the same client: the half-open cap bounds what
+//!   that buys).
+//! * **Half-open connections** (server side, START answered, nothing valid
+//!   from the client since) are tracked with their expiry. Policy for a new
+//!   START: at `max_half_open`, REJECT `busy`; with a valid token, accept
+//!   (address validated); below `retry_when_half_open_above`, accept with
+//!   the anti-amplification budget; otherwise REJECT `retry` with a fresh
+//!   token if that REJECT is no larger than the START, else drop.
+//! * **Anti-amplification** (listeners in a secure mode, whose clients pad
+//!   their STARTs): an accepted START without a valid token leaves its
+//!   connection limited to as many bytes as it received; if even the
+//!   START-REPLY is larger than the START, REJECT `retry` replaces it. An
+//!   insecure listener keeps the seed's behaviour byte for byte (the
+//!   simulator's golden runs): no budget, see docs/security.md.
+//!
+//! Time in tokens is the endpoint's own clock (`Time`, the sans-IO time
+//! passed in), in milliseconds: tokens from another endpoint, or from a
+//! restarted one, fail (new key).
+
+use super::{ConnectionHandle, Endpoint};
+use crate::connection::Connection;
+use crate::rng::SeededRng;
+use crate::wire::{Flags, HeaderRepr, PacketType, Payload, RejectPayload, RejectReason, Tlv};
+use hmac::{Hmac, Mac};
+use peregrine_cc::Time;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+/// Bytes of a retry token: 8 (issued_at_ms) + 16 (truncated HMAC).
+pub const RETRY_TOKEN_LEN: usize = 24;
+/// Bytes of the HMAC kept in a token.
+const TAG_LEN: usize = 16;
+
+/// The endpoint's admission state: the token key and the half-open set.
+#[derive(Debug)]
+pub(crate) struct Admission {
+    key: [u8; 32],
+    /// Half-open connections and when each expires.
+    half_open: BTreeMap<ConnectionHandle, Time>,
+}
+
+/// What `Endpoint::admit` decided for a new START.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// Accept; `validated`: the address is proven (valid token).
+    Accept {
+        /// The START carried a valid token.
+        validated: bool,
+    },
+    /// Answered (REJECT) or dropped; allocate nothing.
+    Refuse,
+}
+
+impl Admission {
+    /// A fresh key from `rng` (the endpoint's seeded generator).
+    pub(crate) fn new(rng: &mut SeededRng) -> Admission {
+        let mut h = Sha256::new();
+        h.update(b"peregrine v1 retry token key");
+        for _ in 0..4 {
+            h.update(rng.next_u64().to_be_bytes());
+        }
+        Admission {
+            key: h.finalize().into(),
+            half_open: BTreeMap::new(),
+        }
+    }
+
+    fn mac(
+        &self,
+        issued_at_ms: u64,
+        remote: SocketAddr,
+        src_id: u16,
+        sync_no: u16,
+    ) -> Hmac<Sha256> {
+        // Any key length is accepted by HMAC.
+        let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&self.key)
+            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        m.update(&issued_at_ms.to_be_bytes());
+        match remote {
+            SocketAddr::V4(a) => {
+                m.update(&[4]);
+                m.update(&a.ip().octets());
+            }
+            SocketAddr::V6(a) => {
+                m.update(&[6]);
+                m.update(&a.ip().octets());
+            }
+        }
+        m.update(&remote.port().to_be_bytes());
+        m.update(&src_id.to_be_bytes());
+        m.update(&sync_no.to_be_bytes());
+        m
+    }
+
+    /// A token for a START from `remote` with `src_id` and `sync_no`.
+    pub(crate) fn mint(
+        &self,
+        now: Time,
+        remote: SocketAddr,
+        src_id: u16,
+        sync_no: u16,
+    ) -> [u8; RETRY_TOKEN_LEN] {
+        let issued = now.as_nanos() / 1_000_000;
+        let tag = self
+            .mac(issued, remote, src_id, sync_no)
+            .finalize()
+            .into_bytes();
+        let mut t = [0u8; RETRY_TOKEN_LEN];
+        t[..8].copy_from_slice(&issued.to_be_bytes());
+        t[8..].copy_from_slice(&tag[..TAG_LEN]);
+        t
+    }
+
+    /// Whether `token` was minted by us for this address, id and SYNC_NO,
+    /// at most `lifetime_ms` ago (and not in the future).
+    pub(crate) fn verify(
+        &self,
+        now: Time,
+        lifetime_ms: u64,
+        token: &[u8],
+        remote: SocketAddr,
+        src_id: u16,
+        sync_no: u16,
+    ) -> bool {
+        let (Some(issued), Some(tag)) = (token.get(..8), token.get(8..)) else {
+            return false;
+        };
+        if tag.len() != TAG_LEN {
+            return false;
+        }
+        let mut b = [0u8; 8];
+        b.copy_from_slice(issued);
+        let issued = u64::from_be_bytes(b);
+        let now_ms = now.as_nanos() / 1_000_000;
+        if issued > now_ms || now_ms - issued > lifetime_ms {
+            return false;
+        }
+        // Constant-time comparison of the truncated tag.
+        self.mac(issued, remote, src_id, sync_no)
+            .verify_truncated_left(tag)
+            .is_ok()
+    }
+
+    /// Half-open connections now.
+    pub(crate) fn half_open(&self) -> usize {
+        self.half_open.len()
+    }
+}
+
+impl Endpoint {
+    /// Admission of a new START of `start_len` bytes (no connection yet):
+    /// checks its token and the half-open limits, and answers it (REJECT
+    /// `busy` or `retry`) or drops it when it is refused.
+    pub(super) fn admit(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        h: &HeaderRepr,
+        start_len: usize,
+        token: Option<&[u8]>,
+    ) -> Admit {
+        let lifetime_ms =
+            u64::try_from(self.config.retry_token_lifetime.as_millis()).unwrap_or(u64::MAX);
+        let token_ok = token.is_some_and(|t| {
+            let ok = self
+                .admission
+                .verify(now, lifetime_ms, t, remote, h.src_id, h.sync_no);
+            if ok {
+                self.stats.tokens_accepted += 1;
+            } else {
+                self.stats.tokens_invalid += 1;
+            }
+            ok
+        });
+        let half_open = self.admission.half_open();
+        if half_open >= self.config.max_half_open {
+            self.reject_bounded(remote, h, start_len, RejectReason::BUSY, None);
+            return Admit::Refuse;
+        }
+        if token_ok {
+            return Admit::Accept { validated: true };
+        }
+        if half_open >= self.config.retry_when_half_open_above {
+            self.send_retry(now, remote, h, start_len);
+            return Admit::Refuse;
+        }
+        Admit::Accept { validated: false }
+    }
+
+    /// The connection for an admitted START is built: limit it to the
+    /// START's bytes if its address is unproven, or answer REJECT `retry`
+    /// instead when even its START-REPLY would be larger than the START.
+    /// Whether to keep the connection.
+    pub(super) fn admit_reply(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        h: &HeaderRepr,
+        start_len: usize,
+        validated: bool,
+        conn: &mut Connection,
+    ) -> bool {
+        // Only secure STARTs are padded (to 256 bytes): an insecure
+        // listener keeps the seed's behaviour, byte for byte.
+        let secure = self
+            .config
+            .server
+            .as_ref()
+            .is_some_and(|s| s.security.is_some());
+        if validated || !secure {
+            return true;
+        }
+        if conn.start_reply_len() > start_len {
+            self.stats.amplification_limited += 1;
+            self.send_retry(now, remote, h, start_len);
+            return false;
+        }
+        conn.limit_amplification(start_len);
+        true
+    }
+
+    /// Track a just accepted connection as half-open.
+    pub(super) fn track_half_open(&mut self, now: Time, handle: ConnectionHandle) {
+        let expires = now + self.config.half_open_timeout;
+        self.admission.half_open.insert(handle, expires);
+        self.note_half_open();
+    }
+
+    /// After a datagram reached `handle`: a connection that received a
+    /// valid packet is no longer half-open.
+    pub(super) fn check_half_open(&mut self, handle: ConnectionHandle) {
+        if !self.admission.half_open.contains_key(&handle) {
+            return;
+        }
+        let done = self
+            .connections
+            .get(&handle)
+            .is_none_or(|c| c.has_received_valid());
+        if done {
+            self.admission.half_open.remove(&handle);
+            self.note_half_open();
+        }
+    }
+
+    /// A connection is gone: forget it.
+    pub(super) fn forget_half_open(&mut self, handle: ConnectionHandle) {
+        if self.admission.half_open.remove(&handle).is_some() {
+            self.note_half_open();
+        }
+    }
+
+    /// The earliest half-open expiry.
+    pub(super) fn half_open_timeout(&self) -> Option<Time> {
+        self.admission.half_open.values().min().copied()
+    }
+
+    /// Close half-open connections whose time is up. They never said
+    /// anything valid: no packet goes to their (perhaps forged) address.
+    pub(super) fn expire_half_open(&mut self, now: Time) {
+        let due: Vec<ConnectionHandle> = self
+            .admission
+            .half_open
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(h, _)| *h)
+            .collect();
+        for handle in due {
+            self.admission.half_open.remove(&handle);
+            self.stats.half_open_expired += 1;
+            if let Some(c) = self.connections.get_mut(&handle) {
+                c.expire_half_open(now);
+            }
+            self.pool_sync(handle);
+        }
+        self.note_half_open();
+    }
+
+    fn note_half_open(&mut self) {
+        let n = self.admission.half_open() as u64;
+        self.stats.half_open = n;
+        self.stats.half_open_peak = self.stats.half_open_peak.max(n);
+    }
+
+    /// Bytes sent to a connection's peer (for its budget) and the held
+    /// episodes it reports.
+    pub(super) fn note_sent(&mut self, handle: ConnectionHandle, size: usize) {
+        if let Some(c) = self.connections.get_mut(&handle) {
+            c.budget_sent(size);
+            self.stats.amplification_limited += c.take_amplification_limited();
+        }
+    }
+
+    /// Held episodes of a connection that sent nothing this time.
+    pub(super) fn note_held(&mut self, handle: ConnectionHandle) {
+        if let Some(c) = self.connections.get_mut(&handle) {
+            self.stats.amplification_limited += c.take_amplification_limited();
+        }
+    }
+
+    /// REJECT `retry` with a fresh token, if no larger than the START.
+    fn send_retry(&mut self, now: Time, remote: SocketAddr, h: &HeaderRepr, start_len: usize) {
+        let token = self.admission.mint(now, remote, h.src_id, h.sync_no);
+        if self.reject_bounded(remote, h, start_len, RejectReason::RETRY, Some(&token)) {
+            self.stats.retries_sent += 1;
+        }
+    }
+
+    /// A REJECT with `reason` (and `token`) if it is no larger than the
+    /// `start_len`-byte START it answers; else the START is dropped
+    /// (counted in `starts_dropped_flood`). Whether it was queued.
+    fn reject_bounded(
+        &mut self,
+        to: SocketAddr,
+        start: &HeaderRepr,
+        start_len: usize,
+        reason: RejectReason,
+        token: Option<&[u8]>,
+    ) -> bool {
+        let mut h = HeaderRepr::new(PacketType::Reject);
+        h.dest_id = start.src_id;
+        h.src_id = 0;
+        h.sync_no = start.sync_no;
+        h.flags = Flags::REPLY | Flags::ST_CKS;
+        let p = RejectPayload {
+            reason,
+            tlvs: token.map(Tlv::RetryToken).into_iter().collect(),
+        };
+        if crate::wire::HEADER_LEN + p.buffer_len() > start_len {
+            self.stats.starts_dropped_flood += 1;
+            return false;
+        }
+        if self.queue_stateless(to, h, Payload::Reject(p)) {
+            self.stats.rejects_sent += 1;
+            true
+        } else {
+            self.stats.starts_dropped_flood += 1;
+            false
+        }
+    }
+
+    /// Whether a connection's peer address is proven (`None`: unknown
+    /// handle). Only a server-side connection accepted without a valid
+    /// retry token starts unproven; its first valid packet proves it.
+    pub fn address_validated(&self, handle: ConnectionHandle) -> Option<bool> {
+        self.connections
+            .get(&handle)
+            .map(Connection::address_validated)
+    }
+
+    /// A bound of the memory the endpoint holds for its connections and
+    /// queues, bytes: every connection's
+    /// structure, buffers and pending events, the stateless queue and the
+    /// half-open set. For flood tests and monitoring; not exact.
+    pub fn memory_estimate(&self) -> usize {
+        let conns: usize = self
+            .connections
+            .values()
+            .map(Connection::memory_estimate)
+            .sum();
+        let map_entry = std::mem::size_of::<(ConnectionHandle, Time)>() + 16;
+        let stateless: usize = self
+            .stateless
+            .iter()
+            .map(|(_, b)| b.capacity() + std::mem::size_of::<(SocketAddr, Vec<u8>)>())
+            .sum();
+        let ids = (self.by_id.len() + self.by_peer.len()) * 64;
+        std::mem::size_of::<Endpoint>()
+            + conns
+            + stateless
+            + ids
+            + self.admission.half_open() * map_entry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from(([192, 0, 2, 1], port))
+    }
+
+    #[test]
+    fn a_token_is_bound_to_address_id_sync_no_key_and_lifetime() {
+        let a = Admission::new(&mut SeededRng::new(1).fork("admission"));
+        let t0 = Time::ZERO + Duration::from_secs(100);
+        let tok = a.mint(t0, addr(1), 0x0a01, 0x5a3);
+        assert_eq!(&tok[..8], &100_000u64.to_be_bytes(), "issued_at_ms first");
+        let life = 10_000;
+        let later = t0 + Duration::from_millis(9_999);
+        assert!(a.verify(later, life, &tok, addr(1), 0x0a01, 0x5a3));
+        assert!(a.verify(
+            t0 + Duration::from_secs(10),
+            life,
+            &tok,
+            addr(1),
+            0x0a01,
+            0x5a3
+        ));
+        // Expired, or issued "in the future".
+        assert!(!a.verify(
+            t0 + Duration::from_millis(10_001),
+            life,
+            &tok,
+            addr(1),
+            0x0a01,
+            0x5a3
+        ));
+        assert!(!a.verify(Time::ZERO, life, &tok, addr(1), 0x0a01, 0x5a3));
+        // Another port, IP family, id or SYNC_NO.
+        assert!(!a.verify(later, life, &tok, addr(2), 0x0a01, 0x5a3));
+        let v6 = SocketAddr::from(([0u16, 0, 0, 0, 0, 0xffff, 0xc000, 0x0201], 1));
+        assert!(!a.verify(later, life, &tok, v6, 0x0a01, 0x5a3));
+        assert!(!a.verify(later, life, &tok, addr(1), 0x0a02, 0x5a3));
+        assert!(!a.verify(later, life, &tok, addr(1), 0x0a01, 0x5a4));
+        // Another endpoint's key.
+        let b = Admission::new(&mut SeededRng::new(2).fork("admission"));
+        assert!(!b.verify(later, life, &tok, addr(1), 0x0a01, 0x5a3));
+        // Tampered: the time (to extend the lifetime), the tag, the length.
+        let mut t = tok;
+        t[7] ^= 1;
+        assert!(!a.verify(later, life, &t, addr(1), 0x0a01, 0x5a3));
+        let mut t = tok;
+        t[20] ^= 0x80;
+        assert!(!a.verify(later, life, &t, addr(1), 0x0a01, 0x5a3));
+        assert!(!a.verify(later, life, &tok[..23], addr(1), 0x0a01, 0x5a3));
+        assert!(!a.verify(later, life, &[], addr(1), 0x0a01, 0x5a3));
+        let mut long = tok.to_vec();
+        long.push(0);
+        assert!(!a.verify(later, life, &long, addr(1), 0x0a01, 0x5a3));
+    }
+
+    #[test]
+    fn the_same_seed_mints_the_same_tokens() {
+        let a = Admission::new(&mut SeededRng::new(9).fork("admission"));
+        let b = Admission::new(&mut SeededRng::new(9).fork("admission"));
+        let t = Time::ZERO + Duration::from_millis(1234);
+        assert_eq!(a.mint(t, addr(1), 1, 2), b.mint(t, addr(1), 1, 2));
+    }
+}
