@@ -133,7 +133,7 @@ fn vectors() -> Vec<Vector> {
     h.src_id = 0;
     push(
         "reject_retry",
-        "0a0100002002000000350000000000005a30000007010002000108001800000000000003e8112233445566778899aabbccddeeff00",
+        "0a0100002002000000310000000000005a300000070100020001080014000003e8112233445566778899aabbccddeeff00",
         dg(
             h,
             Payload::Reject(RejectPayload {
@@ -141,8 +141,8 @@ fn vectors() -> Vec<Vector> {
                 tlvs: vec![
                     Tlv::Version(1),
                     Tlv::RetryToken(&[
-                        0, 0, 0, 0, 0, 0, 0x03, 0xe8, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
-                        0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x00,
+                        0, 0, 0x03, 0xe8, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99,
+                        0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x00,
                     ]),
                 ],
             }),
