@@ -126,9 +126,9 @@ fn vectors() -> Vec<Vector> {
         ),
     );
 
-    // REJECT retry: a stateless retry token (8-byte issued_at_ms, then 16
+    // REJECT retry: a stateless retry token (4-byte issued_at_ms, then 16
     // bytes of HMAC; here illustrative bytes).
-    let mut h = header(T::Reject, Flags::REPLY, 53, 0x0000);
+    let mut h = header(T::Reject, Flags::REPLY, 49, 0x0000);
     h.dest_id = 0x0a01;
     h.src_id = 0;
     push(
