@@ -48,7 +48,10 @@ fn server_cfg(mode: u8) -> ConnectionConfig {
 /// The fuzz target's client configurations (`mode % 4`).
 fn client_cfg(mode: u8) -> ConnectionConfig {
     match mode % 4 {
-        0 => cfg(SecurityConfig::Noise(NoiseConfig::ik(kp(1), kp(2).public()))),
+        0 => cfg(SecurityConfig::Noise(NoiseConfig::ik(
+            kp(1),
+            kp(2).public(),
+        ))),
         1 => cfg(SecurityConfig::Noise(NoiseConfig::xx(kp(1)))),
         2 => cfg(SecurityConfig::Noise(NoiseConfig::ik_psk2(
             kp(1),

@@ -279,8 +279,8 @@ fn build(
         .map_err(|_| HandshakeError::Internal)?;
     let mut prologue = PROLOGUE.to_vec();
     prologue.push(pattern.mode_byte());
-    let mut b = snow::Builder::with_resolver(params, Box::new(SeededResolver(seed)))
-        .prologue(&prologue);
+    let mut b =
+        snow::Builder::with_resolver(params, Box::new(SeededResolver(seed))).prologue(&prologue);
     if pattern.needs_keypair() {
         let kp = cfg.keypair.as_ref().ok_or(HandshakeError::Internal)?;
         b = b.local_private_key(kp.private_bytes());
@@ -292,7 +292,11 @@ fn build(
     }
     if pattern.needs_psk() {
         let psk = cfg.psk.as_ref().ok_or(HandshakeError::Internal)?;
-        let location = if pattern == NoisePattern::NNpsk0 { 0 } else { 2 };
+        let location = if pattern == NoisePattern::NNpsk0 {
+            0
+        } else {
+            2
+        };
         b = b.psk(location, psk);
     }
     let r = if initiator {
@@ -446,6 +450,9 @@ impl ClientHandshake {
     }
 }
 
+/// What rebuilds an XX responder: its configuration, seed and message 1.
+type Replay = (NoiseConfig, [u8; SEED_LEN], Vec<u8>);
+
 /// The responder's side: message 1 read (before any connection state
 /// exists), message 2 written with the START-REPLY, XX message 3 read.
 pub(crate) struct ServerHandshake {
@@ -457,7 +464,7 @@ pub(crate) struct ServerHandshake {
     /// XX: what rebuilds the state after a failed message 3 (snow does not
     /// restore its cipher key then): the configuration, the seed and
     /// message 1.
-    replay: Option<Box<(NoiseConfig, [u8; SEED_LEN], Vec<u8>)>>,
+    replay: Option<Box<Replay>>,
     /// The binding message 2 carried.
     reply_binding: [u8; BINDING_LEN],
 }
