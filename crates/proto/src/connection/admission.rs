@@ -246,7 +246,9 @@ mod tests {
             security: Some(SecurityConfig::PresharedKey([7; 32])),
             ..ConnectionConfig::default()
         });
-        secure.init_security(true, [1; crate::crypto::HELLO_RANDOM_LEN]);
+        secure
+            .init_client_security([1; crate::crypto::noise::SEED_LEN])
+            .expect("a valid client configuration");
         let bytes = first_start(&mut secure);
         assert_eq!(bytes.len(), MIN_SECURE_START_LEN);
         let dg = DatagramRepr::decode(&bytes).unwrap();

@@ -291,6 +291,20 @@ impl Default for EndpointConfig {
     }
 }
 
+impl ConnectionConfig {
+    /// Checks `security` for a side of this role (`is_client`): the error
+    /// names `security` and what is missing.
+    pub fn validate_security(&self, is_client: bool) -> Result<(), ConfigError> {
+        match &self.security {
+            Some(s) => s.validate(is_client).map_err(|problem| ConfigError {
+                field: "security",
+                problem,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 impl EndpointConfig {
     /// An endpoint that accepts connections configured as `server`.
     pub fn server(server: ConnectionConfig) -> EndpointConfig {
@@ -319,7 +333,7 @@ impl EndpointConfig {
             return bad("retry_token_lifetime", "is zero (no token could be used)");
         }
         match &self.server {
-            Some(s) => s.validate(),
+            Some(s) => s.validate().and_then(|()| s.validate_security(false)),
             None => Ok(()),
         }
     }

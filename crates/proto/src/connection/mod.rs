@@ -62,6 +62,8 @@ mod e2e_tests;
 #[cfg(test)]
 mod flow_tests;
 #[cfg(test)]
+mod noise_tests;
+#[cfg(test)]
 mod path_tests;
 #[cfg(test)]
 mod security_tests;
@@ -207,6 +209,7 @@ impl Connection {
                 retx_at: None,
                 backoff: 0,
                 deadline: now + config.handshake_timeout,
+                rejected: None,
             },
             config,
             state: ConnectionState::Starting,
