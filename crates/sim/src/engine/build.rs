@@ -150,7 +150,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
     let mut apps = Vec::new();
     let mut metrics = Vec::new();
     for (f, fs) in m.flows.iter().enumerate() {
-        let config = ConnectionConfig {
+        let mut config = ConnectionConfig {
             cc: fs.cc.clone(),
             startup: fs.startup,
             max_packet_size: fs.max_packet_size,
@@ -162,6 +162,12 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             ),
             ..ConnectionConfig::default()
         };
+        let mut server_config = config.clone();
+        if let Some(pattern) = fs.security {
+            let (c, s) = super::security::flow_security(m.seed, f, pattern);
+            config.security = Some(c);
+            server_config.security = Some(s);
+        }
         let ep_seed =
             |role: &str| component_rng(m.seed, &format!("endpoint/{f}/{role}")).random::<u64>();
         let p = port(f);
@@ -179,7 +185,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         by_addr.insert((fs.src, p), client);
         let server = slots.len();
         slots.push(Slot {
-            ep: Endpoint::new(EndpointConfig::server(config.clone()), ep_seed("server")),
+            ep: Endpoint::new(EndpointConfig::server(server_config), ep_seed("server")),
             node: fs.dst,
             port: p,
             flow: f,
@@ -312,6 +318,7 @@ impl Sim {
                     .map(|&d| self.link_names[d].clone())
                     .collect(),
                 path_rate_bps: path_rate.is_finite().then_some(path_rate),
+                security: fs.security,
                 stats,
                 metrics,
             });

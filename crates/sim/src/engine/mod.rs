@@ -19,6 +19,7 @@
 pub(crate) mod build;
 pub mod queue;
 pub mod routing;
+mod security;
 pub(crate) mod vehicular;
 pub mod wireless;
 

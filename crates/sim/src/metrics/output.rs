@@ -47,6 +47,8 @@ pub struct FlowResult {
     pub path: Vec<String>,
     /// The slowest fixed rate on the path (the reference for percentages).
     pub path_rate_bps: Option<f64>,
+    /// Noise pattern of the flow (`None`: unencrypted).
+    pub security: Option<peregrine_proto::crypto::NoisePattern>,
     /// The sender's final connection stats.
     pub stats: Option<ConnectionStats>,
     /// Everything measured.
@@ -228,7 +230,7 @@ impl SimResults {
                         })
                     })
                     .collect();
-                json!({
+                let mut flow = json!({
                     "name": f.name,
                     "src": f.src,
                     "dst": f.dst,
@@ -271,7 +273,24 @@ impl SimResults {
                     "retransmissions": st.map_or(0, |s| s.packets_retransmitted),
                     "rtos": st.map_or(0, |s| s.rtos),
                     "streams": streams,
-                })
+                });
+                // Only encrypted flows carry the key: unencrypted summaries
+                // stay byte-identical to those before encryption existed.
+                if let (Some(p), Some(obj)) = (f.security, flow.as_object_mut()) {
+                    let sec = st.map(|s| s.security).unwrap_or_default();
+                    obj.insert(
+                        "security".to_string(),
+                        json!({
+                            "pattern": p.protocol_name(),
+                            "encrypted": sec.encrypted,
+                            "packets_sealed": sec.packets_sealed,
+                            "packets_opened": sec.packets_opened,
+                            "auth_failures": sec.auth_failures,
+                            "replays_dropped": sec.replays_dropped,
+                        }),
+                    );
+                }
+                flow
             })
             .collect();
         let links: Vec<Value> = self

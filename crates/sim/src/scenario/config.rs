@@ -23,6 +23,9 @@ fn default_cc() -> String {
 fn default_scheduler() -> String {
     "rr".to_string()
 }
+fn default_security() -> String {
+    "none".to_string()
+}
 fn default_startup() -> String {
     "slow_start".to_string()
 }
@@ -301,6 +304,11 @@ pub struct FlowConfig {
     /// Stream data bytes per full DATA packet (sets the packet size).
     #[serde(default = "default_payload")]
     pub payload_bytes: u32,
+    /// Packet protection: `none` (default: unencrypted, as SLTP), or a
+    /// Noise handshake `ik`, `xx`, `ikpsk2`, `nnpsk0` with keys drawn from
+    /// the scenario seed.
+    #[serde(default = "default_security")]
+    pub security: String,
     /// Streams and their applications.
     #[serde(default)]
     pub streams: Vec<StreamAppConfig>,

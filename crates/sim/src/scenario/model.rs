@@ -5,6 +5,7 @@
 
 use super::config::{OutageConfig, QueueConfig};
 use peregrine_cc::CcConfig;
+use peregrine_proto::crypto::NoisePattern;
 use peregrine_proto::wire::StartupMode;
 use peregrine_proto::{SchedulerConfig, StreamConfig};
 
@@ -124,6 +125,8 @@ pub struct FlowSpec {
     pub start_ns: u64,
     /// Largest datagram (the protocol's `max_packet_size`).
     pub max_packet_size: u16,
+    /// Noise pattern of the flow's handshake (`None`: unencrypted).
+    pub security: Option<NoisePattern>,
     /// Streams.
     pub streams: Vec<StreamSpec>,
 }

@@ -11,6 +11,7 @@ use super::model::{
 use super::ScenarioError;
 use peregrine_cc::{CcConfig, NAMES};
 use peregrine_proto::connection::ConnectionConfig;
+use peregrine_proto::crypto::NoisePattern;
 use peregrine_proto::wire::StartupMode;
 use peregrine_proto::{SchedulerConfig, StreamConfig, StreamReliability};
 use std::collections::BTreeMap;
@@ -164,6 +165,19 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
                 )
             }
         };
+        let security = match f.security.as_str() {
+            "none" => None,
+            "ik" => Some(NoisePattern::IK),
+            "xx" => Some(NoisePattern::XX),
+            "ikpsk2" => Some(NoisePattern::IKpsk2),
+            "nnpsk0" => Some(NoisePattern::NNpsk0),
+            other => {
+                return v.err(
+                    format!("{p}.security"),
+                    format!("unknown security {other:?} (allowed: none, ik, xx, ikpsk2, nnpsk0)"),
+                )
+            }
+        };
         let max_packet = f.payload_bytes.saturating_add(DATA_OVERHEAD);
         if f.payload_bytes < 27 || max_packet > 65_000 {
             return v.err(
@@ -209,6 +223,7 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
             startup,
             start_ns: f.start.0,
             max_packet_size: max_packet as u16,
+            security,
             streams,
         });
     }
