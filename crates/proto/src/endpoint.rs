@@ -154,13 +154,8 @@ pub struct Endpoint {
     /// Seeds each connection's PATH_CHALLENGE generator (a separate
     /// stream, so ids and SYNC_NOs stay what they were).
     path_rng: SeededRng,
-    /// Security randomness (another separate stream: drawing from it
-    /// shifts nothing in unencrypted runs). Kept for endpoint-wide secrets
-    /// (the admission layer's token key); handshakes use `handshake_rng`.
-    #[allow(dead_code)]
-    crypto_rng: SeededRng,
     /// Seeds of the Noise handshakes' ephemeral keys: a ChaCha20 keystream
-    /// seeded from `crypto_rng`, or with 32 bytes by
+    /// seeded from the endpoint seed (stream "handshake"), or with 32 bytes by
     /// [`seed_handshakes`](Self::seed_handshakes).
     handshake_rng: HandshakeRng,
     /// Scratch buffer for opened (decrypted) datagrams.
@@ -186,7 +181,6 @@ impl Endpoint {
         Endpoint {
             rng: SeededRng::new(seed).fork("endpoint"),
             path_rng: SeededRng::new(seed).fork("path"),
-            crypto_rng: SeededRng::new(seed).fork("crypto"),
             handshake_rng: {
                 let mut r = SeededRng::new(seed).fork("handshake");
                 let mut s = [0u8; SEED_LEN];
@@ -279,11 +273,21 @@ impl Endpoint {
         handle
     }
 
-    /// Reseeds the generator of the Noise handshakes' ephemeral keys with
-    /// 32 bytes (the UDP runtime passes OS entropy: the 64-bit endpoint
-    /// seed alone would bound an ephemeral key's entropy to 64 bits).
+    /// Reseeds the endpoint's secrets with 32 bytes: the generator of the
+    /// Noise handshakes' ephemeral keys and the retry-token key (the UDP
+    /// runtime passes OS entropy: the 64-bit endpoint seed alone would
+    /// bound their entropy to 64 bits). Two secrets are derived with
+    /// separate labels, so neither reveals the other.
     pub fn seed_handshakes(&mut self, seed: [u8; 32]) {
-        self.handshake_rng = HandshakeRng::from_seed(seed);
+        let derive = |label: &[u8]| -> [u8; 32] {
+            use sha2::Digest;
+            let mut h = sha2::Sha256::new();
+            h.update(label);
+            h.update(seed);
+            h.finalize().into()
+        };
+        self.handshake_rng = HandshakeRng::from_seed(derive(b"peregrine v1 handshake seed"));
+        self.admission.rekey(&derive(b"peregrine v1 token secret"));
     }
 
     /// The peer's static key of a connection, once its handshake revealed

@@ -98,10 +98,10 @@ security = "tls"
 [[flows.streams]]
 app = "bulk"
 "#;
-    let err = Scenario::from_toml_str(toml, "bad.toml", &[])
-        .err()
-        .expect("rejected")
-        .to_string();
+    let Err(err) = Scenario::from_toml_str(toml, "bad.toml", &[]) else {
+        panic!("an unknown security mode must be rejected")
+    };
+    let err = err.to_string();
     assert!(err.contains("flows.0.security"), "{err}");
     assert!(err.contains("allowed: none, ik, xx"), "{err}");
 }
