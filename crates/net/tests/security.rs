@@ -209,12 +209,11 @@ struct Outcome {
 /// extra would show, and return the counters.
 async fn settle(server: &Endpoint, client: &Endpoint, relay: &Relay, exact: bool) -> Outcome {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while exact {
-        let done = drops(&server.stats().core) >= relay.injected(Dir::ToServer)
-            && drops(&client.stats().core) >= relay.injected(Dir::ToClient);
-        if done || tokio::time::Instant::now() > deadline {
-            break;
-        }
+    while exact
+        && (drops(&server.stats().core) < relay.injected(Dir::ToServer)
+            || drops(&client.stats().core) < relay.injected(Dir::ToClient))
+        && tokio::time::Instant::now() < deadline
+    {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
