@@ -34,7 +34,8 @@ async fn exchange(server: Endpoint, client: Endpoint) -> (bool, bool) {
         enc
     });
     let conn = client.connect(addr, quick()).await.expect("connect");
-    conn.open_stream(1, StreamConfig::default()).expect("stream");
+    conn.open_stream(1, StreamConfig::default())
+        .expect("stream");
     conn.send(1, b"ping").await.expect("send");
     let enc = conn.stats().expect("stats").security.encrypted;
     assert_eq!(conn.close().await, peregrine::CloseReason::Local);
@@ -45,7 +46,9 @@ async fn exchange(server: Endpoint, client: Endpoint) -> (bool, bool) {
 async fn default_endpoints_encrypt_and_the_server_has_a_public_key() {
     let server = Endpoint::server(v4(), ConnectionConfig::default()).expect("bind");
     let client = Endpoint::client(v4()).expect("bind");
-    let key = server.public_key().expect("a default server has a static key");
+    let key = server
+        .public_key()
+        .expect("a default server has a static key");
     assert_ne!(Some(key), client.public_key(), "fresh keys per endpoint");
     assert!(matches!(
         client.client_security(),
@@ -102,7 +105,9 @@ async fn no_silent_downgrade_either_way() {
 async fn a_wrong_pinned_key_fails_the_handshake() {
     let server = Endpoint::server(v4(), ConnectionConfig::default()).expect("bind");
     let kp = peregrine::keys::generate_keypair().expect("OS entropy");
-    let impostor = peregrine::keys::generate_keypair().expect("OS entropy").public();
+    let impostor = peregrine::keys::generate_keypair()
+        .expect("OS entropy")
+        .public();
     let client = EndpointBuilder::new()
         .security(SecurityConfig::Noise(NoiseConfig::ik(kp, impostor)))
         .bind(v4())
@@ -120,8 +125,13 @@ async fn a_configuration_in_the_wrong_role_is_an_error() {
         .security(SecurityConfig::Noise(NoiseConfig::server(kp.clone())))
         .bind(v4())
         .expect("bind: no server role to check");
-    let r = ep.connect("127.0.0.1:9".parse().expect("literal"), quick()).await;
-    assert!(matches!(r, Err(Error::Security(m)) if m.contains("exactly one")), "{r:?}");
+    let r = ep
+        .connect("127.0.0.1:9".parse().expect("literal"), quick())
+        .await;
+    assert!(
+        matches!(r, Err(Error::Security(m)) if m.contains("exactly one")),
+        "{r:?}"
+    );
     // IK without the server's key cannot serve... nor connect.
     let mut ik = NoiseConfig::ik(kp.clone(), kp.public());
     ik.peer_key = None;
@@ -132,11 +142,19 @@ async fn a_configuration_in_the_wrong_role_is_an_error() {
         }))
         .server(ConnectionConfig::default())
         .bind(v4());
-    assert!(matches!(&r, Err(Error::Security(m)) if m.contains("keypair")), "{r:?}");
+    assert!(
+        matches!(&r, Err(Error::Security(m)) if m.contains("keypair")),
+        "{r:?}"
+    );
     let ep = EndpointBuilder::new()
         .security(SecurityConfig::Noise(ik))
         .bind(v4())
         .expect("bind");
-    let r = ep.connect("127.0.0.1:9".parse().expect("literal"), quick()).await;
-    assert!(matches!(r, Err(Error::Security(m)) if m.contains("server's public key")), "{r:?}");
+    let r = ep
+        .connect("127.0.0.1:9".parse().expect("literal"), quick())
+        .await;
+    assert!(
+        matches!(r, Err(Error::Security(m)) if m.contains("server's public key")),
+        "{r:?}"
+    );
 }

@@ -133,8 +133,13 @@ pub(super) fn server_plan(a: &SecurityArgs, authorized: Option<&Path>) -> Result
         Some(n) => description += &format!(", {n} authorized client keys"),
         None => description += ", any client key",
     }
+    // A pre-shared key alone is the `PresharedKey` shorthand (= NNpsk0).
+    let config = match (&cfg.keypair, &cfg.psk) {
+        (None, Some(k)) => SecurityConfig::PresharedKey(*k),
+        _ => SecurityConfig::Noise(cfg),
+    };
     Ok(Plan {
-        config: Some(SecurityConfig::Noise(cfg)),
+        config: Some(config),
         description,
         mode: mode.into(),
         peer_authenticated: n_auth.is_some(),
@@ -178,8 +183,12 @@ pub(super) fn client_plan(a: &SecurityArgs, server_key: Option<&str>) -> Result<
                 .into(),
         ),
     };
+    let config = match (&cfg.keypair, &cfg.psk) {
+        (None, Some(k)) => SecurityConfig::PresharedKey(*k),
+        _ => SecurityConfig::Noise(cfg),
+    };
     Ok(Plan {
-        config: Some(SecurityConfig::Noise(cfg)),
+        config: Some(config),
         description,
         mode: mode.into(),
         peer_authenticated: mode != "Noise_XX",
