@@ -152,7 +152,7 @@ enum Mode {
     Psk,
 }
 
-const MODES: [Mode; 1] = [Mode::Psk];
+const MODES: [Mode; 3] = [Mode::DefaultXx, Mode::Ik, Mode::Psk];
 
 fn v4() -> SocketAddr {
     "127.0.0.1:0".parse().expect("literal address")
