@@ -32,7 +32,8 @@ use crate::connection::{
     ConfigError, Connection, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig,
     Event, MessageId, SendError, StartParams,
 };
-use crate::crypto::OpenError;
+use crate::crypto::noise::{HandshakeRng, ServerHandshake, SEED_LEN};
+use crate::crypto::{binding, NoisePattern, OpenError, PublicKey};
 use crate::io::{EcnCodepoint, SansIo, Transmit};
 use crate::pool::BufferPool;
 use crate::rng::SeededRng;
@@ -99,6 +100,11 @@ pub struct EndpointStats {
     pub auth_failures: u64,
     /// Authenticated-looking datagrams dropped by a replay window.
     pub replays_dropped: u64,
+    /// Handshakes that failed on this endpoint's side: STARTs refused for
+    /// their SECURITY TLV (missing, unsupported pattern, message 1 not
+    /// authenticating, binding mismatch, client key not authorized — no
+    /// state kept) and XX message 3 failures.
+    pub handshake_failures: u64,
 }
 
 /// Many connections, demultiplexed by connection id.
@@ -125,9 +131,15 @@ pub struct Endpoint {
     /// Seeds each connection's PATH_CHALLENGE generator (a separate
     /// stream, so ids and SYNC_NOs stay what they were).
     path_rng: SeededRng,
-    /// Handshake randomness (another separate stream: drawing from it
-    /// shifts nothing in unencrypted runs).
+    /// Security randomness (another separate stream: drawing from it
+    /// shifts nothing in unencrypted runs). Kept for endpoint-wide secrets
+    /// (the admission layer's token key); handshakes use `handshake_rng`.
+    #[allow(dead_code)]
     crypto_rng: SeededRng,
+    /// Seeds of the Noise handshakes' ephemeral keys: a ChaCha20 keystream
+    /// seeded from `crypto_rng`, or with 32 bytes by
+    /// [`seed_handshakes`](Self::seed_handshakes).
+    handshake_rng: HandshakeRng,
     /// Scratch buffer for opened (decrypted) datagrams.
     plain: Vec<u8>,
     now: Time,
@@ -150,6 +162,14 @@ impl Endpoint {
             rng: SeededRng::new(seed).fork("endpoint"),
             path_rng: SeededRng::new(seed).fork("path"),
             crypto_rng: SeededRng::new(seed).fork("crypto"),
+            handshake_rng: {
+                let mut r = SeededRng::new(seed).fork("handshake");
+                let mut s = [0u8; SEED_LEN];
+                for c in s.chunks_mut(8) {
+                    c.copy_from_slice(&r.next_u64().to_be_bytes());
+                }
+                HandshakeRng::from_seed(s)
+            },
             plain: Vec::new(),
             now: Time::ZERO,
             next_handle: 0,
@@ -176,6 +196,7 @@ impl Endpoint {
     /// Start accepting connections, configured as `server`.
     pub fn accept(&mut self, server: ConnectionConfig) -> Result<(), ConfigError> {
         server.validate()?;
+        server.validate_security(false)?;
         self.config.server = Some(server);
         Ok(())
     }
@@ -195,6 +216,7 @@ impl Endpoint {
     ) -> Result<ConnectionHandle, ConnectError> {
         let now = self.tick(now);
         config.validate()?;
+        config.validate_security(true)?;
         if self.connections.len() >= self.config.max_connections {
             return Err(ConnectError::TooManyConnections);
         }
@@ -202,7 +224,12 @@ impl Endpoint {
         let sync = self.sync_no();
         let probe_id = self.rng.next_u64() as u32;
         let mut conn = Connection::connect(now, config, id, remote, sync, probe_id);
-        conn.init_security(true, self.hello_random());
+        if conn.init_client_security(self.handshake_rng.next_seed()).is_err() {
+            return Err(ConnectError::InvalidConfig(ConfigError {
+                field: "security",
+                problem: "could not start its Noise handshake",
+            }));
+        }
         Ok(self.insert(id, None, conn))
     }
 
@@ -223,16 +250,48 @@ impl Endpoint {
         handle
     }
 
-    /// Fresh handshake randomness. It need not be secret in the
-    /// pre-shared-key mode (the key is), only distinct per connection; the
-    /// UDP runtime seeds the endpoint from OS entropy.
-    fn hello_random(&mut self) -> [u8; crate::crypto::HELLO_RANDOM_LEN] {
-        let mut r = [0u8; crate::crypto::HELLO_RANDOM_LEN];
-        for chunk in r.chunks_mut(8) {
-            let bytes = self.crypto_rng.next_u64().to_be_bytes();
-            chunk.copy_from_slice(&bytes[..chunk.len()]);
-        }
-        r
+    /// Reseeds the generator of the Noise handshakes' ephemeral keys with
+    /// 32 bytes (the UDP runtime passes OS entropy: the 64-bit endpoint
+    /// seed alone would bound an ephemeral key's entropy to 64 bits).
+    pub fn seed_handshakes(&mut self, seed: [u8; 32]) {
+        self.handshake_rng = HandshakeRng::from_seed(seed);
+    }
+
+    /// The peer's static key of a connection, once its handshake revealed
+    /// it (`Noise_IK`, `Noise_XX`, `Noise_IKpsk2`; `None` for
+    /// `Noise_NNpsk0` and unprotected connections).
+    pub fn peer_static_key(&self, handle: ConnectionHandle) -> Option<PublicKey> {
+        self.connections.get(&handle)?.peer_static_key()
+    }
+
+    /// The Noise pattern a connection's handshake runs (`None`: unprotected).
+    pub fn security_pattern(&self, handle: ConnectionHandle) -> Option<NoisePattern> {
+        self.connections.get(&handle)?.security_pattern()
+    }
+
+    /// Server: reads Noise message 1 from a START before any state exists.
+    /// `Err(true)`: answer REJECT `security_required` (no or unsupported
+    /// SECURITY TLV); `Err(false)`: drop silently (it did not authenticate).
+    fn read_start_handshake(
+        &mut self,
+        cfg: &ConnectionConfig,
+        h: &HeaderRepr,
+        tlvs: &[Tlv<'_>],
+    ) -> Result<Option<ServerHandshake>, bool> {
+        let Some(sec) = &cfg.security else {
+            return Ok(None);
+        };
+        let value = tlvs.iter().find_map(|t| match t {
+            Tlv::Security(v) => Some(*v),
+            _ => None,
+        });
+        let seed = self.handshake_rng.next_seed();
+        ServerHandshake::accept(&sec.noise(), value, binding(h, tlvs), seed)
+            .map(Some)
+            .map_err(|e| {
+                self.stats.handshake_failures += 1;
+                e.answered()
+            })
     }
 
     /// Opens `bytes` into `plain` if they are a post-handshake datagram for
@@ -258,6 +317,10 @@ impl Endpoint {
             }
             Err(OpenError::Malformed | OpenError::Checksum) => {
                 self.stats.decode_errors += 1;
+                Some(false)
+            }
+            Err(OpenError::Handshake) => {
+                self.stats.handshake_failures += 1;
                 Some(false)
             }
         }
@@ -537,6 +600,15 @@ impl Endpoint {
                 }
             }
         }
+        let handshake = match self.read_start_handshake(&cfg, &h, &start.tlvs) {
+            Ok(hs) => hs,
+            Err(answer) => {
+                if answer {
+                    self.reject(remote, &h, RejectReason::SECURITY_REQUIRED);
+                }
+                return;
+            }
+        };
         let Some(id) = self.alloc_id() else {
             self.reject(remote, &h, RejectReason::BUSY);
             return;
@@ -548,13 +620,8 @@ impl Endpoint {
             now, cfg, id, remote, sync, probe_id, h.src_id, h.sync_no, window, &params,
         ) {
             Ok(mut conn) => {
-                conn.init_security(false, self.hello_random());
-                if conn
-                    .complete_security(params.security_value.as_deref())
-                    .is_err()
-                {
-                    self.reject(remote, &h, RejectReason::SECURITY_REQUIRED);
-                    return;
+                if let Some(hs) = handshake {
+                    conn.attach_server_security(hs);
                 }
                 self.stats.connections_accepted += 1;
                 self.insert(id, Some((remote, h.src_id)), conn);

@@ -271,6 +271,20 @@ impl Default for EndpointConfig {
     }
 }
 
+impl ConnectionConfig {
+    /// Checks `security` for a side of this role (`is_client`): the error
+    /// names `security` and what is missing.
+    pub fn validate_security(&self, is_client: bool) -> Result<(), ConfigError> {
+        match &self.security {
+            Some(s) => s.validate(is_client).map_err(|problem| ConfigError {
+                field: "security",
+                problem,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 impl EndpointConfig {
     /// An endpoint that accepts connections configured as `server`.
     pub fn server(server: ConnectionConfig) -> EndpointConfig {
@@ -290,7 +304,7 @@ impl EndpointConfig {
             return bad("memory_ceiling_bytes", "is zero (no message could be sent)");
         }
         match &self.server {
-            Some(s) => s.validate(),
+            Some(s) => s.validate().and_then(|()| s.validate_security(false)),
             None => Ok(()),
         }
     }

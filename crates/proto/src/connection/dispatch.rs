@@ -48,24 +48,17 @@ impl Connection {
                 if !h.flags.contains(Flags::REPLY) {
                     self.on_duplicate_start(now, h.sync_no);
                 } else if self.state == ConnectionState::Starting {
+                    // Protected: an answer whose Noise message 2 fails is
+                    // dropped (counted), never a reason to close.
+                    if !self.read_start_reply(h, &start.tlvs) {
+                        return;
+                    }
                     let params = StartParams::from_tlvs(&start.tlvs);
                     if h.flags.contains(Flags::W_VAL) {
                         let scale = params.window_scale.min(12);
                         self.send.set_peer_window(u64::from(h.window_size) << scale);
                     }
                     self.note_received(now, h.total_len);
-                    if self
-                        .complete_security(params.security_value.as_deref())
-                        .is_err()
-                    {
-                        self.close_with(
-                            now,
-                            super::CloseReason::ProtocolViolation(
-                                "START answer without a valid SECURITY TLV",
-                            ),
-                        );
-                        return;
-                    }
                     self.on_start_reply(now, h.src_id, h.sync_no, &params);
                 } else if self.peer_sync != Some(h.sync_no) {
                     self.violation(ViolationKind::WrongSyncNo);

@@ -48,8 +48,7 @@ pub struct StartParams {
     /// STREAM_CREDIT (TLV 7, u32): the sender's initial per-stream credit
     /// in messages; `None` if absent (or not 4 bytes, or 0).
     pub stream_credit: Option<u32>,
-    /// Whether a SECURITY TLV was present (not supported yet: ignored, so
-    /// the answer carries none and no tag is used).
+    /// Whether a SECURITY TLV was present.
     pub security: bool,
     /// The SECURITY TLV's value, if present (the handshake reads it).
     pub security_value: Option<Vec<u8>>,
@@ -261,9 +260,15 @@ impl Connection {
         self.close_with(now, CloseReason::Reset);
     }
 
-    /// The peer rejected our START.
+    /// The peer rejected our START. In a protected mode a REJECT is not
+    /// authenticated: remember it, keep trying, close with it only at the
+    /// handshake timeout.
     pub(crate) fn on_reject(&mut self, now: Time, reason: crate::wire::RejectReason) {
         if self.state == ConnectionState::Starting {
+            if self.security.is_some() {
+                self.start.rejected = Some(reason);
+                return;
+            }
             self.close_with(now, CloseReason::Rejected(reason));
         }
     }
@@ -276,10 +281,14 @@ impl Connection {
         }
         self.state = ConnectionState::Closed;
         let undelivered = self.send.undelivered();
-        self.events.push_back(Event::Closed {
-            reason,
-            undelivered,
-        });
+        // A connection the application never heard of (an XX server
+        // awaiting message 3) closes silently.
+        if !self.unannounced() {
+            self.events.push_back(Event::Closed {
+                reason,
+                undelivered,
+            });
+        }
         self.send.clear();
         // Buffers go, counters stay (stats after the close report them).
         self.recv.release();
@@ -394,7 +403,11 @@ impl Connection {
             return;
         }
         if now >= self.start.deadline {
-            self.close_with(now, CloseReason::HandshakeTimeout);
+            let reason = self
+                .start
+                .rejected
+                .map_or(CloseReason::HandshakeTimeout, CloseReason::Rejected);
+            self.close_with(now, reason);
             return;
         }
         if self.start.retx_at.is_some_and(|t| t <= now) {
@@ -456,4 +469,6 @@ pub(crate) struct StartProgress {
     pub retx_at: Option<Time>,
     pub backoff: u32,
     pub deadline: Time,
+    /// Protected modes: the reason of an (unauthenticated) REJECT seen.
+    pub rejected: Option<crate::wire::RejectReason>,
 }

@@ -61,6 +61,8 @@ mod flow_tests;
 #[cfg(test)]
 mod path_tests;
 #[cfg(test)]
+mod noise_tests;
+#[cfg(test)]
 mod security_tests;
 #[cfg(test)]
 pub(crate) mod testdriver;
@@ -201,6 +203,7 @@ impl Connection {
                 retx_at: None,
                 backoff: 0,
                 deadline: now + config.handshake_timeout,
+                rejected: None,
             },
             config,
             state: ConnectionState::Starting,

@@ -1,54 +1,131 @@
 //! The connection's hooks into the crypto seam (`crate::crypto`): the
-//! SECURITY TLV of its START exchange, sealing outgoing datagrams, opening
-//! incoming ones, and the violation counting of failed authentication.
+//! Noise messages of its START exchange, sealing outgoing datagrams,
+//! opening incoming ones, and the violation counting of failed
+//! authentication.
 //!
 //! Everything here is a no-op when `ConnectionConfig::security` is `None`
 //! (the default): the connection then sends exactly the bytes it sent
 //! before packet protection existed.
 
-use super::{Connection, Event, ViolationKind};
+use super::{Connection, ConnectionState, Event, ViolationKind};
+use crate::crypto::noise::{ServerHandshake, SEED_LEN};
 use crate::crypto::{
-    HandshakeError, OpenError, SecurityState, SecurityStats, AUTH_FAILURE_THRESHOLD,
-    HELLO_RANDOM_LEN,
+    binding, HandshakeError, NoisePattern, OpenError, PublicKey, SecurityState, SecurityStats,
+    AUTH_FAILURE_THRESHOLD,
 };
-use crate::wire::{Header, HeaderRepr, AUTH_TAG_LEN};
+use crate::wire::{Header, HeaderRepr, Tlv, AUTH_TAG_LEN};
 
 impl Connection {
-    /// Starts this side's handshake if the configuration asks for
-    /// protection; `random` is fresh randomness from the endpoint.
-    pub(crate) fn init_security(&mut self, is_client: bool, random: [u8; HELLO_RANDOM_LEN]) {
+    /// Client: starts the handshake if the configuration asks for
+    /// protection; `seed` seeds its ephemeral keys.
+    pub(crate) fn init_client_security(
+        &mut self,
+        seed: [u8; SEED_LEN],
+    ) -> Result<(), HandshakeError> {
         if let Some(cfg) = &self.config.security {
-            self.security = Some(SecurityState::new(cfg.clone(), is_client, random));
+            self.security = Some(SecurityState::client(cfg, seed)?);
+        }
+        Ok(())
+    }
+
+    /// Server: adopts a handshake whose message 1 the endpoint has read. An
+    /// XX server hears the client's key only with message 3: the
+    /// application is told `Connected` then, not now.
+    pub(crate) fn attach_server_security(&mut self, hs: ServerHandshake) {
+        let sec = SecurityState::server(hs);
+        if sec.unannounced {
+            self.events.retain(|e| !matches!(e, Event::Connected));
+        }
+        self.security = Some(sec);
+    }
+
+    /// Before a START or START-REPLY is written: pins a client's START
+    /// window and writes this side's Noise message, bound to the header
+    /// `h` and the TLVs the packet will carry.
+    pub(crate) fn prepare_start_security(&mut self, h: &mut HeaderRepr) {
+        let Some(sec) = self.security.as_mut() else {
+            return;
+        };
+        if sec.is_client() {
+            h.window_size = sec.pin_start_window(h.window_size);
+        }
+        let b = binding(h, &self.start_tlvs());
+        if let Some(sec) = self.security.as_mut() {
+            sec.prepare(b);
         }
     }
 
-    /// Completes the handshake with the peer's SECURITY TLV value. A side
-    /// that requires protection fails when the peer offered none (no
-    /// silent downgrade); a side without protection ignores the TLV.
-    pub(crate) fn complete_security(&mut self, peer: Option<&[u8]>) -> Result<(), HandshakeError> {
-        match self.security.as_mut() {
-            Some(s) => s.complete(peer),
-            None => Ok(()),
+    /// Server: the START-REPLY exactly as first sent, copied into `buf`
+    /// (a duplicate START gets the same bytes: no second Diffie-Hellman).
+    pub(crate) fn resend_start_reply(&self, buf: &mut Vec<u8>) -> Option<usize> {
+        let bytes = self.security.as_ref()?.sent_reply()?;
+        buf.clear();
+        buf.extend_from_slice(bytes);
+        Some(bytes.len())
+    }
+
+    /// Server: remembers the START-REPLY just written.
+    pub(crate) fn keep_start_reply(&mut self, bytes: &[u8]) {
+        if let Some(sec) = self.security.as_mut() {
+            sec.keep_reply(bytes);
         }
+    }
+
+    /// Client: reads the START-REPLY's Noise message 2. `false`: the
+    /// answer does not authenticate (forged, wrong key, altered fields, or
+    /// no SECURITY TLV at all): it is dropped and counted, and the client
+    /// keeps waiting and retransmitting START. Always `true` unprotected.
+    pub(crate) fn read_start_reply(&mut self, h: &HeaderRepr, tlvs: &[Tlv<'_>]) -> bool {
+        let Some(sec) = self.security.as_mut() else {
+            return true;
+        };
+        let value = tlvs.iter().find_map(|t| match t {
+            Tlv::Security(v) => Some(*v),
+            _ => None,
+        });
+        sec.read_reply(value, binding(h, tlvs)).is_ok()
     }
 
     /// Our SECURITY TLV value, if this connection is protected.
     pub(crate) fn security_hello(&self) -> Option<&[u8]> {
-        self.security.as_ref().map(SecurityState::hello)
+        self.security.as_ref().and_then(SecurityState::hello)
     }
 
-    /// Bytes of each datagram taken by the authentication tag.
+    /// Whether this connection may send protected packets now (always when
+    /// unprotected; an XX server only once message 3 arrived).
+    pub(crate) fn can_seal(&self) -> bool {
+        self.security.as_ref().is_none_or(SecurityState::has_keys)
+    }
+
+    /// Whether the application has not been told about this connection
+    /// (an XX server awaiting message 3): closing it then says nothing.
+    pub(crate) fn unannounced(&self) -> bool {
+        self.security.as_ref().is_some_and(|s| s.unannounced)
+    }
+
+    /// Bytes of each datagram beyond its plaintext: the tag (and an XX
+    /// client's message 3).
     pub(crate) fn tag_overhead(&self) -> u16 {
-        if self.config.security.is_some() {
-            AUTH_TAG_LEN as u16
-        } else {
-            0
+        match (&self.security, &self.config.security) {
+            (Some(s), _) => s.overhead() as u16,
+            (None, Some(_)) => AUTH_TAG_LEN as u16,
+            (None, None) => 0,
         }
     }
 
     /// Security counters for `ConnectionStats`.
     pub(crate) fn security_stats(&self) -> SecurityStats {
         self.security.as_ref().map(|s| s.stats).unwrap_or_default()
+    }
+
+    /// The peer's static key, once the handshake revealed it.
+    pub(crate) fn peer_static_key(&self) -> Option<PublicKey> {
+        self.security.as_ref()?.stats.peer_static_key
+    }
+
+    /// The Noise pattern of the handshake (`None`: unprotected).
+    pub(crate) fn security_pattern(&self) -> Option<NoisePattern> {
+        self.security.as_ref()?.stats.pattern
     }
 
     /// Seals the datagram `buf[..len]` just produced by `poll_transmit`.
@@ -71,7 +148,9 @@ impl Connection {
 
     /// Opens a protected datagram into `plain`. `None`: this connection is
     /// not protected (decode `bytes` as they are). Failures are counted and
-    /// reported past a threshold, never acted upon otherwise.
+    /// reported past a threshold, never acted upon otherwise — except an XX
+    /// message 3 that authenticates a key the server does not authorize:
+    /// the connection then closes without a word.
     pub(crate) fn open_incoming(
         &mut self,
         bytes: &[u8],
@@ -79,6 +158,16 @@ impl Connection {
     ) -> Option<Result<(), OpenError>> {
         let sec = self.security.as_mut()?;
         let r = sec.open(bytes, plain);
+        if r.is_ok() && sec.unannounced {
+            sec.unannounced = false;
+            self.events.push_back(Event::Connected);
+        }
+        if sec.refused && self.state != ConnectionState::Closed {
+            self.close_with(
+                self.now,
+                super::CloseReason::ProtocolViolation("client static key not authorized"),
+            );
+        }
         if let Err(OpenError::Unauthenticated | OpenError::NoKeys | OpenError::Replayed) = r {
             self.violation(ViolationKind::Unauthenticated);
         }

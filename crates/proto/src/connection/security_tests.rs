@@ -320,9 +320,17 @@ fn forged_downgrade_is_refused_both_ways() {
     assert!(sim.eps[1].handles().is_empty());
     assert_eq!(sim.eps[1].endpoint_stats().rejects_sent, 1);
     assert!(!sim.saw(0, |e| matches!(e, Event::Connected)));
-    // A protected client refuses an unprotected answer.
-    let (mut sim, _) = connected(secure(), plain, 0.0);
-    sim.run_for(Duration::from_secs(1));
+    // A protected client refuses an unprotected answer: it drops it
+    // (counted) and gives up at the handshake timeout.
+    let (mut sim, h) = connected(secure(), plain, 0.0);
+    sim.run_for(Duration::from_secs(11));
     assert!(!sim.saw(0, |e| matches!(e, Event::Connected)));
-    assert!(sim.closed(0).is_some());
+    assert!(matches!(
+        sim.closed(0),
+        Some(Event::Closed {
+            reason: CloseReason::HandshakeTimeout,
+            ..
+        })
+    ));
+    assert!(sim.eps[0].stats(h).unwrap().security.handshake_failures >= 1);
 }

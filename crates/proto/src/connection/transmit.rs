@@ -87,7 +87,8 @@ impl Connection {
                 if !self.start.pending {
                     return None;
                 }
-                let h = self.header(PacketType::Start, Flags::REPLY_REQ);
+                let mut h = self.header(PacketType::Start, Flags::REPLY_REQ);
+                self.prepare_start_security(&mut h);
                 let n = write(
                     buf,
                     h,
@@ -102,7 +103,11 @@ impl Connection {
         }
         if self.start_reply_pending {
             self.start_reply_pending = false;
-            let h = self.header(PacketType::Start, Flags::REPLY);
+            if let Some(n) = self.resend_start_reply(buf) {
+                return self.sent(now, n);
+            }
+            let mut h = self.header(PacketType::Start, Flags::REPLY);
+            self.prepare_start_security(&mut h);
             let n = write(
                 buf,
                 h,
@@ -110,7 +115,12 @@ impl Connection {
                     tlvs: self.start_tlvs(),
                 }),
             )?;
+            self.keep_start_reply(buf.get(..n)?);
             return self.sent(now, n);
+        }
+        if !self.can_seal() {
+            // An XX server before message 3: nothing could be sealed.
+            return None;
         }
         if let Some((t, probe_id, timestamp_ns)) = self.echo_replies.pop_front() {
             let pn = self.recovery.take_pn();

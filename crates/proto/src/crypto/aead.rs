@@ -7,7 +7,8 @@
 //! TOTAL_LEN counts it. The nonce is the direction's 12-byte IV XOR the
 //! 64-bit packet number (big-endian, right-aligned), as in TLS 1.3 and
 //! QUIC, so a nonce never repeats under one key. Keys and IVs come from
-//! HKDF-SHA256 over the handshake secret, one pair per direction.
+//! HKDF-SHA256 over the Noise handshake's split keys
+//! (`noise::derive_keys`), one pair per direction.
 
 use super::replay::ReplayWindow;
 use crate::wire::header::patch_len_and_checksum;
@@ -39,6 +40,9 @@ pub enum OpenError {
     Replayed,
     /// The connection has no keys yet (handshake incomplete).
     NoKeys,
+    /// The XX message 3 riding behind the datagram did not complete the
+    /// handshake (forged, or the client's key is not authorized).
+    Handshake,
 }
 
 /// One direction's AEAD key and IV.

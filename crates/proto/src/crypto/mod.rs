@@ -6,15 +6,12 @@
 //! endpoint's seeded generator (the simulator: reproducible runs) or, in
 //! the UDP runtime, from a seed drawn from OS entropy by the caller.
 //!
-//! Modes (the first byte of the SECURITY TLV value):
-//!
-//! * `1` **pre-shared key** ([`SecurityConfig::PresharedKey`]): both sides
-//!   hold a 32-byte fleet secret. START carries `[1, client_random(16)]`,
-//!   the accepting START-REPLY `[1, server_random(16)]`. Per-connection,
-//!   per-direction keys are HKDF-SHA256(salt = client_random ‖
-//!   server_random, ikm = secret) expanded with the labels of
-//!   [`derive_keys`]. The fresh randoms make every connection's keys
-//!   distinct, so packet numbers restarting at 0 never reuse a nonce.
+//! Handshakes ([`noise`]): the SECURITY TLV of START / START-REPLY carries
+//! a Noise handshake (`Noise_IK`, `Noise_XX`, `Noise_IKpsk2`,
+//! `Noise_NNpsk0`; [`SecurityConfig::PresharedKey`] is `Noise_NNpsk0`),
+//! its first byte naming the pattern. The handshake yields one
+//! ChaCha20-Poly1305 key and IV per direction ([`aead`]); a replay window
+//! ([`replay`]) guards the packet numbers.
 //!
 //! Unencrypted mode (`ConnectionConfig::security = None`, the default in
 //! proto and the simulator) sends no SECURITY TLV and is byte-identical to
@@ -22,6 +19,7 @@
 
 pub mod aead;
 pub mod keys;
+pub mod noise;
 pub mod replay;
 
 pub use keys::{
@@ -29,14 +27,11 @@ pub use keys::{
 };
 
 pub use aead::OpenError;
-use aead::{DirectionKey, PacketKeys};
-use hkdf::Hkdf;
-use sha2::Sha256;
+pub use noise::{binding, derive_keys, DerivedKeys, HandshakeError, BINDING_LEN, XX_MSG3_LEN};
 
-/// SECURITY TLV mode byte of the pre-shared-key handshake.
-pub const MODE_PSK: u8 = 1;
-/// Bytes of handshake randomness each side contributes.
-pub const HELLO_RANDOM_LEN: usize = 16;
+use aead::PacketKeys;
+use noise::{ClientHandshake, Established, ServerHandshake};
+
 /// Authentication failures after which the first
 /// [`Event::SecurityViolation`](crate::Event::SecurityViolation) is raised
 /// (then again at every doubling). Failures never close the connection: a
@@ -49,6 +44,11 @@ pub const AUTH_FAILURE_THRESHOLD: u64 = 4;
 pub struct SecurityStats {
     /// Whether packets are protected (keys established).
     pub encrypted: bool,
+    /// The Noise pattern of the handshake (`None`: unencrypted).
+    pub pattern: Option<NoisePattern>,
+    /// The peer's static key, once the handshake revealed it (IK, IKpsk2,
+    /// XX; never NNpsk0).
+    pub peer_static_key: Option<PublicKey>,
     /// Datagrams sealed.
     pub packets_sealed: u64,
     /// Datagrams opened (authenticated).
@@ -61,150 +61,222 @@ pub struct SecurityStats {
     /// Datagrams dropped for a bad checksum or a malformed length before
     /// authentication.
     pub malformed_dropped: u64,
+    /// Handshake messages dropped: a client's START-REPLY whose message 2
+    /// failed (forged, wrong key, binding, no SECURITY TLV), a server's XX
+    /// message 3 that failed.
+    pub handshake_failures: u64,
 }
 
-/// Why a handshake could not complete.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum HandshakeError {
-    /// The peer sent no SECURITY TLV although this side requires one.
-    #[error("peer sent no SECURITY TLV")]
-    Missing,
-    /// The SECURITY TLV has an unknown mode or a wrong length.
-    #[error("SECURITY TLV has an unknown mode or a wrong length")]
-    Malformed,
-}
-
-/// Labels of the HKDF expansion (domain separation per key and direction).
-const LABEL_C2S_KEY: &[u8] = b"peregrine v1 client key";
-const LABEL_C2S_IV: &[u8] = b"peregrine v1 client iv";
-const LABEL_S2C_KEY: &[u8] = b"peregrine v1 server key";
-const LABEL_S2C_IV: &[u8] = b"peregrine v1 server iv";
-
-/// The raw key material of both directions (client to server first).
-#[derive(Clone, PartialEq, Eq)]
-pub struct DerivedKeys {
-    /// Client-to-server key.
-    pub c2s_key: [u8; 32],
-    /// Client-to-server IV.
-    pub c2s_iv: [u8; 12],
-    /// Server-to-client key.
-    pub s2c_key: [u8; 32],
-    /// Server-to-client IV.
-    pub s2c_iv: [u8; 12],
-}
-
-/// HKDF-SHA256 key derivation of the pre-shared-key mode.
-pub fn derive_keys(
-    psk: &[u8; PSK_LEN],
-    client_random: &[u8; HELLO_RANDOM_LEN],
-    server_random: &[u8; HELLO_RANDOM_LEN],
-) -> DerivedKeys {
-    let mut salt = [0u8; 2 * HELLO_RANDOM_LEN];
-    salt[..HELLO_RANDOM_LEN].copy_from_slice(client_random);
-    salt[HELLO_RANDOM_LEN..].copy_from_slice(server_random);
-    let hk = Hkdf::<Sha256>::new(Some(&salt), psk);
-    let mut k = DerivedKeys {
-        c2s_key: [0; 32],
-        c2s_iv: [0; 12],
-        s2c_key: [0; 32],
-        s2c_iv: [0; 12],
-    };
-    // HKDF-SHA256 can expand up to 8,160 bytes; these are ≤ 32.
-    let _ = hk.expand(LABEL_C2S_KEY, &mut k.c2s_key);
-    let _ = hk.expand(LABEL_C2S_IV, &mut k.c2s_iv);
-    let _ = hk.expand(LABEL_S2C_KEY, &mut k.s2c_key);
-    let _ = hk.expand(LABEL_S2C_IV, &mut k.s2c_iv);
-    k
-}
-
-/// Reads a peer's SECURITY TLV value of the pre-shared-key mode.
-pub fn parse_hello(value: &[u8]) -> Result<[u8; HELLO_RANDOM_LEN], HandshakeError> {
-    match value.split_first() {
-        Some((&MODE_PSK, rest)) => rest.try_into().map_err(|_| HandshakeError::Malformed),
-        _ => Err(HandshakeError::Malformed),
-    }
+/// The handshake side of one connection.
+#[derive(Debug)]
+enum Handshake {
+    Client(Box<ClientHandshake>),
+    Server(Box<ServerHandshake>),
 }
 
 /// One connection's security state.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct SecurityState {
-    config: SecurityConfig,
-    is_client: bool,
-    /// Our SECURITY TLV value.
-    hello: [u8; 1 + HELLO_RANDOM_LEN],
+    hs: Handshake,
     keys: Option<PacketKeys>,
+    /// XX client: message 3, appended to every datagram until one from the
+    /// server opened.
+    msg3: Option<Vec<u8>>,
+    /// Server: the START-REPLY as first sent (re-sent byte for byte).
+    reply: Option<Vec<u8>>,
+    /// Client: the WINDOW_SIZE of its first START (every retransmission
+    /// repeats it, so the binding stays valid).
+    start_window: Option<u32>,
+    /// Server XX: message 3 authenticated a key that is not authorized.
+    pub(crate) refused: bool,
+    /// Server XX awaiting message 3: the application has not been told.
+    pub(crate) unannounced: bool,
     pub(crate) stats: SecurityStats,
 }
 
 impl SecurityState {
-    /// A handshake in progress; `random` is this side's fresh randomness.
-    pub(crate) fn new(
-        config: SecurityConfig,
-        is_client: bool,
-        random: [u8; HELLO_RANDOM_LEN],
-    ) -> SecurityState {
-        let mut hello = [MODE_PSK; 1 + HELLO_RANDOM_LEN];
-        hello[1..].copy_from_slice(&random);
+    /// The client's handshake (config validated for the client role).
+    pub(crate) fn client(
+        config: &SecurityConfig,
+        seed: [u8; noise::SEED_LEN],
+    ) -> Result<SecurityState, HandshakeError> {
+        let hs = ClientHandshake::new(&config.noise(), seed)?;
+        let pattern = hs.pattern();
+        Ok(SecurityState::with(Handshake::Client(Box::new(hs)), pattern))
+    }
+
+    /// The server's handshake, message 1 already read.
+    pub(crate) fn server(hs: ServerHandshake) -> SecurityState {
+        let pattern = hs.pattern();
+        let peer = hs.peer();
+        let mut s = SecurityState::with(Handshake::Server(Box::new(hs)), pattern);
+        s.stats.peer_static_key = peer;
+        s.unannounced = pattern == NoisePattern::XX;
+        s
+    }
+
+    fn with(hs: Handshake, pattern: NoisePattern) -> SecurityState {
         SecurityState {
-            config,
-            is_client,
-            hello,
+            hs,
             keys: None,
-            stats: SecurityStats::default(),
+            msg3: None,
+            reply: None,
+            start_window: None,
+            refused: false,
+            unannounced: false,
+            stats: SecurityStats {
+                pattern: Some(pattern),
+                ..SecurityStats::default()
+            },
         }
     }
 
-    /// Our SECURITY TLV value.
-    pub(crate) fn hello(&self) -> &[u8] {
-        &self.hello
+    /// Whether this is the initiator.
+    pub(crate) fn is_client(&self) -> bool {
+        matches!(self.hs, Handshake::Client(_))
     }
 
-    /// Completes the handshake with the peer's SECURITY TLV value.
-    pub(crate) fn complete(&mut self, peer: Option<&[u8]>) -> Result<(), HandshakeError> {
-        let peer_random = parse_hello(peer.ok_or(HandshakeError::Missing)?)?;
-        let mut ours = [0u8; HELLO_RANDOM_LEN];
-        ours.copy_from_slice(&self.hello[1..]);
-        // Placeholder until the Noise handshake lands: only the
-        // pre-shared-key shorthand runs (the old HKDF mode 1).
-        let SecurityConfig::PresharedKey(psk) = &self.config else {
-            return Err(HandshakeError::Malformed);
-        };
-        let (c, s) = if self.is_client {
-            (&ours, &peer_random)
-        } else {
-            (&peer_random, &ours)
-        };
-        let k = derive_keys(psk, c, s);
-        let c2s = DirectionKey::new(&k.c2s_key, k.c2s_iv);
-        let s2c = DirectionKey::new(&k.s2c_key, k.s2c_iv);
-        self.keys = Some(if self.is_client {
-            PacketKeys::new(c2s, s2c)
-        } else {
-            PacketKeys::new(s2c, c2s)
-        });
+    /// Bytes each datagram carries beyond its plaintext: the tag, and for
+    /// an XX client the message 3 it may append.
+    pub(crate) fn overhead(&self) -> usize {
+        match &self.hs {
+            Handshake::Client(c) if c.pattern() == NoisePattern::XX => {
+                crate::wire::AUTH_TAG_LEN + XX_MSG3_LEN
+            }
+            _ => crate::wire::AUTH_TAG_LEN,
+        }
+    }
+
+    /// Client: the window its STARTs carry (the first one's).
+    pub(crate) fn pin_start_window(&mut self, window: u32) -> u32 {
+        *self.start_window.get_or_insert(window)
+    }
+
+    /// Writes this side's handshake message for the START / START-REPLY
+    /// whose binding is `b` (once; later calls change nothing).
+    pub(crate) fn prepare(&mut self, b: [u8; BINDING_LEN]) {
+        match &mut self.hs {
+            Handshake::Client(c) => {
+                let _ = c.start_value(b);
+            }
+            Handshake::Server(s) => match s.reply_value(b) {
+                Ok(Some(keys)) => self.established(keys),
+                Ok(None) => {}
+                Err(_) => self.stats.handshake_failures += 1,
+            },
+        }
+    }
+
+    fn established(&mut self, keys: PacketKeys) {
+        self.keys = Some(keys);
         self.stats.encrypted = true;
-        Ok(())
+    }
+
+    /// Our SECURITY TLV value, once written.
+    pub(crate) fn hello(&self) -> Option<&[u8]> {
+        match &self.hs {
+            Handshake::Client(c) => c.value(),
+            Handshake::Server(s) => s.value(),
+        }
+    }
+
+    /// Client: reads the START-REPLY's SECURITY value. A failure is counted
+    /// and changes nothing else.
+    pub(crate) fn read_reply(
+        &mut self,
+        value: Option<&[u8]>,
+        b: [u8; BINDING_LEN],
+    ) -> Result<(), HandshakeError> {
+        let r = match &mut self.hs {
+            Handshake::Client(c) if self.keys.is_none() => c.read_reply(value, b),
+            _ => Err(HandshakeError::Internal),
+        };
+        match r {
+            Ok(Established { keys, peer, msg3 }) => {
+                self.established(keys);
+                self.stats.peer_static_key = peer;
+                self.msg3 = msg3;
+                Ok(())
+            }
+            Err(e) => {
+                self.stats.handshake_failures += 1;
+                Err(e)
+            }
+        }
+    }
+
+    /// Server: the START-REPLY bytes first sent, if any.
+    pub(crate) fn sent_reply(&self) -> Option<&[u8]> {
+        self.reply.as_deref()
+    }
+
+    /// Server: remembers the START-REPLY just sent.
+    pub(crate) fn keep_reply(&mut self, bytes: &[u8]) {
+        if self.reply.is_none() && !self.is_client() {
+            self.reply = Some(bytes.to_vec());
+        }
+    }
+
+    /// Whether packets can be sealed (keys established).
+    pub(crate) fn has_keys(&self) -> bool {
+        self.keys.is_some()
     }
 
     /// Seals an outgoing datagram (`None`: keys missing or unsealable; the
-    /// caller drops it).
+    /// caller drops it). An XX client appends message 3 until the server
+    /// has shown it has the keys.
     pub(crate) fn seal(&mut self, buf: &mut Vec<u8>, len: usize) -> Option<usize> {
-        let n = self.keys.as_mut()?.seal(buf, len)?;
+        let mut n = self.keys.as_mut()?.seal(buf, len)?;
+        if let Some(m) = &self.msg3 {
+            buf.extend_from_slice(m);
+            n += m.len();
+        }
         self.stats.packets_sealed += 1;
         Some(n)
     }
 
-    /// Opens an incoming datagram into `plain`, counting the outcome.
+    /// Opens an incoming datagram into `plain`, counting the outcome. A
+    /// server awaiting XX message 3 takes it from behind the datagram
+    /// first (and ignores the copies that keep coming until the client
+    /// hears from it).
     pub(crate) fn open(&mut self, bytes: &[u8], plain: &mut Vec<u8>) -> Result<(), OpenError> {
+        let mut bytes = bytes;
+        if let Handshake::Server(s) = &mut self.hs {
+            let total = bytes
+                .get(8..10)
+                .map_or(0, |b| usize::from(u16::from_be_bytes([b[0], b[1]])));
+            if s.pattern() == NoisePattern::XX && bytes.len() == total + XX_MSG3_LEN {
+                let (dg, msg3) = bytes.split_at(total);
+                bytes = dg;
+                if self.keys.is_none() {
+                    match s.read_msg3(msg3) {
+                        Ok(keys) => {
+                            self.stats.peer_static_key = s.peer();
+                            self.established(keys);
+                        }
+                        Err(e) => {
+                            self.stats.handshake_failures += 1;
+                            self.refused |= e == HandshakeError::Unauthorized;
+                            return Err(OpenError::Handshake);
+                        }
+                    }
+                }
+            }
+        }
         let r = match self.keys.as_mut() {
             Some(k) => k.open(bytes, plain),
             None => Err(OpenError::NoKeys),
         };
         match r {
-            Ok(()) => self.stats.packets_opened += 1,
+            Ok(()) => {
+                self.stats.packets_opened += 1;
+                // The server has our message 3: stop appending it.
+                self.msg3 = None;
+            }
             Err(OpenError::Unauthenticated | OpenError::NoKeys) => self.stats.auth_failures += 1,
             Err(OpenError::Replayed) => self.stats.replays_dropped += 1,
             Err(OpenError::Malformed | OpenError::Checksum) => self.stats.malformed_dropped += 1,
+            Err(OpenError::Handshake) => self.stats.handshake_failures += 1,
         }
         r
     }

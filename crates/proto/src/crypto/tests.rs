@@ -1,5 +1,6 @@
-//! Unit tests of packet protection with pre-shared keys.
+//! Unit tests of the Noise handshakes and of packet protection.
 
+use super::noise::{ClientHandshake, ServerHandshake};
 use super::*;
 use crate::send_helpers::write;
 use crate::wire::{
@@ -8,15 +9,32 @@ use crate::wire::{
 
 const PSK: [u8; PSK_LEN] = [7; PSK_LEN];
 
-fn pair() -> (SecurityState, SecurityState) {
-    let mut c = SecurityState::new(SecurityConfig::PresharedKey(PSK), true, [1; 16]);
-    let mut s = SecurityState::new(SecurityConfig::PresharedKey(PSK), false, [2; 16]);
-    let (ch, sh) = (c.hello().to_vec(), s.hello().to_vec());
-    c.complete(Some(&sh)).unwrap();
-    s.complete(Some(&ch)).unwrap();
-    (c, s)
+fn kp(b: u8) -> StaticKeypair {
+    StaticKeypair::from_private([b; KEY_LEN])
 }
 
+/// Runs one handshake between `client` and `server` configurations with
+/// the given seeds, entirely in memory: returns both states.
+fn handshake_with(
+    client: &SecurityConfig,
+    server: &SecurityConfig,
+    seeds: (u8, u8),
+) -> Result<(SecurityState, SecurityState), HandshakeError> {
+    let mut c = SecurityState::client(client, [seeds.0; 32])?;
+    c.prepare([1; BINDING_LEN]);
+    let m1 = c.hello().ok_or(HandshakeError::Internal)?.to_vec();
+    let hs = ServerHandshake::accept(&server.noise(), Some(&m1), [1; BINDING_LEN], [seeds.1; 32])?;
+    let mut s = SecurityState::server(hs);
+    s.prepare([2; BINDING_LEN]);
+    let m2 = s.hello().ok_or(HandshakeError::Internal)?.to_vec();
+    c.read_reply(Some(&m2), [2; BINDING_LEN])?;
+    Ok((c, s))
+}
+
+fn pair() -> (SecurityState, SecurityState) {
+    let psk = SecurityConfig::PresharedKey(PSK);
+    handshake_with(&psk, &psk, (1, 2)).expect("NNpsk0 completes")
+}
 /// A plaintext END datagram with packet number `pn`.
 fn end(pn: u32) -> Vec<u8> {
     let mut h = HeaderRepr::new(PacketType::End);
@@ -38,7 +56,9 @@ fn sealed(c: &mut SecurityState, pn: u32) -> (Vec<u8>, Vec<u8>) {
     let plain = end(pn);
     let mut buf = plain.clone();
     let n = c.seal(&mut buf, plain.len()).unwrap();
-    assert_eq!(n, plain.len() + AUTH_TAG_LEN);
+    // An XX client appends message 3 until it has heard from the server.
+    let extra = n - plain.len() - AUTH_TAG_LEN;
+    assert!(extra == 0 || extra == XX_MSG3_LEN, "{extra}");
     assert_eq!(buf.len(), n);
     (plain, buf)
 }
@@ -133,29 +153,294 @@ fn forged_with_another_key_or_direction_is_rejected() {
     s.seal(&mut buf, plain.len()).unwrap();
     let mut out = Vec::new();
     assert_eq!(s.open(&buf, &mut out), Err(OpenError::Unauthenticated));
-    // Keys of another connection (other randoms) do not open it either.
-    let mut other = SecurityState::new(SecurityConfig::PresharedKey(PSK), false, [9; 16]);
-    other.complete(Some(c.hello())).unwrap();
+    // Keys of another connection (other ephemeral keys) do not open it.
+    let (_, mut other) = {
+        let psk = SecurityConfig::PresharedKey(PSK);
+        handshake_with(&psk, &psk, (3, 4)).unwrap()
+    };
     let (_, wire) = sealed(&mut c, 0);
     assert_eq!(other.open(&wire, &mut out), Err(OpenError::Unauthenticated));
     // And without keys nothing opens.
-    let mut fresh = SecurityState::new(SecurityConfig::PresharedKey(PSK), false, [2; 16]);
+    let mut fresh = SecurityState::client(&SecurityConfig::PresharedKey(PSK), [2; 32]).unwrap();
     assert_eq!(fresh.open(&wire, &mut out), Err(OpenError::NoKeys));
 }
 
 #[test]
 fn keys_differ_per_direction_and_per_connection() {
-    let a = derive_keys(&PSK, &[1; 16], &[2; 16]);
-    let b = derive_keys(&PSK, &[1; 16], &[3; 16]);
+    let a = derive_keys(&[1; 32], &[2; 32], &[3; 32]);
+    let b = derive_keys(&[1; 32], &[2; 32], &[4; 32]);
+    let c = derive_keys(&[9; 32], &[2; 32], &[3; 32]);
     assert_ne!(a.c2s_key, a.s2c_key);
     assert_ne!(a.c2s_iv, a.s2c_iv);
     assert_ne!(a.c2s_key, b.c2s_key);
+    assert_ne!(a.s2c_key, c.s2c_key);
+    assert!(!format!("{a:?}").contains('1'));
+}
+
+fn all_pairs() -> Vec<(NoisePattern, SecurityConfig, SecurityConfig)> {
+    let (ck, sk) = (kp(1), kp(2));
+    vec![
+        (
+            NoisePattern::IK,
+            SecurityConfig::Noise(NoiseConfig::ik(ck.clone(), sk.public())),
+            SecurityConfig::Noise(NoiseConfig::server(sk.clone())),
+        ),
+        (
+            NoisePattern::XX,
+            SecurityConfig::Noise(NoiseConfig::xx(ck.clone())),
+            SecurityConfig::Noise(NoiseConfig::server(sk.clone())),
+        ),
+        (
+            NoisePattern::IKpsk2,
+            SecurityConfig::Noise(NoiseConfig::ik_psk2(ck.clone(), sk.public(), PSK)),
+            SecurityConfig::Noise(NoiseConfig::server_psk(Some(sk.clone()), PSK)),
+        ),
+        (
+            NoisePattern::NNpsk0,
+            SecurityConfig::PresharedKey(PSK),
+            SecurityConfig::Noise(NoiseConfig::server_psk(Some(sk), PSK)),
+        ),
+    ]
+}
+
+/// XX: the server reads message 3 from behind the client's first sealed
+/// datagram; then both directions open.
+fn finish_xx(c: &mut SecurityState, s: &mut SecurityState) {
+    let plain = end(0);
+    let mut buf = plain.clone();
+    let n = c.seal(&mut buf, plain.len()).unwrap();
+    assert_eq!(n, plain.len() + AUTH_TAG_LEN + XX_MSG3_LEN);
+    let mut out = Vec::new();
+    s.open(&buf, &mut out).unwrap();
+    assert_eq!(out, plain);
 }
 
 #[test]
-fn hello_parsing_rejects_bad_modes_and_lengths() {
-    assert!(parse_hello(&[MODE_PSK; 17]).is_ok());
-    assert_eq!(parse_hello(&[]), Err(HandshakeError::Malformed));
-    assert_eq!(parse_hello(&[2; 17]), Err(HandshakeError::Malformed));
-    assert_eq!(parse_hello(&[MODE_PSK; 16]), Err(HandshakeError::Malformed));
+fn handshake_every_pattern_derives_matching_keys() {
+    for (pattern, client, server) in all_pairs() {
+        let (mut c, mut s) = handshake_with(&client, &server, (5, 6)).unwrap();
+        assert_eq!(c.stats.pattern, Some(pattern));
+        assert_eq!(s.stats.pattern, Some(pattern));
+        if pattern == NoisePattern::XX {
+            assert!(!s.has_keys(), "an XX server waits for message 3");
+            finish_xx(&mut c, &mut s);
+        }
+        assert!(c.has_keys() && s.has_keys(), "{pattern:?}");
+        let mut out = Vec::new();
+        for pn in 1..4 {
+            let (plain, wire) = sealed(&mut c, pn);
+            s.open(&wire, &mut out).unwrap();
+            assert_eq!(out, plain, "{pattern:?} client to server");
+            let (plain, wire) = sealed(&mut s, pn);
+            c.open(&wire, &mut out).unwrap();
+            assert_eq!(out, plain, "{pattern:?} server to client");
+        }
+        // Peer keys: each side learns the other's static key, but NNpsk0
+        // has none.
+        let expect = |k: StaticKeypair| (pattern != NoisePattern::NNpsk0).then(|| k.public());
+        assert_eq!(c.stats.peer_static_key, expect(kp(2)), "{pattern:?}");
+        assert_eq!(s.stats.peer_static_key, expect(kp(1)), "{pattern:?}");
+    }
+}
+
+#[test]
+fn handshake_messages_have_the_documented_lengths() {
+    // [mode | Noise message]; payload = 32-byte binding.
+    let want = [
+        (NoisePattern::IK, 1 + 32 + 48 + 48, 1 + 32 + 48),
+        (NoisePattern::XX, 1 + 32 + 32, 1 + 32 + 48 + 48),
+        (NoisePattern::IKpsk2, 1 + 32 + 48 + 48, 1 + 32 + 48),
+        (NoisePattern::NNpsk0, 1 + 32 + 48, 1 + 32 + 48),
+    ];
+    for ((pattern, client, server), (p, m1_len, m2_len)) in all_pairs().into_iter().zip(want) {
+        assert_eq!(pattern, p);
+        let mut c = SecurityState::client(&client, [1; 32]).unwrap();
+        c.prepare([0; 32]);
+        let m1 = c.hello().unwrap().to_vec();
+        assert_eq!((m1[0], m1.len()), (pattern.mode_byte(), m1_len), "{pattern:?}");
+        let hs = ServerHandshake::accept(&server.noise(), Some(&m1), [0; 32], [2; 32]).unwrap();
+        let mut s = SecurityState::server(hs);
+        s.prepare([0; 32]);
+        assert_eq!(s.hello().unwrap().len(), m2_len, "{pattern:?}");
+    }
+}
+
+#[test]
+fn handshake_same_seed_same_bytes_other_seed_other_bytes() {
+    let (_, client, _) = all_pairs().remove(0);
+    let msg1 = |seed: u8| {
+        let mut c = ClientHandshake::new(&client.noise(), [seed; 32]).unwrap();
+        c.start_value([0; 32]).unwrap().to_vec()
+    };
+    assert_eq!(msg1(1), msg1(1));
+    assert_ne!(msg1(1), msg1(2));
+}
+
+#[test]
+fn handshake_failures_wrong_psk_key_pattern_authorization() {
+    let (ck, sk) = (kp(1), kp(2));
+    let fails = |client: SecurityConfig, server: SecurityConfig| {
+        handshake_with(&client, &server, (1, 2)).err()
+    };
+    // Wrong PSK.
+    assert_eq!(
+        fails(
+            SecurityConfig::PresharedKey([1; 32]),
+            SecurityConfig::PresharedKey([2; 32])
+        ),
+        Some(HandshakeError::Unauthenticated)
+    );
+    // Wrong server key (IK to a server with another key).
+    assert_eq!(
+        fails(
+            SecurityConfig::Noise(NoiseConfig::ik(ck.clone(), kp(3).public())),
+            SecurityConfig::Noise(NoiseConfig::server(sk.clone()))
+        ),
+        Some(HandshakeError::Unauthenticated)
+    );
+    // Pattern not accepted.
+    assert_eq!(
+        fails(
+            SecurityConfig::PresharedKey(PSK),
+            SecurityConfig::Noise(NoiseConfig::server(sk.clone()))
+        ),
+        Some(HandshakeError::NotAccepted)
+    );
+    // IK client not authorized: refused at message 1.
+    let only_3 = NoiseConfig::server(sk.clone()).authorize(vec![kp(3).public()]);
+    assert_eq!(
+        fails(
+            SecurityConfig::Noise(NoiseConfig::ik(ck.clone(), sk.public())),
+            SecurityConfig::Noise(only_3.clone())
+        ),
+        Some(HandshakeError::Unauthorized)
+    );
+    // XX client not authorized: refused at message 3.
+    let (mut c, mut s) = handshake_with(
+        &SecurityConfig::Noise(NoiseConfig::xx(ck.clone())),
+        &SecurityConfig::Noise(only_3),
+        (1, 2),
+    )
+    .unwrap();
+    let plain = end(0);
+    let mut buf = plain.clone();
+    c.seal(&mut buf, plain.len()).unwrap();
+    let mut out = Vec::new();
+    assert_eq!(s.open(&buf, &mut out), Err(OpenError::Handshake));
+    assert!(s.refused && !s.has_keys());
+}
+
+#[test]
+fn tamper_xx_message_3_then_genuine_completes() {
+    let (_, client, server) = all_pairs().remove(1);
+    let (mut c, mut s) = handshake_with(&client, &server, (1, 2)).unwrap();
+    let plain = end(0);
+    let mut buf = plain.clone();
+    c.seal(&mut buf, plain.len()).unwrap();
+    let mut out = Vec::new();
+    // A flip in the payload tag (the client's key decrypts, then the tag
+    // fails), in the encrypted key, and a truncated message 3.
+    for at in [buf.len() - 3, buf.len() - 60] {
+        let mut bad = buf.clone();
+        bad[at] ^= 0x20;
+        assert_eq!(s.open(&bad, &mut out), Err(OpenError::Handshake));
+    }
+    assert_eq!(s.stats.handshake_failures, 2);
+    s.open(&buf, &mut out).unwrap();
+    assert_eq!(out, plain);
+    assert_eq!(s.stats.peer_static_key, Some(kp(1).public()));
+}
+
+#[test]
+fn handshake_xx_pinned_server_key_is_checked() {
+    let (ck, sk) = (kp(1), kp(2));
+    let fails = |client: SecurityConfig, server: SecurityConfig| {
+        handshake_with(&client, &server, (1, 2)).err()
+    };
+    // XX with a pinned server key that does not match (and that does).
+    let mut good = NoiseConfig::xx(ck.clone());
+    good.peer_key = Some(sk.public());
+    assert_eq!(
+        fails(
+            SecurityConfig::Noise(good),
+            SecurityConfig::Noise(NoiseConfig::server(sk.clone()))
+        ),
+        None
+    );
+    let mut pinned = NoiseConfig::xx(ck);
+    pinned.peer_key = Some(kp(3).public());
+    assert_eq!(
+        fails(
+            SecurityConfig::Noise(pinned),
+            SecurityConfig::Noise(NoiseConfig::server(sk))
+        ),
+        Some(HandshakeError::WrongServerKey)
+    );
+    // Nothing at all, junk modes.
+    let mut c = SecurityState::client(&SecurityConfig::PresharedKey(PSK), [1; 32]).unwrap();
+    c.prepare([0; 32]);
+    assert_eq!(c.read_reply(None, [0; 32]), Err(HandshakeError::Missing));
+    assert_eq!(c.read_reply(Some(&[]), [0; 32]), Err(HandshakeError::Malformed));
+    assert_eq!(c.read_reply(Some(&[9, 1]), [0; 32]), Err(HandshakeError::Malformed));
+    assert_eq!(c.stats.handshake_failures, 3);
+}
+
+#[test]
+fn forged_message_2_then_genuine_still_completes() {
+    for (pattern, client, server) in all_pairs() {
+        let mut c = SecurityState::client(&client, [1; 32]).unwrap();
+        c.prepare([1; 32]);
+        let m1 = c.hello().unwrap().to_vec();
+        let hs = ServerHandshake::accept(&server.noise(), Some(&m1), [1; 32], [2; 32]).unwrap();
+        let mut s = SecurityState::server(hs);
+        s.prepare([2; 32]);
+        let m2 = s.hello().unwrap().to_vec();
+        // Random bytes of the right length, and the genuine message with
+        // one bit flipped, do not authenticate.
+        let mut random = m2.clone();
+        for (i, b) in random.iter_mut().enumerate().skip(1) {
+            *b = (i as u8).wrapping_mul(37) ^ 0x5a;
+        }
+        assert!(c.read_reply(Some(&random), [2; 32]).is_err(), "{pattern:?}");
+        let mut flipped = m2.clone();
+        flipped[m2.len() - 1] ^= 1;
+        assert!(c.read_reply(Some(&flipped), [2; 32]).is_err());
+        // The genuine message under another binding (spliced into a
+        // START-REPLY with other fields) authenticates but is refused...
+        assert_eq!(
+            c.read_reply(Some(&m2), [3; 32]),
+            Err(HandshakeError::BindingMismatch),
+            "{pattern:?}"
+        );
+        // ...and the genuine START-REPLY still completes afterwards.
+        c.read_reply(Some(&m2), [2; 32]).unwrap();
+        if pattern == NoisePattern::XX {
+            finish_xx(&mut c, &mut s);
+        }
+        let (plain, wire) = sealed(&mut c, 1);
+        let mut out = Vec::new();
+        s.open(&wire, &mut out).unwrap();
+        assert_eq!(out, plain);
+        assert_eq!(c.stats.handshake_failures, 3);
+    }
+}
+
+#[test]
+fn binding_covers_header_fields_and_tlvs_but_not_security() {
+    use crate::wire::Tlv;
+    let mut h = HeaderRepr::new(PacketType::Start);
+    h.src_id = 7;
+    h.sync_no = 9;
+    let tlvs = [Tlv::Version(1), Tlv::WindowScale(3)];
+    let b = binding(&h, &tlvs);
+    let mut with_sec = tlvs.to_vec();
+    with_sec.push(Tlv::Security(&[1, 2, 3]));
+    assert_eq!(binding(&h, &with_sec), b);
+    assert_ne!(binding(&h, &[Tlv::Version(1), Tlv::WindowScale(4)]), b);
+    let mut h2 = h;
+    h2.sync_no = 10;
+    assert_ne!(binding(&h2, &tlvs), b);
+    let mut h3 = h;
+    h3.window_size = 1;
+    assert_ne!(binding(&h3, &tlvs), b);
 }
