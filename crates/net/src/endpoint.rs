@@ -74,7 +74,8 @@ impl EndpointBuilder {
     }
 
     /// Seed of the core's random choices (connection ids, SYNC_NO); by
-    /// default a fresh per-process random value.
+    /// default 8 bytes of OS entropy. The Noise handshakes' ephemeral keys
+    /// are always seeded with 32 fresh bytes of OS entropy, whatever this.
     pub fn seed(mut self, seed: u64) -> EndpointBuilder {
         self.seed = Some(seed);
         self
@@ -126,9 +127,13 @@ impl EndpointBuilder {
             .server
             .as_ref()
             .map_or(4 << 20, |s| s.max_receive_buffer_bytes);
+        let mut proto = ProtoEndpoint::new(self.config, seed);
+        // Ephemeral handshake keys get 256 bits of OS entropy, whatever the
+        // (64-bit, possibly fixed) seed of ids and SYNC_NOs.
+        proto.seed_handshakes(crate::keys::os_random::<32>()?);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                proto: ProtoEndpoint::new(self.config, seed),
+                proto,
                 conns: BTreeMap::new(),
                 incoming: VecDeque::new(),
                 server_inbox_limit,

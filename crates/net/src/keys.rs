@@ -64,7 +64,7 @@ fn err(path: &Path, line: Option<usize>, problem: impl Into<String>) -> KeyFileE
 }
 
 /// `n` bytes from the operating system's CSPRNG.
-fn os_random<const N: usize>() -> Result<[u8; N], Error> {
+pub(crate) fn os_random<const N: usize>() -> Result<[u8; N], Error> {
     let mut b = [0u8; N];
     getrandom::fill(&mut b).map_err(|e| Error::Entropy(e.to_string()))?;
     Ok(b)

@@ -22,24 +22,47 @@ fn quick() -> ConnectionConfig {
 }
 
 /// Connect, send one message, check it arrives; whether the connection
-/// was encrypted at both ends.
+/// was encrypted at both ends. Also checks that each side learned the
+/// other's static key and that both ran the same pattern.
 async fn exchange(server: Endpoint, client: Endpoint) -> (bool, bool) {
     let addr = server.local_addr();
+    let (server_key, client_key) = (server.public_key(), client.public_key());
     let accept = tokio::spawn(async move {
         let conn = server.accept().await.expect("a connection");
         let (s, b) = conn.recv().await.expect("a message");
         assert_eq!((s, &b[..]), (1, &b"ping"[..]));
         let enc = conn.stats().expect("stats").security.encrypted;
+        let seen = (conn.peer_static_key(), conn.security_pattern());
+        // Answer only now: the client closes after the answer, and a
+        // released connection no longer reports its keys.
+        conn.send(1, b"pong").await.expect("answer");
         conn.closed().await;
-        enc
+        (enc, seen)
     });
     let conn = client.connect(addr, quick()).await.expect("connect");
     conn.open_stream(1, StreamConfig::default())
         .expect("stream");
     conn.send(1, b"ping").await.expect("send");
+    let (s, b) = conn.recv().await.expect("the answer");
+    assert_eq!((s, &b[..]), (1, &b"pong"[..]));
     let enc = conn.stats().expect("stats").security.encrypted;
+    let (client_seen, pattern) = (conn.peer_static_key(), conn.security_pattern());
     assert_eq!(conn.close().await, peregrine::CloseReason::Local);
-    (enc, accept.await.expect("server task"))
+    let (server_enc, (server_seen, server_pattern)) = accept.await.expect("server task");
+    assert_eq!(pattern, server_pattern, "both ends ran the same pattern");
+    if enc {
+        assert_eq!(
+            client_seen, server_key,
+            "the client learned the server's key"
+        );
+        assert_eq!(
+            server_seen, client_key,
+            "the server learned the client's key"
+        );
+    } else {
+        assert_eq!((client_seen, server_seen, pattern), (None, None, None));
+    }
+    (enc, server_enc)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

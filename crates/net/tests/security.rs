@@ -576,8 +576,10 @@ async fn replay_start_opens_no_second_connection() {
 /// captured START with a fresh random SRC_ID and SYNC_NO (CHKSUM fixed),
 /// 20 after each datagram towards the server, from the client's address.
 /// The handshake message in the SECURITY TLV no longer matches the START
-/// it rides in, so the server allocates no connection for any of them
-/// (`connections_accepted` stays 1) and the transfer is unharmed.
+/// it rides in (its binding covers SRC_ID and SYNC_NO), so the server
+/// allocates no connection for any of them (`connections_accepted` stays
+/// 1), counts each in `handshake_failures`, answers none, and the
+/// transfer is unharmed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flood_forged_starts_do_not_open_connections() {
     const FLOOD: u64 = 2_000;
@@ -601,7 +603,10 @@ async fn flood_forged_starts_do_not_open_connections() {
                 let mut forged = st.clone();
                 let r = rng.next_u64();
                 // SRC_ID is bytes 2..4; SYNC_NO the top 12 bits of 16..20.
+                // Never the genuine SRC_ID (that would be a retransmission).
+                let genuine = u16::from_be_bytes([st[2], st[3]]);
                 let src = (r as u16).max(1);
+                let src = if src == genuine { src ^ 0x8000 } else { src };
                 forged[2..4].copy_from_slice(&src.to_be_bytes());
                 let sync = ((r >> 16) as u16) & 0x0fff;
                 forged[16] = (sync >> 4) as u8;
@@ -616,5 +621,9 @@ async fn flood_forged_starts_do_not_open_connections() {
         eprintln!("{mode:?}: server {:?}; client {:?}", o.server, o.client);
         assert_eq!(o.injected_to_server, FLOOD, "{mode:?}");
         assert_eq!(o.server.connections_accepted, 1, "{mode:?}");
+        // Each failed to authenticate (or to match its binding) before
+        // any state was allocated, and got no answer.
+        assert_eq!(o.server.handshake_failures, FLOOD, "{mode:?}");
+        assert_eq!(o.server.rejects_sent, 0, "{mode:?}");
     }
 }

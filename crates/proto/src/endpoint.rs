@@ -224,7 +224,10 @@ impl Endpoint {
         let sync = self.sync_no();
         let probe_id = self.rng.next_u64() as u32;
         let mut conn = Connection::connect(now, config, id, remote, sync, probe_id);
-        if conn.init_client_security(self.handshake_rng.next_seed()).is_err() {
+        if conn
+            .init_client_security(self.handshake_rng.next_seed())
+            .is_err()
+        {
             return Err(ConnectError::InvalidConfig(ConfigError {
                 field: "security",
                 problem: "could not start its Noise handshake",

@@ -59,9 +59,9 @@ mod e2e_tests;
 #[cfg(test)]
 mod flow_tests;
 #[cfg(test)]
-mod path_tests;
-#[cfg(test)]
 mod noise_tests;
+#[cfg(test)]
+mod path_tests;
 #[cfg(test)]
 mod security_tests;
 #[cfg(test)]

@@ -47,7 +47,10 @@ fn patterns() -> Vec<(NoisePattern, ConnectionConfig, ConnectionConfig)> {
     vec![
         (
             NoisePattern::IK,
-            cfg(SecurityConfig::Noise(NoiseConfig::ik(ck.clone(), sk.public()))),
+            cfg(SecurityConfig::Noise(NoiseConfig::ik(
+                ck.clone(),
+                sk.public(),
+            ))),
             server.clone(),
         ),
         (
@@ -244,7 +247,10 @@ fn handshake_failures_leave_no_connection_and_are_counted() {
         ),
         (
             "unauthorized IK client",
-            cfg(SecurityConfig::Noise(NoiseConfig::ik(ck.clone(), sk.public()))),
+            cfg(SecurityConfig::Noise(NoiseConfig::ik(
+                ck.clone(),
+                sk.public(),
+            ))),
             cfg(SecurityConfig::Noise(
                 NoiseConfig::server(sk.clone()).authorize(vec![kp(4).public()]),
             )),
@@ -260,7 +266,11 @@ fn handshake_failures_leave_no_connection_and_are_counted() {
     for (name, client, server, answered) in cases {
         let sim = doomed(client, server);
         assert!(sim.eps[1].handles().is_empty(), "{name}: no server state");
-        assert_eq!(sim.eps[1].endpoint_stats().connections_accepted, 0, "{name}");
+        assert_eq!(
+            sim.eps[1].endpoint_stats().connections_accepted,
+            0,
+            "{name}"
+        );
         let starts = sim
             .log
             .iter()
@@ -293,7 +303,9 @@ fn handshake_unauthorized_xx_client_is_dropped_at_message_3() {
     ));
     let (mut sim, h) = sim(client, server, 11);
     for i in 0..5 {
-        sim.eps[0].send_message(h, sim.now, 0, &message(i, 1)).unwrap();
+        sim.eps[0]
+            .send_message(h, sim.now, 0, &message(i, 1))
+            .unwrap();
     }
     sim.run_for(Duration::from_secs(3));
     // The client completed its side (XX cannot tell it otherwise), but the
@@ -396,7 +408,10 @@ fn forged_start_reply_racing_the_genuine_one_is_dropped() {
         assert_ne!(spliced, genuine);
         sim.inject(0, addr(1), &random);
         sim.inject(0, addr(1), &spliced);
-        assert!(!sim.saw(0, |e| matches!(e, Event::Connected)), "{pattern:?}");
+        assert!(
+            !sim.saw(0, |e| matches!(e, Event::Connected)),
+            "{pattern:?}"
+        );
         let c = sim.eps[0].stats(h).unwrap();
         assert_eq!(c.security.handshake_failures, 2, "{pattern:?}");
         assert_eq!(c.state, ConnectionState::Starting, "never closed");
@@ -405,7 +420,10 @@ fn forged_start_reply_racing_the_genuine_one_is_dropped() {
         assert!(sim.saw(0, |e| matches!(e, Event::Connected)), "{pattern:?}");
         transfer_both_ways(&mut sim, h);
         let s = sim.eps[1].stats(server_handle(&sim).unwrap()).unwrap();
-        assert_eq!(s.security.auth_failures, 0, "{pattern:?}: the forged size was not used");
+        assert_eq!(
+            s.security.auth_failures, 0,
+            "{pattern:?}: the forged size was not used"
+        );
     }
 }
 
@@ -414,7 +432,9 @@ fn forged_reject_does_not_stop_the_handshake() {
     for (pattern, client, server) in patterns() {
         let (mut sim, h) = sim(client, server, 41);
         // The genuine START-REPLY is lost; a forged REJECT arrives instead.
-        drop_first(&mut sim, 1, |from, h, _| from == 1 && h.pk_type == PacketType::Start);
+        drop_first(&mut sim, 1, |from, h, _| {
+            from == 1 && h.pk_type == PacketType::Start
+        });
         sim.run_for(Duration::from_millis(50));
         let start = sim
             .log
@@ -433,7 +453,10 @@ fn forged_reject_does_not_stop_the_handshake() {
         };
         write(&mut buf, r, Payload::Reject(p)).unwrap();
         sim.inject(0, addr(1), &buf);
-        assert!(sim.closed(0).is_none(), "{pattern:?}: a REJECT is not authenticated");
+        assert!(
+            sim.closed(0).is_none(),
+            "{pattern:?}: a REJECT is not authenticated"
+        );
         transfer_both_ways(&mut sim, h);
         assert!(sim.closed(0).is_none());
     }
@@ -521,7 +544,10 @@ fn handshake_config_is_validated_per_role() {
         .connect(Time::ZERO, addr(1), cfg(SecurityConfig::Noise(ik)))
         .unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("security") && text.contains("server's public key"), "{text}");
+    assert!(
+        text.contains("security") && text.contains("server's public key"),
+        "{text}"
+    );
     // A server configuration lists one pattern or more; as a client it is
     // refused, as a server accepted.
     let server = cfg(SecurityConfig::Noise(NoiseConfig::server(kp(2))));

@@ -102,7 +102,10 @@ impl SecurityState {
     ) -> Result<SecurityState, HandshakeError> {
         let hs = ClientHandshake::new(&config.noise(), seed)?;
         let pattern = hs.pattern();
-        Ok(SecurityState::with(Handshake::Client(Box::new(hs)), pattern))
+        Ok(SecurityState::with(
+            Handshake::Client(Box::new(hs)),
+            pattern,
+        ))
     }
 
     /// The server's handshake, message 1 already read.

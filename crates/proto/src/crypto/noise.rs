@@ -279,8 +279,8 @@ fn build(
         .map_err(|_| HandshakeError::Internal)?;
     let mut prologue = PROLOGUE.to_vec();
     prologue.push(pattern.mode_byte());
-    let mut b = snow::Builder::with_resolver(params, Box::new(SeededResolver(seed)))
-        .prologue(&prologue);
+    let mut b =
+        snow::Builder::with_resolver(params, Box::new(SeededResolver(seed))).prologue(&prologue);
     if pattern.needs_keypair() {
         let kp = cfg.keypair.as_ref().ok_or(HandshakeError::Internal)?;
         b = b.local_private_key(kp.private_bytes());
@@ -292,7 +292,11 @@ fn build(
     }
     if pattern.needs_psk() {
         let psk = cfg.psk.as_ref().ok_or(HandshakeError::Internal)?;
-        let location = if pattern == NoisePattern::NNpsk0 { 0 } else { 2 };
+        let location = if pattern == NoisePattern::NNpsk0 {
+            0
+        } else {
+            2
+        };
         b = b.psk(location, psk);
     }
     let r = if initiator {

@@ -257,7 +257,11 @@ fn handshake_messages_have_the_documented_lengths() {
         let mut c = SecurityState::client(&client, [1; 32]).unwrap();
         c.prepare([0; 32]);
         let m1 = c.hello().unwrap().to_vec();
-        assert_eq!((m1[0], m1.len()), (pattern.mode_byte(), m1_len), "{pattern:?}");
+        assert_eq!(
+            (m1[0], m1.len()),
+            (pattern.mode_byte(), m1_len),
+            "{pattern:?}"
+        );
         let hs = ServerHandshake::accept(&server.noise(), Some(&m1), [0; 32], [2; 32]).unwrap();
         let mut s = SecurityState::server(hs);
         s.prepare([0; 32]);
@@ -380,8 +384,14 @@ fn handshake_xx_pinned_server_key_is_checked() {
     let mut c = SecurityState::client(&SecurityConfig::PresharedKey(PSK), [1; 32]).unwrap();
     c.prepare([0; 32]);
     assert_eq!(c.read_reply(None, [0; 32]), Err(HandshakeError::Missing));
-    assert_eq!(c.read_reply(Some(&[]), [0; 32]), Err(HandshakeError::Malformed));
-    assert_eq!(c.read_reply(Some(&[9, 1]), [0; 32]), Err(HandshakeError::Malformed));
+    assert_eq!(
+        c.read_reply(Some(&[]), [0; 32]),
+        Err(HandshakeError::Malformed)
+    );
+    assert_eq!(
+        c.read_reply(Some(&[9, 1]), [0; 32]),
+        Err(HandshakeError::Malformed)
+    );
     assert_eq!(c.stats.handshake_failures, 3);
 }
 
