@@ -205,8 +205,13 @@ async fn serve(conn: Connection) -> Result<()> {
                 });
                 conn.send(CONTROL, report.to_string().as_bytes()).await?;
                 let secs = started.elapsed().as_secs_f64();
+                let security = match (conn.security_pattern(), conn.peer_static_key()) {
+                    (Some(p), Some(k)) => format!("Noise_{p:?}, client key {k}"),
+                    (Some(p), None) => format!("Noise_{p:?}"),
+                    _ => "insecure".into(),
+                };
                 eprintln!(
-                    "client {}: {} bytes in {:.2} s",
+                    "client {}: {} bytes in {:.2} s ({security})",
                     peer.map_or("?".into(), |p| p.to_string()),
                     total,
                     secs
@@ -274,6 +279,7 @@ async fn client(a: ClientArgs) -> Result<()> {
         _ => bulk_mode(&conn, &a, &classes, reliability, trace).await?,
     };
     let stats = conn.stats();
+    let (pattern, server_key) = (conn.security_pattern(), conn.peer_static_key());
     let probe = stats.as_ref().and_then(|s| s.last_probe).map(|p| {
         json!({
             "rtt_ms": p.latency.as_secs_f64() * 1e3,
@@ -289,6 +295,8 @@ async fn client(a: ClientArgs) -> Result<()> {
         "mode": plan.mode,
         "encrypted": stats.as_ref().is_some_and(|s| s.security.encrypted),
         "server_authenticated": plan.peer_authenticated,
+        "pattern": pattern.map(|p| format!("{p:?}")),
+        "server_key": server_key.map(|k| k.to_hex()),
         "description": plan.description,
     });
     if let Some(s) = &stats {

@@ -130,8 +130,16 @@ fn perf_encrypts_by_default_and_says_so() {
     let (v, line) = run_pair(&[], &[]);
     assert!(line.starts_with("security: Noise_IK+Noise_XX"), "{line}");
     assert_eq!(v["security"]["mode"], "Noise_XX", "{v}");
+    assert_eq!(v["security"]["pattern"], "XX", "{v}");
     assert_eq!(v["security"]["encrypted"], true, "{v}");
     assert_eq!(v["security"]["server_authenticated"], false, "{v}");
+    // The key the server printed is the one the client met.
+    let printed = line
+        .split("public key ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .expect("the server prints its key");
+    assert_eq!(v["security"]["server_key"], printed, "{v}");
 }
 
 #[test]
@@ -139,6 +147,7 @@ fn perf_insecure_runs_the_plain_wire_format() {
     let (v, line) = run_pair(&["--insecure"], &["--insecure"]);
     assert!(line.starts_with("security: insecure"), "{line}");
     assert_eq!(v["security"]["mode"], "insecure", "{v}");
+    assert_eq!(v["security"]["pattern"], serde_json::Value::Null, "{v}");
     assert_eq!(v["security"]["encrypted"], false, "{v}");
 }
 
@@ -171,6 +180,7 @@ fn perf_with_key_files_pins_the_server() {
     );
     assert!(line.contains("1 authorized client keys"), "{line}");
     assert_eq!(v["security"]["mode"], "Noise_IK", "{v}");
+    assert_eq!(v["security"]["pattern"], "IK", "{v}");
     assert_eq!(v["security"]["encrypted"], true, "{v}");
     assert_eq!(v["security"]["server_authenticated"], true, "{v}");
 
