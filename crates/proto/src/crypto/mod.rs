@@ -20,6 +20,7 @@
 pub mod aead;
 pub mod keys;
 pub mod noise;
+mod noise_rng;
 pub mod replay;
 
 pub use keys::{

@@ -31,13 +31,12 @@ use super::aead::{DirectionKey, PacketKeys};
 use super::keys::{NoiseConfig, NoisePattern, PublicKey, KEY_LEN};
 use crate::wire::{HeaderRepr, StartPayload, Tlv};
 use hkdf::Hkdf;
-use rand_chacha::rand_core::{Rng as _, SeedableRng as _};
-use rand_chacha::ChaCha20Rng;
 use sha2::{Digest, Sha256};
-use snow::params::{CipherChoice, DHChoice, HashChoice, NoiseParams};
-use snow::resolvers::{CryptoResolver, DefaultResolver};
-use snow::types::{Cipher, Dh, Hash, Random};
+use snow::params::NoiseParams;
 use snow::HandshakeState;
+
+pub(crate) use super::noise_rng::HandshakeRng;
+use super::noise_rng::SeededResolver;
 
 /// The prologue every handshake starts from (followed by the mode byte).
 pub const PROLOGUE: &[u8] = b"peregrine v1";
@@ -99,66 +98,6 @@ impl HandshakeError {
             self,
             HandshakeError::Missing | HandshakeError::Malformed | HandshakeError::NotAccepted
         )
-    }
-}
-
-/// A rand_core-0.6 generator (what snow takes) over a ChaCha20 keystream.
-pub(crate) struct HandshakeRng(ChaCha20Rng);
-
-impl HandshakeRng {
-    /// A generator whose whole output is fixed by `seed`.
-    pub(crate) fn from_seed(seed: [u8; SEED_LEN]) -> HandshakeRng {
-        HandshakeRng(ChaCha20Rng::from_seed(seed))
-    }
-
-    /// The next 32-byte seed (for one handshake).
-    pub(crate) fn next_seed(&mut self) -> [u8; SEED_LEN] {
-        let mut s = [0u8; SEED_LEN];
-        self.0.fill_bytes(&mut s);
-        s
-    }
-}
-
-impl std::fmt::Debug for HandshakeRng {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("HandshakeRng(..)")
-    }
-}
-
-impl rand_core_06::RngCore for HandshakeRng {
-    fn next_u32(&mut self) -> u32 {
-        self.0.next_u32()
-    }
-    fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        self.0.fill_bytes(dest)
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core_06::Error> {
-        self.0.fill_bytes(dest);
-        Ok(())
-    }
-}
-
-impl rand_core_06::CryptoRng for HandshakeRng {}
-impl Random for HandshakeRng {}
-
-/// snow's default primitives with a seeded random generator.
-struct SeededResolver([u8; SEED_LEN]);
-
-impl CryptoResolver for SeededResolver {
-    fn resolve_rng(&self) -> Option<Box<dyn Random>> {
-        Some(Box::new(HandshakeRng::from_seed(self.0)))
-    }
-    fn resolve_dh(&self, choice: &DHChoice) -> Option<Box<dyn Dh>> {
-        DefaultResolver.resolve_dh(choice)
-    }
-    fn resolve_hash(&self, choice: &HashChoice) -> Option<Box<dyn Hash>> {
-        DefaultResolver.resolve_hash(choice)
-    }
-    fn resolve_cipher(&self, choice: &CipherChoice) -> Option<Box<dyn Cipher>> {
-        DefaultResolver.resolve_cipher(choice)
     }
 }
 
@@ -450,6 +389,9 @@ impl ClientHandshake {
     }
 }
 
+/// What rebuilds an XX responder: its configuration, seed and message 1.
+type Replay = (NoiseConfig, [u8; SEED_LEN], Vec<u8>);
+
 /// The responder's side: message 1 read (before any connection state
 /// exists), message 2 written with the START-REPLY, XX message 3 read.
 pub(crate) struct ServerHandshake {
@@ -461,7 +403,7 @@ pub(crate) struct ServerHandshake {
     /// XX: what rebuilds the state after a failed message 3 (snow does not
     /// restore its cipher key then): the configuration, the seed and
     /// message 1.
-    replay: Option<Box<(NoiseConfig, [u8; SEED_LEN], Vec<u8>)>>,
+    replay: Option<Box<Replay>>,
     /// The binding message 2 carried.
     reply_binding: [u8; BINDING_LEN],
 }
