@@ -4,8 +4,10 @@
 //! role it cannot play is an error naming what is missing.
 
 use peregrine::{
-    ConnectionConfig, Endpoint, EndpointBuilder, Error, NoiseConfig, SecurityConfig, StreamConfig,
+    CloseReason, ConnectionConfig, Endpoint, EndpointBuilder, Error, NoiseConfig, SecurityConfig,
+    StreamConfig,
 };
+use peregrine_proto::wire::RejectReason;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -110,7 +112,16 @@ async fn no_silent_downgrade_either_way() {
     let server = Endpoint::server(v4(), ConnectionConfig::default()).expect("bind");
     let client = EndpointBuilder::new().insecure().bind(v4()).expect("bind");
     let r = client.connect(server.local_addr(), quick()).await;
-    assert!(matches!(r, Err(Error::Closed(_))), "{r:?}");
+    // REJECT security_required (the insecure client believes it).
+    assert!(
+        matches!(
+            r,
+            Err(Error::Closed(CloseReason::Rejected(
+                RejectReason::SECURITY_REQUIRED
+            )))
+        ),
+        "{r:?}"
+    );
     assert_eq!(server.stats().core.connections_accepted, 0);
 
     // A default (encrypted) client and an insecure server.
@@ -121,7 +132,16 @@ async fn no_silent_downgrade_either_way() {
         .expect("bind");
     let client = Endpoint::client(v4()).expect("bind");
     let r = client.connect(server.local_addr(), quick()).await;
-    assert!(matches!(r, Err(Error::Closed(_))), "{r:?}");
+    // The plain START-REPLY is dropped as a failed handshake; the client
+    // keeps trying until its handshake timeout.
+    assert!(
+        matches!(r, Err(Error::Closed(CloseReason::HandshakeTimeout))),
+        "{r:?}"
+    );
+    assert!(
+        client.stats().core.datagrams_received > 0,
+        "it did hear the server"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,8 +156,14 @@ async fn a_wrong_pinned_key_fails_the_handshake() {
         .bind(v4())
         .expect("bind");
     let r = client.connect(server.local_addr(), quick()).await;
-    assert!(matches!(r, Err(Error::Closed(_))), "{r:?}");
+    // Message 1 does not authenticate: dropped without an answer.
+    assert!(
+        matches!(r, Err(Error::Closed(CloseReason::HandshakeTimeout))),
+        "{r:?}"
+    );
     assert_eq!(server.stats().core.connections_accepted, 0);
+    assert!(server.stats().core.handshake_failures > 0);
+    assert_eq!(server.stats().core.rejects_sent, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
