@@ -83,6 +83,27 @@ async fn default_endpoints_encrypt_and_the_server_has_a_public_key() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_keypair_is_the_endpoint_identity() {
+    let (skp, ckp) = (
+        peregrine::keys::generate_keypair().expect("OS entropy"),
+        peregrine::keys::generate_keypair().expect("OS entropy"),
+    );
+    let server = EndpointBuilder::new()
+        .keypair(skp.clone())
+        .server(ConnectionConfig::default())
+        .bind(v4())
+        .expect("bind");
+    let client = EndpointBuilder::new()
+        .keypair(ckp.clone())
+        .bind(v4())
+        .expect("bind");
+    assert_eq!(server.public_key(), Some(skp.public()));
+    assert_eq!(client.public_key(), Some(ckp.public()));
+    // `exchange` checks each side met exactly these keys.
+    assert_eq!(exchange(server, client).await, (true, true));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn insecure_endpoints_do_not_encrypt() {
     let server = EndpointBuilder::new()
         .insecure()
