@@ -11,6 +11,7 @@ mod cc_cmd;
 // there for the other reproductions and only their tests use them so far.
 #[allow(dead_code, unused_imports)]
 mod charts;
+mod keygen_cmd;
 mod perf_cmd;
 mod plot;
 #[allow(dead_code)]
@@ -43,6 +44,8 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Benchmarks: `peregrine bench sim`.
     Bench(sim_cmd::BenchArgs),
+    /// Write a static keypair (FILE, FILE.pub) or a fleet pre-shared key (--psk).
+    Keygen(keygen_cmd::KeygenArgs),
     /// Measure Peregrine over real UDP (iperf-like server and client).
     Perf(perf_cmd::PerfArgs),
     /// Rerun a seed paper's experiments: `peregrine reproduce quic-sched`, `sltp`, ….
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         Some(Command::Wire(args)) => wire_cmd::run(args),
         Some(Command::Sim(args)) => sim_cmd::run(args),
         Some(Command::Bench(args)) => sim_cmd::bench(args),
+        Some(Command::Keygen(args)) => keygen_cmd::run(args),
         Some(Command::Perf(args)) => perf_cmd::run(args),
         Some(Command::Reproduce(args)) => reproduce::run(args),
         Some(Command::Hog(args)) => reproduce_sltp::hog::run(args),

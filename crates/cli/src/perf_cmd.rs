@@ -17,12 +17,16 @@
 //! whole-message echo, 2 header echo (latency), 16.. bulk. Live progress
 //! goes to stderr once a second; the result is a table, or with `--json`
 //! only a JSON object on stdout (keys in docs/perf.md).
+//!
+//! Both sides encrypt by default (Noise handshake, ChaCha20-Poly1305 on
+//! every packet; options in [`security`]); `--insecure` runs SLTP's plain
+//! wire format. The report states the mode (`security` in the JSON).
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use peregrine::{
-    CcConfig, Connection, ConnectionConfig, Endpoint, EndpointBuilder, EndpointConfig,
-    StreamConfig, StreamReliability,
+    CcConfig, Connection, ConnectionConfig, EndpointBuilder, EndpointConfig, StreamConfig,
+    StreamReliability,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -34,9 +38,11 @@ use tokio::time::Instant;
 
 mod parse;
 mod report;
+mod security;
 
 use parse::{parse_duration, parse_scheduler, parse_trace, TraceMessage};
 use report::{latency_json, percentile, table};
+use security::SecurityArgs;
 
 const CONTROL: u16 = 0;
 const ECHO: u16 = 1;
@@ -71,6 +77,12 @@ struct ServerArgs {
     /// Exit after the first client has finished.
     #[arg(long)]
     once: bool,
+    #[command(flatten)]
+    security: SecurityArgs,
+    /// Accept only the client keys listed in FILE (one 64-hex key per
+    /// line, optionally followed by a name).
+    #[arg(long, value_name = "FILE")]
+    authorized_keys: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -108,6 +120,12 @@ struct ClientArgs {
     /// Network-time mode: how many round trips.
     #[arg(long, requires = "echo_size")]
     echo_count: Option<u32>,
+    #[command(flatten)]
+    security: SecurityArgs,
+    /// The server's public key, as a file (`FILE.pub` of `peregrine
+    /// keygen`) or 64 hex digits: pins the server (Noise_IK).
+    #[arg(long, value_name = "FILE|HEX")]
+    peer_key: Option<String>,
 }
 
 /// Run `peregrine perf`.
@@ -133,7 +151,9 @@ fn server_config() -> ConnectionConfig {
 }
 
 async fn server(a: ServerArgs) -> Result<()> {
-    let ep = EndpointBuilder::new()
+    let plan = security::server_plan(&a.security, a.authorized_keys.as_deref())?;
+    let ep = plan
+        .apply(EndpointBuilder::new())
         .config(EndpointConfig {
             server: Some(server_config()),
             // The client's --cc also runs the server's (echo) direction.
@@ -143,6 +163,7 @@ async fn server(a: ServerArgs) -> Result<()> {
         .bind(a.listen)
         .with_context(|| format!("cannot listen on {}", a.listen))?;
     eprintln!("listening on {}", ep.local_addr());
+    eprintln!("security: {}", plan.description);
     while let Some(conn) = ep.accept().await {
         let task = tokio::spawn(serve(conn));
         if a.once {
@@ -184,8 +205,13 @@ async fn serve(conn: Connection) -> Result<()> {
                 });
                 conn.send(CONTROL, report.to_string().as_bytes()).await?;
                 let secs = started.elapsed().as_secs_f64();
+                let security = match (conn.security_pattern(), conn.peer_static_key()) {
+                    (Some(p), Some(k)) => format!("Noise_{p:?}, client key {k}"),
+                    (Some(p), None) => format!("Noise_{p:?}"),
+                    _ => "insecure".into(),
+                };
                 eprintln!(
-                    "client {}: {} bytes in {:.2} s",
+                    "client {}: {} bytes in {:.2} s ({security})",
                     peer.map_or("?".into(), |p| p.to_string()),
                     total,
                     secs
@@ -237,7 +263,8 @@ async fn client(a: ClientArgs) -> Result<()> {
     } else {
         "[::]:0".parse()?
     };
-    let ep = Endpoint::client(bind)?;
+    let plan = security::client_plan(&a.security, a.peer_key.as_deref())?;
+    let ep = plan.apply(EndpointBuilder::new()).bind(bind)?;
     let config = ConnectionConfig {
         cc,
         scheduler,
@@ -252,6 +279,7 @@ async fn client(a: ClientArgs) -> Result<()> {
         _ => bulk_mode(&conn, &a, &classes, reliability, trace).await?,
     };
     let stats = conn.stats();
+    let (pattern, server_key) = (conn.security_pattern(), conn.peer_static_key());
     let probe = stats.as_ref().and_then(|s| s.last_probe).map(|p| {
         json!({
             "rtt_ms": p.latency.as_secs_f64() * 1e3,
@@ -263,6 +291,14 @@ async fn client(a: ClientArgs) -> Result<()> {
     out["retransmitted_packets"] = json!(stats.as_ref().map_or(0, |s| s.packets_retransmitted));
     out["cc"] = json!(a.cc);
     out["scheduler"] = json!(scheduler.name());
+    out["security"] = json!({
+        "mode": plan.mode,
+        "encrypted": stats.as_ref().is_some_and(|s| s.security.encrypted),
+        "server_authenticated": plan.peer_authenticated,
+        "pattern": pattern.map(|p| format!("{p:?}")),
+        "server_key": server_key.map(|k| k.to_hex()),
+        "description": plan.description,
+    });
     if let Some(s) = &stats {
         out["srtt_ms"] = json!(s.srtt.map(|d| d.as_secs_f64() * 1e3));
         out["packets_lost"] = json!(s.packets_lost);

@@ -46,6 +46,8 @@ fn hog_rejects_a_bad_duty() {
 /// A stand-in for `peregrine perf`: the server sleeps until killed; the
 /// client answers echo mode with times 0.1, 0.2, ... ms and a probe.
 const FAKE_PERF: &str = r#"#!/bin/sh
+# The reproduction must run perf unencrypted, as SLTP is (seed fidelity).
+case " $* " in *" --insecure "*) ;; *) echo "perf run without --insecure: $*" >&2; exit 3 ;; esac
 if [ "$2" = server ]; then exec sleep 60; fi
 size=0; count=1
 while [ $# -gt 0 ]; do
@@ -119,6 +121,10 @@ fn reproduce_sltp_smoke_with_a_stand_in_perf() {
     let report = std::fs::read_to_string(sltp.join("report.md")).expect("report.md");
     assert!(report.contains("### 50 % background load"));
     assert!(report.contains("probe_burst.svg"));
+    assert!(
+        report.contains("--insecure"),
+        "the report says perf ran unencrypted"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -26,6 +26,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let ep = Endpoint::server(addr.parse()?, ConnectionConfig::default())?;
     println!("ground station listening on {}", ep.local_addr());
+    // Encrypted by default: a fresh keypair per run; a drone that knows
+    // this key can pin it (`NoiseConfig::ik`), otherwise it runs Noise_XX.
+    if let Some(key) = ep.public_key() {
+        println!("public key {key}");
+    }
     while let Some(conn) = ep.accept() {
         let telemetry = Arc::new(AtomicU64::new(0));
         let last_seq = Arc::new(AtomicU64::new(0));

@@ -106,6 +106,12 @@ impl Endpoint {
         self.inner.local_addr()
     }
 
+    /// This endpoint's static public key (see
+    /// [`crate::Endpoint::public_key`]).
+    pub fn public_key(&self) -> Option<crate::PublicKey> {
+        self.inner.public_key()
+    }
+
     /// Open a connection and wait for its handshake.
     pub fn connect(
         &self,

@@ -13,6 +13,7 @@ use crate::driver::Shared;
 use crate::Error;
 use bytes::Bytes;
 use peregrine_cc::{CcConfig, LinkHint};
+use peregrine_proto::crypto::{NoisePattern, PublicKey};
 use peregrine_proto::{
     CloseReason, ConnectionHandle, ConnectionState, ConnectionStats, MessageId, SchedulerConfig,
     SendError, StreamConfig, WindowTarget,
@@ -148,6 +149,26 @@ impl Connection {
     /// The peer's address.
     pub fn remote_address(&self) -> Option<SocketAddr> {
         self.shared().lock().proto.remote(self.inner.handle)
+    }
+
+    /// The peer's static public key, once the handshake revealed it
+    /// (`Noise_IK`, `Noise_XX`, `Noise_IKpsk2`; `None` for `Noise_NNpsk0`
+    /// and unencrypted connections). With `Noise_XX` and no pinned key it
+    /// is *a* key, not an authenticated identity: compare it with what you
+    /// expect.
+    pub fn peer_static_key(&self) -> Option<PublicKey> {
+        self.shared()
+            .lock()
+            .proto
+            .peer_static_key(self.inner.handle)
+    }
+
+    /// The Noise pattern protecting this connection (`None`: unencrypted).
+    pub fn security_pattern(&self) -> Option<NoisePattern> {
+        self.shared()
+            .lock()
+            .proto
+            .security_pattern(self.inner.handle)
     }
 
     /// The life-cycle state (`None` once the core released the connection).

@@ -5,23 +5,44 @@
 //! [`Endpoint::accept`] hands out the ones peers opened (an endpoint built
 //! with [`EndpointBuilder::server`] accepts). All connections share the
 //! socket; the core demultiplexes them by connection id.
+//!
+//! Security is on by default ([`EndpointBuilder::security`],
+//! [`EndpointBuilder::insecure`]): with nothing configured a server makes
+//! a fresh static keypair from OS entropy at bind and accepts `Noise_IK`
+//! and `Noise_XX`; a client runs `Noise_XX` with a fresh keypair —
+//! encrypted, but the server is not authenticated (opportunistic) unless
+//! the application pins its key (`NoiseConfig::ik`).
 
 use crate::driver::{self, ConnState, Shared, State};
 use crate::socket::{SocketCapabilities, UdpIo};
 use crate::{Connection, Error};
+use peregrine_proto::crypto::{NoiseConfig, PublicKey, SecurityConfig, StaticKeypair};
 use peregrine_proto::endpoint::EndpointStats;
 use peregrine_proto::{ConnectionConfig, Endpoint as ProtoEndpoint, EndpointConfig};
 use std::collections::{BTreeMap, VecDeque};
-use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
+
+/// How the connections of an endpoint are protected.
+#[derive(Clone, Debug, Default)]
+enum SecurityMode {
+    /// Encrypted with fresh keys (see the module docs).
+    #[default]
+    Default,
+    /// This configuration, for every connection that has none of its own.
+    Configured(SecurityConfig),
+    /// Unencrypted (SLTP's plain wire format).
+    Insecure,
+}
 
 /// How to build an [`Endpoint`].
 #[derive(Clone, Debug, Default)]
 pub struct EndpointBuilder {
     config: EndpointConfig,
     seed: Option<u64>,
+    security: SecurityMode,
+    keypair: Option<StaticKeypair>,
 }
 
 impl EndpointBuilder {
@@ -53,29 +74,66 @@ impl EndpointBuilder {
     }
 
     /// Seed of the core's random choices (connection ids, SYNC_NO); by
-    /// default a fresh per-process random value.
+    /// default 8 bytes of OS entropy. The Noise handshakes' ephemeral keys
+    /// are always seeded with 32 fresh bytes of OS entropy, whatever this.
     pub fn seed(mut self, seed: u64) -> EndpointBuilder {
         self.seed = Some(seed);
         self
     }
 
+    /// Protect every connection of this endpoint whose own
+    /// `ConnectionConfig::security` is `None` with `security`: the ones it
+    /// accepts (server role: checked at [`bind`](Self::bind)) and the ones
+    /// it opens (client role: checked at [`Endpoint::connect`]). A
+    /// configuration that cannot run in a role is an [`Error::Security`].
+    pub fn security(mut self, security: SecurityConfig) -> EndpointBuilder {
+        self.security = SecurityMode::Configured(security);
+        self
+    }
+
+    /// No encryption: connections without their own
+    /// `ConnectionConfig::security` use SLTP's plain wire format (the seed
+    /// reproductions; a peer that requires encryption rejects them).
+    pub fn insecure(mut self) -> EndpointBuilder {
+        self.security = SecurityMode::Insecure;
+        self
+    }
+
+    /// The endpoint's static keypair for the default security (server:
+    /// accepts `Noise_IK` and `Noise_XX` with it; client: `Noise_XX`);
+    /// by default a fresh one from OS entropy. Ignored with
+    /// [`security`](Self::security) or [`insecure`](Self::insecure).
+    pub fn keypair(mut self, keypair: StaticKeypair) -> EndpointBuilder {
+        self.keypair = Some(keypair);
+        self
+    }
+
     /// Bind `addr` and start the driver. Must run inside a tokio runtime.
     /// The configuration is checked first ([`EndpointConfig::validate`]):
-    /// a setting that cannot work is an [`Error::Config`] naming the field.
-    pub fn bind(self, addr: SocketAddr) -> Result<Endpoint, Error> {
+    /// a setting that cannot work is an [`Error::Config`] naming the field,
+    /// a security configuration that cannot serve an [`Error::Security`].
+    pub fn bind(mut self, addr: SocketAddr) -> Result<Endpoint, Error> {
         self.config.validate().map_err(Error::Config)?;
+        let (client_security, public_key) = self.resolve_security()?;
         let io = UdpIo::bind(addr)?;
         let local = io.local_addr()?;
         let capabilities = io.capabilities();
-        let seed = self.seed.unwrap_or_else(random_seed);
+        let seed = match self.seed {
+            Some(s) => s,
+            None => crate::keys::random_seed()?,
+        };
         let server_inbox_limit = self
             .config
             .server
             .as_ref()
             .map_or(4 << 20, |s| s.max_receive_buffer_bytes);
+        let mut proto = ProtoEndpoint::new(self.config, seed);
+        // Ephemeral handshake keys get 256 bits of OS entropy, whatever the
+        // (64-bit, possibly fixed) seed of ids and SYNC_NOs.
+        proto.seed_handshakes(crate::keys::os_random::<32>()?);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                proto: ProtoEndpoint::new(self.config, seed),
+                proto,
                 conns: BTreeMap::new(),
                 incoming: VecDeque::new(),
                 server_inbox_limit,
@@ -95,17 +153,48 @@ impl EndpointBuilder {
             shared,
             local: Mutex::new(local),
             capabilities,
+            client_security,
+            public_key,
         })
     }
-}
 
-/// A fresh seed per endpoint: the std hasher's per-process random keys
-/// (the runtime is not the deterministic core; connection ids should not
-/// repeat across runs).
-fn random_seed() -> u64 {
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(0x5045_5245_4752_494e);
-    h.finish()
+    /// Fills in the server configuration's security and returns the
+    /// client role's default and the endpoint's static public key.
+    fn resolve_security(&mut self) -> Result<(Option<SecurityConfig>, Option<PublicKey>), Error> {
+        let keypair = match (&self.security, self.keypair.take()) {
+            (SecurityMode::Default, None) => Some(crate::keys::generate_keypair()?),
+            (SecurityMode::Default, kp) => kp,
+            _ => None,
+        };
+        let (server_default, client) = match &self.security {
+            SecurityMode::Default => {
+                // Set just above for this mode.
+                let kp = keypair.clone().ok_or(Error::Security("has no keypair"))?;
+                (
+                    Some(SecurityConfig::Noise(NoiseConfig::server(kp.clone()))),
+                    Some(SecurityConfig::Noise(NoiseConfig::xx(kp))),
+                )
+            }
+            SecurityMode::Configured(c) => (Some(c.clone()), Some(c.clone())),
+            SecurityMode::Insecure => (None, None),
+        };
+        let mut public_key = keypair.as_ref().map(StaticKeypair::public);
+        if let Some(server) = self.config.server.as_mut() {
+            if server.security.is_none() {
+                server.security = server_default;
+            }
+            if let Some(sec) = &server.security {
+                sec.validate(false).map_err(Error::Security)?;
+                if let Some(kp) = &sec.noise().keypair {
+                    public_key = Some(kp.public());
+                }
+            }
+        }
+        if let (None, Some(SecurityConfig::Noise(n))) = (&public_key, &client) {
+            public_key = n.keypair.as_ref().map(StaticKeypair::public);
+        }
+        Ok((client, public_key))
+    }
 }
 
 /// Counters of the endpoint: the core's (malformed and unknown datagrams,
@@ -132,6 +221,10 @@ pub struct Endpoint {
     shared: Arc<Shared>,
     local: Mutex<SocketAddr>,
     capabilities: SocketCapabilities,
+    /// Security of outgoing connections that bring none of their own.
+    client_security: Option<SecurityConfig>,
+    /// This endpoint's static public key, if it has one.
+    public_key: Option<PublicKey>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -181,17 +274,39 @@ impl Endpoint {
         Ok(local)
     }
 
+    /// This endpoint's static public key (what a client pins with
+    /// `--peer-key` / `NoiseConfig::ik`): the server configuration's
+    /// keypair, or the default keypair; `None` without one (insecure, or
+    /// a pre-shared key only).
+    pub fn public_key(&self) -> Option<PublicKey> {
+        self.public_key
+    }
+
+    /// The security configuration a [`connect`](Self::connect) without its
+    /// own uses (`None`: unencrypted).
+    pub fn client_security(&self) -> Option<&SecurityConfig> {
+        self.client_security.as_ref()
+    }
+
     /// The offloads the socket layer uses.
     pub fn capabilities(&self) -> SocketCapabilities {
         self.capabilities
     }
 
-    /// Open a connection to `remote` and wait for its handshake.
+    /// Open a connection to `remote` and wait for its handshake. A
+    /// `config` without `security` gets the endpoint's (encrypted unless
+    /// the builder said [`insecure`](EndpointBuilder::insecure)).
     pub async fn connect(
         &self,
         remote: SocketAddr,
-        config: ConnectionConfig,
+        mut config: ConnectionConfig,
     ) -> Result<Connection, Error> {
+        if config.security.is_none() {
+            config.security = self.client_security.clone();
+        }
+        if let Some(sec) = &config.security {
+            sec.validate(true).map_err(Error::Security)?;
+        }
         let inbox_limit = config.max_receive_buffer_bytes;
         let handle = {
             let mut st = self.shared.lock();

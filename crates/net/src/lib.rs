@@ -25,6 +25,17 @@
 //!   makes `send` wait); `Endpoint::stats().core` reports the pool.
 //! * [`blocking`] — the same without an async runtime in the application:
 //!   it owns a small tokio runtime.
+//! * **Encrypted by default** (issue 13): every connection runs a Noise
+//!   handshake in START / START-REPLY and seals each packet with
+//!   ChaCha20-Poly1305. With nothing configured a server makes a fresh
+//!   static keypair at bind (accepting `Noise_IK` and `Noise_XX`;
+//!   [`Endpoint::public_key`]) and a client runs `Noise_XX` —
+//!   opportunistic: encrypted, server not authenticated. Pin the server
+//!   with `NoiseConfig::ik`, or share a fleet key
+//!   (`SecurityConfig::PresharedKey`), through
+//!   [`EndpointBuilder::security`]; [`EndpointBuilder::insecure`] turns
+//!   protection off. [`keys`] reads and writes key files and draws keys
+//!   from OS entropy.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), peregrine::Error> {
@@ -58,6 +69,7 @@ pub mod blocking;
 mod connection;
 mod driver;
 mod endpoint;
+pub mod keys;
 mod socket;
 
 pub use connection::Connection;
@@ -66,6 +78,9 @@ pub use socket::SocketCapabilities;
 
 pub use bytes::Bytes;
 pub use peregrine_cc::{CcConfig, LinkHint};
+pub use peregrine_proto::crypto::{
+    NoiseConfig, NoisePattern, PublicKey, SecurityConfig, SecurityStats, StaticKeypair,
+};
 pub use peregrine_proto::endpoint::EndpointStats;
 pub use peregrine_proto::{
     CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState, ConnectionStats,
@@ -94,6 +109,13 @@ pub enum Error {
     /// The endpoint's driver stopped.
     #[error("endpoint stopped: {0}")]
     EndpointStopped(String),
+    /// A security configuration cannot work in its role (client or
+    /// server); the text names what is missing.
+    #[error("security configuration {0}")]
+    Security(&'static str),
+    /// The operating system's random generator failed.
+    #[error("OS entropy: {0}")]
+    Entropy(String),
     /// The blocking facade could not start its runtime.
     #[error("runtime: {0}")]
     Runtime(String),

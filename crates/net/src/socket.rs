@@ -105,6 +105,13 @@ impl UdpIo {
         for (i, meta) in bufs.meta.iter().take(n).enumerate() {
             let buf = &bufs.data[i * RX_BUFFER_BYTES..i * RX_BUFFER_BYTES + meta.len];
             let ecn = meta.ecn.map(ecn_from_udp);
+            if buf.is_empty() {
+                // An empty datagram is still a datagram: the core counts
+                // it (a decode error) rather than the socket layer hiding it.
+                f(meta.addr, ecn, buf);
+                datagrams += 1;
+                continue;
+            }
             let stride = meta.stride.max(1);
             for dg in buf.chunks(stride) {
                 f(meta.addr, ecn, dg);

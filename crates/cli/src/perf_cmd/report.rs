@@ -32,6 +32,10 @@ pub(super) fn table(v: &Value) -> String {
         v["scheduler"].as_str().unwrap_or("?")
     );
     s += &format!(
+        "security {}\n",
+        v["security"]["description"].as_str().unwrap_or("?")
+    );
+    s += &format!(
         "throughput {:.1} Mbit/s   bytes {}   duration {:.2} s   retransmitted packets {}\n",
         f(&v["throughput_bps"]) / 1e6,
         v["bytes"],

@@ -27,9 +27,11 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
         i.echoes_per_connection,
     );
     s.push_str(
-        "- **Peregrine**: a `peregrine perf server` process on 127.0.0.1 and, per connection, a \
-         `peregrine perf client --echo-size B --echo-count N --json` process; the times and the \
-         packet-pair probe (latency, bandwidth, burst measured at connection start) come from its JSON.\n\
+        "- **Peregrine**: a `peregrine perf server --insecure` process on 127.0.0.1 and, per connection, a \
+         `peregrine perf client --insecure --echo-size B --echo-count N --json` process; the times and the \
+         packet-pair probe (latency, bandwidth, burst measured at connection start) come from its JSON. \
+         Both run `--insecure` (no encryption), as SLTP does: `perf` encrypts by default, which the seed \
+         never measured.\n\
          - **Kernel TCP**: an echo server and client inside the `reproduce` process (std sockets, \
          `TCP_NODELAY`, 4-byte length then the buffer; the server returns the buffer once it has all of it).\n\
          - **Load**: one hog process per core (`peregrine hog --duty D`), each spinning for D × 10 ms of every \

@@ -100,7 +100,7 @@ pub struct PerfServer {
 }
 
 impl PerfServer {
-    /// Start `bin perf server --listen 127.0.0.1:PORT` on a free UDP port,
+    /// Start `bin perf server --insecure --listen 127.0.0.1:PORT` on a free UDP port,
     /// its standard error going to `log`, and check that it is still
     /// running shortly after.
     pub fn start(bin: &Path, log: &Path) -> anyhow::Result<PerfServer> {
@@ -110,7 +110,15 @@ impl PerfServer {
         let log_file = std::fs::File::create(log)
             .with_context(|| format!("cannot create {}", log.display()))?;
         let mut child = Command::new(bin)
-            .args(["perf", "server", "--listen", &addr.to_string()])
+            // Seed fidelity: SLTP has no encryption, so neither side of
+            // the reproduction encrypts (`perf` does by default).
+            .args([
+                "perf",
+                "server",
+                "--insecure",
+                "--listen",
+                &addr.to_string(),
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file)
@@ -159,7 +167,13 @@ pub fn echo_client(
             std::thread::sleep(Duration::from_millis(300));
         }
         let out = Command::new(bin)
-            .args(["perf", "client", "--connect", &server.to_string()])
+            .args([
+                "perf",
+                "client",
+                "--insecure",
+                "--connect",
+                &server.to_string(),
+            ])
             .args(["--echo-size", &size_bytes.to_string()])
             .args(["--echo-count", &count.to_string(), "--json"])
             .stdin(Stdio::null())
