@@ -31,13 +31,14 @@
 
 use crate::ops::{Op, Script, MAX_SEND_LEN};
 use peregrine_proto::crypto::SecurityConfig;
+use peregrine_proto::endpoint::EndpointStats;
 use peregrine_proto::wire::{
     BarePayload, CwinPayload, CwinReason, DatagramRepr, Flags, Header, HeaderRepr, MissingPackets,
     NackPayload, PacketType, Payload, AUTH_TAG_LEN,
 };
 use peregrine_proto::{
-    CloseReason, ConnectionConfig, ConnectionHandle, ConnectionStats, Endpoint, EndpointConfig,
-    Event, SansIo, Time,
+    CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState, ConnectionStats, Endpoint,
+    EndpointConfig, Event, SansIo, Time,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -287,6 +288,18 @@ impl World {
             .filter(|((h, _), _)| Some(*h) == s.conn)
             .map(|(_, (n, _))| n)
             .sum()
+    }
+
+    /// The life-cycle state of a side's genuine connection (`None` once
+    /// it is released).
+    pub fn pair_state(&self, side: usize) -> Option<ConnectionState> {
+        let s = &self.sides[side];
+        s.conn.and_then(|c| s.ep.state(c))
+    }
+
+    /// A side's endpoint counters.
+    pub fn endpoint_stats(&self, side: usize) -> &EndpointStats {
+        self.sides[side].ep.endpoint_stats()
     }
 
     /// The server's held connections.

@@ -4,6 +4,7 @@
 
 use peregrine_fuzz::ops::{Op, Script};
 use peregrine_fuzz::world::{World, CLIENT, MAX_SERVER_CONNECTIONS, MODES, SERVER};
+use peregrine_proto::ConnectionState;
 use std::path::PathBuf;
 
 #[test]
@@ -12,6 +13,13 @@ fn committed_endpoint_seeds_pass_the_invariants() {
     let mut n = 0;
     for e in std::fs::read_dir(&dir).expect("corpus/endpoint exists (fuzz/gen-corpus.sh)") {
         let path = e.expect("readable corpus entry").path();
+        // Only the committed seeds (libFuzzer's additions may be there too).
+        if !path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("seed-"))
+        {
+            continue;
+        }
         let bytes = std::fs::read(&path).expect("readable seed");
         World::run(&bytes);
         n += 1;
@@ -60,5 +68,37 @@ fn random_inputs_run_clean() {
             })
             .collect();
         World::run(&data);
+    }
+}
+
+#[test]
+fn forge_makes_packets_an_insecure_server_accepts_and_a_psk_server_rejects() {
+    // FIN + REMOTE_RESET with the ids and SYNC_NO of the last datagram the
+    // server received: insecure mode has no defence (the op is live), the
+    // PSK mode drops and counts it.
+    for m in 0..2u8 {
+        let mut w = World::connected(m);
+        let index = w
+            .captured()
+            .iter()
+            .rposition(|f| f.to == SERVER)
+            .expect("the server received datagrams in the setup") as u16;
+        let failures = w.endpoint_stats(SERVER).auth_failures;
+        w.apply(&Op::Forge {
+            index,
+            kind: 3,
+            from: 0,
+            number: 9,
+        });
+        let state = w.pair_state(SERVER);
+        if MODES[usize::from(m)].name == "insecure" {
+            assert!(
+                matches!(state, None | Some(ConnectionState::Closed)),
+                "{state:?}"
+            );
+        } else {
+            assert_eq!(state, Some(ConnectionState::Connected));
+            assert_eq!(w.endpoint_stats(SERVER).auth_failures, failures + 1);
+        }
     }
 }
