@@ -5,9 +5,12 @@
 //! an attacker-controlled network, invariant checks — and so does the
 //! corpus generator (`examples/gen_corpus.rs`) that writes its seeds, so
 //! that machinery lives here: [`ops`] is the input format, [`world`] runs
-//! it. It builds on stable too (`cargo test` in `fuzz/` replays the
-//! committed corpus).
+//! it, [`modes`] lists the security modes, [`forge`] builds forgeries. It
+//! builds on stable too (`cargo test` in `fuzz/` replays the committed
+//! corpus).
 #![warn(missing_docs)]
 
+pub mod forge;
+pub mod modes;
 pub mod ops;
 pub mod world;

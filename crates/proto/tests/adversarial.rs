@@ -51,7 +51,7 @@ fn cases() -> u32 {
     std::env::var("ADVERSARIAL_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(12)
+        .unwrap_or(32)
 }
 
 /// Message `n` of a side: 100–1,600 bytes, its side and number in front.
