@@ -25,7 +25,8 @@
 //! Replays are taken from the harness's delivery log, i.e. datagrams the
 //! receiver has already processed (a copy that overtakes its original is a
 //! delivery, not an attack). Each property runs few cases
-//! (`ADVERSARIAL_CASES` overrides), so the dev-profile test run stays fast.
+//! (`ADVERSARIAL_CASES` overrides), so the dev-profile test run stays fast;
+//! `ADVERSARIAL_VERBOSE=1` prints how each run ended.
 
 mod support;
 
