@@ -20,24 +20,28 @@
 //! * per connection and stream, delivered message numbers strictly rise;
 //! * protected modes only: every message delivered on the genuine pair is
 //!   exactly the next one the peer's application sent on that stream (same
-//!   bytes, in order, none skipped), no other connection delivers
-//!   anything, the genuine pair never closes as `Remote` / `Reset` /
-//!   `PeerClosed` unless the peer's application closed / aborted, and
-//!   never as `Rejected` or `ProtocolViolation`.
+//!   bytes, in order, none skipped); every injected datagram raises exactly
+//!   one drop counter (`decode_errors`, `unknown_connection`,
+//!   `auth_failures`, `replays_dropped`) unless it is a START / REJECT or
+//!   the first copy of a genuine datagram that side never got; no other
+//!   connection delivers anything; the genuine pair never closes as
+//!   `Remote` / `Reset` / `PeerClosed` unless the peer's application
+//!   closed / aborted, and never as `Rejected` or `ProtocolViolation`.
 //!
 //! Insecure mode makes no authenticity promise (SYNC_NO and the checksum
 //! are visible to an on-path attacker), so there only the structural
 //! invariants apply.
 
+use crate::checks::{counters, drops, endpoint_counters, fingerprint, is_handshake};
 pub use crate::forge::forge;
 pub use crate::modes::{Mode, MODES};
 use crate::ops::{Op, Script, MAX_SEND_LEN};
 use peregrine_proto::endpoint::EndpointStats;
 use peregrine_proto::{
-    CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState, ConnectionStats, Endpoint,
-    EndpointConfig, Event, SansIo, Time,
+    CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState, Endpoint, EndpointConfig,
+    Event, SansIo, Time,
 };
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::SocketAddr;
 
 /// The client's index in [`World`]'s sides.
@@ -56,42 +60,6 @@ const MAX_CAPTURED: usize = 4_096;
 const MAX_IN_FLIGHT: usize = 1_024;
 /// Timer instants one `Advance` visits at most.
 const MAX_ADVANCE_STEPS: u32 = 20_000;
-/// The counters of a connection checked for monotonicity.
-fn counters(s: &ConnectionStats) -> [u64; 12] {
-    [
-        s.packets_sent,
-        s.bytes_sent,
-        s.packets_received,
-        s.bytes_received,
-        s.data_packets_sent,
-        s.packets_acked,
-        s.packets_lost,
-        s.messages_sent,
-        s.messages_acked,
-        s.messages_delivered,
-        s.acks_sent,
-        s.rtos,
-    ]
-}
-
-/// The endpoint counters checked for monotonicity.
-fn endpoint_counters(ep: &Endpoint) -> [u64; 12] {
-    let s = ep.endpoint_stats();
-    [
-        s.datagrams_received,
-        s.decode_errors,
-        s.unknown_connection,
-        s.connections_accepted,
-        s.rejects_sent,
-        s.resets_sent,
-        s.unchecked_dropped,
-        s.stateless_dropped,
-        s.pool_peak_bytes,
-        s.pool_would_block,
-        s.auth_failures,
-        s.replays_dropped,
-    ]
-}
 
 /// A datagram on the wire: its receiving side, its source, its bytes.
 #[derive(Clone, Debug)]
@@ -163,6 +131,10 @@ pub struct World {
     captured: Vec<Flight>,
     secure: bool,
     buf: Vec<u8>,
+    /// (side, fingerprint) of every genuine datagram sent to that side.
+    genuine: BTreeSet<(usize, u64)>,
+    /// (side, fingerprint) of every datagram handed to that side.
+    handed: BTreeSet<(usize, u64)>,
 }
 
 impl World {
@@ -205,6 +177,8 @@ impl World {
             captured: Vec::new(),
             secure: server_sec.is_some(),
             buf: Vec::with_capacity(2048),
+            genuine: BTreeSet::new(),
+            handed: BTreeSet::new(),
         };
         let conn = w.sides[CLIENT]
             .ep
@@ -283,7 +257,7 @@ impl World {
             Op::Raw { to, from, bytes } => {
                 let to = usize::from(*to % 2);
                 let from = self.source_addr(to, *from);
-                self.inject(to, from, bytes);
+                self.attack(to, from, bytes);
             }
             Op::Mutated {
                 index,
@@ -306,14 +280,14 @@ impl World {
                     bytes.truncate(usize::from(*truncate) % bytes.len());
                 }
                 let from = self.source_addr(f.to, *from);
-                self.inject(f.to, from, &bytes);
+                self.attack(f.to, from, &bytes);
             }
             Op::Replay { index, from } => {
                 let Some(f) = self.capture(*index) else {
                     return;
                 };
                 let from = self.source_addr(f.to, *from);
-                self.inject(f.to, from, &f.bytes);
+                self.attack(f.to, from, &f.bytes);
             }
             Op::Forge {
                 index,
@@ -328,7 +302,7 @@ impl World {
                     return;
                 };
                 let from = self.source_addr(f.to, *from);
-                self.inject(f.to, from, &bytes);
+                self.attack(f.to, from, &bytes);
             }
             Op::Deliver { count } => self.deliver(usize::from(*count)),
             Op::DropNext => {
@@ -382,10 +356,31 @@ impl World {
 
     fn inject(&mut self, to: usize, from: SocketAddr, bytes: &[u8]) {
         let now = self.now;
+        self.handed.insert((to, fingerprint(bytes)));
         let s = &mut self.sides[to];
         s.datagrams_in += 1;
         s.ep.handle_datagram(now, from, None, bytes);
         self.pump(to);
+    }
+
+    /// An attacker's datagram. In a protected mode it must be dropped and
+    /// counted exactly once (one of the drop counters rises by one) unless
+    /// it is a handshake packet (in the clear) or the first copy of a
+    /// genuine datagram this side was never handed (an early or
+    /// resurrected delivery, not an attack).
+    fn attack(&mut self, to: usize, from: SocketAddr, bytes: &[u8]) {
+        let key = (to, fingerprint(bytes));
+        let first_genuine = self.genuine.contains(&key) && !self.handed.contains(&key);
+        let checked = self.secure && !first_genuine && !is_handshake(bytes);
+        let before = drops(self.sides[to].ep.endpoint_stats());
+        self.inject(to, from, bytes);
+        let after = drops(self.sides[to].ep.endpoint_stats());
+        assert!(
+            !checked || after == before + 1,
+            "side {to}: an injected datagram of {} bytes raised the drop counters by {} (expected 1)",
+            bytes.len(),
+            after - before
+        );
     }
 
     fn deliver(&mut self, count: usize) {
@@ -447,6 +442,7 @@ impl World {
                     from: self.sides[side].addr,
                     bytes,
                 };
+                self.genuine.insert((peer, fingerprint(&f.bytes)));
                 if self.captured.len() < MAX_CAPTURED {
                     self.captured.push(f.clone());
                 }
