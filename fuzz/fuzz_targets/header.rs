@@ -8,12 +8,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(view) = Header::new_checked(data) else {
         return;
     };
-    let _ = (
-        view.flags(),
-        view.window_size(),
-        view.sync_no(),
-        view.pk_type(),
-    );
+    let _ = (view.flags(), view.window_size(), view.sync_no(), view.pk_type());
     if let Ok(repr) = HeaderRepr::parse(&view) {
         let mut out = [0u8; HEADER_LEN];
         repr.emit(&mut out).expect("a parsed header re-encodes");
