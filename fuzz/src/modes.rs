@@ -6,10 +6,20 @@
 //! entry, e.g. `Mode { name: "ik", security: || (Some(client_ik), Some(server)) }`
 //! (new entries go at the end, so the committed seeds keep their mode).
 
-use peregrine_proto::crypto::SecurityConfig;
+use peregrine_proto::crypto::{NoiseConfig, SecurityConfig, StaticKeypair};
 
 /// The fleet secret of the pre-shared-key mode.
 pub const PSK: [u8; 32] = [0x5a; 32];
+
+/// The client's static keypair of the Noise modes.
+fn client_key() -> StaticKeypair {
+    StaticKeypair::from_private([0xc1; 32])
+}
+
+/// The server's static keypair of the Noise modes.
+fn server_key() -> StaticKeypair {
+    StaticKeypair::from_private([0x5e; 32])
+}
 
 /// One security mode: a name and the (client, server) configurations.
 pub struct Mode {
@@ -31,6 +41,30 @@ pub const MODES: &[Mode] = &[
         security: || {
             let s = Some(SecurityConfig::PresharedKey(PSK));
             (s.clone(), s)
+        },
+    },
+    Mode {
+        name: "ik",
+        security: || {
+            let c = NoiseConfig::ik(client_key(), server_key().public());
+            let s = NoiseConfig::server(server_key());
+            (Some(SecurityConfig::Noise(c)), Some(SecurityConfig::Noise(s)))
+        },
+    },
+    Mode {
+        name: "xx",
+        security: || {
+            let c = NoiseConfig::xx(client_key());
+            let s = NoiseConfig::server(server_key()).authorize(vec![client_key().public()]);
+            (Some(SecurityConfig::Noise(c)), Some(SecurityConfig::Noise(s)))
+        },
+    },
+    Mode {
+        name: "ikpsk2",
+        security: || {
+            let c = NoiseConfig::ik_psk2(client_key(), server_key().public(), PSK);
+            let s = NoiseConfig::server_psk(Some(server_key()), PSK);
+            (Some(SecurityConfig::Noise(c)), Some(SecurityConfig::Noise(s)))
         },
     },
 ];
