@@ -57,9 +57,14 @@ async fn sha_transfer(bind: SocketAddr, total: usize) {
         sent += n;
     }
     let reason = conn.close().await;
-    assert_eq!(reason, peregrine::CloseReason::Local);
-    let (got, digest, _) = receiver.await.expect("receiver task");
-    assert_eq!(got, total);
+    assert_eq!(
+        reason,
+        peregrine::CloseReason::Local,
+        "client stats at close: {:?}",
+        conn.stats()
+    );
+    let (got, digest, server_stats) = receiver.await.expect("receiver task");
+    assert_eq!(got, total, "server stats: {server_stats:?}");
     assert_eq!(
         digest,
         h.finalize().to_vec(),

@@ -8,12 +8,18 @@
 //! back. Criterion's throughput is in elements = DATA packets; the
 //! benchmark is single-threaded, so that is per core.
 //!
+//! It runs twice in one process: unencrypted (`plain`), and protected by a
+//! `Noise_IK` handshake (`noise_ik`: every packet sealed by the sender and
+//! opened by the receiver, ChaCha20-Poly1305, ACKs included) — the ratio of
+//! the two is the per-core cost of packet protection (docs/security.md).
+//!
 //! `cargo bench -p peregrine-proto --bench throughput`
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use peregrine_proto::crypto::{NoiseConfig, SecurityConfig, StaticKeypair};
 use peregrine_proto::harness::{Harness, NodeId, PipeConfig};
 use peregrine_proto::{ConnectionConfig, Event, Time};
 use std::hint::black_box;
@@ -22,12 +28,33 @@ use support::{addr, App, CLIENT, SERVER};
 const PACKETS: usize = 5_000;
 const PAYLOAD: usize = 1_200;
 
+/// The client's and the server's configurations: plain, or `Noise_IK`.
+fn configs(encrypted: bool) -> (ConnectionConfig, ConnectionConfig) {
+    if !encrypted {
+        return (ConnectionConfig::default(), ConnectionConfig::default());
+    }
+    let server_kp = StaticKeypair::from_private([0x5e; 32]);
+    let client_kp = StaticKeypair::from_private([0xc1; 32]);
+    let client = ConnectionConfig {
+        security: Some(SecurityConfig::Noise(NoiseConfig::ik(
+            client_kp,
+            server_kp.public(),
+        ))),
+        ..ConnectionConfig::default()
+    };
+    let server = ConnectionConfig {
+        security: Some(SecurityConfig::Noise(NoiseConfig::server(server_kp))),
+        ..ConnectionConfig::default()
+    };
+    (client, server)
+}
+
 /// A harness whose connection is established (handshake and packet-pair
 /// probe done) and whose client holds `PACKETS` messages to send.
-fn established() -> (Harness<App>, NodeId, NodeId) {
-    let config = ConnectionConfig::default();
+fn established(encrypted: bool) -> (Harness<App>, NodeId, NodeId) {
+    let (config, server_config) = configs(encrypted);
     let mut h: Harness<App> = Harness::new(1);
-    let mut server = App::server(config.clone(), 3);
+    let mut server = App::server(server_config, 3);
     server.keep_bytes = false;
     let c = h.add_node(addr(CLIENT), App::client(2));
     let s = h.add_node(addr(SERVER), server);
@@ -57,8 +84,8 @@ fn transfer((mut h, c, s): (Harness<App>, NodeId, NodeId)) -> Harness<App> {
 
 /// The figure is packets per second only if each message is one DATA
 /// packet and nothing is retransmitted: check once, outside the timing.
-fn check_one_packet_per_message() {
-    let (h, c, s) = established();
+fn check_one_packet_per_message(encrypted: bool) {
+    let (h, c, s) = established(encrypted);
     let stats = |h: &Harness<App>| {
         let app = h.node(c);
         app.conn
@@ -73,20 +100,26 @@ fn check_one_packet_per_message() {
         PACKETS as u64
     );
     assert_eq!(after.packets_retransmitted, 0);
+    assert_eq!(after.security.encrypted, encrypted);
 }
 
 fn bench_throughput(c: &mut Criterion) {
-    check_one_packet_per_message();
     let mut group = c.benchmark_group("harness");
     group.throughput(Throughput::Elements(PACKETS as u64));
     group.sample_size(20);
-    group.bench_function("send_receive_1200B_packets", |b| {
-        b.iter_batched(
-            established,
-            |setup| black_box(transfer(setup)),
-            BatchSize::PerIteration,
-        )
-    });
+    for (name, encrypted) in [
+        ("send_receive_1200B_packets", false),
+        ("send_receive_1200B_packets_noise_ik", true),
+    ] {
+        check_one_packet_per_message(encrypted);
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || established(encrypted),
+                |setup| black_box(transfer(setup)),
+                BatchSize::PerIteration,
+            )
+        });
+    }
     group.finish();
 }
 

@@ -517,7 +517,9 @@ impl Endpoint {
     /// Stop (`held = true`) or resume reading `stream` of a connection:
     /// while held, `poll_event` does not return that stream's messages, so
     /// they count as unread and the stream's credit (if the connection has
-    /// `initial_stream_credit`) stops growing. Whether the connection exists.
+    /// `initial_stream_credit`) stops growing; nor the connection's
+    /// `PeerClosed` / `Closed` queued behind them (the end of a connection
+    /// never overtakes a message). Whether the connection exists.
     pub fn hold_stream(&mut self, handle: ConnectionHandle, stream: u16, held: bool) -> bool {
         match self.connections.get_mut(&handle) {
             Some(c) => {

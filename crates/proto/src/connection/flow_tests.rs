@@ -182,3 +182,36 @@ fn flow_no_deadlock_under_five_percent_loss() {
     assert_eq!(stats.protocol_errors, 0);
     assert!(sim.now < Time::from_secs_f64(90.0), "stalled");
 }
+
+#[test]
+fn flow_the_end_of_a_connection_never_overtakes_a_held_message() {
+    // The peer sends five messages on a stream the application holds, then
+    // closes: the close completes on the wire, but the application is told
+    // about it only after it was handed those messages (the UDP runtime
+    // reads "closed, nothing in the inbox" as the end of the data).
+    let (mut sim, client) = pair(1_000, 14);
+    let srv = server(&sim);
+    sim.eps[1].hold_stream(srv, 1, true);
+    for i in 0u32..5 {
+        sim.eps[0]
+            .send_message(client, sim.now, 1, &i.to_be_bytes())
+            .expect("queued");
+    }
+    sim.eps[0].close(client, sim.now);
+    sim.run_for(Duration::from_secs(3));
+    let ended = |sim: &Sim| {
+        sim.events[1]
+            .iter()
+            .position(|(_, e)| matches!(e, Event::PeerClosed | Event::Closed { .. }))
+    };
+    assert!(received_on(&sim, 1).is_empty());
+    assert_eq!(ended(&sim), None, "the end overtook held messages");
+    sim.eps[1].hold_stream(srv, 1, false);
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(received_on(&sim, 1), (0..5).collect::<Vec<_>>());
+    let last_message = sim.events[1]
+        .iter()
+        .rposition(|(_, e)| matches!(e, Event::MessageReceived { .. }))
+        .expect("messages");
+    assert!(ended(&sim).is_some_and(|end| end > last_message));
+}

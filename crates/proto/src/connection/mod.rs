@@ -424,9 +424,16 @@ impl Connection {
         let at = if self.held.is_empty() {
             0
         } else {
-            self.events.iter().position(|e| {
+            let at = self.events.iter().position(|e| {
                 !matches!(e, Event::MessageReceived { stream, .. } if self.held.contains(stream))
-            })?
+            })?;
+            // The end of the connection never overtakes a held message: an
+            // application told "closed" must have been handed every message
+            // first (the runtime reads "closed, inbox empty" as the end).
+            if at > 0 && matches!(self.events[at], Event::PeerClosed | Event::Closed { .. }) {
+                return None;
+            }
+            at
         };
         let ev = self.events.remove(at)?;
         if let Event::MessageReceived { id, .. } = &ev {
