@@ -30,7 +30,11 @@
 #   env PEREGRINE_IDLE=path/to/peregrine-idle (default bench/peregrine-idle/..., built if missing;
 #       used for the idle row when `peregrine perf client` has no --idle-connections)
 #   env BASE_PORT=47100 (ports BASE_PORT .. BASE_PORT+9 on 127.0.0.1)
+#   env PEREGRINE_PERF_FLAGS="--insecure" (extra flags for both perf sides; empty by default:
+#       Peregrine runs encrypted, like quinn; --insecure compares SLTP's plain format with TCP)
 set -euo pipefail
+# Word-split on purpose: a list of flags.
+read -r -a PERF_FLAGS <<<"${PEREGRINE_PERF_FLAGS:-}"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 INVOCATION="bench/peers.sh $*"
@@ -116,8 +120,8 @@ bulk_once() {
   local run=$1 who=$2 port=$((BASE_PORT + 1)) client=() jqb jqs jqd
   case "$who" in
     peregrine)
-      start_server "$TMP/s.time" "$PEREGRINE" perf server --listen "127.0.0.1:$port" --once
-      client=("$PEREGRINE" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" --json)
+      start_server "$TMP/s.time" "$PEREGRINE" perf server --listen "127.0.0.1:$port" --once "${PERF_FLAGS[@]}"
+      client=("$PEREGRINE" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" --json "${PERF_FLAGS[@]}")
       jqb=.bytes; jqs=.throughput_bps; jqd=.duration_s ;;
     tcp-cubic|tcp-cubic-mss1448)
       start_server "$TMP/s.time" iperf3 -s -1 -p "$port"
@@ -177,8 +181,8 @@ idle_one() {
       "$QUINN_PEER" server --listen "127.0.0.1:$port" --cert-out "$TMP/cert.der" 2>/dev/null &
       client=("$QUINN_PEER" idle --connect "127.0.0.1:$port" --connections "$IDLE_CONNECTIONS" --duration 3 --cert "$TMP/cert.der") ;;
     peregrine)
-      "$PEREGRINE" perf server --listen "127.0.0.1:$port" >/dev/null 2>&1 &
-      client=("$PEREGRINE" perf client --connect "127.0.0.1:$port" --idle-connections "$IDLE_CONNECTIONS" --duration 3s --json) ;;
+      "$PEREGRINE" perf server --listen "127.0.0.1:$port" "${PERF_FLAGS[@]}" >/dev/null 2>&1 &
+      client=("$PEREGRINE" perf client --connect "127.0.0.1:$port" --idle-connections "$IDLE_CONNECTIONS" --duration 3s --json "${PERF_FLAGS[@]}") ;;
     peregrine-idle)
       "$PEREGRINE_IDLE" server --listen "127.0.0.1:$port" 2>/dev/null &
       client=("$PEREGRINE_IDLE" client --connect "127.0.0.1:$port" --connections "$IDLE_CONNECTIONS" --duration 3) ;;
@@ -205,8 +209,8 @@ idle_one() {
 # ---- 3. open-loop latency ----------------------------------------------------------
 latency_one() {
   local sched=$1 port=$((BASE_PORT + 3))
-  start_server "$TMP/s.time" "$PEREGRINE" perf server --listen "127.0.0.1:$port" --once
-  if ! timeout $((DURATION + 30)) "$PEREGRINE" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" \
+  start_server "$TMP/s.time" "$PEREGRINE" perf server --listen "127.0.0.1:$port" --once "${PERF_FLAGS[@]}"
+  if ! timeout $((DURATION + 30)) "$PEREGRINE" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" "${PERF_FLAGS[@]}" \
       --streams 1 --scheduler "$sched" --latency-trace "$TMP/trace.csv" --json >"$TMP/lat.json" 2>"$TMP/lat.err"; then
     note "latency run of $sched failed: $(tail -n 2 "$TMP/lat.err" | tr '\n' ' ')"
     stop_server; return 0
