@@ -585,13 +585,19 @@ impl Endpoint {
         }
     }
 
-    fn reject(&mut self, to: SocketAddr, start: &HeaderRepr, reason: RejectReason) {
+    /// The header of a REJECT answering `start`.
+    pub(crate) fn reject_header(start: &HeaderRepr) -> HeaderRepr {
         let mut h = HeaderRepr::new(PacketType::Reject);
         h.dest_id = start.src_id;
         h.src_id = 0;
         // The rejecter has no SYNC_NO of its own: it echoes the START's.
         h.sync_no = start.sync_no;
         h.flags = Flags::REPLY | Flags::ST_CKS;
+        h
+    }
+
+    fn reject(&mut self, to: SocketAddr, start: &HeaderRepr, reason: RejectReason) {
+        let h = Self::reject_header(start);
         let p = RejectPayload {
             reason,
             tlvs: vec![Tlv::Version(PROTOCOL_VERSION)],

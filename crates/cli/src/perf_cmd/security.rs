@@ -133,17 +133,22 @@ pub(super) fn server_plan(a: &SecurityArgs, authorized: Option<&Path>) -> Result
         Some(n) => description += &format!(", {n} authorized client keys"),
         None => description += ", any client key",
     }
-    // A pre-shared key alone is the `PresharedKey` shorthand (= NNpsk0).
-    let config = match (&cfg.keypair, &cfg.psk) {
-        (None, Some(k)) => SecurityConfig::PresharedKey(*k),
-        _ => SecurityConfig::Noise(cfg),
-    };
+    let config = as_security(cfg);
     Ok(Plan {
         config: Some(config),
         description,
         mode: mode.into(),
         peer_authenticated: n_auth.is_some(),
     })
+}
+
+/// A pre-shared key alone is the `PresharedKey` shorthand (= NNpsk0);
+/// anything else runs as the Noise configuration it is.
+fn as_security(cfg: NoiseConfig) -> SecurityConfig {
+    match (&cfg.keypair, &cfg.psk) {
+        (None, Some(k)) => SecurityConfig::PresharedKey(*k),
+        _ => SecurityConfig::Noise(cfg),
+    }
 }
 
 /// The client's plan.
@@ -183,10 +188,7 @@ pub(super) fn client_plan(a: &SecurityArgs, server_key: Option<&str>) -> Result<
                 .into(),
         ),
     };
-    let config = match (&cfg.keypair, &cfg.psk) {
-        (None, Some(k)) => SecurityConfig::PresharedKey(*k),
-        _ => SecurityConfig::Noise(cfg),
-    };
+    let config = as_security(cfg);
     Ok(Plan {
         config: Some(config),
         description,

@@ -40,7 +40,7 @@
 use super::{ConnectionHandle, Endpoint};
 use crate::connection::Connection;
 use crate::rng::SeededRng;
-use crate::wire::{Flags, HeaderRepr, PacketType, Payload, RejectPayload, RejectReason, Tlv};
+use crate::wire::{HeaderRepr, Payload, RejectPayload, RejectReason, Tlv};
 use hmac::{Hmac, Mac};
 use peregrine_cc::Time;
 use sha2::{Digest, Sha256};
@@ -352,11 +352,7 @@ impl Endpoint {
         reason: RejectReason,
         token: Option<&[u8]>,
     ) -> bool {
-        let mut h = HeaderRepr::new(PacketType::Reject);
-        h.dest_id = start.src_id;
-        h.src_id = 0;
-        h.sync_no = start.sync_no;
-        h.flags = Flags::REPLY | Flags::ST_CKS;
+        let h = Self::reject_header(start);
         let p = RejectPayload {
             reason,
             tlvs: token.map(Tlv::RetryToken).into_iter().collect(),
