@@ -32,8 +32,7 @@ use crate::connection::{
     ConfigError, Connection, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig,
     Event, MessageId, SendError, StartParams,
 };
-use crate::crypto::noise::{HandshakeRng, ServerHandshake, SEED_LEN};
-use crate::crypto::{binding, NoisePattern, OpenError, PublicKey};
+use crate::crypto::noise::{HandshakeRng, SEED_LEN};
 use crate::io::{EcnCodepoint, SansIo, Transmit};
 use crate::pool::BufferPool;
 use crate::rng::SeededRng;
@@ -41,8 +40,8 @@ use crate::sched::SchedulerConfig;
 use crate::send_helpers::write;
 use crate::streams::StreamConfig;
 use crate::wire::{
-    BarePayload, DatagramRepr, Flags, Header, HeaderRepr, PacketType, Payload, RejectPayload,
-    RejectReason, Tlv, PROTOCOL_VERSION,
+    BarePayload, DatagramRepr, Flags, HeaderRepr, PacketType, Payload, RejectPayload, RejectReason,
+    Tlv, PROTOCOL_VERSION,
 };
 use peregrine_cc::{CcConfig, LinkHint, Time};
 use std::collections::{BTreeMap, VecDeque};
@@ -50,6 +49,10 @@ use std::net::SocketAddr;
 
 mod admission;
 mod mobility;
+mod security;
+mod stats;
+
+pub use stats::EndpointStats;
 
 pub use admission::RETRY_TOKEN_LEN;
 
@@ -69,65 +72,6 @@ pub enum ConnectError {
     /// The endpoint already has `max_connections` connections (or no free id).
     #[error("too many connections")]
     TooManyConnections,
-}
-
-/// Endpoint-wide counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct EndpointStats {
-    /// Datagrams handed to `handle_datagram`.
-    pub datagrams_received: u64,
-    /// Datagrams that did not decode (bad length, checksum, payload, …).
-    pub decode_errors: u64,
-    /// Datagrams for a connection id this endpoint does not have.
-    pub unknown_connection: u64,
-    /// STARTs accepted.
-    pub connections_accepted: u64,
-    /// REJECTs sent.
-    pub rejects_sent: u64,
-    /// Stateless resets sent.
-    pub resets_sent: u64,
-    /// STARTs dropped because they lacked ST_CKS and the server checksums.
-    pub unchecked_dropped: u64,
-    /// Stateless answers dropped because their queue was full.
-    pub stateless_dropped: u64,
-    /// Buffer pool: bytes of message data held (queued or unacknowledged).
-    pub pool_bytes_in_use: u64,
-    /// Buffer pool: the most bytes held at once.
-    pub pool_peak_bytes: u64,
-    /// Buffer pool: its ceiling (`EndpointConfig::memory_ceiling_bytes`).
-    pub pool_ceiling_bytes: u64,
-    /// Buffer pool: sends refused with `SendError::WouldBlock`.
-    pub pool_would_block: u64,
-    /// Datagrams for a protected connection that failed authentication
-    /// (forged, tampered, or before the keys) and were dropped.
-    pub auth_failures: u64,
-    /// Authenticated-looking datagrams dropped by a replay window.
-    pub replays_dropped: u64,
-    /// REJECT `retry` sent (each with a fresh token).
-    pub retries_sent: u64,
-    /// STARTs whose RETRY_TOKEN was valid.
-    pub tokens_accepted: u64,
-    /// STARTs whose RETRY_TOKEN was not (forged, expired, another address,
-    /// id or SYNC_NO, another endpoint's).
-    pub tokens_invalid: u64,
-    /// Half-open connections now (START answered, nothing valid since).
-    pub half_open: u64,
-    /// The most half-open connections at once.
-    pub half_open_peak: u64,
-    /// Half-open connections dropped after `half_open_timeout`.
-    pub half_open_expired: u64,
-    /// STARTs dropped by admission: the REJECT (`retry` or `busy`) they
-    /// would get is larger than they are, or the stateless queue is full.
-    pub starts_dropped_flood: u64,
-    /// Times the anti-amplification budget held sending back (a START-REPLY
-    /// replaced by REJECT `retry`, or an unvalidated connection's datagrams
-    /// held until its address was proven).
-    pub amplification_limited: u64,
-    /// Handshakes that failed on this endpoint's side: STARTs refused for
-    /// their SECURITY TLV (missing, unsupported pattern, message 1 not
-    /// authenticating, binding mismatch, client key not authorized — no
-    /// state kept) and XX message 3 failures.
-    pub handshake_failures: u64,
 }
 
 /// Many connections, demultiplexed by connection id.
@@ -271,92 +215,6 @@ impl Endpoint {
         }
         self.connections.insert(handle, conn);
         handle
-    }
-
-    /// Reseeds the endpoint's secrets with 32 bytes: the generator of the
-    /// Noise handshakes' ephemeral keys and the retry-token key (the UDP
-    /// runtime passes OS entropy: the 64-bit endpoint seed alone would
-    /// bound their entropy to 64 bits). Two secrets are derived with
-    /// separate labels, so neither reveals the other.
-    pub fn seed_handshakes(&mut self, seed: [u8; 32]) {
-        let derive = |label: &[u8]| -> [u8; 32] {
-            use sha2::Digest;
-            let mut h = sha2::Sha256::new();
-            h.update(label);
-            h.update(seed);
-            h.finalize().into()
-        };
-        self.handshake_rng = HandshakeRng::from_seed(derive(b"peregrine v1 handshake seed"));
-        self.admission.rekey(&derive(b"peregrine v1 token secret"));
-    }
-
-    /// The peer's static key of a connection, once its handshake revealed
-    /// it (`Noise_IK`, `Noise_XX`, `Noise_IKpsk2`; `None` for
-    /// `Noise_NNpsk0` and unprotected connections).
-    pub fn peer_static_key(&self, handle: ConnectionHandle) -> Option<PublicKey> {
-        self.connections.get(&handle)?.peer_static_key()
-    }
-
-    /// The Noise pattern a connection's handshake runs (`None`: unprotected).
-    pub fn security_pattern(&self, handle: ConnectionHandle) -> Option<NoisePattern> {
-        self.connections.get(&handle)?.security_pattern()
-    }
-
-    /// Server: reads Noise message 1 from a START before any state exists.
-    /// `Err(true)`: answer REJECT `security_required` (no or unsupported
-    /// SECURITY TLV); `Err(false)`: drop silently (it did not authenticate).
-    fn read_start_handshake(
-        &mut self,
-        cfg: &ConnectionConfig,
-        h: &HeaderRepr,
-        tlvs: &[Tlv<'_>],
-    ) -> Result<Option<ServerHandshake>, bool> {
-        let Some(sec) = &cfg.security else {
-            return Ok(None);
-        };
-        let value = tlvs.iter().find_map(|t| match t {
-            Tlv::Security(v) => Some(*v),
-            _ => None,
-        });
-        let seed = self.handshake_rng.next_seed();
-        ServerHandshake::accept(&sec.noise(), value, binding(h, tlvs), seed)
-            .map(Some)
-            .map_err(|e| {
-                self.stats.handshake_failures += 1;
-                e.answered()
-            })
-    }
-
-    /// Opens `bytes` into `plain` if they are a post-handshake datagram for
-    /// a protected connection. `Some(true)`: opened (decode `plain`);
-    /// `Some(false)`: dropped and counted; `None`: not protected (decode
-    /// `bytes` as they are).
-    fn unprotect(&mut self, bytes: &[u8], plain: &mut Vec<u8>) -> Option<bool> {
-        let h = HeaderRepr::parse(&Header::new_checked(bytes).ok()?).ok()?;
-        if h.dest_id == 0 || h.pk_type.is_handshake() {
-            return None;
-        }
-        let handle = self.by_id.get(&h.dest_id).copied()?;
-        let c = self.connections.get_mut(&handle)?;
-        match c.open_incoming(bytes, plain)? {
-            Ok(()) => Some(true),
-            Err(OpenError::Unauthenticated | OpenError::NoKeys) => {
-                self.stats.auth_failures += 1;
-                Some(false)
-            }
-            Err(OpenError::Replayed) => {
-                self.stats.replays_dropped += 1;
-                Some(false)
-            }
-            Err(OpenError::Malformed | OpenError::Checksum) => {
-                self.stats.decode_errors += 1;
-                Some(false)
-            }
-            Err(OpenError::Handshake) => {
-                self.stats.handshake_failures += 1;
-                Some(false)
-            }
-        }
     }
 
     fn sync_no(&mut self) -> u16 {

@@ -1,0 +1,61 @@
+//! Endpoint-wide counters (`Endpoint::endpoint_stats`): datagrams, decode
+//! failures, admission, the buffer pool and packet protection.
+
+/// Endpoint-wide counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Datagrams handed to `handle_datagram`.
+    pub datagrams_received: u64,
+    /// Datagrams that did not decode (bad length, checksum, payload, …).
+    pub decode_errors: u64,
+    /// Datagrams for a connection id this endpoint does not have.
+    pub unknown_connection: u64,
+    /// STARTs accepted.
+    pub connections_accepted: u64,
+    /// REJECTs sent.
+    pub rejects_sent: u64,
+    /// Stateless resets sent.
+    pub resets_sent: u64,
+    /// STARTs dropped because they lacked ST_CKS and the server checksums.
+    pub unchecked_dropped: u64,
+    /// Stateless answers dropped because their queue was full.
+    pub stateless_dropped: u64,
+    /// Buffer pool: bytes of message data held (queued or unacknowledged).
+    pub pool_bytes_in_use: u64,
+    /// Buffer pool: the most bytes held at once.
+    pub pool_peak_bytes: u64,
+    /// Buffer pool: its ceiling (`EndpointConfig::memory_ceiling_bytes`).
+    pub pool_ceiling_bytes: u64,
+    /// Buffer pool: sends refused with `SendError::WouldBlock`.
+    pub pool_would_block: u64,
+    /// Datagrams for a protected connection that failed authentication
+    /// (forged, tampered, or before the keys) and were dropped.
+    pub auth_failures: u64,
+    /// Authenticated-looking datagrams dropped by a replay window.
+    pub replays_dropped: u64,
+    /// REJECT `retry` sent (each with a fresh token).
+    pub retries_sent: u64,
+    /// STARTs whose RETRY_TOKEN was valid.
+    pub tokens_accepted: u64,
+    /// STARTs whose RETRY_TOKEN was not (forged, expired, another address,
+    /// id or SYNC_NO, another endpoint's).
+    pub tokens_invalid: u64,
+    /// Half-open connections now (START answered, nothing valid since).
+    pub half_open: u64,
+    /// The most half-open connections at once.
+    pub half_open_peak: u64,
+    /// Half-open connections dropped after `half_open_timeout`.
+    pub half_open_expired: u64,
+    /// STARTs dropped by admission: the REJECT (`retry` or `busy`) they
+    /// would get is larger than they are, or the stateless queue is full.
+    pub starts_dropped_flood: u64,
+    /// Times the anti-amplification budget held sending back (a START-REPLY
+    /// replaced by REJECT `retry`, or an unvalidated connection's datagrams
+    /// held until its address was proven).
+    pub amplification_limited: u64,
+    /// Handshakes that failed on this endpoint's side: STARTs refused for
+    /// their SECURITY TLV (missing, unsupported pattern, message 1 not
+    /// authenticating, binding mismatch, client key not authorized — no
+    /// state kept) and XX message 3 failures.
+    pub handshake_failures: u64,
+}
