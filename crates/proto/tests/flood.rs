@@ -583,3 +583,44 @@ fn flood_a_default_insecure_start_gets_a_retry_that_is_no_larger() {
     assert_eq!((s.retries_sent, s.starts_dropped_flood), (1, 1));
     assert!(!net.sent_to.contains_key(&other));
 }
+
+#[test]
+fn flood_a_valid_start_smaller_than_its_answer_gets_a_retry_not_a_start_reply() {
+    // An XX START stripped of its PADDING (which the Noise binding leaves
+    // out, so message 1 stays valid) is smaller than the START-REPLY it
+    // would draw (XX message 2 carries the server's encrypted static key).
+    // An unvalidated address gets no more bytes than it sent: REJECT
+    // `retry` instead, and no state.
+    use peregrine_proto::crypto::{NoiseConfig, StaticKeypair};
+    let server_kp = StaticKeypair::from_private([0x5e; 32]);
+    let server = ConnectionConfig {
+        security: Some(SecurityConfig::Noise(NoiseConfig::server(server_kp))),
+        ..ConnectionConfig::default()
+    };
+    let client = ConnectionConfig {
+        security: Some(SecurityConfig::Noise(NoiseConfig::xx(
+            StaticKeypair::from_private([0xc1; 32]),
+        ))),
+        ..ConnectionConfig::default()
+    };
+    let padded = genuine_start(client, 7);
+    assert_eq!(padded.len(), 256, "secure STARTs are padded");
+    let stripped = reencode(&padded, |_, tlvs| {
+        tlvs.retain(|t| !matches!(t, Tlv::Padding(_)));
+    });
+    assert!(stripped.len() < 160, "{}", stripped.len());
+    let mut net = Net::new(EndpointConfig::server(server));
+    let from = SocketAddr::from(([172, 16, 0, 11], 999));
+    net.deliver(from, &stripped);
+    net.pump();
+    let s = net.server.endpoint_stats();
+    assert_eq!(s.handshake_failures, 0, "message 1 is valid");
+    assert_eq!((s.connections_accepted, s.retries_sent), (0, 1));
+    assert!(s.amplification_limited >= 1);
+    assert_eq!(net.server.connection_count(), 0);
+    let (to, bytes) = net.to_others.last().expect("an answer");
+    assert_eq!(*to, from);
+    assert!(retry_token(bytes).is_some(), "a REJECT retry");
+    assert!(bytes.len() <= stripped.len());
+    net.amplification_free(None).unwrap();
+}

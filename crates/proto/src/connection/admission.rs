@@ -116,7 +116,13 @@ impl Connection {
 
     /// Length of our START-REPLY as it would leave now.
     pub(crate) fn start_reply_len(&self) -> usize {
-        HEADER_LEN + list_len(&self.start_tlvs())
+        // The Noise message 2 is written only when the START-REPLY is
+        // (it binds that packet's header): count it before that too.
+        let unwritten_security = match (&self.security, self.security_hello()) {
+            (Some(sec), None) => crate::wire::tlv::TLV_HEADER_LEN + sec.hello_len(),
+            _ => 0,
+        };
+        HEADER_LEN + list_len(&self.start_tlvs()) + unwritten_security
     }
 
     /// The gate of `poll_transmit` for a limited connection: `None` when

@@ -158,6 +158,29 @@ impl NoisePattern {
         matches!(self, NoisePattern::IK | NoisePattern::IKpsk2)
     }
 
+    /// Length of the SECURITY TLV value of a START (mode byte and Noise
+    /// message 1 with its 32-byte binding payload): known before the
+    /// message is written, for the anti-amplification budget.
+    pub fn start_value_len(self) -> usize {
+        // e (32); IK: encrypted s (32 + 16); the payload, encrypted (+16)
+        // once a key exists (always but XX message 1).
+        match self {
+            NoisePattern::IK | NoisePattern::IKpsk2 => 1 + 32 + 48 + 48,
+            NoisePattern::XX => 1 + 32 + 32,
+            NoisePattern::NNpsk0 => 1 + 32 + 48,
+        }
+    }
+
+    /// Length of the SECURITY TLV value of an accepting START-REPLY (mode
+    /// byte and Noise message 2 with the binding payload).
+    pub fn reply_value_len(self) -> usize {
+        match self {
+            // e; XX adds the server's encrypted static key (32 + 16).
+            NoisePattern::XX => 1 + 32 + 48 + 48,
+            NoisePattern::IK | NoisePattern::IKpsk2 | NoisePattern::NNpsk0 => 1 + 32 + 48,
+        }
+    }
+
     /// Whether the pattern mixes in a pre-shared key.
     pub fn needs_psk(self) -> bool {
         matches!(self, NoisePattern::IKpsk2 | NoisePattern::NNpsk0)

@@ -176,6 +176,21 @@ impl SecurityState {
         self.stats.encrypted = true;
     }
 
+    /// The length of our SECURITY TLV value, before or after it is
+    /// written (the anti-amplification budget needs it before).
+    pub(crate) fn hello_len(&self) -> usize {
+        if let Some(v) = self.hello() {
+            return v.len();
+        }
+        let Some(p) = self.stats.pattern else {
+            return 0;
+        };
+        match &self.hs {
+            Handshake::Client(_) => p.start_value_len(),
+            Handshake::Server(_) => p.reply_value_len(),
+        }
+    }
+
     /// Our SECURITY TLV value, once written.
     pub(crate) fn hello(&self) -> Option<&[u8]> {
         match &self.hs {

@@ -262,6 +262,8 @@ fn handshake_messages_have_the_documented_lengths() {
             (pattern.mode_byte(), m1_len),
             "{pattern:?}"
         );
+        assert_eq!(pattern.start_value_len(), m1_len, "{pattern:?}");
+        assert_eq!(pattern.reply_value_len(), m2_len, "{pattern:?}");
         let hs = ServerHandshake::accept(&server.noise(), Some(&m1), [0; 32], [2; 32]).unwrap();
         let mut s = SecurityState::server(hs);
         s.prepare([0; 32]);
