@@ -1,10 +1,7 @@
 //! `peregrine cc …` and the default showcase, run as a user would.
 
-use std::process::Command;
-
-fn peregrine() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_peregrine"))
-}
+mod support;
+use support::{peregrine, tempdir};
 
 #[test]
 fn cc_list_prints_all_sixteen_names() {
@@ -94,11 +91,4 @@ fn cc_showcase_prints_the_table_and_writes_the_report() {
     let report = std::fs::read_to_string(dir.join("out/cc-lab/report.md")).unwrap();
     assert!(report.contains("![cubic](cubic.svg)"));
     assert!(dir.join("out/cc-lab/traces/rtwtcp.csv").exists());
-}
-
-fn tempdir(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("peregrine-cli-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }

@@ -4,22 +4,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-fn peregrine() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_peregrine"));
-    c.current_dir(root());
-    c
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("peregrine-repro-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
+mod support;
+use support::{peregrine_in_root as peregrine, tempdir};
 
 #[test]
 fn quic_sched_writes_the_table1_shape_report_csvs_and_plots() {

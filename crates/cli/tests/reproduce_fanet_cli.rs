@@ -1,15 +1,9 @@
 //! `peregrine reproduce fanet`, run as a user would (1 seed, 3 s runs).
 
 use serde_json::Value;
-use std::path::PathBuf;
-use std::process::Command;
 
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("peregrine-fanet-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
+mod support;
+use support::{peregrine_in_root, tempdir};
 
 const CONTROLLERS: [&str; 13] = [
     "newreno",
@@ -44,8 +38,7 @@ fn keys(v: &Value) -> Vec<String> {
 #[test]
 fn reproduce_fanet_writes_report_and_summary_with_the_exact_keys() {
     let dir = tempdir("quick");
-    let out = Command::new(env!("CARGO_BIN_EXE_peregrine"))
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+    let out = peregrine_in_root()
         .args([
             "reproduce",
             "fanet",

@@ -3,18 +3,13 @@
 //! a summary.json with exactly the contract's keys, and the same seed
 //! gives the same summary bytes.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("peregrine-repro-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
+mod support;
+use support::{peregrine, tempdir};
 
 fn quick(out: &Path) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_peregrine"))
+    let o = peregrine()
         .args([
             "reproduce",
             "mmwave-cvn",

@@ -5,20 +5,11 @@
 //! error naming its line.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Child, Output, Stdio};
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_peregrine"))
-}
-
-/// A fresh scratch directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("peregrine-cli-sec-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("create a scratch dir");
-    d
-}
+mod support;
+use support::{peregrine as bin, tempdir as scratch};
 
 fn keygen(args: &[&str]) -> Output {
     bin().arg("keygen").args(args).output().expect("run keygen")

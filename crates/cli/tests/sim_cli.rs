@@ -1,25 +1,7 @@
 //! `peregrine sim` and `peregrine bench sim`, run as a user would.
 
-use std::path::PathBuf;
-use std::process::Command;
-
-fn peregrine() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_peregrine"));
-    // Relative paths in the tests are relative to the workspace root.
-    c.current_dir(root());
-    c
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("peregrine-sim-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
+mod support;
+use support::{peregrine_in_root as peregrine, root, tempdir};
 
 #[test]
 fn sim_prints_a_table_and_writes_summary_and_csvs() {

@@ -135,11 +135,14 @@ impl Connection {
         let Some(sec) = self.security.as_mut() else {
             return Some(len);
         };
+        // Only the packet type is needed: the checked view reads that one
+        // byte, where a full parse would decode the whole header of every
+        // datagram (this runs once per packet sent).
         let handshake = buf
             .get(..len)
             .and_then(|b| Header::new_checked(b).ok())
-            .and_then(|h| HeaderRepr::parse(&h).ok())
-            .is_some_and(|h| h.pk_type.is_handshake());
+            .and_then(|h| h.pk_type().ok())
+            .is_some_and(|t| t.is_handshake());
         if handshake {
             return Some(len);
         }
