@@ -143,6 +143,14 @@ fn payload_json(p: &Payload<'_>) -> Value {
                     .collect::<Vec<_>>()
                     .into();
             }
+            // So is the ACK-frequency section.
+            if let Some(f) = a.frequency {
+                v["frequency"] = json!({
+                    "sequence": f.sequence,
+                    "threshold": f.threshold,
+                    "max_ack_delay_us": f.max_ack_delay_us,
+                });
+            }
             v
         }
         Payload::Nack(n) => json!({
@@ -391,6 +399,7 @@ fn payload_from(t: PacketType, v: &Value) -> Result<Payload<'static>> {
             "first_range",
             "ranges",
             "credits",
+            "frequency",
         ],
         T::Nack => &["packet_number", "missing_packets", "missing_blocks"],
         T::Echo | T::Echo1 | T::Echo2 => {
@@ -439,6 +448,21 @@ fn payload_from(t: PacketType, v: &Value) -> Result<Payload<'static>> {
                     max_message: c.num("max_message", U32)? as u32,
                 });
             }
+            let frequency = match p.get("frequency") {
+                None => None,
+                Some(f) => {
+                    let f = Obj::new(
+                        f,
+                        "payload.frequency",
+                        &["sequence", "threshold", "max_ack_delay_us"],
+                    )?;
+                    Some(AckFrequency {
+                        sequence: f.num("sequence", U32)? as u32,
+                        threshold: f.num("threshold", u16::MAX.into())? as u16,
+                        max_ack_delay_us: f.num("max_ack_delay_us", U32)? as u32,
+                    })
+                }
+            };
             Payload::Ack(AckPayload {
                 packet_number: pn,
                 largest_acked: p.num("largest_acked", u64::MAX)?,
@@ -446,6 +470,7 @@ fn payload_from(t: PacketType, v: &Value) -> Result<Payload<'static>> {
                 first_range: p.num("first_range", U32)? as u32,
                 ranges,
                 credits,
+                frequency,
             })
         }
         T::Nack => {

@@ -145,9 +145,10 @@ fn payload(pk_type: PacketType) -> BoxedStrategy<Payload<'static>> {
             any::<u32>(),
             0u32..(1 << 20),
             vec((0u32..(1 << 20), 0u32..(1 << 20)), 0..16),
+            proptest::option::of((any::<u32>(), 1u16.., any::<u32>())),
         )
             .prop_map(
-                |(packet_number, largest_acked, ack_delay_us, first_range, r)| {
+                |(packet_number, largest_acked, ack_delay_us, first_range, r, f)| {
                     Payload::Ack(AckPayload {
                         packet_number,
                         largest_acked,
@@ -158,6 +159,11 @@ fn payload(pk_type: PacketType) -> BoxedStrategy<Payload<'static>> {
                             .map(|(gap, length)| AckRange { gap, length })
                             .collect(),
                         credits: Vec::new(),
+                        frequency: f.map(|(sequence, threshold, max_ack_delay_us)| AckFrequency {
+                            sequence,
+                            threshold,
+                            max_ack_delay_us,
+                        }),
                     })
                 },
             )

@@ -222,6 +222,7 @@ fn vectors() -> Vec<Vector> {
         first_range: 5,
         ranges: vec![AckRange { gap: 1, length: 10 }],
         credits: Vec::new(),
+        frequency: None,
     })));
 
     // The same ACK with a credit section (§6.5.1): stream 1 may send new
@@ -241,6 +242,29 @@ fn vectors() -> Vec<Vector> {
             StreamCredit { stream: 1, max_message: 4 },
             StreamCredit { stream: 3, max_message: 70_000 },
         ],
+        frequency: None,
+    })));
+
+    // The ACK of `ack`, asking for an ACK-of-ACK (REPLY_REQ), with an
+    // ACK-frequency section (§6.5.2) behind an empty credit section.
+    let mut h = header(
+        T::Ack,
+        Flags::W_VAL | Flags::REPLY_REQ | Flags::EOM,
+        60,
+        0x0000,
+    );
+    h.mess_acc_no = 12;
+    h.window_size = 0x02400;
+    push(
+        "ack_frequency",
+        "0b020a0140850000003c00000000000c5a3024000000002000000000000003e8000000fa0100000005000000010000000a0000000003001000002710", dg(h, Payload::Ack(AckPayload {
+        packet_number: 0x20,
+        largest_acked: 1000,
+        ack_delay_us: 250,
+        first_range: 5,
+        ranges: vec![AckRange { gap: 1, length: 10 }],
+        credits: Vec::new(),
+        frequency: Some(AckFrequency { sequence: 3, threshold: 16, max_ack_delay_us: 10_000 }),
     })));
 
     push(

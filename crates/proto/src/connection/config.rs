@@ -59,10 +59,21 @@ pub struct ConnectionConfig {
     pub min_rto: Duration,
     /// Upper bound on the backed-off RTO (RFC 6298: at least 60 s).
     pub max_rto: Duration,
-    /// Longest this side holds an acknowledgement back.
+    /// Longest this side holds an acknowledgement back (unless its peer
+    /// asked for another delay with an ACK-frequency request), and the
+    /// longest it asks its peer to.
     pub max_ack_delay: Duration,
-    /// Acknowledge at once after this many unacknowledged DATA packets.
+    /// Acknowledge at once after this many unacknowledged DATA packets
+    /// (unless the peer asked for another threshold).
     pub ack_frequency: u32,
+    /// As a data sender, ask the peer to acknowledge less often when the
+    /// window is large (every ⌊cwnd/8⌋ full packets, at least 2, at most
+    /// 64; within a quarter of the smoothed RTT): docs/protocol.md
+    /// §6.5.2 and §10 "ACK schedule". Off: the peer keeps its own schedule.
+    pub request_ack_frequency: bool,
+    /// Most ranges besides the first that one ACK reports (the newest
+    /// first), and most missing-packet ranges one NACK carries (1–255).
+    pub max_ack_ranges: usize,
     /// Packet-threshold loss detection distance (DupThresh), also the
     /// receiver's reordering allowance before it NACKs a gap.
     pub packet_threshold: u64,
@@ -126,6 +137,8 @@ impl Default for ConnectionConfig {
             max_rto: Duration::from_secs(60),
             max_ack_delay: Duration::from_millis(25),
             ack_frequency: 2,
+            request_ack_frequency: true,
+            max_ack_ranges: 32,
             packet_threshold: 3,
             idle_timeout: Duration::from_secs(30),
             keep_alive_interval: Duration::from_secs(5),
@@ -194,6 +207,9 @@ impl ConnectionConfig {
         }
         if self.max_rto < self.min_rto {
             return bad("max_rto", "is below min_rto");
+        }
+        if !(1..=crate::wire::AckPayload::MAX_RANGES).contains(&self.max_ack_ranges) {
+            return bad("max_ack_ranges", "is not within 1..=255");
         }
         if self.ack_frequency == 0 {
             return bad("ack_frequency", "is zero");

@@ -213,6 +213,17 @@ impl Connection {
             (PacketType::Ack, Payload::Ack(ack)) => {
                 let out = self.recovery.on_ack(now, ack, h.cn == 3);
                 self.apply(out);
+                // ACK-of-ACK: what our acknowledged ACKs reported need not
+                // be reported again.
+                self.recv.on_peer_ack(now, ack);
+                if let Some(request) = ack.frequency {
+                    self.recv.on_ack_frequency(request);
+                }
+                if h.flags.contains(Flags::REPLY_REQ) {
+                    // The peer wants to learn which of its ACKs arrived.
+                    self.recv.request_ack_now();
+                }
+                self.update_ack_frequency(now);
                 for c in &ack.credits {
                     self.send.raise_credit(c.stream, c.max_message);
                 }
@@ -270,6 +281,22 @@ impl Connection {
             }
             // IDLE only keeps the connection alive.
             _ => {}
+        }
+    }
+
+    /// As data sender: ask the peer for another ACK frequency when the
+    /// window or RTT moved enough (ack_frequency.rs). O(1).
+    fn update_ack_frequency(&mut self, now: Time) {
+        if !self.config.request_ack_frequency || !self.send.has_pending() {
+            return;
+        }
+        let cwnd = self.recovery.congestion().cwnd_bytes();
+        let srtt = self.recovery.rtt().srtt();
+        if self
+            .ack_policy
+            .update(now, cwnd, self.packet_size, srtt, self.config.max_ack_delay)
+        {
+            self.recv.request_ack_now();
         }
     }
 

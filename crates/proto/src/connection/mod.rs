@@ -41,6 +41,7 @@
 //! Loss recovery and congestion control live in [`crate::recovery`], the
 //! packet-pair start-up in [`crate::probe`].
 
+mod ack_frequency;
 mod admission;
 pub mod config;
 mod dispatch;
@@ -48,6 +49,7 @@ pub mod events;
 pub mod group;
 pub mod lifecycle;
 pub mod path;
+pub mod range_set;
 pub mod recv;
 mod security;
 pub mod send;
@@ -144,6 +146,8 @@ pub struct Connection {
     recovery: Recovery,
     send: SendState,
     recv: RecvState,
+    /// This side's ACK-frequency requests to its peer (as data sender).
+    ack_policy: ack_frequency::AckFrequencyPolicy,
     probe: PacketPair,
     probe_sends: VecDeque<(PacketType, u32)>,
     echo_replies: VecDeque<(PacketType, u32, u64)>,
@@ -224,6 +228,7 @@ impl Connection {
             recovery,
             send: SendState::with_scheduler(block, scheduler),
             recv: RecvState::new(),
+            ack_policy: ack_frequency::AckFrequencyPolicy::default(),
             probe: PacketPair::new(first_probe_id),
             probe_sends: VecDeque::new(),
             echo_replies: VecDeque::new(),

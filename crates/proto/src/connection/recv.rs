@@ -4,9 +4,15 @@
 //!
 //! * **ACKs** (seed 003 §III-G): the sender asks for one with REPLY_REQ;
 //!   besides, the receiver acknowledges on its own schedule — after
-//!   `ack_frequency` DATA packets, at once when a packet arrives out of
-//!   order, and at the latest `max_ack_delay` after the first
-//!   unacknowledged DATA packet.
+//!   `ack_frequency` DATA packets (or the threshold its peer asked for in
+//!   an ACK-frequency request), at once when a packet arrives out of
+//!   order, and at the latest `max_ack_delay` (or the requested delay)
+//!   after the first unacknowledged DATA packet. An ACK reports at most
+//!   `max_ack_ranges` ranges besides the first, newest first, and never a
+//!   range the peer provably knows: when an ACK of ours is acknowledged,
+//!   everything it reported is forgotten (ACK-of-ACK, RFC 9000 §13.2.4).
+//!   An ACK that reports gaps asks for such an acknowledgement with
+//!   REPLY_REQ, at most one request outstanding.
 //! * **NACKs**: a packet number is reported missing once a packet
 //!   `packet_threshold` numbers later has arrived (the same reordering
 //!   allowance the sender's loss detection uses), once; the sender's
@@ -21,104 +27,22 @@
 
 use super::events::MessageId;
 use crate::streams::StreamReliability;
-use crate::wire::{AckPayload, AckRange, MissingPackets, StreamFrame};
+use crate::wire::{AckFrequency, AckPayload, AckRange, MissingPackets, StreamFrame};
 use peregrine_cc::Time;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
-/// Most ranges the received-packet set keeps (the ACK carries 256).
-const MAX_RANGES: usize = 512;
+pub use super::range_set::RangeSet;
 
-/// A set of packet numbers as disjoint inclusive ranges.
-#[derive(Clone, Debug, Default)]
-pub struct RangeSet {
-    ranges: BTreeMap<u64, u64>,
-    /// Everything below this was forgotten to bound memory.
-    trimmed_below: u64,
-}
-
-impl RangeSet {
-    /// Whether `v` is in the set.
-    pub fn contains(&self, v: u64) -> bool {
-        self.ranges
-            .range(..=v)
-            .next_back()
-            .is_some_and(|(_, &end)| end >= v)
-    }
-
-    /// Insert `v`; returns whether it was new.
-    pub fn insert(&mut self, v: u64) -> bool {
-        if self.contains(v) {
-            return false;
-        }
-        let mut start = v;
-        let mut end = v;
-        if let Some((&s, &e)) = self.ranges.range(..v).next_back() {
-            if e.checked_add(1) == Some(v) {
-                start = s;
-                self.ranges.remove(&s);
-            }
-        }
-        if let Some(next) = v.checked_add(1) {
-            if let Some(e) = self.ranges.remove(&next) {
-                end = e;
-            }
-        }
-        self.ranges.insert(start, end);
-        while self.ranges.len() > MAX_RANGES {
-            if let Some((_, e)) = self.ranges.pop_first() {
-                self.trimmed_below = self.trimmed_below.max(e.saturating_add(1));
-            }
-        }
-        true
-    }
-
-    /// The ranges, highest first.
-    pub fn descending(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.ranges.iter().rev().map(|(&s, &e)| (s, e))
-    }
-
-    /// Numbers below this were forgotten (the oldest ranges are dropped
-    /// beyond 512 ranges); they count as received.
-    pub fn trimmed_below(&self) -> u64 {
-        self.trimmed_below
-    }
-
-    /// Missing numbers in `from..=to`, as `(first, count)` runs, ascending.
-    pub fn gaps(&self, from: u64, to: u64) -> Vec<(u64, u64)> {
-        let mut out = Vec::new();
-        if from > to {
-            return out;
-        }
-        let mut cursor = from;
-        // A range that starts below `from` may cover its beginning.
-        if let Some((_, &e)) = self.ranges.range(..from).next_back() {
-            if e >= from {
-                cursor = match e.checked_add(1) {
-                    Some(c) => c,
-                    None => return out,
-                };
-            }
-        }
-        for (&s, &e) in self.ranges.range(from..) {
-            if cursor > to {
-                break;
-            }
-            if s > cursor {
-                let last = (s - 1).min(to);
-                out.push((cursor, last - cursor + 1));
-            }
-            cursor = match e.checked_add(1) {
-                Some(c) => c.max(cursor),
-                None => return out,
-            };
-        }
-        if cursor <= to {
-            out.push((cursor, to - cursor + 1));
-        }
-        out
-    }
-}
+/// Our recent ACKs remembered for ACK-of-ACK.
+const SENT_ACK_HISTORY: usize = 64;
+/// Most DATA packets a peer may ask this side to wait for before it
+/// acknowledges.
+pub const MAX_REQUESTED_THRESHOLD: u16 = 1024;
+/// Longest a peer may ask this side to hold an ACK back.
+pub const MAX_REQUESTED_ACK_DELAY: Duration = Duration::from_secs(1);
+/// Most missing-packet ranges waiting to be NACKed.
+const MAX_NACK_PENDING: usize = 255;
 
 #[derive(Debug)]
 struct InMessage {
@@ -198,6 +122,17 @@ pub struct RecvState {
     unacked_data: u32,
     ack_deadline: Option<Time>,
     ack_now: bool,
+    /// The peer's newest ACK-frequency request, applied.
+    peer_request: Option<AckFrequency>,
+    /// Our recent ACKs: (packet number, largest acknowledged it reported),
+    /// ascending, at most [`SENT_ACK_HISTORY`].
+    sent_acks: VecDeque<(u64, u64)>,
+    /// Our ACK that asked for an acknowledgement (REPLY_REQ): its packet
+    /// number, the largest acknowledged it reported, and when it left. Kept
+    /// apart from `sent_acks`, which a fast receiver cycles within an RTT.
+    ack_request: Option<(u64, u64, Time)>,
+    /// How long the last answered request took.
+    ack_request_rtt: Option<Duration>,
     nack_floor: u64,
     nack_pending: Vec<MissingPackets>,
     ce_pending: bool,
@@ -262,7 +197,9 @@ impl RecvState {
     }
 
     /// A DATA packet was accepted: schedule its acknowledgement.
-    /// `in_order` is false when it filled or opened a gap.
+    /// `in_order` is false when it filled or opened a gap. `ack_frequency`
+    /// and `max_ack_delay` are this side's own schedule, which a request
+    /// of the peer replaces. O(1).
     pub fn on_data_packet(
         &mut self,
         now: Time,
@@ -277,11 +214,134 @@ impl RecvState {
             self.ce_pending = true;
             self.counters.ecn_ce_received += 1;
         }
-        if reply_req || !in_order || ce || self.unacked_data >= ack_frequency {
+        let (threshold, delay) = match self.peer_request {
+            Some(r) => (
+                u32::from(r.threshold),
+                Duration::from_micros(u64::from(r.max_ack_delay_us)),
+            ),
+            None => (ack_frequency, max_ack_delay),
+        };
+        if reply_req || !in_order || ce || self.unacked_data >= threshold {
             self.ack_now = true;
         } else if self.ack_deadline.is_none() {
-            self.ack_deadline = Some(now + max_ack_delay);
+            self.ack_deadline = Some(now + delay);
         }
+    }
+
+    /// The peer's ACK-frequency request arrived: apply it unless an equal
+    /// or newer one was applied already (ACKs may be reordered). The
+    /// threshold is capped at [`MAX_REQUESTED_THRESHOLD`] packets and the
+    /// delay at [`MAX_REQUESTED_ACK_DELAY`], so a peer cannot silence this
+    /// side. Returns whether it was applied. O(1).
+    pub fn on_ack_frequency(&mut self, request: AckFrequency) -> bool {
+        if self
+            .peer_request
+            .is_some_and(|r| request.sequence <= r.sequence)
+        {
+            return false;
+        }
+        let max_delay_us = MAX_REQUESTED_ACK_DELAY.as_micros() as u32;
+        self.peer_request = Some(AckFrequency {
+            sequence: request.sequence,
+            threshold: request.threshold.clamp(1, MAX_REQUESTED_THRESHOLD),
+            max_ack_delay_us: request.max_ack_delay_us.min(max_delay_us),
+        });
+        true
+    }
+
+    /// The peer's ACK-frequency request in force, if any.
+    pub fn peer_ack_frequency(&self) -> Option<AckFrequency> {
+        self.peer_request
+    }
+
+    /// Acknowledge at once (the peer's ACK asked for it with REPLY_REQ,
+    /// or this side has an ACK-frequency request to send). O(1).
+    pub fn request_ack_now(&mut self) {
+        self.ack_now = true;
+    }
+
+    /// An ACK of the peer arrived: every ACK of ours it acknowledges shows
+    /// what the peer knows, so the ranges those reported are forgotten
+    /// (ACK-of-ACK). O(ranges of `ack` + our recent ACKs).
+    pub fn on_peer_ack(&mut self, now: Time, ack: &AckPayload) {
+        // The newest of our ACKs that `ack` covers: (packet number,
+        // largest acknowledged it reported).
+        let mut known: Option<(u64, u64)> = None;
+        if let Some((asked, largest, at)) = self.ack_request {
+            let mut covered = false;
+            let _ = ack.for_each_range(|lo, hi| {
+                covered = (lo..=hi).contains(&asked);
+                !covered && lo > asked
+            });
+            if covered {
+                known = Some((asked, largest));
+                self.ack_request = None;
+                self.ack_request_rtt = Some(now.saturating_duration_since(at));
+            }
+        }
+        if let Some(&(oldest, _)) = self.sent_acks.front() {
+            let mut i = self.sent_acks.len();
+            let _ = ack.for_each_range(|lo, hi| {
+                if hi < oldest {
+                    return false;
+                }
+                while i > 0 {
+                    let (pn, largest) = self.sent_acks[i - 1];
+                    if pn > hi {
+                        i -= 1;
+                    } else if pn >= lo {
+                        if known.is_none_or(|(k, _)| pn > k) {
+                            known = Some((pn, largest));
+                        }
+                        return false;
+                    } else {
+                        break;
+                    }
+                }
+                i > 0
+            });
+        }
+        let Some((pn, largest)) = known else { return };
+        while self.sent_acks.front().is_some_and(|&(p, _)| p <= pn) {
+            self.sent_acks.pop_front();
+        }
+        self.received.forget_through(largest);
+        if self.ack_request.is_some_and(|(asked, _, _)| asked <= pn) {
+            // An older request is answered by the newer ACK's receipt.
+            self.ack_request = None;
+        }
+    }
+
+    /// Whether the ACK about to be sent should ask for an acknowledgement
+    /// (REPLY_REQ): it reports gaps the peer may already know, and no
+    /// request is outstanding (or the outstanding one looks lost: older
+    /// than twice the last answer's round trip, or 200 ms before any). O(1).
+    pub fn wants_ack_of_ack(&self, now: Time, extra_ranges: usize) -> bool {
+        if extra_ranges == 0 {
+            return false;
+        }
+        match self.ack_request {
+            None => true,
+            Some((_, _, at)) => {
+                let wait = self
+                    .ack_request_rtt
+                    .map_or(Duration::from_millis(200), |rtt| {
+                        (2 * rtt).max(Duration::from_millis(10))
+                    });
+                now.saturating_duration_since(at) >= wait
+            }
+        }
+    }
+
+    /// Our ACK `pn` (just built by [`build_ack`](Self::build_ack)) left
+    /// with REPLY_REQ.
+    pub fn on_ack_of_ack_requested(&mut self, now: Time, pn: u64) {
+        let largest = self
+            .sent_acks
+            .back()
+            .filter(|&&(p, _)| p == pn)
+            .map_or(0, |&(_, l)| l);
+        self.ack_request = Some((pn, largest, now));
     }
 
     /// Ask for an ACK by `at` (a window update). Armed as the ACK timer,
@@ -300,12 +360,14 @@ impl RecvState {
         self.largest.and(self.ack_deadline)
     }
 
-    /// Build the ACK to send now and reset the ACK schedule. The second
-    /// value says whether to echo a CE mark.
+    /// Build the ACK to send now (packet number `pn`, at most `max_ranges`
+    /// ranges besides the first, the newest first) and reset the ACK
+    /// schedule. The second value says whether to echo a CE mark.
+    /// O(`max_ranges`).
     pub fn build_ack(
         &mut self,
         now: Time,
-        pn: u32,
+        pn: u64,
         max_ranges: usize,
     ) -> Option<(AckPayload, bool)> {
         let largest = self.largest?;
@@ -330,13 +392,18 @@ impl RecvState {
         }
         let delay = now.saturating_duration_since(self.largest_at);
         let ack = AckPayload {
-            packet_number: pn,
+            packet_number: pn as u32,
             largest_acked: largest,
             ack_delay_us: u32::try_from(delay.as_micros()).unwrap_or(u32::MAX),
             first_range,
             ranges,
             credits: Vec::new(),
+            frequency: None,
         };
+        if self.sent_acks.len() == SENT_ACK_HISTORY {
+            self.sent_acks.pop_front();
+        }
+        self.sent_acks.push_back((pn, largest));
         self.unacked_data = 0;
         self.ack_deadline = None;
         self.ack_now = false;
@@ -355,15 +422,17 @@ impl RecvState {
         if from > limit {
             return;
         }
-        for (first, count) in self.received.gaps(from, limit) {
-            if self.nack_pending.len() >= 255 {
-                break;
+        let pending = &mut self.nack_pending;
+        self.received.for_each_gap(from, limit, |first, count| {
+            if pending.len() >= MAX_NACK_PENDING {
+                return false;
             }
-            self.nack_pending.push(MissingPackets {
+            pending.push(MissingPackets {
                 first,
                 count: u32::try_from(count).unwrap_or(u32::MAX),
             });
-        }
+            true
+        });
         self.nack_floor = limit + 1;
     }
 
@@ -372,7 +441,8 @@ impl RecvState {
         !self.nack_pending.is_empty()
     }
 
-    /// Take up to `max` missing ranges for one NACK (the rest stay due).
+    /// Take up to `max` missing ranges for one NACK, the oldest first (the
+    /// rest stay due for the next NACK). O(`max`).
     pub fn take_nack(&mut self, max: usize) -> Vec<MissingPackets> {
         let n = max.min(255).min(self.nack_pending.len());
         self.nack_pending.drain(..n).collect()
@@ -394,13 +464,7 @@ impl RecvState {
         let Some(s) = self.streams.get(&stream) else {
             return 0;
         };
-        let mut unordered = s.done.trimmed_below();
-        while s.done.contains(unordered) {
-            match s.done.ranges.range(..=unordered).next_back() {
-                Some((_, &end)) => unordered = end + 1,
-                None => break,
-            }
-        }
+        let unordered = s.done.next_missing(s.done.trimmed_below());
         let unordered = u32::try_from(unordered).unwrap_or(u32::MAX);
         s.next_deliver.max(unordered)
     }
@@ -618,19 +682,111 @@ mod tests {
     };
 
     #[test]
-    fn range_set_merges_and_finds_gaps() {
-        let mut r = RangeSet::default();
-        for v in [0, 1, 2, 5, 7, 6, 10] {
-            assert!(r.insert(v));
+    fn an_acknowledged_ack_prunes_what_it_reported() {
+        let mut rx = RecvState::new();
+        let t = Time::from_millis;
+        for pn in [0, 1, 3, 4, 6] {
+            rx.record(t(0), pn);
         }
-        assert!(!r.insert(6));
+        // Our ACK 100 reports 6, 3..=4 and 0..=1: two gaps.
+        let (ack, _) = rx.build_ack(t(1), 100, 32).unwrap();
+        assert_eq!(ack.ranges.len(), 2);
+        assert!(rx.wants_ack_of_ack(t(1), ack.ranges.len()));
+        rx.on_ack_of_ack_requested(t(1), 100);
+        // Only one request outstanding, until it looks lost.
+        assert!(!rx.wants_ack_of_ack(t(50), 2));
+        assert!(rx.wants_ack_of_ack(t(201), 2));
+        for pn in [7, 9] {
+            rx.record(t(2), pn);
+        }
+        rx.build_ack(t(3), 101, 32).unwrap();
+        // The peer acknowledges our ACK 100 (and not 101).
+        let peer = AckPayload {
+            largest_acked: 100,
+            ..AckPayload::default()
+        };
+        rx.on_peer_ack(t(41), &peer);
+        assert_eq!(rx.ack_request, None);
+        assert_eq!(rx.ack_request_rtt, Some(Duration::from_millis(40)));
+        // Everything up to 6 is forgotten; the gap at 8 is new to the peer.
+        let (ack, _) = rx.build_ack(t(42), 102, 32).unwrap();
+        assert_eq!(ack.acked_ranges().unwrap(), [(9, 9), (6, 7)]);
+        // Packets below what the peer knows count as duplicates now.
+        assert!(rx.is_duplicate(2) && rx.is_duplicate(5));
+        assert!(!rx.is_duplicate(8));
+    }
+
+    #[test]
+    fn a_request_is_remembered_beyond_the_ack_history() {
+        let mut rx = RecvState::new();
+        for pn in [0, 2] {
+            rx.record(Time::ZERO, pn);
+        }
+        rx.build_ack(Time::ZERO, 1000, 32).unwrap();
+        rx.on_ack_of_ack_requested(Time::ZERO, 1000);
+        // A fast receiver sends more ACKs within one RTT than it keeps.
+        for i in 0..2 * SENT_ACK_HISTORY as u64 {
+            rx.record(Time::ZERO, 3 + i);
+            rx.build_ack(Time::ZERO, 1001 + i, 32).unwrap();
+        }
+        let peer = AckPayload {
+            largest_acked: 1000,
+            ..AckPayload::default()
+        };
+        rx.on_peer_ack(Time::from_millis(30), &peer);
+        assert_eq!(rx.ack_request, None);
+        let (ack, _) = rx.build_ack(Time::from_millis(30), 5000, 32).unwrap();
+        assert!(ack.ranges.is_empty(), "the gap at 1 is pruned: {ack:?}");
+    }
+
+    #[test]
+    fn at_most_max_ranges_are_reported_newest_first() {
+        let mut rx = RecvState::new();
+        for i in 0..50u64 {
+            rx.record(Time::ZERO, 2 * i);
+        }
+        let (ack, _) = rx.build_ack(Time::ZERO, 200, 5).unwrap();
+        assert_eq!(ack.ranges.len(), 5);
+        assert_eq!(ack.acked_ranges().unwrap()[5], (88, 88));
+    }
+
+    #[test]
+    fn a_frequency_request_changes_the_schedule_once_per_sequence() {
+        let mut rx = RecvState::new();
+        let ms = Duration::from_millis;
+        let req = |sequence, threshold| AckFrequency {
+            sequence,
+            threshold,
+            max_ack_delay_us: 5_000,
+        };
+        assert!(rx.on_ack_frequency(req(2, 4)));
+        assert!(!rx.on_ack_frequency(req(1, 50)), "an older request");
+        for pn in 0..3 {
+            rx.record(Time::ZERO, pn);
+            rx.on_data_packet(Time::ZERO, true, false, false, 2, ms(25));
+        }
+        assert!(!rx.ack_due(Time::ZERO), "3 of 4 packets");
+        assert_eq!(rx.ack_deadline(), Some(Time::from_millis(5)));
+        rx.record(Time::ZERO, 3);
+        rx.on_data_packet(Time::ZERO, true, false, false, 2, ms(25));
+        assert!(rx.ack_due(Time::ZERO));
+        // A hostile request cannot silence the receiver.
+        assert!(rx.on_ack_frequency(AckFrequency {
+            sequence: 3,
+            threshold: u16::MAX,
+            max_ack_delay_us: u32::MAX,
+        }));
+        let applied = rx.peer_ack_frequency().unwrap();
+        assert_eq!(applied.threshold, MAX_REQUESTED_THRESHOLD);
         assert_eq!(
-            r.descending().collect::<Vec<_>>(),
-            [(10, 10), (5, 7), (0, 2)]
+            u128::from(applied.max_ack_delay_us),
+            MAX_REQUESTED_ACK_DELAY.as_micros()
         );
-        assert_eq!(r.gaps(0, 10), [(3, 2), (8, 2)]);
-        assert_eq!(r.gaps(4, 8), [(4, 1), (8, 1)]);
-        assert_eq!(r.gaps(11, 12), [(11, 2)]);
+        // A gap still gets an immediate ACK.
+        rx.build_ack(Time::ZERO, 9, 32);
+        rx.record(Time::ZERO, 5);
+        rx.on_data_packet(Time::ZERO, false, false, false, 2, ms(25));
+        assert!(rx.ack_due(Time::ZERO));
     }
 
     #[test]

@@ -14,8 +14,8 @@ use crate::sched::SchedContext;
 use crate::send_helpers::write;
 use crate::wire::header::WINDOW_SIZE_MAX;
 use crate::wire::{
-    AckPayload, BarePayload, CwinPayload, DataPayload, EchoPayload, Flags, HeaderRepr, NackPayload,
-    PacketType, Payload, StartPayload, HEADER_LEN,
+    AckFrequency, AckPayload, BarePayload, CwinPayload, DataPayload, EchoPayload, Flags,
+    HeaderRepr, NackPayload, PacketType, Payload, StartPayload, HEADER_LEN,
 };
 use peregrine_cc::Time;
 
@@ -142,19 +142,35 @@ impl Connection {
         }
         if self.recv.ack_due(now) {
             let pn = self.recovery.take_pn();
+            let frequency = self
+                .ack_policy
+                .section()
+                .filter(|_| self.config.request_ack_frequency);
             let room =
                 usize::from(self.packet_size).saturating_sub(HEADER_LEN + AckPayload::FIXED_LEN);
             // Credits first (a handful of streams), ranges in the rest.
             let credits =
                 self.credits_for_ack((room / 2).saturating_sub(1) / AckPayload::CREDIT_LEN);
-            let room = room.saturating_sub(1 + credits.len() * AckPayload::CREDIT_LEN);
-            if let Some((mut ack, ce)) = self.recv.build_ack(now, pn as u32, room / 8) {
+            let room = room
+                .saturating_sub(1 + credits.len() * AckPayload::CREDIT_LEN)
+                .saturating_sub(frequency.map_or(0, |_| AckFrequency::LEN));
+            let max_ranges = (room / 8).min(self.config.max_ack_ranges);
+            if let Some((mut ack, ce)) = self.recv.build_ack(now, pn, max_ranges) {
                 ack.credits = credits;
-                let mut h = self.header(PacketType::Ack, Flags::EMPTY);
+                ack.frequency = frequency;
+                let mut flags = Flags::EMPTY;
+                if self.recv.wants_ack_of_ack(now, ack.ranges.len()) {
+                    flags = flags | Flags::REPLY_REQ;
+                    self.recv.on_ack_of_ack_requested(now, pn);
+                }
+                let mut h = self.header(PacketType::Ack, flags);
                 if ce {
                     h.cn = 3;
                 }
                 let n = write(buf, h, Payload::Ack(ack))?;
+                if frequency.is_some() {
+                    self.ack_policy.on_sent(now);
+                }
                 self.counters.acks_sent += 1;
                 return self.sent(now, n);
             }
@@ -162,7 +178,9 @@ impl Connection {
         if self.recv.nack_due() {
             let room =
                 usize::from(self.packet_size).saturating_sub(HEADER_LEN + NackPayload::FIXED_LEN);
-            let missing = self.recv.take_nack(room / 12);
+            let missing = self
+                .recv
+                .take_nack((room / 12).min(self.config.max_ack_ranges));
             if !missing.is_empty() {
                 let pn = self.recovery.take_pn();
                 let h = self.header(PacketType::Nack, Flags::EMPTY);
@@ -311,9 +329,11 @@ impl Connection {
             packet_number: pn as u32,
             frames,
         };
-        let size = (HEADER_LEN + payload.buffer_len()) as u64;
-        let cwnd = self.recovery.congestion().cwnd_bytes();
-        let last = !self.send.has_pending() || self.recovery.bytes_in_flight() + size + mps > cwnd;
+        // REPLY_REQ marks the last packet before the data runs out, so the
+        // tail is acknowledged at once. A full window needs no request:
+        // the peer's ACK schedule (every 2nd packet, or the frequency this
+        // side asked for) clocks it, and asking would add an ACK per window.
+        let last = !self.send.has_pending();
         let mut flags = Flags::ST_RTR;
         if taken.retransmission {
             flags = flags | Flags::ST_RET;

@@ -310,6 +310,12 @@ impl Recovery {
         let prior_in_flight = self.cong.segs(self.sent.bytes_in_flight());
         let una_before = self.sent.snd_una(self.next_pn);
         let acked = self.sent.on_ack(&ranges);
+        if acked.newly_acked.is_empty() && acked.spurious.is_empty() && self.sent.is_empty() {
+            // Nothing in flight and nothing new: an ACK of our ACKs (or a
+            // late duplicate). The controller has nothing to learn from it,
+            // and must not count it as a duplicate ACK.
+            return out;
+        }
         // Scoreboard and delivery-rate sampler.
         let sampler = self.cong.sampler_mut();
         sampler.begin_ack();

@@ -67,6 +67,7 @@ fn ack(ranges: &[(u64, u64)]) -> AckPayload {
         first_range: (hi0 - lo0) as u32,
         ranges: extra,
         credits: Vec::new(),
+        frequency: None,
     }
 }
 

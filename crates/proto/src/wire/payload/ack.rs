@@ -23,10 +23,15 @@
 //! carries the highest message number delivered in order (stream 0).
 //!
 //! An optional **credit section** may follow the ranges (per-stream flow
-//! control, docs/protocol.md §6.5.1): CREDIT_COUNT (8, ≥ 1) then
+//! control, docs/protocol.md §6.5.1): CREDIT_COUNT (8) then
 //! CREDIT_COUNT × { STREAM_ID (16), MAX_MESSAGE (32) }, stream ids strictly
 //! ascending. No bytes after the ranges = no section (every ACK of earlier
-//! builds reads the same).
+//! builds reads the same). CREDIT_COUNT is ≥ 1 unless an **ACK-frequency
+//! section** follows (§6.5.2): SEQUENCE (32), THRESHOLD (16, ≥ 1),
+//! MAX_ACK_DELAY_US (32) — a data sender asking its peer to acknowledge
+//! after THRESHOLD DATA packets or MAX_ACK_DELAY_US, whichever comes first
+//! (draft-ietf-quic-ack-frequency). An ACK with a frequency section and no
+//! credits carries CREDIT_COUNT = 0.
 
 use crate::wire::cursor::{check_room, Reader, Writer};
 use crate::wire::error::{Result, WireError};
@@ -50,6 +55,25 @@ pub struct StreamCredit {
     pub max_message: u32,
 }
 
+/// A data sender's request for how often its peer acknowledges (the
+/// ACK-frequency section, docs/protocol.md §6.5.2).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct AckFrequency {
+    /// Increases with every new request; the receiver applies only a
+    /// request newer than the last one it applied (ACKs may be reordered).
+    pub sequence: u32,
+    /// Acknowledge after this many DATA packets (≥ 1).
+    pub threshold: u16,
+    /// Acknowledge at the latest this long after the first unacknowledged
+    /// DATA packet, microseconds.
+    pub max_ack_delay_us: u32,
+}
+
+impl AckFrequency {
+    /// Bytes of the section.
+    pub const LEN: usize = 10;
+}
+
 /// Payload of ACK.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct AckPayload {
@@ -66,6 +90,9 @@ pub struct AckPayload {
     /// Per-stream credits (the optional credit section; empty = absent),
     /// stream ids strictly ascending, at most 255.
     pub credits: Vec<StreamCredit>,
+    /// The sender's ACK-frequency request (the optional section after the
+    /// credits; `None` = absent).
+    pub frequency: Option<AckFrequency>,
 }
 
 impl AckPayload {
@@ -84,6 +111,32 @@ impl AckPayload {
         let mut out = Vec::with_capacity(self.ranges.len() + 1);
         self.walk(|lo, hi| out.push((lo, hi)))?;
         Ok(out)
+    }
+
+    /// Visits the acknowledged packet numbers as inclusive `(smallest,
+    /// largest)` pairs, largest first, without allocating, until `visit`
+    /// returns `false`; fails if a range reaches below 0 (ranges visited
+    /// before the bad one were visited). O(ranges).
+    pub fn for_each_range(&self, mut visit: impl FnMut(u64, u64) -> bool) -> Result<()> {
+        let mut hi = self.largest_acked;
+        let mut lo = hi
+            .checked_sub(self.first_range.into())
+            .ok_or(WireError::AckRangeUnderflow { range: 0 })?;
+        if !visit(lo, hi) {
+            return Ok(());
+        }
+        for (i, r) in self.ranges.iter().enumerate() {
+            let err = WireError::AckRangeUnderflow { range: i + 1 };
+            hi = lo
+                .checked_sub(u64::from(r.gap))
+                .and_then(|v| v.checked_sub(2))
+                .ok_or(err.clone())?;
+            lo = hi.checked_sub(r.length.into()).ok_or(err)?;
+            if !visit(lo, hi) {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     fn walk(&self, mut visit: impl FnMut(u64, u64)) -> Result<()> {
@@ -120,20 +173,29 @@ impl AckPayload {
             });
         }
         let mut credits = Vec::new();
+        let mut frequency = None;
         if r.remaining() > 0 {
             let n = r.u8("ACK credit count")?;
-            if n == 0 {
-                return Err(WireError::FieldOutOfRange {
-                    field: "ACK credit count",
-                    value: 0,
-                    max: Self::MAX_CREDITS as u64,
-                });
-            }
             credits.reserve(usize::from(n).min(r.remaining() / Self::CREDIT_LEN));
             for _ in 0..n {
                 credits.push(StreamCredit {
                     stream: r.u16("ACK credit")?,
                     max_message: r.u32("ACK credit")?,
+                });
+            }
+            if r.remaining() > 0 {
+                let f = AckFrequency {
+                    sequence: r.u32("ACK frequency")?,
+                    threshold: r.u16("ACK frequency")?,
+                    max_ack_delay_us: r.u32("ACK frequency")?,
+                };
+                frequency = Some(f);
+            } else if n == 0 {
+                // An empty credit section must announce a frequency section.
+                return Err(WireError::FieldOutOfRange {
+                    field: "ACK credit count",
+                    value: 0,
+                    max: Self::MAX_CREDITS as u64,
                 });
             }
         }
@@ -145,9 +207,11 @@ impl AckPayload {
             first_range,
             ranges,
             credits,
+            frequency,
         };
         ack.walk(|_, _| ())?;
         ack.check_credits()?;
+        ack.check_frequency()?;
         Ok(ack)
     }
 
@@ -173,18 +237,40 @@ impl AckPayload {
         Ok(())
     }
 
-    /// Length of the credit section (0 when absent).
+    /// A frequency section asks for an ACK after at least one packet.
+    fn check_frequency(&self) -> Result<()> {
+        match self.frequency {
+            Some(f) if f.threshold == 0 => Err(WireError::FieldOutOfRange {
+                field: "ACK frequency threshold",
+                value: 0,
+                max: u64::from(u16::MAX),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Length of the credit section (0 when absent; the count byte alone
+    /// when only a frequency section follows).
     pub fn credits_len(&self) -> usize {
-        if self.credits.is_empty() {
+        if self.credits.is_empty() && self.frequency.is_none() {
             0
         } else {
             1 + Self::CREDIT_LEN * self.credits.len()
         }
     }
 
+    /// Length of the ACK-frequency section (0 when absent).
+    pub fn frequency_len(&self) -> usize {
+        if self.frequency.is_some() {
+            AckFrequency::LEN
+        } else {
+            0
+        }
+    }
+
     /// Encoded length.
     pub fn buffer_len(&self) -> usize {
-        Self::FIXED_LEN + 8 * self.ranges.len() + self.credits_len()
+        Self::FIXED_LEN + 8 * self.ranges.len() + self.credits_len() + self.frequency_len()
     }
 
     /// Writes the payload at the start of `buf`; returns its length.
@@ -196,6 +282,7 @@ impl AckPayload {
         })?;
         self.walk(|_, _| ())?;
         self.check_credits()?;
+        self.check_frequency()?;
         check_room(buf, self.buffer_len())?;
         let mut w = Writer::new(buf);
         w.u32(self.packet_number)?;
@@ -207,13 +294,18 @@ impl AckPayload {
             w.u32(r.gap)?;
             w.u32(r.length)?;
         }
-        if !self.credits.is_empty() {
+        if self.credits_len() > 0 {
             // check_credits bounds the count by 255.
             w.u8(u8::try_from(self.credits.len()).unwrap_or(u8::MAX))?;
             for c in &self.credits {
                 w.u16(c.stream)?;
                 w.u32(c.max_message)?;
             }
+        }
+        if let Some(f) = self.frequency {
+            w.u32(f.sequence)?;
+            w.u16(f.threshold)?;
+            w.u32(f.max_ack_delay_us)?;
         }
         Ok(w.written())
     }
@@ -273,6 +365,7 @@ mod tests {
                 AckRange { gap: 3, length: 0 },
             ],
             credits: Vec::new(),
+            frequency: None,
         };
         // 98..=100; 97 missing; 95..=96; 91..=94 missing; 90.
         assert_eq!(ack.acked_ranges().unwrap(), [(98, 100), (95, 96), (90, 90)]);
@@ -298,5 +391,45 @@ mod tests {
             Err(WireError::AckRangeUnderflow { range: 2 })
         );
         assert!(ack.emit(&mut [0u8; 64]).is_err());
+    }
+
+    #[test]
+    fn frequency_section_round_trips_with_and_without_credits() {
+        let f = AckFrequency {
+            sequence: 3,
+            threshold: 10,
+            max_ack_delay_us: 5_000,
+        };
+        let alone = AckPayload {
+            largest_acked: 9,
+            frequency: Some(f),
+            ..AckPayload::default()
+        };
+        let mut buf = [0u8; 64];
+        let n = alone.emit(&mut buf).unwrap();
+        assert_eq!(n, AckPayload::FIXED_LEN + 1 + AckFrequency::LEN);
+        assert_eq!(buf[AckPayload::FIXED_LEN], 0, "empty credit section");
+        assert_eq!(AckPayload::decode(&buf[..n]).unwrap(), alone);
+        for cut in AckPayload::FIXED_LEN + 1..n {
+            assert!(AckPayload::decode(&buf[..cut]).is_err());
+        }
+        let both = AckPayload {
+            credits: vec![StreamCredit {
+                stream: 2,
+                max_message: 8,
+            }],
+            ..alone.clone()
+        };
+        let n = both.emit(&mut buf).unwrap();
+        assert_eq!(n, AckPayload::FIXED_LEN + 7 + AckFrequency::LEN);
+        assert_eq!(AckPayload::decode(&buf[..n]).unwrap(), both);
+        // A zero threshold is malformed both ways.
+        let mut zero = alone;
+        zero.frequency = Some(AckFrequency { threshold: 0, ..f });
+        assert!(zero.emit(&mut buf).is_err());
+        let n = both.emit(&mut buf).unwrap();
+        buf[n - 6] = 0;
+        buf[n - 5] = 0;
+        assert!(AckPayload::decode(&buf[..n]).is_err());
     }
 }

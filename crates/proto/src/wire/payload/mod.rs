@@ -14,7 +14,7 @@ pub mod group;
 pub mod nack;
 pub mod start;
 
-pub use ack::{AckPayload, AckRange, StreamCredit};
+pub use ack::{AckFrequency, AckPayload, AckRange, StreamCredit};
 pub use bare::BarePayload;
 pub use cwin::{CwinPayload, CwinReason};
 pub use data::{DataHeaderSummary, DataPayload, Reliability, StreamFrame};
