@@ -1,4 +1,4 @@
-//! SVG plots (plotters) for the CLI's reports.
+//! The controller lab's trajectory plot (plotters).
 
 use anyhow::Context;
 use peregrine_cc::lab::{LabConfig, LabEvent, LabTrace};
