@@ -5,7 +5,7 @@
 
 use crate::plot;
 use anyhow::Context;
-use peregrine_cc::lab::{self as lab, LabConfig, LabTrace};
+use peregrine_sim::cclab::{self as lab, LabConfig, LabTrace};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
