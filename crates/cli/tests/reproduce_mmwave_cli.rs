@@ -1,12 +1,12 @@
-//! `peregrine reproduce mmwave-cvn --quick`, run as a user would (with a
-//! hidden tiny duration so the test stays fast).
-
-use std::path::Path;
+//! `peregrine reproduce mmwave-cvn`: the command's wiring to the lab.
 
 mod support;
-use support::{peregrine, tempdir};
+use support::peregrine;
 
-fn quick(out: &Path) -> String {
+#[test]
+fn the_duration_reaches_the_lab_and_is_checked() {
+    // The experiment itself runs in crates/lab/tests/experiments.rs; here
+    // only the command's wiring, at no simulation cost.
     let o = peregrine()
         .args([
             "reproduce",
@@ -14,23 +14,14 @@ fn quick(out: &Path) -> String {
             "--quick",
             "--quiet",
             "--duration-s",
-            "0.05",
-            "--out",
+            "0",
         ])
-        .arg(out)
         .output()
         .expect("runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-#[test]
-fn quick_runs_and_writes_the_report_and_summary() {
-    // The experiment itself is tested in crates/lab/tests/experiments.rs;
-    // here only the command's wiring (arguments, output folder, printing).
-    let a = tempdir("a");
-    let stdout = quick(&a);
-    assert!(stdout.contains("24 runs"), "{stdout}");
-    assert!(a.join("mmwave-cvn/report.md").is_file());
-    assert!(a.join("mmwave-cvn/summary.json").is_file());
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("--duration-s must be in (0, 3600]"),
+        "{stderr}"
+    );
 }
