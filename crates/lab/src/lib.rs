@@ -32,6 +32,7 @@ pub mod published;
 pub mod report;
 pub mod reproduce;
 pub mod showcase;
+pub mod stats;
 pub mod sweep;
 
 pub use keyed::Keyed;

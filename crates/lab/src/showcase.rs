@@ -13,6 +13,7 @@
 
 use crate::charts::{self, ChartText, Samples};
 use crate::report::{Cell, Report, Table};
+use crate::stats::quantile;
 use anyhow::Context;
 use peregrine_sim::{run as run_sim, Scenario};
 use std::path::{Path, PathBuf};
@@ -48,10 +49,6 @@ pub struct Outcome {
     pub console: String,
     /// The report written.
     pub report: PathBuf,
-}
-
-fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
-    (!sorted.is_empty()).then(|| sorted[((sorted.len() - 1) as f64 * q).round() as usize])
 }
 
 /// Run the showcase (three 30 s simulations) and write `dir/report.md`

@@ -11,6 +11,7 @@ use crate::charts::{self, ChartText, Samples};
 use crate::progress::Progress;
 use crate::published;
 use crate::report::{Cell, Report, Table};
+use crate::stats::quantile;
 use crate::Keyed;
 use peregrine_sim::experiment::Summary;
 use std::path::Path;
@@ -80,9 +81,7 @@ pub(super) fn fig5_part(
         let bulk = Summary::of(&bulk);
         let mut sorted = all.clone();
         sorted.sort_by(f64::total_cmp);
-        let q = |f: f64| -> Option<f64> {
-            (!sorted.is_empty()).then(|| sorted[((sorted.len() - 1) as f64 * f).round() as usize])
-        };
+        let q = |f: f64| quantile(&sorted, f);
         t.row([
             Cell::Text(s.to_string()),
             Cell::NumText(format!("{} / {sent}", all.len())),
