@@ -27,7 +27,6 @@ use peregrine_sim::world::channel::mmwave::{FailureCounts, FailureKind};
 use peregrine_sim::world::vehicles::ChannelTimeline;
 use peregrine_sim::{run_with_timeline, Scenario};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -116,7 +115,7 @@ fn base_document(duration_s: f64) -> String {
 
 type Cache = Mutex<BTreeMap<(String, String, u64), Arc<ChannelTimeline>>>;
 
-fn run_one(doc: &toml::Value, cache: &Cache) -> anyhow::Result<Value> {
+fn run_one(doc: &toml::Value, cache: &Cache) -> anyhow::Result<RunResult> {
     let s = Scenario::from_value(doc.clone(), "mmwave-cvn")?;
     let m = &s.model;
     let v = m
@@ -161,37 +160,19 @@ fn run_one(doc: &toml::Value, cache: &Cache) -> anyhow::Result<Value> {
     } else {
         rtts.iter().sum::<f64>() / rtts.len() as f64
     };
-    let cwnd: Vec<Value> = r.flows.first().map_or(Vec::new(), |f| {
+    let cwnd_v0 = r.flows.first().map_or(Vec::new(), |f| {
         f.metrics
             .samples
             .iter()
-            .map(|x| json!([x.time_ns as f64 / 1e9, x.cwnd_bytes as f64 / 1e3]))
+            .map(|x| (x.time_ns as f64 / 1e9, x.cwnd_bytes as f64 / 1e3))
             .collect()
     });
-    Ok(json!({
-        "throughput_mbps": bits / secs / 1e6,
-        "rtt_ms": rtt,
-        "events": r.events,
-        "cwnd_v0": cwnd,
-    }))
-}
-
-fn parse_run(v: &Value) -> RunResult {
-    let f = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-    RunResult {
-        throughput_mbps: f("throughput_mbps"),
-        rtt_ms: f("rtt_ms"),
-        events: v.get("events").and_then(Value::as_u64).unwrap_or(0),
-        cwnd_v0: v
-            .get("cwnd_v0")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
-                    .collect()
-            })
-            .unwrap_or_default(),
-    }
+    Ok(RunResult {
+        throughput_mbps: bits / secs / 1e6,
+        rtt_ms: rtt,
+        events: r.events,
+        cwnd_v0,
+    })
 }
 
 /// (scenario key, hints, cc, load label) → mean over seeds; cwnd of seed 1.
@@ -274,7 +255,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let mut events = 0u64;
     for (p, runs) in outcome.points.iter().zip(&outcome.runs) {
         let o: Vec<String> = p.overrides.iter().map(|(_, v)| label(v)).collect();
-        let parsed: Vec<RunResult> = runs.iter().map(parse_run).collect();
+        let parsed: &[RunResult] = runs;
         events += parsed.iter().map(|r| r.events).sum::<u64>();
         let n = parsed.len().max(1) as f64;
         let mean = RunResult {
