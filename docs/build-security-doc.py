@@ -4,8 +4,10 @@ defaults, packet protection), the part files in docs/security-parts/
 (handshake, admission, runtime, fuzzing, cost) and docs/security-tail.md.
 
 Run from the repository root:  python3 docs/build-security-doc.py
+(`--check`: only verify that the committed document is up to date; .ci/run does.)
 """
 import pathlib
+import sys
 
 ORDER = ["noise", "admission", "runtime", "fuzz", "cost"]
 root = pathlib.Path(__file__).resolve().parent
@@ -16,5 +18,12 @@ for name in ORDER:
         raise SystemExit(f"missing fragment {frag}")
     pieces.append(frag.read_text().rstrip() + "\n")
 pieces.append((root / "security-tail.md").read_text().rstrip() + "\n")
-(root / "security.md").write_text("\n".join(pieces))
-print("wrote", root / "security.md")
+text = "\n".join(pieces)
+target = root / "security.md"
+if "--check" in sys.argv[1:]:
+    # .ci/run: the committed document must be what its parts assemble to.
+    if not target.exists() or target.read_text() != text:
+        raise SystemExit(f"{target} is out of date with its parts: run python3 {__file__}")
+else:
+    target.write_text(text)
+    print("wrote", target)

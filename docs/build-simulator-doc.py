@@ -3,8 +3,10 @@
 apps, metrics) and the world-model sections in docs/sim-parts/.
 
 Run from the repository root:  python3 docs/build-simulator-doc.py
+(`--check`: only verify that the committed document is up to date; .ci/run does.)
 """
 import pathlib
+import sys
 
 ORDER = ["mobility", "wifi", "routing", "wireless", "mmwave"]
 root = pathlib.Path(__file__).resolve().parent
@@ -15,5 +17,12 @@ for name in ORDER:
     if not frag.exists():
         raise SystemExit(f"missing fragment {frag}")
     parts.append(frag.read_text().rstrip() + "\n")
-(root / "simulator.md").write_text(head.rstrip() + "\n\n" + "\n".join(parts))
-print("wrote", root / "simulator.md")
+text = head.rstrip() + "\n\n" + "\n".join(parts)
+target = root / "simulator.md"
+if "--check" in sys.argv[1:]:
+    # .ci/run: the committed document must be what its parts assemble to.
+    if not target.exists() or target.read_text() != text:
+        raise SystemExit(f"{target} is out of date with its parts: run python3 {__file__}")
+else:
+    target.write_text(text)
+    print("wrote", target)

@@ -1,10 +1,9 @@
 //! Hot path: the cost of one `on_ack` per controller in congestion
-//! avoidance, and of one whole lab run (40 s of simulated time) per
-//! controller. Run with `cargo bench -p peregrine-cc`; the figures are
+//! avoidance (a whole controller-lab run is `cargo bench -p peregrine-sim
+//! --bench cclab`). Run with `cargo bench -p peregrine-cc`; the figures are
 //! medians from criterion, to be compared within one run.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use peregrine_cc::lab::{self, LabConfig};
 use peregrine_cc::{AckSample, CaState, PathInfo, RateSample, Time, NAMES};
 use std::hint::black_box;
 use std::time::Duration;
@@ -59,23 +58,5 @@ fn bench_on_ack(c: &mut Criterion) {
     group.finish();
 }
 
-fn bench_lab(c: &mut Criterion) {
-    let mut group = c.benchmark_group("lab_run_40s");
-    group.sample_size(10);
-    for name in ["newreno", "cubic", "bbr", "rtwtcp"] {
-        group.bench_function(name, |b| {
-            b.iter(|| {
-                let mut cc = peregrine_cc::build(name).expect("registered");
-                black_box(
-                    lab::run(cc.as_mut(), &LabConfig::default())
-                        .summary
-                        .bytes_delivered,
-                )
-            });
-        });
-    }
-    group.finish();
-}
-
-criterion_group!(benches, bench_on_ack, bench_lab);
+criterion_group!(benches, bench_on_ack);
 criterion_main!(benches);

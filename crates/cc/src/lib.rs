@@ -2,8 +2,7 @@
 //!
 //! Sixteen congestion-control algorithms behind one sans-IO trait, faithful
 //! to the reference implementations as `docs/cc-spec.md` (in `../shared`)
-//! specifies them, plus a small controller **lab** that drives any of them
-//! over a scripted path.
+//! specifies them, with the registry and their unit and model-based tests.
 //!
 //! ## A two-minute tour
 //!
@@ -23,9 +22,10 @@
 //! * [`filter`] (windowed min/max, H10) and [`rate`] (delivery-rate
 //!   sampler H11, packet-timed rounds H12) are shared by the algorithms and
 //!   by the connection.
-//! * [`lab`] is an ACK-clocked single-bottleneck model with a scripted
-//!   loss, blockage and RTO, used by `peregrine cc trace|plot` and by
-//!   behaviour tests.
+//! * The controller lab (an ACK-clocked single-bottleneck model with a
+//!   scripted loss, blockage and RTO, used by `peregrine cc trace|plot` and
+//!   by the behaviour tests) is `peregrine_sim::cclab`: this crate holds no
+//!   event loop.
 //!
 //! Windows are counted in segments internally and exposed in bytes.
 
@@ -35,7 +35,6 @@ pub mod algos;
 pub mod controller;
 pub mod core;
 pub mod filter;
-pub mod lab;
 pub mod policy;
 pub mod rate;
 pub mod registry;

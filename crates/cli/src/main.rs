@@ -6,24 +6,11 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 mod cc_cmd;
-// Experiment infrastructure shared by `sim --sweep`, `reproduce` and the
-// showcase; a few helpers (time series, code blocks, progress queries) are
-// there for the other reproductions and only their tests use them so far.
-#[allow(dead_code, unused_imports)]
-mod charts;
 mod keygen_cmd;
 mod perf_cmd;
-mod plot;
-#[allow(dead_code)]
 mod progress;
-mod published;
-#[allow(dead_code)]
-mod report;
 mod reproduce;
-mod reproduce_sltp;
-mod showcase;
 mod sim_cmd;
-mod sweep_cli;
 mod wire_cmd;
 
 /// Peregrine: a transport for things that move, and a laboratory to study it.
@@ -52,13 +39,13 @@ enum Command {
     Reproduce(reproduce::ReproduceArgs),
     /// Background CPU load for `reproduce sltp` (one duty-cycled busy loop).
     #[command(hide = true)]
-    Hog(reproduce_sltp::hog::HogArgs),
+    Hog(reproduce::HogArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => showcase::run(),
+        None => showcase(),
         Some(Command::Cc(args)) => cc_cmd::run(args),
         Some(Command::Wire(args)) => wire_cmd::run(args),
         Some(Command::Sim(args)) => sim_cmd::run(args),
@@ -66,7 +53,7 @@ fn main() -> ExitCode {
         Some(Command::Keygen(args)) => keygen_cmd::run(args),
         Some(Command::Perf(args)) => perf_cmd::run(args),
         Some(Command::Reproduce(args)) => reproduce::run(args),
-        Some(Command::Hog(args)) => reproduce_sltp::hog::run(args),
+        Some(Command::Hog(args)) => reproduce::hog(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -78,6 +65,12 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `peregrine` with no arguments: the showcase (`peregrine_lab::showcase`).
+fn showcase() -> anyhow::Result<()> {
+    let o = peregrine_lab::showcase::run(std::path::Path::new("out/showcase"))?;
+    out(&o.console)
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

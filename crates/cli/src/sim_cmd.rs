@@ -9,15 +9,16 @@
 //!
 //! **Sweeps**: when the scenario has a `[sweep]` table or the command
 //! line gives `--sweep`/`--seeds`, every (grid point, seed) is run in
-//! parallel through [`crate::sweep_cli::run_sweep_to_dir`] (progress bar,
+//! parallel through [`peregrine_lab::sweep::run_sweep_to_dir`] (progress bar,
 //! mean and 95 % CI per point) and `DIR` (default
 //! `sim-out/<name>-sweep`) gets `sweep.csv`, `sweep.json`, `runs.jsonl`,
 //! `report.md` and `plots/`. The `--set` overrides apply to the base
 //! document before the grid.
 
-use crate::sweep_cli::{run_sweep_to_dir, SweepArgs};
+use crate::progress::Bar;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use peregrine_lab::sweep::{run_sweep_to_dir, summary_table, SweepOptions};
 use peregrine_sim::scenario::overrides::{parse_assignment, set_path};
 use peregrine_sim::{run as run_sim, Scenario, ScenarioError};
 use std::path::{Path, PathBuf};
@@ -39,6 +40,26 @@ pub struct SimArgs {
     /// Sweep options (a sweep runs when any is given or the scenario has [sweep]).
     #[command(flatten)]
     sweep: SweepArgs,
+}
+
+/// Sweep options of `peregrine sim`.
+#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepArgs {
+    /// Sweep a scenario field over values: `key=v1,v2,…` (repeatable;
+    /// dotted keys as for --set, e.g. `flows.0.cc=cubic,bbr`). Laid over the
+    /// scenario's own [sweep.grid].
+    #[arg(long = "sweep", value_name = "KEY=V1,V2,…")]
+    pub sweep: Vec<String>,
+    /// Runs per grid point, with seeds seed, seed+1, … (the scenario's
+    /// `seed`, default 1). Overrides [sweep] seeds.
+    #[arg(long, value_name = "N")]
+    pub seeds: Option<u32>,
+    /// Worker threads (0: one per core). Results do not depend on it.
+    #[arg(long, value_name = "T", default_value_t = 0)]
+    pub threads: usize,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// Run `peregrine sim`.
@@ -118,8 +139,13 @@ fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &toml::Value) -> Result<()> 
         &format!("Sweep of {name}"),
         &description,
         doc,
-        &args.sweep,
+        &SweepOptions {
+            sweep: args.sweep.sweep.clone(),
+            seeds: args.sweep.seeds,
+            threads: args.sweep.threads,
+        },
         &dir,
+        &Bar::new(args.sweep.quiet),
         |run_doc, _seed| {
             let mut s = Scenario::from_value(run_doc.clone(), origin)?;
             if let Some(d) = &base_dir {
@@ -128,7 +154,7 @@ fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &toml::Value) -> Result<()> 
             Ok(run_sim(&s)?.summary_json())
         },
     )?;
-    crate::out(&crate::sweep_cli::summary_table(&files.aggregate))?;
+    crate::out(&summary_table(&files.aggregate))?;
     crate::out(&format!(
         "\n{} runs; wrote {}, {}, {}, {} and plots/\n",
         files.outcome.runs.iter().map(Vec::len).sum::<usize>(),

@@ -18,12 +18,15 @@
 //! * [`world`]: the modelled physical world — geometry, packets, links
 //!   (rate or Mahimahi trace, drop-tail queue, loss, outages), mobility
 //!   models, radio channels (802.11b, 28 GHz mmWave) and routing.
+//! * [`cclab`]: the controller lab — one congestion controller, ACK by ACK,
+//!   through one drop-tail bottleneck on a scripted path (`peregrine cc`).
 //! * [`apps`]: bulk, CBR, ON/OFF, file and message-trace applications.
 //! * [`metrics`]: per-flow and per-stream measurements and their outputs.
 
 #![warn(missing_docs)]
 
 pub mod apps;
+pub mod cclab;
 pub mod engine;
 pub mod experiment;
 pub mod metrics;

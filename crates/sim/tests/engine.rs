@@ -88,7 +88,8 @@ message_bytes = 500
     let r = run(&scenario(text)).expect("runs");
     let mut during = 0;
     let mut queued_in_outage_delivered = 0;
-    for &(_, _, _, queued, lat, _) in &r.messages {
+    for m in &r.messages {
+        let (queued, lat) = (m.queued_ns, m.latency_ns);
         let at = queued + lat;
         if at > 1_010_000_000 && at < 2_000_000_000 {
             during += 1;

@@ -123,7 +123,7 @@ pub(crate) struct Sim {
     /// (flow, stream, message number) → (queued at ns, bytes).
     in_flight_msgs: BTreeMap<(usize, u16, u32), (u64, u32)>,
     /// Per-message rows: flow, stream, number, queued ns, latency ns, bytes.
-    message_log: Vec<(usize, u16, u32, u64, u64, u32)>,
+    message_log: Vec<crate::metrics::MessageRecord>,
     next_packet_id: u64,
     buf: Vec<u8>,
     offers: Vec<Offer>,
@@ -434,8 +434,14 @@ impl Sim {
                         }
                     }
                     if self.per_message {
-                        self.message_log
-                            .push((flow, id.stream, id.number, queued, lat, size));
+                        self.message_log.push(crate::metrics::MessageRecord {
+                            flow,
+                            stream: id.stream,
+                            number: id.number,
+                            queued_ns: queued,
+                            latency_ns: lat,
+                            bytes: size,
+                        });
                     }
                 }
             }

@@ -74,21 +74,23 @@ pub enum SweepError<E> {
     ThreadPool(String),
 }
 
-/// Every run's summary, in (point, seed) order.
+/// Every run's result, in (point, seed) order: by default its summary
+/// (`summary.json`'s value, what [`super::aggregate()`] reads); an
+/// experiment that keeps typed results per run chooses its own `T`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SweepOutcome {
+pub struct SweepOutcome<T = serde_json::Value> {
     /// The sweep that was run.
     pub spec: SweepSpec,
     /// Its points, in order.
     pub points: Vec<SweepPoint>,
     /// The seed of run 0 of every point.
     pub base_seed: u64,
-    /// `runs[point][i]`: the summary of the point's run with seed
+    /// `runs[point][i]`: the result of the point's run with seed
     /// `base_seed + i`.
-    pub runs: Vec<Vec<serde_json::Value>>,
+    pub runs: Vec<Vec<T>>,
 }
 
-impl SweepOutcome {
+impl<T> SweepOutcome<T> {
     /// The seed of run `i` of every point.
     pub fn seed(&self, i: usize) -> u64 {
         self.base_seed + i as u64
@@ -113,17 +115,20 @@ pub fn base_seed<E>(doc: &Value, seeds: u32) -> Result<u64, SweepError<E>> {
 ///
 /// `run(doc, seed)` gets the run's whole document (overrides and seed
 /// applied, `[sweep]` removed) and its seed; `progress(done, total)` is
-/// called after each run, from the worker threads.
-pub fn run_sweep<E, F>(
+/// called after each run, from the worker threads. A run returns any
+/// `T` (its summary as JSON for [`super::aggregate()`], or a typed result).
+/// Cost: the runs, over `threads` cores.
+pub fn run_sweep<T, E, F>(
     base: &Value,
     spec: &SweepSpec,
     threads: usize,
     progress: &(dyn Fn(usize, usize) + Sync),
     run: F,
-) -> Result<SweepOutcome, SweepError<E>>
+) -> Result<SweepOutcome<T>, SweepError<E>>
 where
+    T: Send,
     E: Send,
-    F: Fn(&Value, u64) -> Result<serde_json::Value, E> + Sync,
+    F: Fn(&Value, u64) -> Result<T, E> + Sync,
 {
     let base_seed = base_seed::<E>(base, spec.seeds)?;
     let points = spec.points();
@@ -151,7 +156,7 @@ where
         .build()
         .map_err(|e| SweepError::ThreadPool(e.to_string()))?;
     let done = AtomicUsize::new(0);
-    let results: Vec<Result<serde_json::Value, E>> = pool.install(|| {
+    let results: Vec<Result<T, E>> = pool.install(|| {
         (0..total)
             .into_par_iter()
             .map(|j| {
@@ -169,7 +174,7 @@ where
             .collect()
     });
     let failed = results.iter().filter(|r| r.is_err()).count();
-    let mut runs: Vec<Vec<serde_json::Value>> = Vec::with_capacity(points.len());
+    let mut runs: Vec<Vec<T>> = Vec::with_capacity(points.len());
     for (j, r) in results.into_iter().enumerate() {
         let (point, i) = (j / seeds, j % seeds);
         match r {

@@ -21,7 +21,7 @@ pub mod output;
 mod stats;
 
 pub use hist::LogHistogram;
-pub use output::SimResults;
+pub use output::{round6, LatencySummary, MessageRecord, SimResults, StreamSummary};
 pub use stats::{jain_index, percentile};
 
 /// Cumulative counters of one flow (the time series are their deltas).
@@ -98,6 +98,15 @@ pub struct StreamMetrics {
     pub finite: bool,
     /// Delivered bytes at each sample (for the stream time series).
     pub series_bytes: Vec<u64>,
+}
+
+impl StreamMetrics {
+    /// Goodput (message bytes delivered) over the stream's active time
+    /// (from its start to `duration_ns`), bit/s. O(1).
+    pub fn goodput_bps(&self, duration_ns: u64) -> f64 {
+        self.bytes_delivered as f64 * 8.0
+            / ((duration_ns.saturating_sub(self.start_ns)).max(1) as f64 / 1e9)
+    }
 }
 
 /// Everything measured for one flow.

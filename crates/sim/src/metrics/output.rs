@@ -81,6 +81,26 @@ pub struct LinkResult {
     pub samples: Vec<LinkSample>,
 }
 
+/// One delivered message (a row of `messages.csv`).
+///
+/// Field order is the sort order of [`SimResults::messages`]: flow,
+/// stream, message number, then the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MessageRecord {
+    /// Index of the flow in [`SimResults::flows`].
+    pub flow: usize,
+    /// Stream id.
+    pub stream: u16,
+    /// Message number within the stream (0-based, in queueing order).
+    pub number: u32,
+    /// When the sender's application queued it, ns.
+    pub queued_ns: u64,
+    /// Queued at the sender → delivered to the receiving application, ns.
+    pub latency_ns: u64,
+    /// Its size, bytes.
+    pub bytes: u32,
+}
+
 /// Everything a run produced.
 #[derive(Clone, Debug)]
 pub struct SimResults {
@@ -98,8 +118,8 @@ pub struct SimResults {
     pub flows: Vec<FlowResult>,
     /// Link directions.
     pub links: Vec<LinkResult>,
-    /// Delivered messages: (flow, stream, number, queued ns, latency ns, bytes).
-    pub messages: Vec<(usize, u16, u32, u64, u64, u32)>,
+    /// Delivered messages, sorted by (flow, stream, number).
+    pub messages: Vec<MessageRecord>,
     /// The wireless world's routes and MAC counters (wireless scenarios).
     pub wireless: Option<crate::engine::wireless::WirelessResult>,
 }
@@ -165,21 +185,111 @@ impl FlowResult {
     }
 }
 
-fn latency_summary(lat: &[u64]) -> Value {
-    let mut v = lat.to_vec();
-    v.sort_unstable();
-    let mean = (!v.is_empty()).then(|| v.iter().map(|x| *x as f64).sum::<f64>() / v.len() as f64);
-    json!({
-        "count": v.len(),
-        "mean_ms": opt(mean.map(ms)),
-        "p50_ms": opt(percentile(&v, 0.5).map(|x| ms(x as f64))),
-        "p95_ms": opt(percentile(&v, 0.95).map(|x| ms(x as f64))),
-        "p99_ms": opt(percentile(&v, 0.99).map(|x| ms(x as f64))),
-        "max_ms": opt(v.last().map(|x| ms(*x as f64))),
-    })
+/// Round to 6 decimals, as every number of `summary.json` is (short,
+/// stable output). O(1).
+pub fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// A stream's message latencies, as in `summary.json` (ms, 6 decimals).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LatencySummary {
+    /// Messages delivered.
+    pub count: usize,
+    /// Mean latency (`None`: no message delivered).
+    pub mean_ms: Option<f64>,
+    /// Median.
+    pub p50_ms: Option<f64>,
+    /// 95th percentile.
+    pub p95_ms: Option<f64>,
+    /// 99th percentile.
+    pub p99_ms: Option<f64>,
+    /// Largest.
+    pub max_ms: Option<f64>,
+}
+
+impl LatencySummary {
+    /// The summary of `lat` (ns, any order). O(n log n).
+    pub fn of(lat: &[u64]) -> LatencySummary {
+        let mut v = lat.to_vec();
+        v.sort_unstable();
+        let mean =
+            (!v.is_empty()).then(|| v.iter().map(|x| *x as f64).sum::<f64>() / v.len() as f64);
+        let q = |p: f64| percentile(&v, p).map(|x| round6(ms(x as f64)));
+        LatencySummary {
+            count: v.len(),
+            mean_ms: mean.map(|m| round6(ms(m))),
+            p50_ms: q(0.5),
+            p95_ms: q(0.95),
+            p99_ms: q(0.99),
+            max_ms: v.last().map(|x| round6(ms(*x as f64))),
+        }
+    }
+}
+
+/// One stream's results, as in `summary.json` (`flows[i].streams[j]`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct StreamSummary {
+    /// Stream id.
+    pub id: u16,
+    /// Application kind.
+    pub app: &'static str,
+    /// Messages queued by the application.
+    pub messages_sent: u64,
+    /// Their bytes.
+    pub bytes_sent: u64,
+    /// Messages delivered to the receiving application.
+    pub messages_delivered: u64,
+    /// Their bytes.
+    pub bytes_delivered: u64,
+    /// Messages the sender abandoned.
+    pub messages_abandoned: u64,
+    /// Goodput over the stream's active time, bit/s (6 decimals).
+    pub goodput_bps: f64,
+    /// Completion of a finite application, s since its start (6 decimals).
+    pub completion_s: Option<f64>,
+    /// Message latencies.
+    pub latency: LatencySummary,
+}
+
+impl StreamSummary {
+    /// The summary of `s` in a run of `duration_ns`. O(n log n) in its messages.
+    pub fn of(s: &super::StreamMetrics, duration_ns: u64) -> StreamSummary {
+        StreamSummary {
+            id: s.id,
+            app: s.app,
+            messages_sent: s.messages_sent,
+            bytes_sent: s.bytes_sent,
+            messages_delivered: s.messages_delivered,
+            bytes_delivered: s.bytes_delivered,
+            messages_abandoned: s.messages_abandoned,
+            goodput_bps: round6(s.goodput_bps(duration_ns)),
+            completion_s: s
+                .completed_ns
+                .map(|c| round6((c - s.start_ns) as f64 / 1e9)),
+            latency: LatencySummary::of(&s.latencies_ns),
+        }
+    }
 }
 
 impl SimResults {
+    /// Latencies of the delivered messages of stream `stream` of flow
+    /// `flow`, ms, in (message number) order. O(messages).
+    pub fn message_latencies_ms(&self, flow: usize, stream: u16) -> Vec<f64> {
+        self.messages
+            .iter()
+            .filter(|m| m.flow == flow && m.stream == stream)
+            .map(|m| m.latency_ns as f64 / 1e6)
+            .collect()
+    }
+
+    /// The summary of stream `index` (configuration order) of flow `flow`,
+    /// as in `summary.json`; `None` if there is no such stream.
+    pub fn stream_summary(&self, flow: usize, index: usize) -> Option<StreamSummary> {
+        let s = self.flows.get(flow)?.metrics.streams.get(index)?;
+        Some(StreamSummary::of(s, self.duration_ns))
+    }
+
     /// Jain's index over the throughput of the flows crossing each link
     /// direction used by at least two flows: (link direction, index).
     pub fn fairness(&self) -> Vec<(String, f64)> {
@@ -216,18 +326,9 @@ impl SimResults {
                     .streams
                     .iter()
                     .map(|s| {
-                        json!({
-                            "id": s.id,
-                            "app": s.app,
-                            "messages_sent": s.messages_sent,
-                            "bytes_sent": s.bytes_sent,
-                            "messages_delivered": s.messages_delivered,
-                            "bytes_delivered": s.bytes_delivered,
-                            "messages_abandoned": s.messages_abandoned,
-                            "goodput_bps": r6(s.bytes_delivered as f64 * 8.0 / ((self.duration_ns.saturating_sub(s.start_ns)).max(1) as f64 / 1e9)),
-                            "completion_s": opt(s.completed_ns.map(|c| (c - s.start_ns) as f64 / 1e9)),
-                            "latency": latency_summary(&s.latencies_ns),
-                        })
+                        // A struct of numbers and strings: to_value cannot fail.
+                        serde_json::to_value(StreamSummary::of(s, self.duration_ns))
+                            .unwrap_or(Value::Null)
                     })
                     .collect();
                 let mut flow = json!({
@@ -510,13 +611,16 @@ impl SimResults {
     /// One row per delivered message.
     pub fn messages_csv(&self) -> String {
         let mut s = String::from("flow,stream,message,queued_s,latency_ms,bytes\n");
-        for (f, st, n, q, lat, b) in &self.messages {
-            let name = self.flows.get(*f).map_or("", |x| x.name.as_str());
+        for m in &self.messages {
+            let name = self.flows.get(m.flow).map_or("", |x| x.name.as_str());
             let _ = writeln!(
                 s,
-                "{name},{st},{n},{:.9},{:.6},{b}",
-                *q as f64 / 1e9,
-                ms(*lat as f64)
+                "{name},{},{},{:.9},{:.6},{}",
+                m.stream,
+                m.number,
+                m.queued_ns as f64 / 1e9,
+                ms(m.latency_ns as f64),
+                m.bytes
             );
         }
         s

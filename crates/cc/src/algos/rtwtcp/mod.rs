@@ -46,8 +46,6 @@
 #[cfg(test)]
 mod fuzz_tests;
 #[cfg(test)]
-mod lab_tests;
-#[cfg(test)]
 mod tests;
 
 use crate::algos::cubic::{Cubic, CubicConfig};

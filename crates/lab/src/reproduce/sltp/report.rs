@@ -9,13 +9,26 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 /// Which transport a measurement is of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
     /// Peregrine over UDP, through `peregrine perf` echo mode.
     Peregrine,
     /// The kernel's TCP, through the in-process echo.
     Tcp,
+}
+
+impl std::str::FromStr for Transport {
+    type Err = anyhow::Error;
+
+    /// `peregrine` or `tcp`.
+    fn from_str(s: &str) -> anyhow::Result<Transport> {
+        match s {
+            "peregrine" => Ok(Transport::Peregrine),
+            "tcp" => Ok(Transport::Tcp),
+            other => anyhow::bail!("unknown transport {other:?} (peregrine or tcp)"),
+        }
+    }
 }
 
 impl Transport {

@@ -1,7 +1,7 @@
-//! SVG plots (plotters) for the CLI's reports.
+//! The controller lab's trajectory plot (plotters).
 
 use anyhow::Context;
-use peregrine_cc::lab::{LabConfig, LabEvent, LabTrace};
+use peregrine_sim::cclab::{LabConfig, LabEvent, LabTrace};
 use plotters::prelude::*;
 use std::path::Path;
 

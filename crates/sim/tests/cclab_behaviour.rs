@@ -2,11 +2,11 @@
 //! the delay- and rate-based controllers do on a real ACK clock what their
 //! papers say they do.
 
-use peregrine_cc::lab::{self, LabConfig, LabTrace};
 use peregrine_cc::{
     AckSample, CcStats, CongestionController, CongestionEvent, CongestionResponse, LinkHint,
     PathInfo, SendGate, Time,
 };
+use peregrine_sim::cclab::{self as lab, LabConfig, LabTrace};
 use std::time::Duration;
 
 const MSS: f64 = 1448.0;

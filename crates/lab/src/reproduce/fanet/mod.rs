@@ -20,11 +20,12 @@
 //! `runs.jsonl` (every run's measurements).
 
 use crate::progress::Progress;
+use crate::Keyed;
 use anyhow::Context as _;
-use clap::Args;
 use peregrine_sim::experiment::{run_sweep, Summary, SweepOutcome, SweepSpec};
 use peregrine_sim::{Scenario, SimResults};
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 use std::path::PathBuf;
 
 /// The controllers of seed 001, in its order, plus S-HTCP.
@@ -51,27 +52,53 @@ pub const CHANNEL_RATE_BPS: f64 = 5e6;
 /// The first seed (run `i` uses `BASE_SEED + i`).
 pub const BASE_SEED: u64 = 1;
 
-/// `peregrine reproduce fanet`.
-#[derive(Args, Debug, Clone)]
-pub struct FanetArgs {
+mod report;
+
+/// Options of the reproduction (`peregrine reproduce fanet`).
+#[derive(Debug, Clone)]
+pub struct Options {
     /// 2 seeds of 30 s instead of N seeds of 100 s (under two minutes).
-    #[arg(long)]
     pub quick: bool,
-    /// Seeds per controller (default 10; 2 with --quick).
-    #[arg(long)]
+    /// Seeds per controller (default 10; 2 with `quick`).
     pub seeds: Option<u32>,
-    /// Output folder; the results go to DIR/fanet/.
-    #[arg(long, default_value = "repro-out")]
+    /// Output folder; the results go to `out/fanet/`.
     pub out: PathBuf,
-    /// Simulated duration per run, e.g. `5s` (tests; default 100 s, 30 s with --quick).
-    #[arg(long, hide = true)]
+    /// Simulated duration per run, e.g. `5s` (tests; default 100 s, 30 s with `quick`).
     pub duration: Option<String>,
     /// Worker threads (0: one per core).
-    #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// No progress bar.
-    #[arg(long)]
-    pub quiet: bool,
+    /// The command line, for the report's "how to rerun" line.
+    pub command: String,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            quick: false,
+            seeds: None,
+            out: PathBuf::from("repro-out"),
+            duration: None,
+            threads: 0,
+            command: "peregrine reproduce fanet".into(),
+        }
+    }
+}
+
+/// What [`run`] produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// `summary.json` as written (primary case: means and 95 % CIs per controller).
+    pub summary: FanetSummary,
+    /// The output folder (`out/fanet`).
+    pub dir: PathBuf,
+    /// The report written.
+    pub report: PathBuf,
+    /// Simulated events over all runs.
+    pub events: u64,
+    /// Runs made.
+    pub runs: usize,
+    /// What the command prints.
+    pub console: String,
 }
 
 /// The scenario of one case: `flows` bulk flows uav(2i) → uav(2i+1).
@@ -199,7 +226,7 @@ fn run_case(
     text: String,
     seeds: u32,
     threads: usize,
-    progress: &Progress,
+    progress: &dyn Progress,
     (offset, total): (usize, usize),
 ) -> anyhow::Result<CaseRuns> {
     let base: toml::Value = toml::from_str(&text).context("the fanet scenario")?;
@@ -234,29 +261,59 @@ pub fn stat(runs: &[Value], flow: usize, key: &str) -> Option<Summary> {
     Summary::of(&xs)
 }
 
-/// `summary.json` of the primary case.
-pub fn summary_json(primary: &CaseRuns) -> Value {
-    let mut means = Map::new();
-    let mut cis = Map::new();
-    for (c, runs) in CONTROLLERS.iter().zip(&primary.runs) {
-        let mut m = Map::new();
-        let mut ci = Map::new();
-        for k in SUMMARY_KEYS {
-            let s = stat(runs, 0, k);
-            m.insert(k.into(), s.map_or(Value::Null, |s| json!(s.mean)));
-            ci.insert(
-                k.into(),
-                s.and_then(|s| s.ci95).map_or(Value::Null, |x| json!(x)),
-            );
-        }
-        means.insert((*c).into(), Value::Object(m));
-        cis.insert((*c).into(), Value::Object(ci));
-    }
-    json!({ "controllers": means, "ci95": cis })
+/// One controller's figures in `summary.json` (a mean over seeds, or its
+/// 95 % CI); `None` where no seed measured it (or one seed: no CI).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ControllerFigures {
+    /// Packet delivery ratio (0–1).
+    pub pdr: Option<f64>,
+    /// Throughput as seed 001 gives it: % of the 5 Mbit/s channel.
+    pub throughput_pct: Option<f64>,
+    /// Mean one-way delay, ms.
+    pub delay_ms_mean: Option<f64>,
+    /// Mean |ΔD| jitter, ms.
+    pub jitter_ms_mean: Option<f64>,
+    /// Seed 001 Eq. 6 at the end of the run, bytes.
+    pub cwnd_cma_final: Option<f64>,
+    /// Route changes on the flow's path.
+    pub route_changes: Option<f64>,
 }
 
-/// Run the reproduction and write `DIR/fanet/`.
-pub fn run(args: FanetArgs) -> anyhow::Result<()> {
+/// `summary.json`: the primary case, per controller (in [`CONTROLLERS`] order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FanetSummary {
+    /// Means over seeds.
+    pub controllers: Keyed<ControllerFigures>,
+    /// The 95 % confidence intervals of those means (half-widths).
+    pub ci95: Keyed<ControllerFigures>,
+}
+
+/// `summary.json` of the primary case.
+pub fn summary_json(primary: &CaseRuns) -> FanetSummary {
+    let mut means = Keyed::new();
+    let mut cis = Keyed::new();
+    for (c, runs) in CONTROLLERS.iter().zip(&primary.runs) {
+        let s = |k: &str| stat(runs, 0, k);
+        let figures = |f: &dyn Fn(Summary) -> Option<f64>| ControllerFigures {
+            pdr: s(SUMMARY_KEYS[0]).and_then(f),
+            throughput_pct: s(SUMMARY_KEYS[1]).and_then(f),
+            delay_ms_mean: s(SUMMARY_KEYS[2]).and_then(f),
+            jitter_ms_mean: s(SUMMARY_KEYS[3]).and_then(f),
+            cwnd_cma_final: s(SUMMARY_KEYS[4]).and_then(f),
+            route_changes: s(SUMMARY_KEYS[5]).and_then(f),
+        };
+        means.push(*c, figures(&|s| Some(s.mean)));
+        cis.push(*c, figures(&|s| s.ci95));
+    }
+    FanetSummary {
+        controllers: means,
+        ci95: cis,
+    }
+}
+
+/// Run the reproduction, reporting to `progress`, and write `out/fanet/`.
+/// Cost: 2 × 13 × seeds simulations.
+pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let seeds = args.seeds.unwrap_or(if args.quick { 2 } else { 10 });
     anyhow::ensure!((1..=1000).contains(&seeds), "--seeds must be 1 to 1000");
     let dur_s = match &args.duration {
@@ -268,7 +325,7 @@ pub fn run(args: FanetArgs) -> anyhow::Result<()> {
     let dir = args.out.join("fanet");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let total = 2 * CONTROLLERS.len() * seeds as usize;
-    let progress = Progress::new(total, "reproduce fanet", args.quiet);
+    progress.start("reproduce fanet", total);
     // Wall time of the whole reproduction, for the report's closing note.
     #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
     // measuring our own run time, not simulated time
@@ -278,20 +335,20 @@ pub fn run(args: FanetArgs) -> anyhow::Result<()> {
         scenario_text(&duration, 1),
         seeds,
         args.threads,
-        &progress,
+        progress,
         (0, total),
     )?;
     let extended = run_case(
         scenario_text(&duration, 5),
         seeds,
         args.threads,
-        &progress,
+        progress,
         (half, total),
     )?;
     progress.finish();
     let wall_s = started.elapsed().as_secs_f64();
-    let mut summary =
-        serde_json::to_string_pretty(&summary_json(&primary)).context("summary.json")?;
+    let summary_value = summary_json(&primary);
+    let mut summary = serde_json::to_string_pretty(&summary_value).context("summary.json")?;
     summary.push('\n');
     let write = |name: &str, text: &str| -> anyhow::Result<PathBuf> {
         let p = dir.join(name);
@@ -315,23 +372,28 @@ pub fn run(args: FanetArgs) -> anyhow::Result<()> {
         .flat_map(|r| r.runs.iter().flatten())
         .filter_map(|v| v["events"].as_u64())
         .sum();
-    let ctx = super::fanet_report::Context {
+    let ctx = report::Context {
         dir: dir.clone(),
         seeds,
         duration_s: dur_s,
-        command: std::iter::once("peregrine".to_string())
-            .chain(std::env::args().skip(1))
-            .collect::<Vec<_>>()
-            .join(" "),
+        command: args.command.clone(),
         events,
     };
-    let report = super::fanet_report::write(&ctx, &primary, &extended)?;
-    crate::out(&format!(
+    let report = report::write(&ctx, &primary, &extended)?;
+    let console = format!(
         "reproduce fanet: {} runs ({} controllers × {seeds} seeds × 2 cases, {dur_s} s each), {events} events in {wall_s:.1} s wall ({:.0} events/s)\nwrote {}, {}\n",
         total,
         CONTROLLERS.len(),
         events as f64 / wall_s.max(1e-9),
         dir.join("summary.json").display(),
         report.display()
-    ))
+    );
+    Ok(Outcome {
+        summary: summary_value,
+        dir,
+        report,
+        events,
+        runs: total,
+        console,
+    })
 }

@@ -18,7 +18,6 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use anyhow::{bail, Context};
-use clap::Args;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -28,14 +27,12 @@ use std::time::Duration;
 const PERIOD: Duration = Duration::from_millis(10);
 
 /// Arguments of the hidden `peregrine hog`.
-#[derive(Args, Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct HogArgs {
     /// Fraction of each 10 ms period spent spinning, 0.0 ..= 1.0.
-    #[arg(long)]
-    duty: f64,
+    pub duty: f64,
     /// Exit after this many seconds whatever happens.
-    #[arg(long)]
-    seconds: f64,
+    pub seconds: f64,
 }
 
 /// Check a duty cycle: a fraction in 0 ..= 1.
@@ -125,6 +122,11 @@ impl Hog {
     /// How many hog processes are running.
     pub fn len(&self) -> usize {
         self.children.len()
+    }
+
+    /// Whether no hog runs (0 % load).
+    pub fn is_empty(&self) -> bool {
+        self.children.is_empty()
     }
 
     /// Stop the hogs; the share of the `cores` they actually got while they

@@ -1,4 +1,4 @@
-//! `peregrine reproduce sltp`: seed 003 §VI on this machine.
+//! Seed 003 §VI on this machine (`peregrine reproduce sltp`).
 //!
 //! "Network time" — send a buffer, receive it back — for buffer sizes from
 //! 1 KiB to 1 MiB, Peregrine (through `peregrine perf` echo mode, as a
@@ -22,48 +22,65 @@ pub mod report;
 pub mod stats;
 pub mod tcp_echo;
 
+use crate::progress::Progress;
 use anyhow::{bail, Context};
-use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use report::{fmt_size, AchievedLoad, Machine, Measurement, Results, RunInfo, Transport};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Arguments of `peregrine reproduce sltp`.
-#[derive(Args, Debug)]
-pub struct SltpArgs {
+/// Options of the reproduction (`peregrine reproduce sltp`).
+#[derive(Debug, Clone)]
+pub struct Options {
     /// A short run (1, 16, 256 KiB and 1 MiB; one connection of 5 round
     /// trips per point), well under a minute.
-    #[arg(long)]
-    quick: bool,
-    /// Output directory; everything goes to DIR/sltp/.
-    #[arg(long, default_value = "out")]
-    out: PathBuf,
+    pub quick: bool,
+    /// Output directory; everything goes to `out/sltp/`.
+    pub out: PathBuf,
     /// Transports to measure (Peregrine needs `peregrine perf`).
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "peregrine,tcp"
-    )]
-    transports: Vec<Transport>,
-    /// Buffer sizes in bytes, comma-separated (default: powers of two from
-    /// 1 KiB to 1 MiB).
-    #[arg(long, value_delimiter = ',')]
-    sizes: Vec<u64>,
-    /// Background loads in percent, comma-separated (default 0,25,50,75,100).
-    #[arg(long, value_delimiter = ',')]
-    loads: Vec<u8>,
-    /// Connections per point and transport (default 5; 1 with --quick).
-    #[arg(long)]
-    connections: Option<usize>,
-    /// Round trips per connection (default 10; 5 with --quick).
-    #[arg(long)]
-    echoes: Option<usize>,
-    /// The binary providing `perf` (default: this one). For tests.
-    #[arg(long, hide = true)]
-    perf_bin: Option<PathBuf>,
+    pub transports: Vec<Transport>,
+    /// Buffer sizes in bytes (empty: powers of two from 1 KiB to 1 MiB).
+    pub sizes: Vec<u64>,
+    /// Background loads in percent (empty: 0, 25, 50, 75, 100).
+    pub loads: Vec<u8>,
+    /// Connections per point and transport (default 5; 1 with `quick`).
+    pub connections: Option<usize>,
+    /// Round trips per connection (default 10; 5 with `quick`).
+    pub echoes: Option<usize>,
+    /// The `peregrine` binary: it runs the hogs (`peregrine hog`) and, unless
+    /// `perf_bin` is given, `peregrine perf`.
+    pub peregrine_bin: PathBuf,
+    /// The binary providing `perf` (default: `peregrine_bin`). For tests.
+    pub perf_bin: Option<PathBuf>,
+    /// The command line, for the report.
+    pub command: String,
+}
+
+impl Options {
+    /// The defaults of the command, running the binary `peregrine_bin`.
+    pub fn new(peregrine_bin: PathBuf) -> Options {
+        Options {
+            quick: false,
+            out: PathBuf::from("out"),
+            transports: vec![Transport::Peregrine, Transport::Tcp],
+            sizes: Vec::new(),
+            loads: Vec::new(),
+            connections: None,
+            echoes: None,
+            peregrine_bin,
+            perf_bin: None,
+            command: "peregrine reproduce sltp".into(),
+        }
+    }
+}
+
+/// What [`run`] produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Everything measured (what `summary.json` and the report are made from).
+    pub results: Results,
+    /// The report written.
+    pub report: PathBuf,
 }
 
 /// The measurement plan after defaults and checks.
@@ -76,7 +93,7 @@ struct Plan {
     transports: Vec<Transport>,
 }
 
-fn plan(args: &SltpArgs) -> anyhow::Result<Plan> {
+fn plan(args: &Options) -> anyhow::Result<Plan> {
     let sizes_bytes = if !args.sizes.is_empty() {
         args.sizes.clone()
     } else if args.quick {
@@ -121,15 +138,16 @@ fn plan(args: &SltpArgs) -> anyhow::Result<Plan> {
     })
 }
 
-/// Run `peregrine reproduce sltp`.
+/// Run the measurements, reporting to `progress`, and write `out/sltp/`.
+/// Cost: wall-clock time (real sockets at every load level).
 // The reproduction measures wall-clock time on purpose (this is the CLI
 // runtime, not the sans-IO core).
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-pub fn run(args: SltpArgs) -> anyhow::Result<()> {
+pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let started = std::time::Instant::now();
-    let plan = plan(&args)?;
-    let exe = std::env::current_exe().context("cannot find the running peregrine binary")?;
-    let perf_bin = perf::perf_binary(args.perf_bin.clone())?;
+    let plan = plan(args)?;
+    let exe = args.peregrine_bin.clone();
+    let perf_bin = args.perf_bin.clone().unwrap_or_else(|| exe.clone());
     let machine = machine();
     let dir = args.out.join("sltp");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -146,26 +164,22 @@ pub fn run(args: SltpArgs) -> anyhow::Result<()> {
 
     let total =
         plan.loads_pct.len() * plan.sizes_bytes.len() * plan.connections * plan.transports.len();
-    let bar = ProgressBar::new(total as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
-            .context("progress template")?
-            .progress_chars("=> "),
-    );
+    progress.start("reproduce sltp", total);
+    let mut done = 0;
     let hog_bound_s = if args.quick { 120.0 } else { 1800.0 };
     let mut points: BTreeMap<(Transport, u8, u64), Measurement> = BTreeMap::new();
     let mut failures = Vec::new();
     let mut achieved = Vec::new();
     for &load in &plan.loads_pct {
         let hog = hog::Hog::start(&exe, load, machine.cores, hog_bound_s)?;
-        if hog.len() > 0 {
+        if !hog.is_empty() {
             // Let the hogs reach their duty cycle before measuring.
             std::thread::sleep(Duration::from_millis(300));
         }
         for &size in &plan.sizes_bytes {
             for _ in 0..plan.connections {
                 for &t in &plan.transports {
-                    bar.set_message(format!("{load} % load, {}, {}", t.name(), fmt_size(size)));
+                    progress.status(&format!("{load} % load, {}, {}", t.name(), fmt_size(size)));
                     let m = points
                         .entry((t, load, size))
                         .or_insert_with(|| Measurement {
@@ -196,11 +210,12 @@ pub fn run(args: SltpArgs) -> anyhow::Result<()> {
                         Err(e) => {
                             let msg =
                                 format!("{} at {load} % load, {}: {e:#}", t.name(), fmt_size(size));
-                            bar.println(format!("warning: {msg}"));
+                            progress.warn(&msg);
                             failures.push(msg);
                         }
                     }
-                    bar.inc(1);
+                    done += 1;
+                    progress.update(done, total);
                 }
             }
         }
@@ -209,12 +224,12 @@ pub fn run(args: SltpArgs) -> anyhow::Result<()> {
             hog_cpu_pct: hog.stop(machine.cores),
         });
     }
-    bar.finish_and_clear();
+    progress.finish();
     drop(peregrine);
 
     let results = Results {
         info: RunInfo {
-            command: command_line(),
+            command: args.command.clone(),
             quick: args.quick,
             sizes_bytes: plan.sizes_bytes.clone(),
             loads_pct: plan.loads_pct.clone(),
@@ -231,14 +246,7 @@ pub fn run(args: SltpArgs) -> anyhow::Result<()> {
         failures,
     };
     let report = write_outputs(&results, &dir)?;
-    crate::out(&format!("{}\n", report.display()))?;
-    if !results.failures.is_empty() {
-        eprintln!(
-            "{} measurement(s) failed; see the report",
-            results.failures.len()
-        );
-    }
-    Ok(())
+    Ok(Outcome { results, report })
 }
 
 /// Write CSVs, `summary.json`, the SVG plots and `report.md` into `dir`;
@@ -302,14 +310,6 @@ pub fn write_outputs(r: &Results, dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-fn command_line() -> String {
-    let mut args: Vec<String> = std::env::args().collect();
-    if let Some(first) = args.first_mut() {
-        *first = "peregrine".into();
-    }
-    args.join(" ")
-}
-
 /// What the report says about the machine (best effort: unknown fields say so).
 fn machine() -> Machine {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
@@ -346,18 +346,33 @@ fn machine() -> Machine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(Parser)]
-    struct T {
-        #[command(flatten)]
-        a: SltpArgs,
-    }
-
-    fn parse(args: &[&str]) -> SltpArgs {
-        T::try_parse_from(std::iter::once("t").chain(args.iter().copied()))
-            .expect("valid args")
-            .a
+    fn parse(args: &[&str]) -> Options {
+        let mut o = Options::new(PathBuf::from("peregrine"));
+        let list = |v: &str| v.split(',').map(|x| x.parse().expect("a number")).collect();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let mut value = || *it.next().expect("a value");
+            match *a {
+                "--quick" => o.quick = true,
+                "--transports" => {
+                    o.transports = value()
+                        .split(',')
+                        .map(|t| t.parse().expect("a transport"))
+                        .collect()
+                }
+                "--sizes" => o.sizes = list(value()),
+                "--loads" => {
+                    o.loads = value()
+                        .split(',')
+                        .map(|x| x.parse().expect("a load"))
+                        .collect()
+                }
+                "--echoes" => o.echoes = Some(value().parse().expect("a number")),
+                other => panic!("unknown test option {other}"),
+            }
+        }
+        o
     }
 
     #[test]

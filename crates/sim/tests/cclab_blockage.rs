@@ -2,7 +2,7 @@
 //! on the default script, RTW-TCP rides out the announced 150 ms blockage
 //! while CUBIC, which ignores the hint, collapses.
 
-use peregrine_cc::lab::{self, LabConfig};
+use peregrine_sim::cclab::{self as lab, LabConfig};
 
 fn retention(name: &str) -> f64 {
     let mut cc = peregrine_cc::build(name).expect("registered");

@@ -5,7 +5,7 @@
 //! a paragraph on the differences. Output depends on the runs only (no
 //! wall-clock times, no host names).
 
-use super::fanet::{stat, CaseRuns, CONTROLLERS};
+use super::{stat, CaseRuns, CONTROLLERS};
 use crate::charts::{bar_chart, time_series, BarSeries, ChartText, Series};
 use crate::published::{self, MdTable};
 use crate::report::{published_vs_ours, Cell, Comparison, Report, Table};
@@ -158,8 +158,8 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
          6→7, 8→9). {} events were processed over all {} runs.",
         ctx.duration_s,
         ctx.seeds,
-        super::fanet::BASE_SEED,
-        super::fanet::BASE_SEED + u64::from(ctx.seeds) - 1,
+        super::BASE_SEED,
+        super::BASE_SEED + u64::from(ctx.seeds) - 1,
         ctx.events,
         2 * CONTROLLERS.len() * ctx.seeds as usize,
     ));

@@ -4,12 +4,12 @@
 //! completion time of each stream (`adaptive.csv`, `adaptive_delay.svg`,
 //! `adaptive_buffer.svg`, a table in the report).
 
-use super::quic_sched::{r4, run_points, write, Plan, QuicSchedArgs};
-use super::quic_sched_setups as setups;
+use super::setups;
+use super::{r4, run_points, write, AdaptiveRow, Options, Part, Plan};
 use crate::charts::{self, BarSeries, ChartText};
+use crate::progress::Progress;
 use crate::published;
 use crate::report::{Cell, Report, Table};
-use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -18,11 +18,12 @@ type Done = BTreeMap<(String, u64, u64, u64), (Option<f64>, Option<f64>)>;
 
 /// Run part (c), add its section to `report` and return its `summary.json` entry.
 pub(super) fn adaptive_part(
-    args: &QuicSchedArgs,
+    args: &Options,
+    progress: &dyn Progress,
     plan: &Plan,
     dir: &Path,
     report: &mut Report,
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<Part<Vec<AdaptiveRow>>> {
     report.heading(2, "(c) §4.3: the adaptive scheduler over mmWave traces");
     let (bytes, duration) = plan.adaptive;
     let (targets, delays, buffers) = &plan.grid;
@@ -54,9 +55,11 @@ pub(super) fn adaptive_part(
         }
     }
     if docs.is_empty() {
-        return Ok(json!({ "skipped": "no mmWave trace found" }));
+        return Ok(Part::Skipped {
+            skipped: "no mmWave trace found".into(),
+        });
     }
-    let (outcome, _) = run_points("§4.3 adaptive", &docs, 1, args, false)?;
+    let (outcome, _) = run_points("§4.3 adaptive", &docs, 1, args, progress, false)?;
     let mut csv = String::from("trace,target_mbps,delay_ms,buffer_bdp,stream0_completion_s,stream1_completion_s,transfer_mbps\n");
     let mut t = Table::new([
         "trace",
@@ -71,10 +74,7 @@ pub(super) fn adaptive_part(
     let mut done = BTreeMap::new();
     for (p, (rel, target, delay, buffer)) in rows.iter().enumerate() {
         let r = &outcome.runs[p][0];
-        let c = |s: usize| {
-            r.pointer(&format!("/flows/0/streams/{s}/completion_s"))?
-                .as_f64()
-        };
+        let c = |s: usize| r.streams.get(s)?.completion_s;
         // Both files over the time the later one took.
         let g = c(0)
             .zip(c(1))
@@ -100,10 +100,14 @@ pub(super) fn adaptive_part(
             (name.to_string(), *target, *delay, buffer.to_bits()),
             (c(0), c(1)),
         );
-        out.push(json!({
-            "trace": name, "target_mbps": target, "delay_ms": delay, "buffer_bdp": buffer,
-            "completion_s": [c(0).map(r4), c(1).map(r4)], "transfer_mbps": g.map(r4),
-        }));
+        out.push(AdaptiveRow {
+            trace: name.to_string(),
+            target_mbps: *target,
+            delay_ms: *delay,
+            buffer_bdp: *buffer,
+            completion_s: [c(0).map(r4), c(1).map(r4)],
+            transfer_mbps: g.map(r4),
+        });
     }
     write(dir, "adaptive.csv", &csv)?;
     report.paragraph(&format!(
@@ -170,7 +174,7 @@ pub(super) fn adaptive_part(
         )?;
         report.image(&format!("completion time vs {name}"), &file);
     }
-    Ok(Value::Array(out))
+    Ok(Part::Ran(out))
 }
 
 /// A completion time from the §4.3 results (0 when absent or unfinished).

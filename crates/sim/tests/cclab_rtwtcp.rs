@@ -1,4 +1,5 @@
-//! The controller-lab acceptance scenario, on a small test-only model: a
+//! RTW-TCP's controller-lab acceptance scenario (moved from
+//! `peregrine-cc`, which keeps no event loop), on a small test-only model: a
 //! 10 Mbit/s bottleneck with a 1-BDP drop-tail queue, 40 ms base RTT, one
 //! ACK per packet, DupThresh 3 (in packet numbers), RFC 6298 RTO with a
 //! 200 ms minimum. At 20 s a hint {Blockage, predicted 150 ms} arrives and
@@ -8,11 +9,12 @@
 //! Packets are never renumbered: a retransmission is a new packet number,
 //! so `snd_una` is the lowest packet neither acknowledged nor declared lost.
 
-use super::*;
-use crate::algos::cubic::CubicConfig;
-use crate::controller::CongestionController;
+use peregrine_cc::algos::cubic::CubicConfig;
+use peregrine_cc::algos::rtwtcp::RtwTcpConfig;
+use peregrine_cc::*;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::time::Duration;
 
 const MSS: u32 = 1448;
 const TX_NS: u64 = 1_158_400; // 1448 B at 10 Mbit/s

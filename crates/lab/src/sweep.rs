@@ -1,6 +1,7 @@
-//! The CLI side of sweeps: `--sweep key=v1,v2,… --seeds N --threads T
-//! --quiet`, and [`run_sweep_to_dir`], which runs a sweep with a progress
-//! bar and writes its results into an output directory:
+//! A sweep written to a directory (`peregrine sim … --sweep …`):
+//! [`SweepOptions`] (`--sweep key=v1,v2,… --seeds N --threads T`) and
+//! [`run_sweep_to_dir`], which runs a sweep reporting to a [`Progress`]
+//! sink and writes its results into an output directory:
 //!
 //! * `sweep.csv`: the tidy per-point statistics
 //!   (`point,key,n,mean,ci95,std,min,median,max`);
@@ -24,7 +25,6 @@ use crate::charts::{self, BarSeries, ChartText};
 use crate::progress::Progress;
 use crate::report::{Cell, Report, Table};
 use anyhow::Context;
-use clap::Args;
 use peregrine_sim::experiment::{
     self, aggregate::format_significant, spec::value_label, Aggregate, SweepOutcome, SweepSpec,
 };
@@ -107,27 +107,21 @@ pub fn summary_table(agg: &Aggregate) -> String {
     t.render()
 }
 
-/// Sweep options shared by `peregrine sim` and the reproductions.
-#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
-pub struct SweepArgs {
-    /// Sweep a scenario field over values: `key=v1,v2,…` (repeatable;
-    /// dotted keys as for --set, e.g. `flows.0.cc=cubic,bbr`). Laid over the
-    /// scenario's own [sweep.grid].
-    #[arg(long = "sweep", value_name = "KEY=V1,V2,…")]
+/// The options of a sweep laid over a scenario's own `[sweep]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepOptions {
+    /// Fields swept over values: `key=v1,v2,…` (dotted keys as for
+    /// `--set`, e.g. `flows.0.cc=cubic,bbr`). Laid over the scenario's own
+    /// `[sweep.grid]`.
     pub sweep: Vec<String>,
     /// Runs per grid point, with seeds seed, seed+1, … (the scenario's
-    /// `seed`, default 1). Overrides [sweep] seeds.
-    #[arg(long, value_name = "N")]
+    /// `seed`, default 1). Overrides `[sweep] seeds`.
     pub seeds: Option<u32>,
     /// Worker threads (0: one per core). Results do not depend on it.
-    #[arg(long, value_name = "T", default_value_t = 0)]
     pub threads: usize,
-    /// No progress bar.
-    #[arg(long, short)]
-    pub quiet: bool,
 }
 
-impl SweepArgs {
+impl SweepOptions {
     /// The sweep of `doc`'s `[sweep]` table with these options laid over it.
     pub fn spec(&self, doc: &toml::Value) -> anyhow::Result<SweepSpec> {
         let from_doc = SweepSpec::from_document(doc)?.unwrap_or_default();
@@ -154,7 +148,7 @@ pub struct SweepFiles {
 }
 
 /// Run the sweep of `base` (its `[sweep]` table with `args` laid over it)
-/// through `run`, with a progress bar, and write `sweep.csv`,
+/// through `run`, reporting to `progress`, and write `sweep.csv`,
 /// `sweep.json`, `runs.jsonl`, `report.md` and `plots/` into `out_dir`.
 /// `description` (Markdown: the scenario, the command line) opens the
 /// report's "What was run" section; it may be empty.
@@ -162,8 +156,9 @@ pub fn run_sweep_to_dir<F>(
     title: &str,
     description: &str,
     base: &toml::Value,
-    args: &SweepArgs,
+    args: &SweepOptions,
     out_dir: &Path,
+    progress: &dyn Progress,
     run: F,
 ) -> anyhow::Result<SweepFiles>
 where
@@ -172,8 +167,14 @@ where
     let spec = args.spec(base)?;
     std::fs::create_dir_all(out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let progress = Progress::new(spec.run_count(), title, args.quiet);
-    let result = experiment::run_sweep(base, &spec, args.threads, &progress.callback(), run);
+    progress.start(title, spec.run_count());
+    let result = experiment::run_sweep(
+        base,
+        &spec,
+        args.threads,
+        &|done, total| progress.update(done, total),
+        run,
+    );
     progress.finish();
     let outcome = result.map_err(|e| anyhow::anyhow!("{e:#}"))?;
     let aggregate = experiment::aggregate(&outcome);
@@ -337,14 +338,8 @@ fn write_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::Silent;
     use serde_json::json;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        sweep: SweepArgs,
-    }
 
     fn doc(text: &str) -> toml::Value {
         toml::Value::Table(text.parse::<toml::Table>().expect("test TOML is valid"))
@@ -368,26 +363,13 @@ mod tests {
     const BASE: &str = "seed = 100\ncc = \"cubic\"\nrate = 10\n[sweep]\nseeds = 3\n[sweep.grid]\ncc = [\"cubic\", \"bbr\"]\n";
 
     #[test]
-    fn clap_args_parse() {
-        let cli = Cli::try_parse_from([
-            "x",
-            "--sweep",
-            "a=1,2",
-            "--sweep",
-            "b=x",
-            "--seeds",
-            "4",
-            "--threads",
-            "2",
-            "-q",
-        ])
-        .unwrap();
-        assert_eq!(cli.sweep.sweep, ["a=1,2", "b=x"]);
-        assert_eq!(
-            (cli.sweep.seeds, cli.sweep.threads, cli.sweep.quiet),
-            (Some(4), 2, true)
-        );
-        let spec = cli.sweep.spec(&doc(BASE)).unwrap();
+    fn options_lay_over_the_document() {
+        let opts = SweepOptions {
+            sweep: vec!["a=1,2".into(), "b=x".into()],
+            seeds: Some(4),
+            threads: 2,
+        };
+        let spec = opts.spec(&doc(BASE)).unwrap();
         assert_eq!(
             spec.grid
                 .iter()
@@ -396,11 +378,12 @@ mod tests {
             ["cc", "a", "b"]
         );
         assert_eq!(spec.seeds, 4);
-        let bad = Cli::try_parse_from(["x", "--sweep", "nokey"])
-            .unwrap()
-            .sweep
-            .spec(&doc(BASE))
-            .unwrap_err();
+        let bad = SweepOptions {
+            sweep: vec!["nokey".into()],
+            ..SweepOptions::default()
+        }
+        .spec(&doc(BASE))
+        .unwrap_err();
         assert!(
             bad.to_string()
                 .contains("`--sweep nokey` is not of the form key=v1,v2,…"),
@@ -414,11 +397,10 @@ mod tests {
         let mut outputs = Vec::new();
         for threads in [1, 2] {
             let out = dir(&format!("t{threads}"));
-            let args = SweepArgs {
+            let args = SweepOptions {
                 sweep: vec!["rate=10,20".into()],
                 threads,
-                quiet: true,
-                ..SweepArgs::default()
+                ..SweepOptions::default()
             };
             let files = run_sweep_to_dir(
                 "Toy sweep",
@@ -426,6 +408,7 @@ mod tests {
                 &base,
                 &args,
                 &out,
+                &Silent,
                 toy,
             )
             .unwrap();
@@ -485,16 +468,21 @@ mod tests {
     #[test]
     fn a_failing_run_is_an_error_naming_point_and_seed() {
         let out = dir("fail");
-        let args = SweepArgs {
-            quiet: true,
-            ..SweepArgs::default()
-        };
-        let e = run_sweep_to_dir("Failing", "", &doc(BASE), &args, &out, |d, seed| {
-            if d["cc"].as_str() == Some("bbr") && seed == 101 {
-                anyhow::bail!("engine exploded")
-            }
-            toy(d, seed)
-        })
+        let args = SweepOptions::default();
+        let e = run_sweep_to_dir(
+            "Failing",
+            "",
+            &doc(BASE),
+            &args,
+            &out,
+            &Silent,
+            |d, seed| {
+                if d["cc"].as_str() == Some("bbr") && seed == 101 {
+                    anyhow::bail!("engine exploded")
+                }
+                toy(d, seed)
+            },
+        )
         .unwrap_err();
         assert_eq!(
             e.to_string(),

@@ -15,9 +15,9 @@
 //!   ours, the plots and a paragraph on the differences.
 //!
 //! This module runs the command and part (b); parts (a) and (c) live in
-//! `quic_sched_fig5` and `quic_sched_adaptive`.
+//! `fig5` and `adaptive`.
 //!
-//! Every set-up is a scenario document ([`super::quic_sched_setups`]) run
+//! Every set-up is a scenario document ([`setups`]) run
 //! by the engine; the runs of each part go through
 //! [`peregrine_sim::experiment::run_sweep`] (parallel, results in (point,
 //! seed) order, so the thread count never changes a byte of output).
@@ -27,41 +27,63 @@
 //! (common random numbers); the table gives the mean over seeds and its
 //! 95 % CI.
 
-use super::quic_sched_setups as setups;
 use crate::charts::{self, BarSeries, ChartText};
 use crate::progress::Progress;
 use crate::published;
 use crate::report::{Cell, Comparison, Report, Table};
+use crate::write_file as write;
+use crate::Keyed;
 use anyhow::Context;
-use clap::Args;
 use peregrine_sim::experiment::{self, Summary, SweepOutcome, SweepSpec};
-use serde_json::{json, Map, Value};
+use peregrine_sim::metrics::{round6, StreamSummary};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// Arguments of `peregrine reproduce quic-sched`.
-#[derive(Args, Debug, Clone)]
-pub struct QuicSchedArgs {
+mod adaptive;
+mod fig5;
+pub mod setups;
+
+/// Options of the reproduction (`peregrine reproduce quic-sched`).
+#[derive(Debug, Clone)]
+pub struct Options {
     /// Every Table 1 cell with fewer seeds and shorter runs, a reduced
     /// Fig. 5 and §4.3: under a minute.
-    #[arg(long, conflicts_with = "full")]
     pub quick: bool,
     /// §4.3 with the seed's 1 GB per stream (long).
-    #[arg(long)]
     pub full: bool,
-    /// Output folder; the results go to DIR/quic-sched.
-    #[arg(long, value_name = "DIR", default_value = "out")]
+    /// Output folder; the results go to `out/quic-sched`.
     pub out: PathBuf,
     /// Worker threads (0: one per core). Results do not depend on it.
-    #[arg(long, value_name = "T", default_value_t = 0)]
     pub threads: usize,
-    /// No progress bars.
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// A tiny run for tests (seconds in a debug build); implies --quick.
-    #[arg(long, hide = true)]
+    /// A tiny run for tests (seconds in a debug build); implies `quick`.
     pub tiny: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            quick: false,
+            full: false,
+            out: PathBuf::from("out"),
+            threads: 0,
+            tiny: false,
+        }
+    }
+}
+
+/// What [`run`] produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// `summary.json` as written.
+    pub summary: QuicSchedSummary,
+    /// The output folder (`out/quic-sched`).
+    pub dir: PathBuf,
+    /// The report written.
+    pub report: PathBuf,
+    /// What the command prints (Table 1 beside the seed's).
+    pub console: String,
 }
 
 /// The size of each part of the reproduction.
@@ -84,7 +106,7 @@ pub struct Plan {
 
 impl Plan {
     /// The plan for these arguments.
-    pub fn of(args: &QuicSchedArgs) -> Plan {
+    pub fn of(args: &Options) -> Plan {
         let traces = vec![
             "traces/mmwave_cc/walkandturn",
             "traces/lumos5g/mahimahi_gz/5g_trace_116_walking.mm.gz",
@@ -135,6 +157,16 @@ pub const TABLE1_PACKETS: [u64; 4] = [2, 4, 8, 16];
 /// Loss rates of Table 1 (%).
 pub const TABLE1_LOSS_PCT: [u64; 3] = [0, 5, 10];
 
+/// What one run of a set-up keeps: the numbers of its `summary.json` the
+/// reproduction reads (rounded as there).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointRun {
+    /// Flow 0's goodput, bit/s.
+    pub goodput_bps: f64,
+    /// Flow 0's streams, in configuration order (stream 0: priority).
+    pub streams: Vec<StreamSummary>,
+}
+
 /// Each run's priority-message latencies (ms), by (point, seed).
 pub type Latencies = BTreeMap<(usize, u64), Vec<f64>>;
 
@@ -144,13 +176,14 @@ type Side = Mutex<Latencies>;
 /// Run every document of `docs` with `seeds` seeds through the sweep
 /// runner (a grid over a `point` index), keeping each run's
 /// priority-message latencies (stream 0 of flow 0, ms) when `keep`.
-pub(super) fn run_points(
+fn run_points(
     title: &str,
     docs: &[toml::Value],
     seeds: u32,
-    args: &QuicSchedArgs,
+    args: &Options,
+    progress: &dyn Progress,
     keep: bool,
-) -> anyhow::Result<(SweepOutcome, Latencies)> {
+) -> anyhow::Result<(SweepOutcome<PointRun>, Latencies)> {
     let mut base = toml::Table::new();
     base.insert("seed".into(), toml::Value::Integer(1));
     base.insert("point".into(), toml::Value::Integer(0));
@@ -158,13 +191,13 @@ pub(super) fn run_points(
     let points: Vec<String> = (0..docs.len()).map(|i| i.to_string()).collect();
     let spec = SweepSpec::from_cli(&[format!("point={}", points.join(","))], Some(seeds))?;
     let side: Side = Mutex::new(BTreeMap::new());
-    let progress = Progress::new(spec.run_count(), title, args.quiet);
+    progress.start(title, spec.run_count());
     let result = experiment::run_sweep(
         &base,
         &spec,
         args.threads,
-        &progress.callback(),
-        |d, seed| -> anyhow::Result<Value> {
+        &|done, total| progress.update(done, total),
+        |d, seed| -> anyhow::Result<PointRun> {
             let p = d["point"]
                 .as_integer()
                 .and_then(|p| usize::try_from(p).ok())
@@ -176,17 +209,21 @@ pub(super) fn run_points(
             let scenario = peregrine_sim::Scenario::from_value(doc, title)?;
             let r = peregrine_sim::run(&scenario)?;
             if keep {
-                let lat: Vec<f64> = r
-                    .messages
-                    .iter()
-                    .filter(|m| m.0 == 0 && m.1 == 0)
-                    .map(|m| m.4 as f64 / 1e6)
-                    .collect();
+                let lat = r.message_latencies_ms(0, 0);
                 side.lock()
                     .map_err(|_| anyhow::anyhow!("a run panicked"))?
                     .insert((p, seed), lat);
             }
-            Ok(r.summary_json())
+            let streams = r.flows.first().map_or(0, |f| f.metrics.streams.len());
+            Ok(PointRun {
+                goodput_bps: r
+                    .flows
+                    .first()
+                    .map_or(0.0, |f| round6(f.goodput_bps(r.duration_ns))),
+                streams: (0..streams)
+                    .filter_map(|i| r.stream_summary(0, i))
+                    .collect(),
+            })
         },
     );
     progress.finish();
@@ -198,73 +235,133 @@ pub(super) fn run_points(
 }
 
 /// The priority stream's mean message latency (ms) of every seed of point `p`.
-pub(super) fn prio_means(outcome: &SweepOutcome, p: usize) -> Vec<Option<f64>> {
+fn prio_means(outcome: &SweepOutcome<PointRun>, p: usize) -> Vec<Option<f64>> {
     outcome.runs[p]
         .iter()
-        .map(|s| s.pointer("/flows/0/streams/0/latency/mean_ms")?.as_f64())
+        .map(|r| r.streams.first()?.latency.mean_ms)
         .collect()
 }
 
-/// Write `text` to `dir/name`.
-pub(super) fn write(dir: &Path, name: &str, text: &str) -> anyhow::Result<PathBuf> {
-    let path = dir.join(name);
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(path)
+/// Rounded to 4 decimals, as in `summary.json`.
+fn r4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
 }
 
-/// Rounded to 4 decimals, as JSON.
-pub(super) fn r4(x: f64) -> Value {
-    json!((x * 1e4).round() / 1e4)
+/// `summary.json` of the reproduction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuicSchedSummary {
+    /// Table 1: gain over RR by scheduler (`wfq`, `abs`), message packets
+    /// (`"2"` … `"16"`) and loss percent (`"0"`, `"5"`, `"10"`).
+    pub table1: Keyed<Keyed<Keyed<f64>>>,
+    /// Fig. 5, per scheduler.
+    pub fig5: Part<Keyed<Fig5Row>>,
+    /// §4.3, one row per (trace, target, delay, buffer).
+    pub adaptive: Part<Vec<AdaptiveRow>>,
 }
 
-/// Run `peregrine reproduce quic-sched`.
-pub fn run(args: QuicSchedArgs) -> anyhow::Result<()> {
-    let plan = Plan::of(&args);
+/// A part of the reproduction: its results, or why it was skipped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Part<T> {
+    /// Not run (a trace is absent).
+    Skipped {
+        /// Why.
+        skipped: String,
+    },
+    /// Run.
+    Ran(T),
+}
+
+/// One scheduler of Fig. 5 (latencies in ms, 4 decimals).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fig5Row {
+    /// Priority messages delivered, all seeds.
+    pub messages_delivered: usize,
+    /// Priority messages sent, all seeds.
+    pub messages_sent: u64,
+    /// Mean over seeds of the per-seed mean latency.
+    pub mean_ms: Option<f64>,
+    /// Median over all messages.
+    pub p50_ms: Option<f64>,
+    /// 95th percentile over all messages.
+    pub p95_ms: Option<f64>,
+    /// 99th percentile over all messages.
+    pub p99_ms: Option<f64>,
+    /// The bulk streams' goodput, Mbit/s (mean over seeds).
+    pub bulk_goodput_mbps: Option<f64>,
+}
+
+/// One set-up of §4.3.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdaptiveRow {
+    /// Trace file name.
+    pub trace: String,
+    /// The adaptive scheduler's target, Mbit/s.
+    pub target_mbps: u64,
+    /// One-way delay, ms.
+    pub delay_ms: u64,
+    /// Queue, × BDP.
+    pub buffer_bdp: f64,
+    /// Completion of stream 0 and stream 1, s (`None`: not finished).
+    pub completion_s: [Option<f64>; 2],
+    /// Both files over the time the later one took, Mbit/s.
+    pub transfer_mbps: Option<f64>,
+}
+
+/// Run the reproduction, reporting to `progress`, and write
+/// `out/quic-sched/`. Cost: the plan's runs (seconds for `quick`).
+pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
+    let plan = Plan::of(args);
     let dir = args.out.join("quic-sched");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut report = Report::new("Seed 002 reproduced: stream schedulers", &dir);
     report.paragraph(&format!(
         "Generated by `peregrine reproduce quic-sched` ({} mode). Every set-up below is a scenario \
          of the Peregrine simulator (the unmodified transport over a modelled link); the scenario \
-         documents are built in `crates/cli/src/reproduce/quic_sched_setups.rs`. Common to all: \
+         documents are built in `crates/lab/src/reproduce/quic_sched/setups.rs`. Common to all: \
          CUBIC with slow start, 1400-byte payloads, the priority stream is stream 0 (class 0; WFQ \
          weight 3), bulk streams class 3 (weight 1); EDF gives the priority stream a 1 s deadline, \
          aging bounds a stream's wait at 100 ms.",
         plan.mode
     ));
-    let mut summary = Map::new();
-    let t1 = table1_part(&args, &plan, &dir, &mut report)?;
-    summary.insert("table1".into(), t1.json.clone());
-    let fig5 = super::quic_sched_fig5::fig5_part(&args, &plan, &dir, &mut report)?;
-    summary.insert("fig5".into(), fig5.clone());
-    summary.insert(
-        "adaptive".into(),
-        super::quic_sched_adaptive::adaptive_part(&args, &plan, &dir, &mut report)?,
-    );
+    let t1 = table1_part(args, progress, &plan, &dir, &mut report)?;
+    let fig5 = fig5::fig5_part(args, progress, &plan, &dir, &mut report)?;
+    let adaptive = adaptive::adaptive_part(args, progress, &plan, &dir, &mut report)?;
     report.heading(2, "Differences from the seed");
     report.paragraph(&differences(&t1));
-    report.paragraph(&super::quic_sched_fig5::fig5_differences(&fig5));
-    let mut text = serde_json::to_string_pretty(&Value::Object(summary))?;
+    report.paragraph(&fig5::fig5_differences(&fig5));
+    let summary = QuicSchedSummary {
+        table1: t1.gains.clone(),
+        fig5,
+        adaptive,
+    };
+    let mut text = serde_json::to_string_pretty(&summary)?;
     text.push('\n');
     write(&dir, "summary.json", &text)?;
     let path = report.write()?;
-    crate::out(&format!(
-        "\nTable 1 — gain in priority-message delay over RR (seed 002 / ours)\n\n{}\nwrote {} (summary.json, CSVs, plots)\n",
-        t1.console,
-        path.display()
-    ))
+    Ok(Outcome {
+        console: format!(
+            "\nTable 1 — gain in priority-message delay over RR (seed 002 / ours)\n\n{}\nwrote {} (summary.json, CSVs, plots)\n",
+            t1.console,
+            path.display()
+        ),
+        summary,
+        dir,
+        report: path,
+    })
 }
 
 /// Table 1's results.
 struct Table1 {
-    json: Value,
+    gains: Keyed<Keyed<Keyed<f64>>>,
     console: String,
     /// (ours, published) for every cell that has both.
     pairs: Vec<(f64, f64)>,
 }
 
 fn table1_part(
-    args: &QuicSchedArgs,
+    args: &Options,
+    progress: &dyn Progress,
     plan: &Plan,
     dir: &Path,
     report: &mut Report,
@@ -287,21 +384,21 @@ fn table1_part(
             }
         }
     }
-    let (outcome, _) = run_points("Table 1", &docs, seeds, args, false)?;
+    let (outcome, _) = run_points("Table 1", &docs, seeds, args, progress, false)?;
     let seed_doc = published::load();
     let seed_table = seed_doc
         .as_ref()
         .ok()
         .and_then(|d| d.tables_under("Seed 002").first().cloned());
-    let mut json = Map::new();
+    let mut gains = Keyed::new();
     let mut csv = String::from(
         "scheduler,packets,loss_pct,gain_mean,gain_ci95,seeds,latency_ms,rr_latency_ms,published\n",
     );
     let mut cells: BTreeMap<(&str, u64, u64), (Summary, Option<f64>)> = BTreeMap::new();
     for s in ["wfq", "abs"] {
-        let mut by_size = Map::new();
+        let mut by_size = Keyed::new();
         for &pk in &TABLE1_PACKETS {
-            let mut by_loss = Map::new();
+            let mut by_loss = Keyed::new();
             for &loss in &TABLE1_LOSS_PCT {
                 let a = prio_means(&outcome, index[&(s, pk, loss)]);
                 let b = prio_means(&outcome, index[&("rr", pk, loss)]);
@@ -331,12 +428,12 @@ fn table1_part(
                     mean(&b),
                     publ.map_or(String::new(), |p| p.to_string())
                 ));
-                by_loss.insert(loss.to_string(), r4(g.mean));
+                by_loss.push(loss.to_string(), r4(g.mean));
                 cells.insert((s, pk, loss), (g, publ));
             }
-            by_size.insert(pk.to_string(), Value::Object(by_loss));
+            by_size.push(pk.to_string(), by_loss);
         }
-        json.insert(s.into(), Value::Object(by_size));
+        gains.push(s, by_size);
     }
     write(dir, "table1.csv", &csv)?;
 
@@ -447,7 +544,7 @@ fn table1_part(
     )?;
     report.image("Table 1 gains", &file);
     Ok(Table1 {
-        json: Value::Object(json),
+        gains,
         console: t.render(),
         pairs,
     })
@@ -488,13 +585,9 @@ mod tests {
 
     #[test]
     fn plans_shrink_with_the_mode() {
-        let mut a = QuicSchedArgs {
-            quick: false,
-            full: false,
-            out: "out".into(),
+        let mut a = Options {
             threads: 1,
-            quiet: true,
-            tiny: false,
+            ..Options::default()
         };
         let default = Plan::of(&a);
         assert_eq!(default.grid.0, [50, 100, 500]);
@@ -511,7 +604,7 @@ mod tests {
     #[test]
     fn differences_counts_cells_below_the_seed() {
         let t1 = Table1 {
-            json: Value::Null,
+            gains: Keyed::new(),
             console: String::new(),
             pairs: vec![(0.1, 0.2), (0.3, 0.2)],
         };

@@ -1,6 +1,6 @@
 //! What a lab run records: trace rows, events and a summary.
 
-use crate::Time;
+use peregrine_cc::Time;
 use std::fmt::Write as _;
 use std::time::Duration;
 

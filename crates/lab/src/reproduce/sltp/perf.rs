@@ -11,7 +11,7 @@
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -190,15 +190,6 @@ pub fn echo_client(
         ));
     }
     bail!(last.unwrap_or_default())
-}
-
-/// The binary that provides `perf`: this one unless overridden (tests use a
-/// stand-in script).
-pub fn perf_binary(overridden: Option<PathBuf>) -> anyhow::Result<PathBuf> {
-    match overridden {
-        Some(p) => Ok(p),
-        None => std::env::current_exe().context("cannot find the running peregrine binary"),
-    }
 }
 
 #[cfg(test)]

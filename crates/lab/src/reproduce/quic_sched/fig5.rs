@@ -5,29 +5,37 @@
 //! `fig5_latency_cdf.svg`, a table in the report) and the paragraph on how
 //! it differs from the seed.
 
-use super::quic_sched::{prio_means, r4, run_points, write, Plan, QuicSchedArgs, FIG5_SCHEDULERS};
-use super::quic_sched_setups as setups;
+use super::setups;
+use super::{prio_means, r4, run_points, write, Fig5Row, Options, Part, Plan, FIG5_SCHEDULERS};
 use crate::charts::{self, ChartText, Samples};
+use crate::progress::Progress;
 use crate::published;
 use crate::report::{Cell, Report, Table};
+use crate::stats::quantile;
+use crate::Keyed;
 use peregrine_sim::experiment::Summary;
-use serde_json::{json, Map, Value};
 use std::path::Path;
+
+/// Part (a)'s `summary.json` entry.
+pub(super) type Fig5 = Part<Keyed<Fig5Row>>;
 
 /// Run part (a), add its section to `report` and return its `summary.json` entry.
 pub(super) fn fig5_part(
-    args: &QuicSchedArgs,
+    args: &Options,
+    progress: &dyn Progress,
     plan: &Plan,
     dir: &Path,
     report: &mut Report,
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<Fig5> {
     report.heading(2, "(a) Fig. 5: drone control beside nine bulk streams");
     let rel = "traces/drone-mavlink/drone_processed.csv";
     let trace = match published::find_shared(rel) {
         Ok(p) => p,
         Err(e) => {
             report.paragraph(&format!("Skipped: the drone trace is absent ({e})."));
-            return Ok(json!({ "skipped": e.to_string() }));
+            return Ok(Part::Skipped {
+                skipped: e.to_string(),
+            });
         }
     };
     let (duration, seeds) = plan.fig5;
@@ -35,7 +43,7 @@ pub(super) fn fig5_part(
         .iter()
         .map(|s| setups::fig5(&trace.display().to_string(), s, duration))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let (outcome, lat) = run_points("Fig. 5", &docs, seeds, args, true)?;
+    let (outcome, lat) = run_points("Fig. 5", &docs, seeds, args, progress, true)?;
     let mut csv = String::from("scheduler,seed,latency_ms\n");
     let mut samples = Vec::new();
     let mut t = Table::new([
@@ -47,7 +55,7 @@ pub(super) fn fig5_part(
         "p99 (ms)",
         "bulk goodput (Mbit/s)",
     ]);
-    let mut json = Map::new();
+    let mut rows = Keyed::new();
     for (p, s) in FIG5_SCHEDULERS.iter().enumerate() {
         let mut all = Vec::new();
         for i in 0..outcome.runs[p].len() {
@@ -59,24 +67,21 @@ pub(super) fn fig5_part(
         }
         let sent: f64 = outcome.runs[p]
             .iter()
-            .filter_map(|r| r.pointer("/flows/0/streams/0/messages_sent")?.as_f64())
+            .filter_map(|r| Some(r.streams.first()?.messages_sent as f64))
             .sum();
         let means: Vec<f64> = prio_means(&outcome, p).into_iter().flatten().collect();
         let m = Summary::of(&means);
         let bulk: Vec<f64> = outcome.runs[p]
             .iter()
             .filter_map(|r| {
-                let g = r.pointer("/flows/0/goodput_bps")?.as_f64()?;
-                let g0 = r.pointer("/flows/0/streams/0/goodput_bps")?.as_f64()?;
-                Some((g - g0) / 1e6)
+                let g0 = r.streams.first()?.goodput_bps;
+                Some((r.goodput_bps - g0) / 1e6)
             })
             .collect();
         let bulk = Summary::of(&bulk);
         let mut sorted = all.clone();
         sorted.sort_by(f64::total_cmp);
-        let q = |f: f64| -> Option<f64> {
-            (!sorted.is_empty()).then(|| sorted[((sorted.len() - 1) as f64 * f).round() as usize])
-        };
+        let q = |f: f64| quantile(&sorted, f);
         t.row([
             Cell::Text(s.to_string()),
             Cell::NumText(format!("{} / {sent}", all.len())),
@@ -86,17 +91,17 @@ pub(super) fn fig5_part(
             Cell::opt(q(0.99), 1),
             bulk.map_or(Cell::Missing, |b| Cell::mean_ci(b.mean, b.ci95, 3)),
         ]);
-        json.insert(
-            s.to_string(),
-            json!({
-                "messages_delivered": all.len(),
-                "messages_sent": sent as u64,
-                "mean_ms": m.map(|m| r4(m.mean)),
-                "p50_ms": q(0.5).map(r4),
-                "p95_ms": q(0.95).map(r4),
-                "p99_ms": q(0.99).map(r4),
-                "bulk_goodput_mbps": bulk.map(|b| r4(b.mean)),
-            }),
+        rows.push(
+            *s,
+            Fig5Row {
+                messages_delivered: all.len(),
+                messages_sent: sent as u64,
+                mean_ms: m.map(|m| r4(m.mean)),
+                p50_ms: q(0.5).map(r4),
+                p95_ms: q(0.95).map(r4),
+                p99_ms: q(0.99).map(r4),
+                bulk_goodput_mbps: bulk.map(|b| r4(b.mean)),
+            },
         );
         samples.push(Samples::new(*s, all));
     }
@@ -133,29 +138,28 @@ pub(super) fn fig5_part(
         &samples,
     )?;
     report.image("priority-message latency CDF per scheduler", &cdf_file);
-    Ok(Value::Object(json))
+    Ok(Part::Ran(rows))
 }
 
 /// The paragraph on Fig. 5, from its measured rows.
-pub(super) fn fig5_differences(fig5: &Value) -> String {
-    let get = |s: &str, k: &str| fig5.pointer(&format!("/{s}/{k}")).and_then(Value::as_f64);
-    let (Some(rr), Some(abs)) = (get("rr", "mean_ms"), get("abs", "mean_ms")) else {
+pub(super) fn fig5_differences(fig5: &Fig5) -> String {
+    let row = |s: &str| match fig5 {
+        Part::Ran(rows) => rows.get(s),
+        Part::Skipped { .. } => None,
+    };
+    let mean = |s: &str| row(s).and_then(|r| r.mean_ms);
+    let counts = |s: &str| row(s).map(|r| (r.messages_delivered as f64, r.messages_sent as f64));
+    let (Some(rr), Some(abs)) = (mean("rr"), mean("abs")) else {
         return "Fig. 5 was not run (no drone trace), or a scheduler delivered no message.".into();
     };
     let delivered = |s: &str| {
-        get(s, "messages_delivered")
-            .zip(get(s, "messages_sent"))
-            .map_or(String::from("?"), |(d, n)| {
-                format!("{:.0} %", 100.0 * d / n.max(1.0))
-            })
+        counts(s).map_or(String::from("?"), |(d, n)| {
+            format!("{:.0} %", 100.0 * d / n.max(1.0))
+        })
     };
     let starved: Vec<&str> = ["rr", "wfq", "abs", "adaptive", "edf", "aging"]
         .into_iter()
-        .filter(|s| {
-            get(s, "messages_delivered")
-                .zip(get(s, "messages_sent"))
-                .is_some_and(|(d, n)| d < 0.9 * n)
-        })
+        .filter(|s| counts(s).is_some_and(|(d, n)| d < 0.9 * n))
         .collect();
     let starved_rr = starved.contains(&"rr");
     let starved = if starved.is_empty() {

@@ -3,13 +3,16 @@
 //! A small, deterministic, ACK-clocked model of one bulk flow through one
 //! drop-tail bottleneck, used to look at a controller's trajectory and to
 //! compare controllers on the same scripted path. It calls the real
-//! controller code through [`CongestionController`]; it is **not** a network
-//! simulator (that is `peregrine-sim`): one flow, one queue, no cross traffic.
+//! controller code through
+//! [`CongestionController`](peregrine_cc::CongestionController); it is **not** the
+//! network simulator of the rest of this crate: one flow, one queue, no
+//! cross traffic, no endpoints — the controller alone, ACK by ACK.
 //!
 //! ## The model
 //!
 //! * The sender always has data (bulk). It sends while the packets in flight
-//!   are fewer than `cwnd / mss`, the controller's [`SendGate`] is `Normal`
+//!   are fewer than `cwnd / mss`, the controller's
+//!   [`SendGate`](peregrine_cc::SendGate) is `Normal`
 //!   and the pacing rate (if any) allows. Each packet carries `mss` bytes and
 //!   a fresh packet number; a retransmission is a new packet carrying old data.
 //! * The bottleneck serialises packets at `rate_bps` through a drop-tail

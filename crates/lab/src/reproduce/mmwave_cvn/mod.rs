@@ -20,13 +20,13 @@
 //! seconds, so the default grid takes minutes on two cores.
 
 use crate::progress::Progress;
+use crate::Keyed;
 use anyhow::Context;
-use clap::Args;
 use peregrine_sim::experiment::{self, SweepSpec};
 use peregrine_sim::world::channel::mmwave::{FailureCounts, FailureKind};
 use peregrine_sim::world::vehicles::ChannelTimeline;
 use peregrine_sim::{run_with_timeline, Scenario};
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -51,27 +51,48 @@ pub const SCENARIOS: [(&str, &str); 4] = [
     ("urban", "random"),
 ];
 
-/// `peregrine reproduce mmwave-cvn`.
-#[derive(Args, Debug, Clone)]
-pub struct MmwaveCvnArgs {
+/// Options of the reproduction (`peregrine reproduce mmwave-cvn`).
+#[derive(Debug, Clone)]
+pub struct Options {
     /// Urban/random only, loads 0.6 and 1.0 (under two minutes).
-    #[arg(long)]
     pub quick: bool,
-    /// Output folder; the report goes to DIR/mmwave-cvn/.
-    #[arg(long, default_value = "repro-out")]
+    /// Output folder; the report goes to `out/mmwave-cvn/`.
     pub out: PathBuf,
     /// Runs per grid point (seeds 1, 2, …); values are their means.
-    #[arg(long, default_value_t = 1)]
     pub seeds: u32,
     /// Worker threads (0: one per core). Results do not depend on it.
-    #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// No progress bar.
-    #[arg(long, short)]
-    pub quiet: bool,
     /// Simulated seconds per run (tests use a tiny one).
-    #[arg(long, hide = true)]
     pub duration_s: Option<f64>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            quick: false,
+            out: PathBuf::from("repro-out"),
+            seeds: 1,
+            threads: 0,
+            duration_s: None,
+        }
+    }
+}
+
+/// What [`run`] produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// `summary.json` as written.
+    pub summary: MmwaveSummary,
+    /// The output folder (`out/mmwave-cvn`).
+    pub dir: PathBuf,
+    /// The report written.
+    pub report: PathBuf,
+    /// Runs made.
+    pub runs: usize,
+    /// Simulated events over all runs.
+    pub events: u64,
+    /// What the command prints (with the wall time: never written to a file).
+    pub console: String,
 }
 
 /// One run's measurements.
@@ -94,7 +115,7 @@ fn base_document(duration_s: f64) -> String {
 
 type Cache = Mutex<BTreeMap<(String, String, u64), Arc<ChannelTimeline>>>;
 
-fn run_one(doc: &toml::Value, cache: &Cache) -> anyhow::Result<Value> {
+fn run_one(doc: &toml::Value, cache: &Cache) -> anyhow::Result<RunResult> {
     let s = Scenario::from_value(doc.clone(), "mmwave-cvn")?;
     let m = &s.model;
     let v = m
@@ -139,37 +160,19 @@ fn run_one(doc: &toml::Value, cache: &Cache) -> anyhow::Result<Value> {
     } else {
         rtts.iter().sum::<f64>() / rtts.len() as f64
     };
-    let cwnd: Vec<Value> = r.flows.first().map_or(Vec::new(), |f| {
+    let cwnd_v0 = r.flows.first().map_or(Vec::new(), |f| {
         f.metrics
             .samples
             .iter()
-            .map(|x| json!([x.time_ns as f64 / 1e9, x.cwnd_bytes as f64 / 1e3]))
+            .map(|x| (x.time_ns as f64 / 1e9, x.cwnd_bytes as f64 / 1e3))
             .collect()
     });
-    Ok(json!({
-        "throughput_mbps": bits / secs / 1e6,
-        "rtt_ms": rtt,
-        "events": r.events,
-        "cwnd_v0": cwnd,
-    }))
-}
-
-fn parse_run(v: &Value) -> RunResult {
-    let f = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-    RunResult {
-        throughput_mbps: f("throughput_mbps"),
-        rtt_ms: f("rtt_ms"),
-        events: v.get("events").and_then(Value::as_u64).unwrap_or(0),
-        cwnd_v0: v
-            .get("cwnd_v0")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
-                    .collect()
-            })
-            .unwrap_or_default(),
-    }
+    Ok(RunResult {
+        throughput_mbps: bits / secs / 1e6,
+        rtt_ms: rtt,
+        events: r.events,
+        cwnd_v0,
+    })
 }
 
 /// (scenario key, hints, cc, load label) → mean over seeds; cwnd of seed 1.
@@ -187,11 +190,12 @@ fn label(v: &toml::Value) -> String {
     }
 }
 
-/// Run the reproduction.
+/// Run the reproduction, reporting to `progress`, and write
+/// `out/mmwave-cvn/`. Cost: one simulation per grid point and seed.
 // The wall clock measures the closing benchmark line only (printed, never
 // written to a file, so outputs stay byte-deterministic).
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-pub fn run(args: MmwaveCvnArgs) -> anyhow::Result<()> {
+pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let started = std::time::Instant::now();
     let duration_s = args.duration_s.unwrap_or(if args.quick {
         QUICK_DURATION_S
@@ -237,12 +241,12 @@ pub fn run(args: MmwaveCvnArgs) -> anyhow::Result<()> {
         seeds: args.seeds.max(1),
     };
     let cache: Cache = Mutex::new(BTreeMap::new());
-    let progress = Progress::new(spec.run_count(), "mmwave-cvn", args.quiet);
+    progress.start("mmwave-cvn", spec.run_count());
     let outcome = experiment::run_sweep(
         &base,
         &spec,
         args.threads,
-        &progress.callback(),
+        &|done, total| progress.update(done, total),
         |doc, _seed| run_one(doc, &cache),
     );
     progress.finish();
@@ -251,7 +255,7 @@ pub fn run(args: MmwaveCvnArgs) -> anyhow::Result<()> {
     let mut events = 0u64;
     for (p, runs) in outcome.points.iter().zip(&outcome.runs) {
         let o: Vec<String> = p.overrides.iter().map(|(_, v)| label(v)).collect();
-        let parsed: Vec<RunResult> = runs.iter().map(parse_run).collect();
+        let parsed: &[RunResult] = runs;
         events += parsed.iter().map(|r| r.events).sum::<u64>();
         let n = parsed.len().max(1) as f64;
         let mean = RunResult {
@@ -303,9 +307,9 @@ pub fn run(args: MmwaveCvnArgs) -> anyhow::Result<()> {
         seeds: spec.seeds,
         quick: args.quick,
     };
-    let report = cvn_report::write(&ctx)?;
+    let report = report::write(&ctx)?;
     let wall = started.elapsed().as_secs_f64();
-    crate::out(&format!(
+    let console = format!(
         "wrote {} and {}/summary.json\n{} runs, {} events in {:.1} s wall ({:.0} events/s)\n",
         report.display(),
         dir.display(),
@@ -313,35 +317,63 @@ pub fn run(args: MmwaveCvnArgs) -> anyhow::Result<()> {
         events,
         wall,
         events as f64 / wall.max(1e-9)
-    ))
+    );
+    Ok(Outcome {
+        summary,
+        dir,
+        report,
+        runs: spec.run_count(),
+        events,
+        console,
+    })
 }
 
-fn summary_json(results: &Results, keys: &[String], loads: &[f64]) -> Value {
-    let mut scen = Map::new();
+/// One grid point's figures in `summary.json` (means over seeds).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PointFigures {
+    /// Aggregate throughput of the 20 vehicles, Mbit/s (unscaled).
+    pub throughput_mbps: f64,
+    /// Mean smoothed RTT, ms.
+    pub rtt_ms: f64,
+}
+
+/// `summary.json`: `scenarios["urban_random"]["hints_perfect"]["rtwtcp"]["load_0.6"]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MmwaveSummary {
+    /// By scenario (`<environment>_<mobility>`), hint mode (`hints_<mode>`),
+    /// controller and load (`load_<x>`).
+    pub scenarios: Keyed<Keyed<Keyed<Keyed<PointFigures>>>>,
+}
+
+fn summary_json(results: &Results, keys: &[String], loads: &[f64]) -> MmwaveSummary {
+    let mut scen = Keyed::new();
     for k in keys {
-        let mut hm = Map::new();
+        let mut hm = Keyed::new();
         for h in HINTS {
-            let mut cm = Map::new();
+            let mut cm = Keyed::new();
             for cc in CONTROLLERS {
-                let mut lm = Map::new();
+                let mut lm = Keyed::new();
                 for l in loads {
                     let lk = load_key(*l);
                     let r = results
                         .get(&(k.clone(), h.to_string(), cc.to_string(), lk.clone()))
                         .cloned()
                         .unwrap_or_default();
-                    lm.insert(
+                    lm.push(
                         lk,
-                        json!({"throughput_mbps": r.throughput_mbps, "rtt_ms": r.rtt_ms}),
+                        PointFigures {
+                            throughput_mbps: r.throughput_mbps,
+                            rtt_ms: r.rtt_ms,
+                        },
                     );
                 }
-                cm.insert(cc.to_string(), Value::Object(lm));
+                cm.push(cc, lm);
             }
-            hm.insert(format!("hints_{h}"), Value::Object(cm));
+            hm.push(format!("hints_{h}"), cm);
         }
-        scen.insert(k.clone(), Value::Object(hm));
+        scen.push(k.clone(), hm);
     }
-    json!({ "scenarios": scen })
+    MmwaveSummary { scenarios: scen }
 }
 
 /// What the report needs.
@@ -411,8 +443,7 @@ fn counts_of(ts: &[Arc<ChannelTimeline>]) -> (FailureCounts, [f64; 4]) {
     (c, dur)
 }
 
-#[path = "mmwave_cvn_report.rs"]
-mod cvn_report;
+mod report;
 
 #[cfg(test)]
 mod tests {
@@ -435,10 +466,17 @@ mod tests {
             },
         );
         let s = summary_json(&r, &["urban_random".into()], &[0.6, 1.0]);
-        let x = &s["scenarios"]["urban_random"]["hints_perfect"]["rtwtcp"]["load_1.0"];
-        assert_eq!(x["throughput_mbps"], 3.5);
-        assert_eq!(x["rtt_ms"], 4.0);
-        assert!(s["scenarios"]["urban_random"]["hints_absent"]["bbr"]["load_0.6"].is_object());
+        let scen = s.scenarios.get("urban_random").expect("scenario");
+        let x = scen.get("hints_perfect").and_then(|h| h.get("rtwtcp"));
+        let x = x.and_then(|c| c.get("load_1.0")).expect("point");
+        assert_eq!((x.throughput_mbps, x.rtt_ms), (3.5, 4.0));
+        let absent = scen.get("hints_absent").and_then(|h| h.get("bbr"));
+        assert!(absent.and_then(|c| c.get("load_0.6")).is_some());
+        let v = serde_json::to_value(&s).expect("serializes");
+        assert_eq!(
+            v["scenarios"]["urban_random"]["hints_perfect"]["rtwtcp"]["load_1.0"]["rtt_ms"],
+            4.0
+        );
         assert_eq!(load_key(0.2), "load_0.2");
         assert_eq!(load_key(1.0), "load_1.0");
     }

@@ -4,12 +4,12 @@
 
 use super::trace::{LabEvent, LabSummary, LabTrace, TraceRow};
 use super::{LabConfig, ScriptItem};
-use crate::rate::{DeliveryRateSampler, PacketRateInfo};
-use crate::types::{
+use peregrine_cc::rate::{DeliveryRateSampler, PacketRateInfo};
+use peregrine_cc::types::{
     AckSample, CaState, CongestionEvent, CongestionKind, CongestionResponse, LinkHint,
     LinkHintKind, PathInfo, SendGate,
 };
-use crate::{CongestionController, Time};
+use peregrine_cc::{CongestionController, Time};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use std::time::Duration;

@@ -1,0 +1,240 @@
+//! `peregrine reproduce <experiment>`: the arguments of each seed paper's
+//! reproduction, handed to `peregrine_lab::reproduce` with a progress bar;
+//! the command prints what the experiment returns.
+//!
+//! Registering an experiment is a variant of [`ReproduceCommand`] with its
+//! arguments and a match arm in [`run`]; its logic lives in the lab.
+
+use crate::out;
+use crate::progress::Bar;
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use peregrine_lab::reproduce::{fanet, mmwave_cvn, quic_sched, sltp};
+use std::path::PathBuf;
+
+/// Arguments of `peregrine reproduce`.
+#[derive(Args, Debug)]
+pub struct ReproduceArgs {
+    #[command(subcommand)]
+    command: ReproduceCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum ReproduceCommand {
+    /// Seed 001: 13 controllers in a 10-UAV swarm over 802.11b.
+    Fanet(FanetArgs),
+    /// Seed 002 (stream schedulers): Fig. 5 box plot, Table 1 gains over
+    /// RR, the adaptive scheduler over mmWave traces.
+    QuicSched(QuicSchedArgs),
+    /// Seed 004 §4: RTW-TCP vs CUBIC, Compound and BBR for connected
+    /// vehicles on 28 GHz mmWave (rural/urban × Manhattan/random).
+    MmwaveCvn(MmwaveCvnArgs),
+    /// Seed 003 (SLTP) §VI: network time of Peregrine vs kernel TCP over
+    /// loopback, 1 KiB to 1 MiB, at 0–100 % background CPU load, with the
+    /// packet-pair probe's latency, bandwidth and burst.
+    Sltp(SltpArgs),
+}
+
+/// Arguments of `peregrine reproduce quic-sched`.
+#[derive(Args, Debug, Clone)]
+struct QuicSchedArgs {
+    /// Every Table 1 cell with fewer seeds and shorter runs, a reduced
+    /// Fig. 5 and §4.3: under a minute.
+    #[arg(long, conflicts_with = "full")]
+    quick: bool,
+    /// §4.3 with the seed's 1 GB per stream (long).
+    #[arg(long)]
+    full: bool,
+    /// Output folder; the results go to DIR/quic-sched.
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    out: PathBuf,
+    /// Worker threads (0: one per core). Results do not depend on it.
+    #[arg(long, value_name = "T", default_value_t = 0)]
+    threads: usize,
+    /// No progress bars.
+    #[arg(long, short)]
+    quiet: bool,
+    /// A tiny run for tests (seconds in a debug build); implies --quick.
+    #[arg(long, hide = true)]
+    tiny: bool,
+}
+
+/// Arguments of `peregrine reproduce fanet`.
+#[derive(Args, Debug, Clone)]
+struct FanetArgs {
+    /// 2 seeds of 30 s instead of N seeds of 100 s (under two minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Seeds per controller (default 10; 2 with --quick).
+    #[arg(long)]
+    seeds: Option<u32>,
+    /// Output folder; the results go to DIR/fanet/.
+    #[arg(long, default_value = "repro-out")]
+    out: PathBuf,
+    /// Simulated duration per run, e.g. `5s` (tests; default 100 s, 30 s with --quick).
+    #[arg(long, hide = true)]
+    duration: Option<String>,
+    /// Worker threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Arguments of `peregrine reproduce mmwave-cvn`.
+#[derive(Args, Debug, Clone)]
+struct MmwaveCvnArgs {
+    /// Urban/random only, loads 0.6 and 1.0 (under two minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Output folder; the report goes to DIR/mmwave-cvn/.
+    #[arg(long, default_value = "repro-out")]
+    out: PathBuf,
+    /// Runs per grid point (seeds 1, 2, …); values are their means.
+    #[arg(long, default_value_t = 1)]
+    seeds: u32,
+    /// Worker threads (0: one per core). Results do not depend on it.
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Simulated seconds per run (tests use a tiny one).
+    #[arg(long, hide = true)]
+    duration_s: Option<f64>,
+}
+
+/// A transport of `reproduce sltp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TransportArg {
+    /// Peregrine over UDP, through `peregrine perf` echo mode.
+    Peregrine,
+    /// The kernel's TCP, through the in-process echo.
+    Tcp,
+}
+
+/// Arguments of `peregrine reproduce sltp`.
+#[derive(Args, Debug)]
+struct SltpArgs {
+    /// A short run (1, 16, 256 KiB and 1 MiB; one connection of 5 round
+    /// trips per point), well under a minute.
+    #[arg(long)]
+    quick: bool,
+    /// Output directory; everything goes to DIR/sltp/.
+    #[arg(long, default_value = "out")]
+    out: PathBuf,
+    /// Transports to measure (Peregrine needs `peregrine perf`).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "peregrine,tcp"
+    )]
+    transports: Vec<TransportArg>,
+    /// Buffer sizes in bytes, comma-separated (default: powers of two from
+    /// 1 KiB to 1 MiB).
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<u64>,
+    /// Background loads in percent, comma-separated (default 0,25,50,75,100).
+    #[arg(long, value_delimiter = ',')]
+    loads: Vec<u8>,
+    /// Connections per point and transport (default 5; 1 with --quick).
+    #[arg(long)]
+    connections: Option<usize>,
+    /// Round trips per connection (default 10; 5 with --quick).
+    #[arg(long)]
+    echoes: Option<usize>,
+    /// The binary providing `perf` (default: this one). For tests.
+    #[arg(long, hide = true)]
+    perf_bin: Option<PathBuf>,
+}
+
+/// Arguments of the hidden `peregrine hog`.
+#[derive(Args, Debug)]
+pub struct HogArgs {
+    /// Fraction of each 10 ms period spent spinning, 0.0 ..= 1.0.
+    #[arg(long)]
+    duty: f64,
+    /// Exit after this many seconds whatever happens.
+    #[arg(long)]
+    seconds: f64,
+}
+
+/// Run `peregrine reproduce`.
+pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
+    match args.command {
+        ReproduceCommand::Fanet(a) => {
+            let opts = fanet::Options {
+                quick: a.quick,
+                seeds: a.seeds,
+                out: a.out,
+                duration: a.duration,
+                threads: a.threads,
+                command: peregrine_lab::reproduce::command_line(),
+            };
+            out(&fanet::run(&opts, &Bar::new(a.quiet))?.console)
+        }
+        ReproduceCommand::QuicSched(a) => {
+            let opts = quic_sched::Options {
+                quick: a.quick,
+                full: a.full,
+                out: a.out,
+                threads: a.threads,
+                tiny: a.tiny,
+            };
+            out(&quic_sched::run(&opts, &Bar::new(a.quiet))?.console)
+        }
+        ReproduceCommand::MmwaveCvn(a) => {
+            let opts = mmwave_cvn::Options {
+                quick: a.quick,
+                out: a.out,
+                seeds: a.seeds,
+                threads: a.threads,
+                duration_s: a.duration_s,
+            };
+            out(&mmwave_cvn::run(&opts, &Bar::new(a.quiet))?.console)
+        }
+        ReproduceCommand::Sltp(a) => run_sltp(a),
+    }
+}
+
+fn run_sltp(a: SltpArgs) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("cannot find the running peregrine binary")?;
+    let opts = sltp::Options {
+        quick: a.quick,
+        out: a.out,
+        transports: a
+            .transports
+            .iter()
+            .map(|t| match t {
+                TransportArg::Peregrine => sltp::report::Transport::Peregrine,
+                TransportArg::Tcp => sltp::report::Transport::Tcp,
+            })
+            .collect(),
+        sizes: a.sizes,
+        loads: a.loads,
+        connections: a.connections,
+        echoes: a.echoes,
+        perf_bin: a.perf_bin,
+        command: peregrine_lab::reproduce::command_line(),
+        ..sltp::Options::new(exe)
+    };
+    let o = sltp::run(&opts, &Bar::new(false))?;
+    out(&format!("{}\n", o.report.display()))?;
+    if !o.results.failures.is_empty() {
+        eprintln!(
+            "{} measurement(s) failed; see the report",
+            o.results.failures.len()
+        );
+    }
+    Ok(())
+}
+
+/// Run the hidden `peregrine hog` (background load for `reproduce sltp`).
+pub fn hog(a: HogArgs) -> anyhow::Result<()> {
+    sltp::hog::run(sltp::hog::HogArgs {
+        duty: a.duty,
+        seconds: a.seconds,
+    })
+}

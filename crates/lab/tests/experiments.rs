@@ -1,0 +1,236 @@
+//! Each experiment's run function at a small size, checked through its
+//! typed result (and the files it wrote): the reproductions of seeds 001,
+//! 002 and 004 and the showcase. Sizes are those the CLI tests used before
+//! the experiments moved here, so the suite costs no more.
+
+use peregrine_lab::reproduce::{fanet, mmwave_cvn, quic_sched};
+use peregrine_lab::{showcase, Silent};
+use std::path::PathBuf;
+
+/// An empty scratch directory for the test `name`.
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("peregrine-lab-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("a scratch directory");
+    d
+}
+
+fn read(p: &std::path::Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn quic_sched_tiny_gives_table1_and_is_deterministic() {
+    let dir = tempdir("quic");
+    let run = |out: PathBuf| {
+        let opts = quic_sched::Options {
+            tiny: true,
+            out,
+            ..quic_sched::Options::default()
+        };
+        quic_sched::run(&opts, &Silent).expect("runs")
+    };
+    let o = run(dir.join("a"));
+    assert!(o.console.contains("Table 1"), "{}", o.console);
+    let t1 = &o.summary.table1;
+    assert_eq!(t1.keys().collect::<Vec<_>>(), ["wfq", "abs"]);
+    for (_, by_size) in t1.iter() {
+        assert_eq!(by_size.keys().collect::<Vec<_>>(), ["2", "4", "8", "16"]);
+        for (_, by_loss) in by_size.iter() {
+            assert_eq!(by_loss.keys().collect::<Vec<_>>(), ["0", "5", "10"]);
+            for (_, g) in by_loss.iter() {
+                assert!(*g > -1.0 && *g < 1.0, "gain {g}");
+            }
+        }
+    }
+    // ABS serves the priority stream first: with 16-packet messages and no
+    // loss it must beat RR.
+    let abs16 = t1
+        .get("abs")
+        .and_then(|s| s.get("16"))
+        .and_then(|l| l.get("0"));
+    assert!(abs16.is_some_and(|g| *g > 0.0), "{abs16:?}");
+    // The file is the typed summary, serialized (and reads back as one).
+    let text = read(&o.dir.join("summary.json"));
+    let typed = serde_json::to_string_pretty(&o.summary).expect("serializes") + "\n";
+    assert_eq!(text, typed);
+    let back: quic_sched::QuicSchedSummary = serde_json::from_str(&text).expect("typed JSON");
+    assert_eq!(back.table1.keys().count(), 2);
+    let report = read(&o.report);
+    for part in [
+        "(a) Fig. 5",
+        "(b) Table 1",
+        "(c) §4.3",
+        "Differences from the seed",
+    ] {
+        assert!(report.contains(part), "no {part} in the report");
+    }
+    for f in ["table1.csv", "table1_gain.svg", "adaptive.csv"] {
+        assert!(o.dir.join(f).exists(), "{f} missing");
+    }
+    assert_eq!(
+        read(&o.dir.join("table1.csv")).lines().count(),
+        1 + 2 * 4 * 3
+    );
+    // Deterministic: a second run writes the same summary.
+    let again = run(dir.join("b"));
+    assert_eq!(text, read(&again.dir.join("summary.json")));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const FANET_CONTROLLERS: [&str; 13] = [
+    "newreno",
+    "hybla",
+    "highspeed",
+    "htcp",
+    "vegas",
+    "scalable",
+    "veno",
+    "bic",
+    "yeah",
+    "cubic",
+    "westwood",
+    "illinois",
+    "shtcp",
+];
+
+#[test]
+fn fanet_small_gives_every_controller_and_the_report() {
+    let dir = tempdir("fanet");
+    let opts = fanet::Options {
+        quick: true,
+        seeds: Some(1),
+        duration: Some("3s".into()),
+        out: dir.clone(),
+        ..fanet::Options::default()
+    };
+    let o = fanet::run(&opts, &Silent).expect("runs");
+    assert_eq!(o.runs, 26);
+    assert!(o.console.contains("26 runs"), "{}", o.console);
+    let s = &o.summary;
+    assert_eq!(s.controllers.keys().collect::<Vec<_>>(), FANET_CONTROLLERS);
+    assert_eq!(s.ci95.keys().collect::<Vec<_>>(), FANET_CONTROLLERS);
+    for (c, m) in s.controllers.iter() {
+        let pdr = m.pdr.expect("pdr");
+        assert!(pdr > 0.0 && pdr <= 1.0, "{c}: pdr {pdr}");
+        let thr = m.throughput_pct.expect("throughput");
+        assert!(thr > 0.0 && thr < 100.0, "{c}: {thr} %");
+    }
+    // One seed: no confidence interval.
+    assert!(s.ci95.iter().all(|(_, ci)| ci.pdr.is_none()));
+    let text = read(&o.dir.join("summary.json"));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let keys: Vec<&String> = v["controllers"]["cubic"]
+        .as_object()
+        .expect("object")
+        .keys()
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "pdr",
+            "throughput_pct",
+            "delay_ms_mean",
+            "jitter_ms_mean",
+            "cwnd_cma_final",
+            "route_changes"
+        ]
+    );
+    let report = read(&o.report);
+    for part in [
+        "Table 1",
+        "Fig. 4",
+        "Fig. 3",
+        "Fig. 5",
+        "Figs. 6–9",
+        "S-HTCP against H-TCP",
+        "Extended case",
+        "How often routes change",
+        "Where and why the numbers differ",
+    ] {
+        assert!(report.contains(part), "report lacks {part:?}");
+    }
+    assert!(o.dir.join("plots/fig4_throughput_load.svg").is_file());
+    assert_eq!(read(&o.dir.join("runs.jsonl")).lines().count(), 26);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn mmwave_cvn_quick_gives_the_contract_shape_and_is_deterministic() {
+    let dir = tempdir("mmwave");
+    let run = |out: PathBuf| {
+        let opts = mmwave_cvn::Options {
+            quick: true,
+            duration_s: Some(0.05),
+            out,
+            ..mmwave_cvn::Options::default()
+        };
+        mmwave_cvn::run(&opts, &Silent).expect("runs")
+    };
+    let o = run(dir.join("a"));
+    assert_eq!(o.runs, 24);
+    let report = read(&o.report);
+    for needle in [
+        "Fig. 8",
+        "Fig. 9",
+        "Figs. 10–11",
+        "Link failures",
+        "Published vs ours",
+        "scaled",
+    ] {
+        assert!(report.contains(needle), "report lacks {needle}");
+    }
+    assert!(o
+        .dir
+        .join("plots/fig8_throughput_urban_random.svg")
+        .exists());
+    let s = &o.summary.scenarios;
+    assert_eq!(s.keys().collect::<Vec<_>>(), ["urban_random"]);
+    let h = s.get("urban_random").expect("scenario");
+    assert_eq!(
+        h.keys().collect::<Vec<_>>(),
+        ["hints_perfect", "hints_noisy", "hints_absent"]
+    );
+    for (hk, ccs) in h.iter() {
+        assert_eq!(
+            ccs.keys().collect::<Vec<_>>(),
+            ["rtwtcp", "cubic", "compound", "bbr"]
+        );
+        for (cc, loads) in ccs.iter() {
+            assert_eq!(loads.keys().collect::<Vec<_>>(), ["load_0.6", "load_1.0"]);
+            for (l, p) in loads.iter() {
+                let t = p.throughput_mbps;
+                assert!(t > 0.0 && t.is_finite(), "{hk} {cc} {l}: {t}");
+            }
+        }
+    }
+    let text = read(&o.dir.join("summary.json"));
+    // The file is the typed summary, serialized (and reads back as one).
+    let typed = serde_json::to_string_pretty(&o.summary).expect("serializes") + "\n";
+    assert_eq!(text, typed);
+    let back: mmwave_cvn::MmwaveSummary = serde_json::from_str(&text).expect("typed JSON");
+    assert_eq!(back.scenarios.keys().count(), 1);
+    // Determinism: a second run writes the same bytes.
+    let again = run(dir.join("b"));
+    assert_eq!(text, read(&again.dir.join("summary.json")));
+    assert_eq!(report, read(&again.report));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_showcase_gives_one_row_per_scheduler() {
+    let dir = tempdir("showcase");
+    let o = showcase::run(&dir).expect("runs");
+    let names: Vec<&str> = o.rows.iter().map(|r| r.scheduler).collect();
+    assert_eq!(names, showcase::SCHEDULERS);
+    for r in &o.rows {
+        assert!(r.sent > 0 && !r.latencies_ms.is_empty(), "{}", r.scheduler);
+        assert!(r.latencies_ms.windows(2).all(|w| w[0] <= w[1]));
+        assert!(r.bulk_mbps > 0.0 && r.bulk_mbps < 1.0, "{}", r.bulk_mbps);
+    }
+    for s in ["| RR ", "| ABS ", "| EDF "] {
+        assert!(o.console.contains(s), "no row {s}: {}", o.console);
+    }
+    assert!(read(&o.report).contains("![control-message latency per scheduler](latency_box.svg)"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
