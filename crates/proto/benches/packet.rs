@@ -101,7 +101,7 @@ impl Pair {
                 .size;
         p.rx.clear();
         p.rx.extend_from_slice(&p.buf[..size]);
-        p.b.handle_datagram(p.now, addr(1), None, &p.rx);
+        p.b.handle_datagram(p.now, addr(1), None, &mut p.rx);
         p.pump();
         p.message = vec![0x5a; probe + DATAGRAM - size];
         p
@@ -123,14 +123,16 @@ impl Pair {
             while let Some(t) = self.a.poll_transmit(self.now, &mut self.buf) {
                 self.rx.clear();
                 self.rx.extend_from_slice(&self.buf[..t.size]);
-                self.b.handle_datagram(self.now, addr(1), None, &self.rx);
+                self.b
+                    .handle_datagram(self.now, addr(1), None, &mut self.rx);
                 self.datagrams += 1;
                 moved = true;
             }
             while let Some(t) = self.b.poll_transmit(self.now, &mut self.buf) {
                 self.rx.clear();
                 self.rx.extend_from_slice(&self.buf[..t.size]);
-                self.a.handle_datagram(self.now, addr(2), None, &self.rx);
+                self.a
+                    .handle_datagram(self.now, addr(2), None, &mut self.rx);
                 moved = true;
             }
             while let Some((_, e)) = self.b.poll_event() {
