@@ -10,7 +10,9 @@
 //!   decides to send handed back to the sender (so the sender's window
 //!   stays open; the ACK policy decides how many there are).
 //!   `protected` is `Noise_IK`.
-//! * `checksum/1400B` — the RFC 1071 checksum of a 1,400-byte datagram.
+//! * `checksum/1400B` — the RFC 1071 checksum of a 1,400-byte datagram
+//!   (`wire::datagram_checksum`); `checksum/1400B_wordwise` — the
+//!   big-endian word-by-word loop it replaced (issue 18), copied here.
 //!
 //! `cargo bench -p peregrine-proto --bench packet`
 
@@ -184,7 +186,31 @@ fn bench_checksum(c: &mut Criterion) {
     group.bench_function("1400B", |b| {
         b.iter(|| black_box(peregrine_proto::wire::datagram_checksum(black_box(&data))))
     });
+    group.bench_function("1400B_wordwise", |b| {
+        b.iter(|| black_box(wordwise_datagram_checksum(black_box(&data))))
+    });
     group.finish();
+}
+
+/// The checksum before issue 18: big-endian 16-bit words one by one.
+fn wordwise_datagram_checksum(datagram: &[u8]) -> u16 {
+    fn sum_words(data: &[u8], mut sum: u64) -> u64 {
+        let mut words = data.chunks_exact(2);
+        for w in &mut words {
+            sum += u64::from(u16::from_be_bytes([w[0], w[1]]));
+        }
+        if let [last] = words.remainder() {
+            sum += u64::from(*last) << 8;
+        }
+        sum
+    }
+    let (head, tail) = datagram.split_at(datagram.len().min(6));
+    let tail = tail.get(2..).unwrap_or(&[]);
+    let mut sum = sum_words(tail, sum_words(head, 0));
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
 }
 
 criterion_group!(benches, bench_aead, bench_endpoint, bench_checksum);
