@@ -14,14 +14,34 @@
 /// most 2^32 - 1 stay below 2^48, so the accumulator never overflows.
 const BLOCK_BYTES: usize = 1 << 18;
 
+// Checksums computed on this thread (unit tests count them: integrity
+// once, docs/protocol.md §1).
+#[cfg(test)]
+thread_local! {
+    static CALLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many checksums this thread has computed (unit tests only).
+#[cfg(test)]
+pub(crate) fn calls() -> u64 {
+    CALLS.with(std::cell::Cell::get)
+}
+
+fn count() {
+    #[cfg(test)]
+    CALLS.with(|c| c.set(c.get() + 1));
+}
+
 /// The RFC 1071 checksum of `data`. O(len).
 pub fn internet_checksum(data: &[u8]) -> u16 {
+    count();
     !finish(sum_native(data, 0))
 }
 
 /// The checksum of a whole datagram, computed as if its CHKSUM field
 /// (bytes 6–7) were zero, without copying the datagram. O(len).
 pub fn datagram_checksum(datagram: &[u8]) -> u16 {
+    count();
     let (head, tail) = datagram.split_at(datagram.len().min(6));
     let tail = tail.get(2..).unwrap_or(&[]);
     // `head` has an even length whenever `tail` is non-empty, so the words
