@@ -9,7 +9,9 @@
 //!   `poll_event` (the message) and its `poll_transmit` with the ACKs it
 //!   decides to send handed back to the sender (so the sender's window
 //!   stays open; the ACK policy decides how many there are).
-//!   `protected` is `Noise_IK`.
+//!   `protected` is `Noise_IK` with the core's default AEAD offer
+//!   (`EndpointConfig::aes_hardware` false: ChaCha20-Poly1305);
+//!   `protected_aes` the same with AES hardware declared (AES-128-GCM).
 //! * `checksum/1400B` — the RFC 1071 checksum of a 1,400-byte datagram
 //!   (`wire::datagram_checksum`); `checksum/1400B_wordwise` — the
 //!   big-endian word-by-word loop it replaced (issue 18), copied here.
@@ -60,7 +62,7 @@ struct Pair {
 }
 
 impl Pair {
-    fn new(protected: bool) -> Pair {
+    fn new(protected: bool, aes_hardware: bool) -> Pair {
         let (mut client, mut server) = (ConnectionConfig::default(), ConnectionConfig::default());
         if protected {
             let server_kp = StaticKeypair::from_private([0x5e; 32]);
@@ -71,7 +73,13 @@ impl Pair {
             )));
             server.security = Some(SecurityConfig::Noise(NoiseConfig::server(server_kp)));
         }
-        let mut a = Endpoint::new(EndpointConfig::default(), 1);
+        let mut a = Endpoint::new(
+            EndpointConfig {
+                aes_hardware,
+                ..EndpointConfig::default()
+            },
+            1,
+        );
         let mut b = Endpoint::new(EndpointConfig::server(server), 2);
         let conn = a.connect(Time::ZERO, addr(2), client).expect("valid");
         let mut p = Pair {
@@ -160,8 +168,12 @@ impl Pair {
 fn bench_endpoint(c: &mut Criterion) {
     let mut group = c.benchmark_group("endpoint");
     group.throughput(Throughput::Elements(1));
-    for (name, protected) in [("plain", false), ("protected", true)] {
-        let mut p = Pair::new(protected);
+    for (name, protected, aes) in [
+        ("plain", false, false),
+        ("protected", true, false),
+        ("protected_aes", true, true),
+    ] {
+        let mut p = Pair::new(protected, aes);
         // Check (outside the timing) that one message is one datagram.
         let before = p.datagrams;
         for _ in 0..1_000 {
@@ -174,6 +186,15 @@ fn bench_endpoint(c: &mut Criterion) {
         );
         let s = p.a.stats(p.conn).expect("open");
         assert_eq!(s.security.encrypted, protected);
+        let aead = s.security.aead.map(|a| a.name());
+        if protected {
+            let want = if aes {
+                "aes-128-gcm"
+            } else {
+                "chacha20-poly1305"
+            };
+            assert_eq!(aead, Some(want), "{name}");
+        }
         group.bench_function(format!("send_receive_1400B/{name}"), |b| b.iter(|| p.one()));
     }
     group.finish();
