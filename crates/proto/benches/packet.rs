@@ -118,7 +118,7 @@ impl Pair {
     }
 
     fn advance(&mut self, d: Duration) {
-        self.now = self.now + d;
+        self.now += d;
         for ep in [&mut self.a, &mut self.b] {
             if ep.poll_timeout().is_some_and(|t| t <= self.now) {
                 ep.handle_timeout(self.now);

@@ -298,7 +298,7 @@ fn checksums_per_datagram(c: ConnectionConfig, s: ConnectionConfig) -> u64 {
         }
     };
     for _ in 0..100 {
-        now = now + Duration::from_millis(5);
+        now += Duration::from_millis(5);
         a.handle_timeout(now);
         b.handle_timeout(now);
         pump(&mut a, &mut b, now);
