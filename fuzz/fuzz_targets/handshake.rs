@@ -98,12 +98,12 @@ fn xx_pair() -> (Endpoint, u16, Vec<u8>) {
     let mut c = Endpoint::new(EndpointConfig::default(), 1);
     let mut s = Endpoint::new(EndpointConfig::server(server_cfg(0)), 2);
     let h = c.connect(now, addr(2), client_cfg(1)).expect("valid");
-    for d in drain(&mut c, now) {
-        s.handle_datagram(now, addr(1), None, &d);
+    for mut d in drain(&mut c, now) {
+        s.handle_datagram(now, addr(1), None, &mut d);
     }
     let reply = drain(&mut s, now);
     for d in &reply {
-        c.handle_datagram(now, addr(2), None, d);
+        c.handle_datagram(now, addr(2), None, &mut d.clone());
     }
     c.send_message(h, now, 0, b"fuzz").expect("room");
     let carrier = drain(&mut c, now).into_iter().next().unwrap_or_default();
@@ -118,7 +118,7 @@ fuzz_target!(|data: &[u8]| {
     match kind % 4 {
         0 => {
             let mut s = Endpoint::new(EndpointConfig::server(server_cfg(*mode)), 2);
-            s.handle_datagram(now, addr(1), None, bytes);
+            s.handle_datagram(now, addr(1), None, &mut bytes.to_vec());
             drain(&mut s, now);
             for h in s.handles() {
                 // A connection exists only if message 1 authenticated.
@@ -129,14 +129,14 @@ fuzz_target!(|data: &[u8]| {
             let mut c = Endpoint::new(EndpointConfig::default(), 1);
             let h = c.connect(now, addr(2), client_cfg(*mode)).expect("valid");
             let local = src_id(&drain(&mut c, now));
-            c.handle_datagram(now, addr(2), None, &address(bytes.to_vec(), local));
+            c.handle_datagram(now, addr(2), None, &mut address(bytes.to_vec(), local));
             drain(&mut c, now);
             // Nobody holds the server keys: no forged answer completes.
             assert!(!connected(&c, h), "a forged START-REPLY completed");
         }
         k => {
             let (mut s, id, carrier) = xx_pair();
-            let dg = if k == 2 {
+            let mut dg = if k == 2 {
                 address(bytes.to_vec(), id)
             } else {
                 let mut g = carrier.clone();
@@ -145,7 +145,7 @@ fuzz_target!(|data: &[u8]| {
                 }
                 g
             };
-            s.handle_datagram(now, addr(1), None, &dg);
+            s.handle_datagram(now, addr(1), None, &mut dg);
             drain(&mut s, now);
         }
     }

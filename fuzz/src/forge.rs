@@ -68,7 +68,15 @@ pub fn forge(template: &[u8], kind: u8, number: u32, tagged: bool) -> Option<Vec
     } else {
         Flags::EMPTY
     };
-    header.flags = flags | Flags::ST_CKS | w_val;
+    // ST_CKS as the captured packet has it: set on plain packets, clear
+    // on sealed ones (a sealed datagram carries no checksum), so a forgery
+    // reaches the tag check rather than the ST_CKS rule.
+    let st_cks = if t.flags.contains(Flags::ST_CKS) {
+        Flags::ST_CKS
+    } else {
+        Flags::EMPTY
+    };
+    header.flags = flags | st_cks | w_val;
     let tag = [0xa5u8; AUTH_TAG_LEN];
     let d = DatagramRepr {
         header,

@@ -359,7 +359,8 @@ impl World {
         self.handed.insert((to, fingerprint(bytes)));
         let s = &mut self.sides[to];
         s.datagrams_in += 1;
-        s.ep.handle_datagram(now, from, None, bytes);
+        // The endpoint opens in place: it gets its own copy.
+        s.ep.handle_datagram(now, from, None, &mut bytes.to_vec());
         self.pump(to);
     }
 

@@ -205,9 +205,10 @@ async fn serve(conn: Connection) -> Result<()> {
                 });
                 conn.send(CONTROL, report.to_string().as_bytes()).await?;
                 let secs = started.elapsed().as_secs_f64();
+                let aead = conn.security_aead().map_or("?", |a| a.name());
                 let security = match (conn.security_pattern(), conn.peer_static_key()) {
-                    (Some(p), Some(k)) => format!("Noise_{p:?}, client key {k}"),
-                    (Some(p), None) => format!("Noise_{p:?}"),
+                    (Some(p), Some(k)) => format!("Noise_{p:?}, {aead}, client key {k}"),
+                    (Some(p), None) => format!("Noise_{p:?}, {aead}"),
                     _ => "insecure".into(),
                 };
                 eprintln!(
@@ -296,6 +297,9 @@ async fn client(a: ClientArgs) -> Result<()> {
         "encrypted": stats.as_ref().is_some_and(|s| s.security.encrypted),
         "server_authenticated": plan.peer_authenticated,
         "pattern": pattern.map(|p| format!("{p:?}")),
+        "aead": conn.security_aead().map(|a| a.name()),
+        "aead_preference": plan.aead.map(|a| a.name()),
+        "aes_hardware": peregrine::aes_hardware(),
         "server_key": server_key.map(|k| k.to_hex()),
         "description": plan.description,
     });

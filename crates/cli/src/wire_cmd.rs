@@ -197,6 +197,7 @@ fn tlvs_json(tlvs: &[Tlv<'_>]) -> Value {
             Tlv::StreamCredit(c) => json!({ "stream_credit": c }),
             Tlv::RetryToken(v) => json!({ "retry_token": to_hex(v) }),
             Tlv::Padding(n) => json!({ "padding": n }),
+            Tlv::Aead(v) => json!({ "aead": to_hex(v) }),
             Tlv::Unknown { tlv_type, value } => {
                 json!({ "unknown": { "type": tlv_type, "value": to_hex(value) } })
             }
@@ -575,6 +576,7 @@ fn tlvs_from(p: &Obj<'_>) -> Result<Vec<Tlv<'static>>> {
             "stream_credit",
             "retry_token",
             "padding",
+            "aead",
             "unknown",
         ];
         let t = Obj::new(v, path.clone(), &keys)?;
@@ -600,6 +602,7 @@ fn tlvs_from(p: &Obj<'_>) -> Result<Vec<Tlv<'static>>> {
             "stream_credit" => Tlv::StreamCredit(t.num(key, u64::from(u32::MAX))? as u32),
             "retry_token" => Tlv::RetryToken(t.hex(key)?),
             "padding" => Tlv::Padding(t.num(key, U16)? as u16),
+            "aead" => Tlv::Aead(t.hex(key)?),
             _ => {
                 let u = Obj::new(&t.map[key], format!("{path}.unknown"), &["type", "value"])?;
                 Tlv::Unknown {

@@ -13,7 +13,7 @@ use crate::driver::Shared;
 use crate::Error;
 use bytes::Bytes;
 use peregrine_cc::{CcConfig, LinkHint};
-use peregrine_proto::crypto::{NoisePattern, PublicKey};
+use peregrine_proto::crypto::{AeadAlgorithm, NoisePattern, PublicKey};
 use peregrine_proto::{
     CloseReason, ConnectionHandle, ConnectionState, ConnectionStats, MessageId, SchedulerConfig,
     SendError, StreamConfig, WindowTarget,
@@ -169,6 +169,12 @@ impl Connection {
             .lock()
             .proto
             .security_pattern(self.inner.handle)
+    }
+
+    /// The packet AEAD the handshake agreed on (`None`: unencrypted, or
+    /// the handshake has not finished).
+    pub fn security_aead(&self) -> Option<AeadAlgorithm> {
+        self.shared().lock().proto.security_aead(self.inner.handle)
     }
 
     /// The life-cycle state (`None` once the core released the connection).

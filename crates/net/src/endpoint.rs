@@ -11,12 +11,17 @@
 //! a fresh static keypair from OS entropy at bind and accepts `Noise_IK`
 //! and `Noise_XX`; a client runs `Noise_XX` with a fresh keypair —
 //! encrypted, but the server is not authenticated (opportunistic) unless
-//! the application pins its key (`NoiseConfig::ik`).
+//! the application pins its key (`NoiseConfig::ik`). Packets are sealed
+//! with AES-128-GCM when both ends accelerate AES ([`aes_hardware`], the
+//! client's preference wins), ChaCha20-Poly1305 otherwise
+//! ([`EndpointBuilder::aead`]).
 
 use crate::driver::{self, ConnState, Shared, State};
 use crate::socket::{SocketCapabilities, UdpIo};
 use crate::{Connection, Error};
-use peregrine_proto::crypto::{NoiseConfig, PublicKey, SecurityConfig, StaticKeypair};
+use peregrine_proto::crypto::{
+    AeadPreference, NoiseConfig, PublicKey, SecurityConfig, StaticKeypair,
+};
 use peregrine_proto::endpoint::EndpointStats;
 use peregrine_proto::{ConnectionConfig, Endpoint as ProtoEndpoint, EndpointConfig};
 use std::collections::{BTreeMap, VecDeque};
@@ -43,6 +48,30 @@ pub struct EndpointBuilder {
     seed: Option<u64>,
     security: SecurityMode,
     keypair: Option<StaticKeypair>,
+    aead: Option<AeadPreference>,
+    aes_hardware: Option<bool>,
+}
+
+/// Whether this CPU accelerates AES-128-GCM: AES-NI and PCLMULQDQ on x86,
+/// the AES and PMULL instructions on 64-bit ARM; `false` elsewhere. The
+/// runtime hands it to the sans-IO core (`EndpointConfig::aes_hardware`),
+/// which never probes the CPU itself; with it an `Auto` client offers
+/// AES-128-GCM first. O(1) after the first call (std caches the probe).
+pub fn aes_hardware() -> bool {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        std::arch::is_x86_feature_detected!("aes")
+            && std::arch::is_x86_feature_detected!("pclmulqdq")
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        std::arch::is_aarch64_feature_detected!("aes")
+            && std::arch::is_aarch64_feature_detected!("pmull")
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        false
+    }
 }
 
 impl EndpointBuilder {
@@ -99,6 +128,22 @@ impl EndpointBuilder {
         self
     }
 
+    /// Which packet AEADs the endpoint's security offers (client) and
+    /// accepts (server): `Auto` (the default) both, AES-128-GCM first when
+    /// [`aes_hardware`]; or only one. Applies to the default security and
+    /// to [`security`](Self::security)'s configuration.
+    pub fn aead(mut self, aead: AeadPreference) -> EndpointBuilder {
+        self.aead = Some(aead);
+        self
+    }
+
+    /// Override the CPU probe [`aes_hardware`] (tests; a machine whose
+    /// AES is slow although present).
+    pub fn aes_hardware(mut self, accelerated: bool) -> EndpointBuilder {
+        self.aes_hardware = Some(accelerated);
+        self
+    }
+
     /// The endpoint's static keypair for the default security (server:
     /// accepts `Noise_IK` and `Noise_XX` with it; client: `Noise_XX`);
     /// by default a fresh one from OS entropy. Ignored with
@@ -114,6 +159,7 @@ impl EndpointBuilder {
     /// a security configuration that cannot serve an [`Error::Security`].
     pub fn bind(mut self, addr: SocketAddr) -> Result<Endpoint, Error> {
         self.config.validate().map_err(Error::Config)?;
+        self.config.aes_hardware = self.aes_hardware.unwrap_or_else(aes_hardware);
         let (client_security, public_key) = self.resolve_security()?;
         let io = UdpIo::bind(addr)?;
         let local = io.local_addr()?;
@@ -177,6 +223,13 @@ impl EndpointBuilder {
             }
             SecurityMode::Configured(c) => (Some(c.clone()), Some(c.clone())),
             SecurityMode::Insecure => (None, None),
+        };
+        let (server_default, client) = match self.aead {
+            Some(a) => (
+                server_default.map(|s| s.with_aead(a)),
+                client.map(|c| c.with_aead(a)),
+            ),
+            None => (server_default, client),
         };
         let mut public_key = keypair.as_ref().map(StaticKeypair::public);
         if let Some(server) = self.config.server.as_mut() {

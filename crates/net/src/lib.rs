@@ -77,9 +77,11 @@ pub use endpoint::{Endpoint, EndpointBuilder, Stats};
 pub use socket::SocketCapabilities;
 
 pub use bytes::Bytes;
+pub use endpoint::aes_hardware;
 pub use peregrine_cc::{CcConfig, LinkHint};
 pub use peregrine_proto::crypto::{
-    NoiseConfig, NoisePattern, PublicKey, SecurityConfig, SecurityStats, StaticKeypair,
+    AeadAlgorithm, AeadPreference, NoiseConfig, NoisePattern, PublicKey, SecurityConfig,
+    SecurityStats, StaticKeypair,
 };
 pub use peregrine_proto::endpoint::EndpointStats;
 pub use peregrine_proto::{

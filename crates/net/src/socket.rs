@@ -89,7 +89,8 @@ impl UdpIo {
     pub(crate) fn recv_batch(
         &self,
         bufs: &mut RxBuffers,
-        mut f: impl FnMut(SocketAddr, Option<EcnCodepoint>, &[u8]),
+        // `&mut`: the core opens protected datagrams in place, here.
+        mut f: impl FnMut(SocketAddr, Option<EcnCodepoint>, &mut [u8]),
     ) -> io::Result<usize> {
         let mut slices: Vec<IoSliceMut<'_>> = bufs
             .data
@@ -103,7 +104,7 @@ impl UdpIo {
         drop(slices);
         let mut datagrams = 0;
         for (i, meta) in bufs.meta.iter().take(n).enumerate() {
-            let buf = &bufs.data[i * RX_BUFFER_BYTES..i * RX_BUFFER_BYTES + meta.len];
+            let buf = &mut bufs.data[i * RX_BUFFER_BYTES..i * RX_BUFFER_BYTES + meta.len];
             let ecn = meta.ecn.map(ecn_from_udp);
             if buf.is_empty() {
                 // An empty datagram is still a datagram: the core counts
@@ -113,7 +114,7 @@ impl UdpIo {
                 continue;
             }
             let stride = meta.stride.max(1);
-            for dg in buf.chunks(stride) {
+            for dg in buf.chunks_mut(stride) {
                 f(meta.addr, ecn, dg);
                 datagrams += 1;
             }

@@ -12,7 +12,7 @@
 //! ```text
 //! loop {
 //!     // 1. something happened:
-//!     endpoint.handle_datagram(now, remote, ecn, &bytes);   // or
+//!     endpoint.handle_datagram(now, remote, ecn, &mut bytes); // or (opened in place)
 //!     endpoint.handle_timeout(now);                          // or
 //!     endpoint.send_message(handle, now, 0, b"...")?;        // or close(...)
 //!     // 2. send what it wants sent:
@@ -102,8 +102,6 @@ pub struct Endpoint {
     /// seeded from the endpoint seed (stream "handshake"), or with 32 bytes by
     /// [`seed_handshakes`](Self::seed_handshakes).
     handshake_rng: HandshakeRng,
-    /// Scratch buffer for opened (decrypted) datagrams.
-    plain: Vec<u8>,
     now: Time,
     next_handle: u64,
     pub(crate) connections: BTreeMap<ConnectionHandle, Connection>,
@@ -133,7 +131,6 @@ impl Endpoint {
                 }
                 HandshakeRng::from_seed(s)
             },
-            plain: Vec::new(),
             now: Time::ZERO,
             next_handle: 0,
             connections: BTreeMap::new(),
@@ -189,7 +186,7 @@ impl Endpoint {
         let probe_id = self.rng.next_u64() as u32;
         let mut conn = Connection::connect(now, config, id, remote, sync, probe_id);
         if conn
-            .init_client_security(self.handshake_rng.next_seed())
+            .init_client_security(self.handshake_rng.next_seed(), self.config.aes_hardware)
             .is_err()
         {
             return Err(ConnectError::InvalidConfig(ConfigError {
@@ -508,8 +505,8 @@ impl Endpoint {
         let handshake = match self.read_start_handshake(&cfg, &h, &start.tlvs) {
             Ok(hs) => hs,
             Err(answer) => {
-                if answer {
-                    self.reject(remote, &h, RejectReason::SECURITY_REQUIRED);
+                if let Some(reason) = answer {
+                    self.reject(remote, &h, reason);
                 }
                 return;
             }
@@ -573,17 +570,19 @@ impl SansIo for Endpoint {
         now: Time,
         remote: SocketAddr,
         ecn: Option<EcnCodepoint>,
-        bytes: &[u8],
+        bytes: &mut [u8],
     ) {
         let now = self.tick(now);
         self.stats.datagrams_received += 1;
-        let mut plain = std::mem::take(&mut self.plain);
-        match self.unprotect(bytes, &mut plain) {
+        match self.unprotect(bytes) {
             None => self.handle_plain(now, remote, ecn, bytes),
-            Some(true) => self.handle_plain(now, remote, ecn, &plain),
-            Some(false) => {}
+            // Opened in place: the plaintext datagram is the prefix.
+            Some(Some(n)) => {
+                let plain = bytes.get(..n).unwrap_or_default();
+                self.handle_plain(now, remote, ecn, plain);
+            }
+            Some(None) => {}
         }
-        self.plain = plain;
     }
 
     fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {

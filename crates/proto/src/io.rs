@@ -41,13 +41,15 @@ pub struct Transmit {
 ///   [`handle_timeout`](Self::handle_timeout).
 /// * No method panics for any input bytes.
 pub trait SansIo {
-    /// A datagram arrived from `remote`.
+    /// A datagram arrived from `remote`. The participant may work in
+    /// `bytes` (a protected datagram is decrypted in place, in the
+    /// caller's receive buffer): their contents are unspecified afterwards.
     fn handle_datagram(
         &mut self,
         now: Time,
         remote: SocketAddr,
         ecn: Option<EcnCodepoint>,
-        bytes: &[u8],
+        bytes: &mut [u8],
     );
     /// The next datagram to send, written into `buf` (cleared first), or `None`.
     fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit>;

@@ -130,7 +130,8 @@ impl Net {
 
     fn deliver(&mut self, from: SocketAddr, bytes: &[u8]) {
         *self.received_from.entry(from).or_default() += bytes.len() as u64;
-        self.server.handle_datagram(self.now, from, None, bytes);
+        self.server
+            .handle_datagram(self.now, from, None, &mut bytes.to_vec());
     }
 
     /// What a runtime does after every datagram: send what the server
@@ -140,10 +141,10 @@ impl Net {
         while let Some(t) = self.server.poll_transmit(self.now, &mut self.buf) {
             moved = true;
             *self.sent_to.entry(t.destination).or_default() += t.size as u64;
-            let bytes = self.buf[..t.size].to_vec();
+            let mut bytes = self.buf[..t.size].to_vec();
             match self.client.as_mut() {
                 Some(c) if t.destination == client_addr() => {
-                    c.handle_datagram(self.now, server_addr(), None, &bytes)
+                    c.handle_datagram(self.now, server_addr(), None, &mut bytes)
                 }
                 _ => self.to_others.push((t.destination, bytes)),
             }

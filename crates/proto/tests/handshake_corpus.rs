@@ -88,13 +88,13 @@ fn capture(mode: u8) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     let mut s = Endpoint::new(EndpointConfig::server(server_cfg(server_mode)), 200);
     let h = c.connect(now, addr(2), client_cfg(mode)).expect("valid");
     let start = drain(&mut c, now).remove(0);
-    s.handle_datagram(now, addr(1), None, &start);
+    s.handle_datagram(now, addr(1), None, &mut start.clone());
     let reply = drain(&mut s, now).remove(0);
-    c.handle_datagram(now, addr(2), None, &reply);
+    c.handle_datagram(now, addr(2), None, &mut reply.clone());
     assert!(events(&mut c).contains(&Event::Connected), "mode {mode}");
     c.send_message(h, now, 0, b"corpus").expect("room");
     let first = drain(&mut c, now).remove(0);
-    s.handle_datagram(now, addr(1), None, &first);
+    s.handle_datagram(now, addr(1), None, &mut first.clone());
     let got = events(&mut s);
     assert!(got.contains(&Event::Connected), "mode {mode}: {got:?}");
     assert!(

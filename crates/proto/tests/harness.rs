@@ -77,7 +77,7 @@ impl SansIo for Toy {
         now: Time,
         remote: SocketAddr,
         _ecn: Option<EcnCodepoint>,
-        bytes: &[u8],
+        bytes: &mut [u8],
     ) {
         self.received.push((now, remote, bytes.to_vec()));
         if self.echo {

@@ -213,7 +213,7 @@ impl SansIo for Node {
         now: Time,
         remote: SocketAddr,
         ecn: Option<EcnCodepoint>,
-        bytes: &[u8],
+        bytes: &mut [u8],
     ) {
         self.now = self.now.max(now);
         self.ep.handle_datagram(now, remote, ecn, bytes);

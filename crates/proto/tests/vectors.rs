@@ -111,6 +111,49 @@ fn vectors() -> Vec<Vector> {
         ),
     );
 
+    // START offering the packet AEADs (TLV 10, docs/protocol.md §6.1):
+    // AES-128-GCM (1) first, then ChaCha20-Poly1305 (2). A protected
+    // client sends it beside its SECURITY TLV; the binding covers it.
+    let mut h = header(
+        T::Start,
+        Flags::W_VAL | Flags::ST_CKS | Flags::REPLY_REQ,
+        30,
+        0x61de,
+    );
+    h.dest_id = 0;
+    h.window_size = 0x02400;
+    push(
+        "start_aead",
+        "00000a0110c461de001e0000000000005a30240001000200010a00020102",
+        dg(
+            h,
+            Payload::Start(StartPayload {
+                tlvs: vec![Tlv::Version(1), Tlv::Aead(&[1, 2])],
+            }),
+        ),
+    );
+
+    // Its answer: the server chose AES-128-GCM (exactly one code).
+    let mut h = header(
+        T::Start,
+        Flags::W_VAL | Flags::ST_CKS | Flags::REPLY,
+        29,
+        0x6ae2,
+    );
+    h.dest_id = 0x0a01;
+    h.src_id = 0x0b02;
+    h.window_size = 0x01000;
+    push(
+        "start_reply_aead",
+        "0a010b0210c26ae2001d0000000000005a30100001000200010a000101",
+        dg(
+            h,
+            Payload::Start(StartPayload {
+                tlvs: vec![Tlv::Version(1), Tlv::Aead(&[1])],
+            }),
+        ),
+    );
+
     let mut h = header(T::Reject, Flags::REPLY, 26, 0x0000);
     h.dest_id = 0x0a01;
     h.src_id = 0;

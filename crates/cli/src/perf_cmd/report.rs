@@ -35,6 +35,17 @@ pub(super) fn table(v: &Value) -> String {
         "security {}\n",
         v["security"]["description"].as_str().unwrap_or("?")
     );
+    if let Some(aead) = v["security"]["aead"].as_str() {
+        s += &format!(
+            "aead {aead} (preference {}, AES hardware {})\n",
+            v["security"]["aead_preference"].as_str().unwrap_or("?"),
+            if v["security"]["aes_hardware"].as_bool() == Some(true) {
+                "yes"
+            } else {
+                "no"
+            }
+        );
+    }
     s += &format!(
         "throughput {:.1} Mbit/s   bytes {}   duration {:.2} s   retransmitted packets {}\n",
         f(&v["throughput_bps"]) / 1e6,

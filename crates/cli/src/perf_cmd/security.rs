@@ -9,11 +9,16 @@
 //! → a fresh keypair accepting `Noise_IK` and `Noise_XX`; `--key` sets the
 //! keypair; `--psk` → accepts only the pre-shared-key patterns (IKpsk2 too
 //! with `--key`); `--authorized-keys` accepts only the listed client keys.
+//! `--aead` (both sides) restricts the packet AEAD: `auto` (default: both,
+//! AES-128-GCM first where the CPU accelerates AES), `aes-128-gcm` or
+//! `chacha20-poly1305`.
 
 use anyhow::{bail, Result};
 use clap::Args;
 use peregrine::keys;
-use peregrine::{EndpointBuilder, NoiseConfig, PublicKey, SecurityConfig, StaticKeypair};
+use peregrine::{
+    AeadPreference, EndpointBuilder, NoiseConfig, PublicKey, SecurityConfig, StaticKeypair,
+};
 use std::path::{Path, PathBuf};
 
 /// Options both sides take.
@@ -29,6 +34,15 @@ pub(super) struct SecurityArgs {
     /// The fleet's pre-shared key file (`peregrine keygen --psk --out FILE`).
     #[arg(long, value_name = "FILE")]
     psk: Option<PathBuf>,
+    /// Packet AEAD: auto (AES-128-GCM first where the CPU accelerates AES,
+    /// else ChaCha20-Poly1305), aes-128-gcm or chacha20-poly1305 (only).
+    #[arg(long, value_name = "AEAD", value_parser = parse_aead)]
+    aead: Option<AeadPreference>,
+}
+
+fn parse_aead(s: &str) -> Result<AeadPreference, String> {
+    AeadPreference::from_name(s)
+        .ok_or_else(|| format!("unknown AEAD `{s}` (auto, aes-128-gcm, chacha20-poly1305)"))
 }
 
 /// What the endpoint runs, and how the report names it.
@@ -42,14 +56,17 @@ pub(super) struct Plan {
     pub(super) mode: String,
     /// Whether the peer is authenticated by a key this side was given.
     pub(super) peer_authenticated: bool,
+    /// The packet AEADs offered / accepted (`None`: insecure).
+    pub(super) aead: Option<AeadPreference>,
 }
 
 impl Plan {
     /// Apply to an endpoint builder.
     pub(super) fn apply(&self, b: EndpointBuilder) -> EndpointBuilder {
-        match &self.config {
-            Some(c) => b.security(c.clone()),
-            None => b.insecure(),
+        match (&self.config, self.aead) {
+            (Some(c), Some(a)) => b.security(c.clone()).aead(a),
+            (Some(c), None) => b.security(c.clone()),
+            (None, _) => b.insecure(),
         }
     }
 }
@@ -91,14 +108,15 @@ fn insecure_plan() -> Plan {
         description: "insecure (no encryption, no authentication)".into(),
         mode: "insecure".into(),
         peer_authenticated: false,
+        aead: None,
     }
 }
 
 /// The server's plan.
 pub(super) fn server_plan(a: &SecurityArgs, authorized: Option<&Path>) -> Result<Plan> {
     if a.insecure {
-        if a.key.is_some() || a.psk.is_some() || authorized.is_some() {
-            bail!("--insecure cannot be combined with --key, --psk or --authorized-keys");
+        if a.key.is_some() || a.psk.is_some() || authorized.is_some() || a.aead.is_some() {
+            bail!("--insecure cannot be combined with --key, --psk, --aead or --authorized-keys");
         }
         return Ok(insecure_plan());
     }
@@ -139,6 +157,7 @@ pub(super) fn server_plan(a: &SecurityArgs, authorized: Option<&Path>) -> Result
         description,
         mode: mode.into(),
         peer_authenticated: n_auth.is_some(),
+        aead: Some(a.aead.unwrap_or_default()),
     })
 }
 
@@ -154,8 +173,8 @@ fn as_security(cfg: NoiseConfig) -> SecurityConfig {
 /// The client's plan.
 pub(super) fn client_plan(a: &SecurityArgs, server_key: Option<&str>) -> Result<Plan> {
     if a.insecure {
-        if a.key.is_some() || a.psk.is_some() || server_key.is_some() {
-            bail!("--insecure cannot be combined with --key, --psk or --peer-key");
+        if a.key.is_some() || a.psk.is_some() || server_key.is_some() || a.aead.is_some() {
+            bail!("--insecure cannot be combined with --key, --psk, --aead or --peer-key");
         }
         return Ok(insecure_plan());
     }
@@ -194,5 +213,6 @@ pub(super) fn client_plan(a: &SecurityArgs, server_key: Option<&str>) -> Result<
         description,
         mode: mode.into(),
         peer_authenticated: mode != "Noise_XX",
+        aead: Some(a.aead.unwrap_or_default()),
     })
 }

@@ -253,7 +253,7 @@ mod tests {
             ..ConnectionConfig::default()
         });
         secure
-            .init_client_security([1; crate::crypto::noise::SEED_LEN])
+            .init_client_security([1; crate::crypto::noise::SEED_LEN], false)
             .expect("a valid client configuration");
         let bytes = first_start(&mut secure);
         assert_eq!(bytes.len(), MIN_SECURE_START_LEN);

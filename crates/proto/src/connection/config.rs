@@ -289,6 +289,13 @@ pub struct EndpointConfig {
     pub half_open_timeout: Duration,
     /// How long a retry token stays valid after it is issued. Default 10 s.
     pub retry_token_lifetime: Duration,
+    /// Whether this machine accelerates AES (x86 AES-NI and PCLMULQDQ,
+    /// the ARMv8 crypto extensions): a client whose AEAD preference is
+    /// `Auto` then offers AES-128-GCM first, else ChaCha20-Poly1305. The
+    /// sans-IO core never probes the CPU: the UDP runtime sets this from
+    /// feature detection; the default `false` keeps the simulator and the
+    /// tests the same on every machine.
+    pub aes_hardware: bool,
 }
 
 impl Default for EndpointConfig {
@@ -303,6 +310,7 @@ impl Default for EndpointConfig {
             retry_when_half_open_above: 32,
             half_open_timeout: Duration::from_secs(10),
             retry_token_lifetime: Duration::from_secs(10),
+            aes_hardware: false,
         }
     }
 }

@@ -85,7 +85,8 @@ impl StartParams {
                 // The decoder guarantees c ≥ 1.
                 Tlv::StreamCredit(c) => p.stream_credit = Some(c),
                 Tlv::RetryToken(t) => p.retry_token = Some(t.to_vec()),
-                Tlv::Padding(_) | Tlv::Unknown { .. } => {}
+                // The handshake reads AEAD (crypto::noise).
+                Tlv::Padding(_) | Tlv::Aead(_) | Tlv::Unknown { .. } => {}
             }
         }
         p
@@ -337,6 +338,9 @@ impl Connection {
         ];
         if let Some(credit) = self.config.initial_stream_credit {
             tlvs.push(Tlv::StreamCredit(credit));
+        }
+        if let Some(aead) = self.security.as_ref().and_then(|s| s.aead_tlv()) {
+            tlvs.push(Tlv::Aead(aead));
         }
         if let Some(hello) = self.security_hello() {
             tlvs.push(Tlv::Security(hello));

@@ -58,6 +58,8 @@ mod transmit;
 pub mod window;
 
 #[cfg(test)]
+mod aead_tests;
+#[cfg(test)]
 mod data_tests;
 #[cfg(test)]
 mod e2e_tests;

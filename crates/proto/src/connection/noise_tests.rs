@@ -483,13 +483,13 @@ fn forged_start_security_gets_no_answer_and_no_state() {
     // IK message 1 of junk: no answer.
     let mut junk = vec![NoisePattern::IK.mode_byte()];
     junk.extend((0..128u32).map(|i| (i * 7) as u8));
-    sim.eps[1].handle_datagram(sim.now, addr(5), None, &start(Some(&junk)));
+    sim.eps[1].handle_datagram(sim.now, addr(5), None, &mut start(Some(&junk)));
     // Truncated, empty, unknown mode.
-    sim.eps[1].handle_datagram(sim.now, addr(5), None, &start(Some(&junk[..10])));
-    sim.eps[1].handle_datagram(sim.now, addr(5), None, &start(Some(&[])));
-    sim.eps[1].handle_datagram(sim.now, addr(5), None, &start(Some(&[99, 1, 2])));
+    sim.eps[1].handle_datagram(sim.now, addr(5), None, &mut start(Some(&junk[..10])));
+    sim.eps[1].handle_datagram(sim.now, addr(5), None, &mut start(Some(&[])));
+    sim.eps[1].handle_datagram(sim.now, addr(5), None, &mut start(Some(&[99, 1, 2])));
     // No SECURITY at all.
-    sim.eps[1].handle_datagram(sim.now, addr(5), None, &start(None));
+    sim.eps[1].handle_datagram(sim.now, addr(5), None, &mut start(None));
     let e = sim.eps[1].endpoint_stats();
     assert_eq!(e.handshake_failures - before.handshake_failures, 5);
     // Answered: the empty value, the unknown mode and the missing TLV.

@@ -17,13 +17,15 @@ use crate::wire::{Header, HeaderRepr, Tlv, AUTH_TAG_LEN};
 
 impl Connection {
     /// Client: starts the handshake if the configuration asks for
-    /// protection; `seed` seeds its ephemeral keys.
+    /// protection; `seed` seeds its ephemeral keys, `aes_hardware` orders
+    /// an `Auto` AEAD offer.
     pub(crate) fn init_client_security(
         &mut self,
         seed: [u8; SEED_LEN],
+        aes_hardware: bool,
     ) -> Result<(), HandshakeError> {
         if let Some(cfg) = &self.config.security {
-            self.security = Some(SecurityState::client(cfg, seed)?);
+            self.security = Some(SecurityState::client(cfg, seed, aes_hardware)?);
         }
         Ok(())
     }
@@ -83,7 +85,11 @@ impl Connection {
             Tlv::Security(v) => Some(*v),
             _ => None,
         });
-        sec.read_reply(value, binding(h, tlvs)).is_ok()
+        let aead = tlvs.iter().find_map(|t| match t {
+            Tlv::Aead(v) => Some(*v),
+            _ => None,
+        });
+        sec.read_reply(value, aead, binding(h, tlvs)).is_ok()
     }
 
     /// Our SECURITY TLV value, if this connection is protected.
@@ -128,6 +134,13 @@ impl Connection {
         self.security.as_ref()?.stats.pattern
     }
 
+    /// Whether a packet of type `t` leaves this connection sealed (and so
+    /// without a checksum): every type but START and REJECT once the
+    /// connection is protected.
+    pub(crate) fn seals(&self, t: crate::wire::PacketType) -> bool {
+        self.security.is_some() && !t.is_handshake()
+    }
+
     /// Seals the datagram `buf[..len]` just produced by `poll_transmit`.
     /// Returns its new length; `None` means it must not leave (no keys
     /// yet): the loss machinery treats it as lost.
@@ -149,18 +162,15 @@ impl Connection {
         sec.seal(buf, len)
     }
 
-    /// Opens a protected datagram into `plain`. `None`: this connection is
-    /// not protected (decode `bytes` as they are). Failures are counted and
-    /// reported past a threshold, never acted upon otherwise — except an XX
-    /// message 3 that authenticates a key the server does not authorize:
-    /// the connection then closes without a word.
-    pub(crate) fn open_incoming(
-        &mut self,
-        bytes: &[u8],
-        plain: &mut Vec<u8>,
-    ) -> Option<Result<(), OpenError>> {
+    /// Opens a protected datagram in place: `Ok(n)`, the plaintext
+    /// datagram is `bytes[..n]`. `None`: this connection is not protected
+    /// (decode `bytes` as they are). Failures are counted and reported
+    /// past a threshold, never acted upon otherwise — except an XX message
+    /// 3 that authenticates a key the server does not authorize: the
+    /// connection then closes without a word. O(len), no copy.
+    pub(crate) fn open_incoming(&mut self, bytes: &mut [u8]) -> Option<Result<usize, OpenError>> {
         let sec = self.security.as_mut()?;
-        let r = sec.open(bytes, plain);
+        let r = sec.open(bytes);
         if r.is_ok() && sec.unannounced {
             sec.unannounced = false;
             self.events.push_back(Event::Connected);

@@ -125,7 +125,13 @@ fn forge(template: HeaderRepr, pk_type: PacketType, flags: Flags, payload: Paylo
     h.dest_id = template.dest_id;
     h.src_id = template.src_id;
     h.sync_no = template.sync_no;
-    h.flags = flags | Flags::ST_CKS;
+    // The genuine packets' ST_CKS (clear on sealed ones): a forger copies
+    // what it sees.
+    h.flags = if template.flags.contains(Flags::ST_CKS) {
+        flags | Flags::ST_CKS
+    } else {
+        flags
+    };
     let mut buf = Vec::new();
     write(&mut buf, h, payload).expect("encodable");
     buf
@@ -176,8 +182,10 @@ fn forged_end_reset_nack_cwin_are_rejected_and_counted() {
                 let len = f.len() + AUTH_TAG_LEN;
                 f.extend_from_slice(&[0xa5; AUTH_TAG_LEN]);
                 f[8..10].copy_from_slice(&(len as u16).to_be_bytes());
-                let c = datagram_checksum(&f);
-                f[6..8].copy_from_slice(&c.to_be_bytes());
+                if tpl.flags.contains(Flags::ST_CKS) {
+                    let c = datagram_checksum(&f);
+                    f[6..8].copy_from_slice(&c.to_be_bytes());
+                }
                 sim.inject(to, from, &f);
                 injected[to] += 2;
             }

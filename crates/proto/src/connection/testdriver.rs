@@ -162,9 +162,10 @@ impl Sim {
         }
     }
 
-    /// Inject raw bytes into node `to` as if from `from`.
+    /// Inject raw bytes into node `to` as if from `from` (a copy: the
+    /// endpoint may decrypt in place).
     pub fn inject(&mut self, to: usize, from: SocketAddr, bytes: &[u8]) {
-        self.eps[to].handle_datagram(self.now, from, None, bytes);
+        self.eps[to].handle_datagram(self.now, from, None, &mut bytes.to_vec());
         self.flush();
     }
 
@@ -197,8 +198,8 @@ impl Sim {
                 if entry.key().0 > self.now {
                     break;
                 }
-                let (to, from, bytes, ecn) = entry.remove();
-                self.eps[to].handle_datagram(self.now, from, ecn, &bytes);
+                let (to, from, mut bytes, ecn) = entry.remove();
+                self.eps[to].handle_datagram(self.now, from, ecn, &mut bytes);
             }
             for ep in &mut self.eps {
                 if ep.poll_timeout().is_some_and(|t| t <= self.now) {

@@ -220,7 +220,7 @@ fn reject_refused_busy_and_unsupported_controller() {
     };
     let mut bytes = vec![0u8; dg.buffer_len()];
     dg.emit(&mut bytes).unwrap();
-    b.handle_datagram(Time::ZERO, addr(0), None, &bytes);
+    b.handle_datagram(Time::ZERO, addr(0), None, &mut bytes);
     let mut buf = Vec::new();
     let t = b.poll_transmit(Time::ZERO, &mut buf).expect("a REJECT");
     let rej = DatagramRepr::decode(&buf[..t.size]).unwrap();
@@ -583,7 +583,7 @@ fn malformed_and_random_datagrams_never_panic() {
         }
         sent += 1;
         for node in 0..2 {
-            sim.eps[node].handle_datagram(sim.now, addr(1 - node), None, &b);
+            sim.eps[node].handle_datagram(sim.now, addr(1 - node), None, &mut b.clone());
         }
     }
     sim.flush();

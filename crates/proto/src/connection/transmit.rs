@@ -28,7 +28,10 @@ impl Connection {
         h.sync_no = self.local_sync;
         h.cn = 1;
         let mut f = flags | Flags::W_VAL;
-        if self.config.checksum {
+        // Integrity once: a sealed packet's tag covers every byte, so it
+        // carries no checksum (docs/protocol.md §1); a plain one is
+        // checksummed once, by the encoder.
+        if self.config.checksum && !self.seals(pk_type) {
             f = f | Flags::ST_CKS;
         }
         let free = self.advertised_window();

@@ -6,6 +6,7 @@
 //! `peregrine keygen` draw them from OS entropy, tests and the simulator
 //! from a seed.
 
+use super::aead::AeadAlgorithm;
 use snow::params::DHChoice;
 use snow::resolvers::{CryptoResolver, DefaultResolver};
 
@@ -187,6 +188,78 @@ impl NoisePattern {
     }
 }
 
+/// Which packet AEAD a side offers (client) or accepts (server) — the
+/// `aead` option of the security configuration (docs/security.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AeadPreference {
+    /// Both AEADs; a client offers AES-128-GCM first when the endpoint
+    /// says the CPU accelerates AES (`EndpointConfig::aes_hardware`, set by
+    /// the UDP runtime: the sans-IO core never probes the CPU), else
+    /// ChaCha20-Poly1305 first.
+    #[default]
+    Auto,
+    /// Only AES-128-GCM.
+    Aes128Gcm,
+    /// Only ChaCha20-Poly1305.
+    ChaCha20Poly1305,
+}
+
+impl AeadPreference {
+    /// Every preference, as listed in configuration.
+    pub const ALL: [AeadPreference; 3] = [
+        AeadPreference::Auto,
+        AeadPreference::Aes128Gcm,
+        AeadPreference::ChaCha20Poly1305,
+    ];
+
+    /// The name in configuration and CLI flags: `auto`, `aes-128-gcm`,
+    /// `chacha20-poly1305`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            AeadPreference::Auto => "auto",
+            AeadPreference::Aes128Gcm => AeadAlgorithm::Aes128Gcm.name(),
+            AeadPreference::ChaCha20Poly1305 => AeadAlgorithm::ChaCha20Poly1305.name(),
+        }
+    }
+
+    /// The preference of a name ([`name`](Self::name)).
+    pub fn from_name(name: &str) -> Option<AeadPreference> {
+        AeadPreference::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The client's offer, most preferred first, as the AEAD TLV value.
+    pub fn offer(self, aes_hardware: bool) -> &'static [u8] {
+        match self {
+            AeadPreference::Auto if aes_hardware => &[1, 2],
+            AeadPreference::Auto => &[2, 1],
+            AeadPreference::Aes128Gcm => AeadAlgorithm::Aes128Gcm.choice(),
+            AeadPreference::ChaCha20Poly1305 => AeadAlgorithm::ChaCha20Poly1305.choice(),
+        }
+    }
+
+    /// Whether a side with this preference runs `aead`.
+    pub fn allows(self, aead: AeadAlgorithm) -> bool {
+        match self {
+            AeadPreference::Auto => true,
+            AeadPreference::Aes128Gcm => aead == AeadAlgorithm::Aes128Gcm,
+            AeadPreference::ChaCha20Poly1305 => aead == AeadAlgorithm::ChaCha20Poly1305,
+        }
+    }
+
+    /// Server: the AEAD to answer a START's AEAD TLV `offer` with — the
+    /// first offered code this side allows (the client's preference wins;
+    /// unknown codes are skipped). No TLV (`None`) offers
+    /// ChaCha20-Poly1305 alone, the AEAD of version 1 before the TLV
+    /// existed. `None`: nothing in common.
+    pub fn select(self, offer: Option<&[u8]>) -> Option<AeadAlgorithm> {
+        let offer = offer.unwrap_or(AeadAlgorithm::ChaCha20Poly1305.choice());
+        offer
+            .iter()
+            .filter_map(|c| AeadAlgorithm::from_code(*c))
+            .find(|a| self.allows(*a))
+    }
+}
+
 /// A Noise configuration: what this side initiates (client) or accepts
 /// (server), and the keys it holds.
 #[derive(Clone, PartialEq, Eq)]
@@ -205,6 +278,8 @@ pub struct NoiseConfig {
     /// Server: the client static keys it accepts (`None`: any). Client:
     /// ignored (use `peer_key`).
     pub authorized_keys: Option<Vec<PublicKey>>,
+    /// The packet AEADs this side offers (client) or accepts (server).
+    pub aead: AeadPreference,
 }
 
 impl NoiseConfig {
@@ -216,6 +291,7 @@ impl NoiseConfig {
             peer_key: Some(server_key),
             psk: None,
             authorized_keys: None,
+            aead: AeadPreference::Auto,
         }
     }
 
@@ -227,6 +303,7 @@ impl NoiseConfig {
             peer_key: None,
             psk: None,
             authorized_keys: None,
+            aead: AeadPreference::Auto,
         }
     }
 
@@ -242,6 +319,7 @@ impl NoiseConfig {
             peer_key: Some(server_key),
             psk: Some(psk),
             authorized_keys: None,
+            aead: AeadPreference::Auto,
         }
     }
 
@@ -253,6 +331,7 @@ impl NoiseConfig {
             peer_key: None,
             psk: Some(psk),
             authorized_keys: None,
+            aead: AeadPreference::Auto,
         }
     }
 
@@ -264,6 +343,7 @@ impl NoiseConfig {
             peer_key: None,
             psk: None,
             authorized_keys: None,
+            aead: AeadPreference::Auto,
         }
     }
 
@@ -281,12 +361,19 @@ impl NoiseConfig {
             peer_key: None,
             psk: Some(psk),
             authorized_keys: None,
+            aead: AeadPreference::Auto,
         }
     }
 
     /// Accept only these client static keys (server).
     pub fn authorize(mut self, keys: Vec<PublicKey>) -> NoiseConfig {
         self.authorized_keys = Some(keys);
+        self
+    }
+
+    /// Offer (client) or accept (server) these packet AEADs.
+    pub fn with_aead(mut self, aead: AeadPreference) -> NoiseConfig {
+        self.aead = aead;
         self
     }
 
@@ -322,6 +409,7 @@ impl std::fmt::Debug for NoiseConfig {
             .field("peer_key", &self.peer_key)
             .field("psk", &self.psk.map(|_| "<redacted>"))
             .field("authorized_keys", &self.authorized_keys)
+            .field("aead", &self.aead)
             .finish()
     }
 }
@@ -348,6 +436,21 @@ impl SecurityConfig {
     /// Whether the configuration can run in this role.
     pub fn validate(&self, is_client: bool) -> Result<(), &'static str> {
         self.noise().validate(is_client)
+    }
+
+    /// The packet AEADs this side offers or accepts.
+    pub fn aead(&self) -> AeadPreference {
+        match self {
+            SecurityConfig::PresharedKey(_) => AeadPreference::Auto,
+            SecurityConfig::Noise(n) => n.aead,
+        }
+    }
+
+    /// The same configuration offering (client) or accepting (server)
+    /// these AEADs (a `PresharedKey` becomes the `Noise_NNpsk0` it stands
+    /// for).
+    pub fn with_aead(self, aead: AeadPreference) -> SecurityConfig {
+        SecurityConfig::Noise(self.noise().with_aead(aead))
     }
 }
 

@@ -9,9 +9,10 @@
 //! Handshakes ([`noise`]): the SECURITY TLV of START / START-REPLY carries
 //! a Noise handshake (`Noise_IK`, `Noise_XX`, `Noise_IKpsk2`,
 //! `Noise_NNpsk0`; [`SecurityConfig::PresharedKey`] is `Noise_NNpsk0`),
-//! its first byte naming the pattern. The handshake yields one
-//! ChaCha20-Poly1305 key and IV per direction ([`aead`]); a replay window
-//! ([`replay`]) guards the packet numbers.
+//! its first byte naming the pattern; the AEAD TLV next to it agrees on
+//! the packet AEAD (AES-128-GCM or ChaCha20-Poly1305, both from `ring`).
+//! The handshake yields one key and IV per direction ([`aead`]); a replay
+//! window ([`replay`]) guards the packet numbers.
 //!
 //! Unencrypted mode (`ConnectionConfig::security = None`, the default in
 //! proto and the simulator) sends no SECURITY TLV and is byte-identical to
@@ -24,10 +25,11 @@ mod noise_rng;
 pub mod replay;
 
 pub use keys::{
-    NoiseConfig, NoisePattern, PublicKey, SecurityConfig, StaticKeypair, KEY_LEN, PSK_LEN,
+    AeadPreference, NoiseConfig, NoisePattern, PublicKey, SecurityConfig, StaticKeypair, KEY_LEN,
+    PSK_LEN,
 };
 
-pub use aead::OpenError;
+pub use aead::{AeadAlgorithm, OpenError};
 pub use noise::{binding, derive_keys, DerivedKeys, HandshakeError, BINDING_LEN, XX_MSG3_LEN};
 
 use aead::PacketKeys;
@@ -50,6 +52,9 @@ pub struct SecurityStats {
     /// The peer's static key, once the handshake revealed it (IK, IKpsk2,
     /// XX; never NNpsk0).
     pub peer_static_key: Option<PublicKey>,
+    /// The packet AEAD the handshake agreed on (`None` until the keys
+    /// exist, and unencrypted).
+    pub aead: Option<AeadAlgorithm>,
     /// Datagrams sealed.
     pub packets_sealed: u64,
     /// Datagrams opened (authenticated).
@@ -59,8 +64,8 @@ pub struct SecurityStats {
     pub auth_failures: u64,
     /// Authentic-looking datagrams dropped by the replay window.
     pub replays_dropped: u64,
-    /// Datagrams dropped for a bad checksum or a malformed length before
-    /// authentication.
+    /// Datagrams dropped before authentication for a malformed length or
+    /// TOTAL_LEN, or ST_CKS set (a sealed datagram has no checksum).
     pub malformed_dropped: u64,
     /// Handshake messages dropped: a client's START-REPLY whose message 2
     /// failed (forged, wrong key, binding, no SECURITY TLV), a server's XX
@@ -96,12 +101,14 @@ pub(crate) struct SecurityState {
 }
 
 impl SecurityState {
-    /// The client's handshake (config validated for the client role).
+    /// The client's handshake (config validated for the client role);
+    /// `aes_hardware` orders an `Auto` AEAD offer.
     pub(crate) fn client(
         config: &SecurityConfig,
         seed: [u8; noise::SEED_LEN],
+        aes_hardware: bool,
     ) -> Result<SecurityState, HandshakeError> {
-        let hs = ClientHandshake::new(&config.noise(), seed)?;
+        let hs = ClientHandshake::new(&config.noise(), seed, aes_hardware)?;
         let pattern = hs.pattern();
         Ok(SecurityState::with(
             Handshake::Client(Box::new(hs)),
@@ -172,8 +179,18 @@ impl SecurityState {
     }
 
     fn established(&mut self, keys: PacketKeys) {
+        self.stats.aead = Some(keys.aead());
         self.keys = Some(keys);
         self.stats.encrypted = true;
+    }
+
+    /// Our AEAD TLV value: the client's offer, or the server's choice when
+    /// the START carried an offer.
+    pub(crate) fn aead_tlv(&self) -> Option<&'static [u8]> {
+        match &self.hs {
+            Handshake::Client(c) => Some(c.offer()),
+            Handshake::Server(s) => s.answer(),
+        }
     }
 
     /// The length of our SECURITY TLV value, before or after it is
@@ -199,15 +216,16 @@ impl SecurityState {
         }
     }
 
-    /// Client: reads the START-REPLY's SECURITY value. A failure is counted
-    /// and changes nothing else.
+    /// Client: reads the START-REPLY's SECURITY and AEAD values. A failure
+    /// is counted and changes nothing else.
     pub(crate) fn read_reply(
         &mut self,
         value: Option<&[u8]>,
+        aead: Option<&[u8]>,
         b: [u8; BINDING_LEN],
     ) -> Result<(), HandshakeError> {
         let r = match &mut self.hs {
-            Handshake::Client(c) if self.keys.is_none() => c.read_reply(value, b),
+            Handshake::Client(c) if self.keys.is_none() => c.read_reply(value, aead, b),
             _ => Err(HandshakeError::Internal),
         };
         match r {
@@ -254,18 +272,19 @@ impl SecurityState {
         Some(n)
     }
 
-    /// Opens an incoming datagram into `plain`, counting the outcome. A
-    /// server awaiting XX message 3 takes it from behind the datagram
-    /// first (and ignores the copies that keep coming until the client
-    /// hears from it).
-    pub(crate) fn open(&mut self, bytes: &[u8], plain: &mut Vec<u8>) -> Result<(), OpenError> {
+    /// Opens an incoming datagram in place, counting the outcome; the
+    /// plaintext datagram is `bytes[..n]` for the returned `n`. A server
+    /// awaiting XX message 3 takes it from behind the datagram first (and
+    /// ignores the copies that keep coming until the client hears from
+    /// it). O(len), no copy.
+    pub(crate) fn open(&mut self, bytes: &mut [u8]) -> Result<usize, OpenError> {
         let mut bytes = bytes;
         if let Handshake::Server(s) = &mut self.hs {
             let total = bytes
                 .get(8..10)
                 .map_or(0, |b| usize::from(u16::from_be_bytes([b[0], b[1]])));
             if s.pattern() == NoisePattern::XX && bytes.len() == total + XX_MSG3_LEN {
-                let (dg, msg3) = bytes.split_at(total);
+                let (dg, msg3) = std::mem::take(&mut bytes).split_at_mut(total);
                 bytes = dg;
                 if self.keys.is_none() {
                     match s.read_msg3(msg3) {
@@ -283,18 +302,18 @@ impl SecurityState {
             }
         }
         let r = match self.keys.as_mut() {
-            Some(k) => k.open(bytes, plain),
+            Some(k) => k.open(bytes),
             None => Err(OpenError::NoKeys),
         };
         match r {
-            Ok(()) => {
+            Ok(_) => {
                 self.stats.packets_opened += 1;
                 // The server has our message 3: stop appending it.
                 self.msg3 = None;
             }
             Err(OpenError::Unauthenticated | OpenError::NoKeys) => self.stats.auth_failures += 1,
             Err(OpenError::Replayed) => self.stats.replays_dropped += 1,
-            Err(OpenError::Malformed | OpenError::Checksum) => self.stats.malformed_dropped += 1,
+            Err(OpenError::Malformed) => self.stats.malformed_dropped += 1,
             Err(OpenError::Handshake) => self.stats.handshake_failures += 1,
         }
         r

@@ -19,7 +19,9 @@
 //! * Keys: Peregrine does not use snow's transport mode (its nonce is a
 //!   counter, ours the packet number). [`derive_keys`] expands
 //!   HKDF-SHA256(salt = handshake hash, ikm = both split keys) into one
-//!   `(key, iv)` pair per direction for `aead.rs`.
+//!   `(key, iv)` pair per direction for `aead.rs`, for the AEAD the AEAD
+//!   TLVs agreed on (the client's offer in START, the server's choice in
+//!   START-REPLY; both bound, so the handshake hash covers them).
 //!
 //! Client-side failures never advance the handshake: snow restores its
 //! symmetric state on a failed `read_message`, and a message 2 that
@@ -27,9 +29,9 @@
 //! client to "message 1 written" by rebuilding the state from the same
 //! seed (message 1 is re-derived byte for byte).
 
-use super::aead::{DirectionKey, PacketKeys};
+use super::aead::{AeadAlgorithm, DirectionKey, PacketKeys};
 use super::keys::{NoiseConfig, NoisePattern, PublicKey, KEY_LEN};
-use crate::wire::{HeaderRepr, StartPayload, Tlv};
+use crate::wire::{HeaderRepr, RejectReason, StartPayload, Tlv};
 use hkdf::Hkdf;
 use sha2::{Digest, Sha256};
 use snow::params::NoiseParams;
@@ -84,6 +86,13 @@ pub enum HandshakeError {
     /// The client's static key is not in `authorized_keys`.
     #[error("client static key is not authorized")]
     Unauthorized,
+    /// Server: the START's AEAD TLV offers no AEAD this side accepts.
+    #[error("no packet AEAD in common with the peer")]
+    NoCommonAead,
+    /// Client: the START-REPLY chose an AEAD it was not offered (or its
+    /// AEAD TLV is not exactly one code).
+    #[error("START-REPLY chose a packet AEAD that was not offered")]
+    AeadMismatch,
     /// snow refused a step (should not happen with a validated config).
     #[error("handshake state error")]
     Internal,
@@ -94,10 +103,20 @@ impl HandshakeError {
     /// `security_required` (only a missing or unsupported SECURITY TLV:
     /// a failed MAC gets no answer).
     pub fn answered(self) -> bool {
-        matches!(
-            self,
-            HandshakeError::Missing | HandshakeError::Malformed | HandshakeError::NotAccepted
-        )
+        self.reject_reason().is_some()
+    }
+
+    /// The REJECT reason a server answers this failure with: `security_required`
+    /// for a missing or unsupported SECURITY TLV, `aead_unsupported` when
+    /// no offered AEAD is accepted; `None` (no answer) otherwise.
+    pub fn reject_reason(self) -> Option<RejectReason> {
+        match self {
+            HandshakeError::Missing | HandshakeError::Malformed | HandshakeError::NotAccepted => {
+                Some(RejectReason::SECURITY_REQUIRED)
+            }
+            HandshakeError::NoCommonAead => Some(RejectReason::AEAD_UNSUPPORTED),
+            _ => None,
+        }
     }
 }
 
@@ -115,6 +134,7 @@ fn bound(tlv: &Tlv<'_>) -> bool {
         | Tlv::Controller(_)
         | Tlv::StartupMode(_)
         | Tlv::StreamCredit(_)
+        | Tlv::Aead(_)
         | Tlv::Unknown { .. } => true,
     }
 }
@@ -186,17 +206,22 @@ pub fn derive_keys(handshake_hash: &[u8], k1: &[u8; 32], k2: &[u8; 32]) -> Deriv
     k
 }
 
-/// The packet keys of a finished handshake, for this side.
-fn packet_keys(state: &mut HandshakeState, is_client: bool) -> PacketKeys {
+/// The packet keys of a finished handshake, for this side, running
+/// `aead` (AES-128-GCM takes the first 16 bytes of each derived key).
+fn packet_keys(
+    state: &mut HandshakeState,
+    is_client: bool,
+    aead: AeadAlgorithm,
+) -> Result<PacketKeys, HandshakeError> {
     let (k1, k2) = state.dangerously_get_raw_split();
     let k = derive_keys(state.get_handshake_hash(), &k1, &k2);
-    let c2s = DirectionKey::new(&k.c2s_key, k.c2s_iv);
-    let s2c = DirectionKey::new(&k.s2c_key, k.s2c_iv);
-    if is_client {
-        PacketKeys::new(c2s, s2c)
+    let c2s = DirectionKey::new(aead, &k.c2s_key, k.c2s_iv).ok_or(HandshakeError::Internal)?;
+    let s2c = DirectionKey::new(aead, &k.s2c_key, k.s2c_iv).ok_or(HandshakeError::Internal)?;
+    Ok(if is_client {
+        PacketKeys::new(aead, c2s, s2c)
     } else {
-        PacketKeys::new(s2c, c2s)
-    }
+        PacketKeys::new(aead, s2c, c2s)
+    })
 }
 
 fn remote_static(state: &HandshakeState) -> Option<PublicKey> {
@@ -276,13 +301,17 @@ pub(crate) struct ClientHandshake {
     value: Vec<u8>,
     /// The binding message 1 carried (to rebuild it identically).
     start_binding: [u8; BINDING_LEN],
+    /// The AEAD TLV value of START: the offered codes, preferred first.
+    offer: &'static [u8],
 }
 
 impl ClientHandshake {
-    /// A handshake for the client configuration `cfg` (validated).
+    /// A handshake for the client configuration `cfg` (validated);
+    /// `aes_hardware` orders an `Auto` AEAD offer.
     pub(crate) fn new(
         cfg: &NoiseConfig,
         seed: [u8; SEED_LEN],
+        aes_hardware: bool,
     ) -> Result<ClientHandshake, HandshakeError> {
         let pattern = *cfg.patterns.first().ok_or(HandshakeError::Internal)?;
         Ok(ClientHandshake {
@@ -292,7 +321,27 @@ impl ClientHandshake {
             seed,
             value: Vec::new(),
             start_binding: [0; BINDING_LEN],
+            offer: cfg.aead.offer(aes_hardware),
         })
+    }
+
+    /// The AEAD TLV value START carries (the offer).
+    pub(crate) fn offer(&self) -> &'static [u8] {
+        self.offer
+    }
+
+    /// The AEAD a START-REPLY's AEAD TLV value chose, if it is exactly one
+    /// offered code (no TLV: ChaCha20-Poly1305, if offered).
+    fn chosen(&self, reply: Option<&[u8]>) -> Result<AeadAlgorithm, HandshakeError> {
+        let code = match reply {
+            None => AeadAlgorithm::ChaCha20Poly1305.code(),
+            Some([c]) => *c,
+            Some(_) => return Err(HandshakeError::AeadMismatch),
+        };
+        if !self.offer.contains(&code) {
+            return Err(HandshakeError::AeadMismatch);
+        }
+        AeadAlgorithm::from_code(code).ok_or(HandshakeError::AeadMismatch)
     }
 
     /// The pattern this client runs.
@@ -333,17 +382,20 @@ impl ClientHandshake {
         Ok(())
     }
 
-    /// Reads the START-REPLY's SECURITY value (`reply_binding`: the binding
-    /// of that START-REPLY). On failure nothing changed: the client keeps
+    /// Reads the START-REPLY's SECURITY value and its AEAD TLV value
+    /// `aead` (`reply_binding`: the binding of that START-REPLY, which
+    /// covers the AEAD TLV). On failure nothing changed: the client keeps
     /// waiting for the genuine answer.
     pub(crate) fn read_reply(
         &mut self,
         value: Option<&[u8]>,
+        aead: Option<&[u8]>,
         reply_binding: [u8; BINDING_LEN],
     ) -> Result<Established, HandshakeError> {
         if self.value.is_empty() {
             return Err(HandshakeError::Internal);
         }
+        let aead = self.chosen(aead)?;
         let (p, msg) = split_value(value)?;
         if p != self.pattern {
             return Err(HandshakeError::NotAccepted);
@@ -384,7 +436,7 @@ impl ClientHandshake {
         };
         Ok(Established {
             peer: remote_static(&self.state),
-            keys: packet_keys(&mut self.state, true),
+            keys: packet_keys(&mut self.state, true, aead)?,
             msg3,
         })
     }
@@ -407,14 +459,22 @@ pub(crate) struct ServerHandshake {
     replay: Option<Box<Replay>>,
     /// The binding message 2 carried.
     reply_binding: [u8; BINDING_LEN],
+    /// The AEAD chosen from the client's offer.
+    aead: AeadAlgorithm,
+    /// Whether the START carried an AEAD TLV (the REPLY then names the
+    /// choice; a START without one gets none back).
+    answer_aead: bool,
 }
 
 impl ServerHandshake {
     /// Reads message 1 from a START's SECURITY value. `cfg` is the server's
-    /// configuration, `start_binding` the binding of that START.
+    /// configuration, `offer` the START's AEAD TLV value, `start_binding`
+    /// the binding of that START (which covers the offer: an offer edited
+    /// on the path fails message 1, or message 2 for XX).
     pub(crate) fn accept(
         cfg: &NoiseConfig,
         value: Option<&[u8]>,
+        offer: Option<&[u8]>,
         start_binding: [u8; BINDING_LEN],
         seed: [u8; SEED_LEN],
     ) -> Result<ServerHandshake, HandshakeError> {
@@ -422,6 +482,7 @@ impl ServerHandshake {
         if !cfg.patterns.contains(&pattern) {
             return Err(HandshakeError::NotAccepted);
         }
+        let aead = cfg.aead.select(offer).ok_or(HandshakeError::NoCommonAead)?;
         let mut state = build(pattern, cfg, false, seed)?;
         let mut payload = [0u8; MAX_MESSAGE];
         let n = state
@@ -438,6 +499,8 @@ impl ServerHandshake {
             replay: (pattern == NoisePattern::XX)
                 .then(|| Box::new((cfg.clone(), seed, msg.to_vec()))),
             reply_binding: [0; BINDING_LEN],
+            aead,
+            answer_aead: offer.is_some(),
         };
         // IK / IKpsk2 reveal the client's key in message 1.
         if let Some(k) = remote_static(&hs.state) {
@@ -456,6 +519,12 @@ impl ServerHandshake {
     /// The pattern the client chose.
     pub(crate) fn pattern(&self) -> NoisePattern {
         self.pattern
+    }
+
+    /// The AEAD TLV value the START-REPLY carries (the choice), if the
+    /// START carried an offer.
+    pub(crate) fn answer(&self) -> Option<&'static [u8]> {
+        self.answer_aead.then(|| self.aead.choice())
     }
 
     /// The client's static key, once known.
@@ -482,10 +551,10 @@ impl ServerHandshake {
         self.value
             .extend_from_slice(msg.get(..n).ok_or(HandshakeError::Internal)?);
         self.reply_binding = reply_binding;
-        Ok(self
-            .state
-            .is_handshake_finished()
-            .then(|| packet_keys(&mut self.state, false)))
+        if !self.state.is_handshake_finished() {
+            return Ok(None);
+        }
+        packet_keys(&mut self.state, false, self.aead).map(Some)
     }
 
     /// The SECURITY value already written, if any.
@@ -533,7 +602,7 @@ impl ServerHandshake {
         }
         let k = self.peer().ok_or(HandshakeError::Internal)?;
         self.check_authorized(k)?;
-        Ok(packet_keys(&mut self.state, false))
+        packet_keys(&mut self.state, false, self.aead)
     }
 }
 

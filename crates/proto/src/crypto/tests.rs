@@ -20,28 +20,57 @@ fn handshake_with(
     server: &SecurityConfig,
     seeds: (u8, u8),
 ) -> Result<(SecurityState, SecurityState), HandshakeError> {
-    let mut c = SecurityState::client(client, [seeds.0; 32])?;
+    handshake_hw(client, server, seeds, false)
+}
+
+/// [`handshake_with`] on a client whose CPU does (`aes_hardware`) or does
+/// not accelerate AES.
+fn handshake_hw(
+    client: &SecurityConfig,
+    server: &SecurityConfig,
+    seeds: (u8, u8),
+    aes_hardware: bool,
+) -> Result<(SecurityState, SecurityState), HandshakeError> {
+    let mut c = SecurityState::client(client, [seeds.0; 32], aes_hardware)?;
     c.prepare([1; BINDING_LEN]);
     let m1 = c.hello().ok_or(HandshakeError::Internal)?.to_vec();
-    let hs = ServerHandshake::accept(&server.noise(), Some(&m1), [1; BINDING_LEN], [seeds.1; 32])?;
+    let offer = c.aead_tlv();
+    let hs = ServerHandshake::accept(
+        &server.noise(),
+        Some(&m1),
+        offer,
+        [1; BINDING_LEN],
+        [seeds.1; 32],
+    )?;
     let mut s = SecurityState::server(hs);
     s.prepare([2; BINDING_LEN]);
     let m2 = s.hello().ok_or(HandshakeError::Internal)?.to_vec();
-    c.read_reply(Some(&m2), [2; BINDING_LEN])?;
+    c.read_reply(Some(&m2), s.aead_tlv(), [2; BINDING_LEN])?;
     Ok((c, s))
+}
+
+/// Opens `wire` in place in a copy, the way the endpoint does in its
+/// receive buffer: `out` is the plaintext datagram on success.
+fn open_into(s: &mut SecurityState, wire: &[u8], out: &mut Vec<u8>) -> Result<(), OpenError> {
+    out.clear();
+    out.extend_from_slice(wire);
+    let n = s.open(out)?;
+    out.truncate(n);
+    Ok(())
 }
 
 fn pair() -> (SecurityState, SecurityState) {
     let psk = SecurityConfig::PresharedKey(PSK);
     handshake_with(&psk, &psk, (1, 2)).expect("NNpsk0 completes")
 }
-/// A plaintext END datagram with packet number `pn`.
+/// A plaintext END datagram with packet number `pn`, as a protected
+/// connection writes it: no ST_CKS (the tag will cover it).
 fn end(pn: u32) -> Vec<u8> {
     let mut h = HeaderRepr::new(PacketType::End);
     h.dest_id = 0x1234;
     h.src_id = 0x5678;
     h.sync_no = 0x0abc;
-    h.flags = Flags::ST_CKS | Flags::REPLY_REQ;
+    h.flags = Flags::REPLY_REQ;
     let mut buf = Vec::new();
     write(
         &mut buf,
@@ -72,7 +101,7 @@ fn seal_then_open_restores_the_plaintext_datagram() {
         let dg = DatagramRepr::decode_with_tag(&wire, AUTH_TAG_LEN).unwrap();
         assert_eq!(dg.auth_tag.len(), AUTH_TAG_LEN);
         let mut out = Vec::new();
-        s.open(&wire, &mut out).unwrap();
+        open_into(&mut s, &wire, &mut out).unwrap();
         assert_eq!(out, plain);
         DatagramRepr::decode(&out).unwrap();
     }
@@ -91,7 +120,7 @@ fn tamper_every_bit_flip_is_rejected() {
             let mut bad = wire.clone();
             bad[byte] ^= 1 << bit;
             assert!(
-                s.open(&bad, &mut out).is_err(),
+                open_into(&mut s, &bad, &mut out).is_err(),
                 "flip {byte}.{bit} accepted"
             );
             rejected += 1;
@@ -103,20 +132,48 @@ fn tamper_every_bit_flip_is_rejected() {
     );
     assert_eq!(s.stats.packets_opened, 0);
     // The genuine packet still opens afterwards: failures moved nothing.
-    s.open(&wire, &mut out).unwrap();
+    open_into(&mut s, &wire, &mut out).unwrap();
 }
 
 #[test]
-fn tamper_with_fixed_checksum_is_unauthenticated() {
-    // An attacker who recomputes the checksum still fails the tag.
+fn sealed_datagrams_carry_no_checksum_and_refuse_st_cks() {
     let (mut c, mut s) = pair();
-    let (_, mut wire) = sealed(&mut c, 3);
-    wire[12] ^= 0x40;
-    let chk = crate::wire::datagram_checksum(&wire);
-    wire[6..8].copy_from_slice(&chk.to_be_bytes());
+    // Even a plaintext written with ST_CKS and a checksum leaves without.
+    let mut plain = end(3);
+    plain[5] |= Flags::ST_CKS.bits();
+    plain[6] = 0xab;
+    let mut wire = plain.clone();
+    let n = c.seal(&mut wire, plain.len()).unwrap();
+    let h = crate::wire::HeaderRepr::decode(&wire[..n]).unwrap();
+    assert!(!h.flags.contains(Flags::ST_CKS));
+    assert_eq!(h.chksum, 0);
+    // A header bit flipped: the tag fails.
     let mut out = Vec::new();
-    assert_eq!(s.open(&wire, &mut out), Err(OpenError::Unauthenticated));
+    let mut bad = wire.clone();
+    bad[12] ^= 0x40;
+    assert_eq!(
+        open_into(&mut s, &bad, &mut out),
+        Err(OpenError::Unauthenticated)
+    );
     assert_eq!(s.stats.auth_failures, 1);
+    // ST_CKS set with a valid checksum (an attacker can compute it; a
+    // peer must not send it): malformed, before any AEAD work.
+    let mut st = wire.clone();
+    st[5] |= Flags::ST_CKS.bits();
+    let chk = crate::wire::datagram_checksum(&st);
+    st[6..8].copy_from_slice(&chk.to_be_bytes());
+    assert_eq!(open_into(&mut s, &st, &mut out), Err(OpenError::Malformed));
+    assert_eq!(s.stats.malformed_dropped, 1);
+    open_into(&mut s, &wire, &mut out).unwrap();
+    assert_eq!(
+        &out[..],
+        &{
+            let mut p = plain.clone();
+            p[5] &= !Flags::ST_CKS.bits();
+            p[6] = 0;
+            p
+        }[..]
+    );
 }
 
 #[test]
@@ -125,9 +182,12 @@ fn tamper_truncated_datagrams_are_rejected() {
     let (_, wire) = sealed(&mut c, 0);
     let mut out = Vec::new();
     for n in 0..wire.len() {
-        assert!(s.open(&wire[..n], &mut out).is_err(), "truncated to {n}");
+        assert!(
+            open_into(&mut s, &wire[..n], &mut out).is_err(),
+            "truncated to {n}"
+        );
     }
-    s.open(&wire, &mut out).unwrap();
+    open_into(&mut s, &wire, &mut out).unwrap();
 }
 
 #[test]
@@ -136,10 +196,10 @@ fn replay_of_an_opened_packet_is_dropped_and_counted() {
     let (_, a) = sealed(&mut c, 0);
     let (_, b) = sealed(&mut c, 1);
     let mut out = Vec::new();
-    s.open(&b, &mut out).unwrap();
-    s.open(&a, &mut out).unwrap(); // reordered, not replayed
-    assert_eq!(s.open(&a, &mut out), Err(OpenError::Replayed));
-    assert_eq!(s.open(&b, &mut out), Err(OpenError::Replayed));
+    open_into(&mut s, &b, &mut out).unwrap();
+    open_into(&mut s, &a, &mut out).unwrap(); // reordered, not replayed
+    assert_eq!(open_into(&mut s, &a, &mut out), Err(OpenError::Replayed));
+    assert_eq!(open_into(&mut s, &b, &mut out), Err(OpenError::Replayed));
     assert_eq!(s.stats.replays_dropped, 2);
     assert_eq!(s.stats.packets_opened, 2);
 }
@@ -152,17 +212,27 @@ fn forged_with_another_key_or_direction_is_rejected() {
     let mut buf = plain.clone();
     s.seal(&mut buf, plain.len()).unwrap();
     let mut out = Vec::new();
-    assert_eq!(s.open(&buf, &mut out), Err(OpenError::Unauthenticated));
+    assert_eq!(
+        open_into(&mut s, &buf, &mut out),
+        Err(OpenError::Unauthenticated)
+    );
     // Keys of another connection (other ephemeral keys) do not open it.
     let (_, mut other) = {
         let psk = SecurityConfig::PresharedKey(PSK);
         handshake_with(&psk, &psk, (3, 4)).unwrap()
     };
     let (_, wire) = sealed(&mut c, 0);
-    assert_eq!(other.open(&wire, &mut out), Err(OpenError::Unauthenticated));
+    assert_eq!(
+        open_into(&mut other, &wire, &mut out),
+        Err(OpenError::Unauthenticated)
+    );
     // And without keys nothing opens.
-    let mut fresh = SecurityState::client(&SecurityConfig::PresharedKey(PSK), [2; 32]).unwrap();
-    assert_eq!(fresh.open(&wire, &mut out), Err(OpenError::NoKeys));
+    let mut fresh =
+        SecurityState::client(&SecurityConfig::PresharedKey(PSK), [2; 32], false).unwrap();
+    assert_eq!(
+        open_into(&mut fresh, &wire, &mut out),
+        Err(OpenError::NoKeys)
+    );
 }
 
 #[test]
@@ -211,7 +281,7 @@ fn finish_xx(c: &mut SecurityState, s: &mut SecurityState) {
     let n = c.seal(&mut buf, plain.len()).unwrap();
     assert_eq!(n, plain.len() + AUTH_TAG_LEN + XX_MSG3_LEN);
     let mut out = Vec::new();
-    s.open(&buf, &mut out).unwrap();
+    open_into(s, &buf, &mut out).unwrap();
     assert_eq!(out, plain);
 }
 
@@ -229,10 +299,10 @@ fn handshake_every_pattern_derives_matching_keys() {
         let mut out = Vec::new();
         for pn in 1..4 {
             let (plain, wire) = sealed(&mut c, pn);
-            s.open(&wire, &mut out).unwrap();
+            open_into(&mut s, &wire, &mut out).unwrap();
             assert_eq!(out, plain, "{pattern:?} client to server");
             let (plain, wire) = sealed(&mut s, pn);
-            c.open(&wire, &mut out).unwrap();
+            open_into(&mut c, &wire, &mut out).unwrap();
             assert_eq!(out, plain, "{pattern:?} server to client");
         }
         // Peer keys: each side learns the other's static key, but NNpsk0
@@ -254,7 +324,7 @@ fn handshake_messages_have_the_documented_lengths() {
     ];
     for ((pattern, client, server), (p, m1_len, m2_len)) in all_pairs().into_iter().zip(want) {
         assert_eq!(pattern, p);
-        let mut c = SecurityState::client(&client, [1; 32]).unwrap();
+        let mut c = SecurityState::client(&client, [1; 32], false).unwrap();
         c.prepare([0; 32]);
         let m1 = c.hello().unwrap().to_vec();
         assert_eq!(
@@ -264,7 +334,9 @@ fn handshake_messages_have_the_documented_lengths() {
         );
         assert_eq!(pattern.start_value_len(), m1_len, "{pattern:?}");
         assert_eq!(pattern.reply_value_len(), m2_len, "{pattern:?}");
-        let hs = ServerHandshake::accept(&server.noise(), Some(&m1), [0; 32], [2; 32]).unwrap();
+        let hs =
+            ServerHandshake::accept(&server.noise(), Some(&m1), c.aead_tlv(), [0; 32], [2; 32])
+                .unwrap();
         let mut s = SecurityState::server(hs);
         s.prepare([0; 32]);
         assert_eq!(s.hello().unwrap().len(), m2_len, "{pattern:?}");
@@ -275,7 +347,7 @@ fn handshake_messages_have_the_documented_lengths() {
 fn handshake_same_seed_same_bytes_other_seed_other_bytes() {
     let (_, client, _) = all_pairs().remove(0);
     let msg1 = |seed: u8| {
-        let mut c = ClientHandshake::new(&client.noise(), [seed; 32]).unwrap();
+        let mut c = ClientHandshake::new(&client.noise(), [seed; 32], false).unwrap();
         c.start_value([0; 32]).unwrap().to_vec()
     };
     assert_eq!(msg1(1), msg1(1));
@@ -332,7 +404,7 @@ fn handshake_failures_wrong_psk_key_pattern_authorization() {
     let mut buf = plain.clone();
     c.seal(&mut buf, plain.len()).unwrap();
     let mut out = Vec::new();
-    assert_eq!(s.open(&buf, &mut out), Err(OpenError::Handshake));
+    assert_eq!(open_into(&mut s, &buf, &mut out), Err(OpenError::Handshake));
     assert!(s.refused && !s.has_keys());
 }
 
@@ -349,10 +421,10 @@ fn tamper_xx_message_3_then_genuine_completes() {
     for at in [buf.len() - 3, buf.len() - 60] {
         let mut bad = buf.clone();
         bad[at] ^= 0x20;
-        assert_eq!(s.open(&bad, &mut out), Err(OpenError::Handshake));
+        assert_eq!(open_into(&mut s, &bad, &mut out), Err(OpenError::Handshake));
     }
     assert_eq!(s.stats.handshake_failures, 2);
-    s.open(&buf, &mut out).unwrap();
+    open_into(&mut s, &buf, &mut out).unwrap();
     assert_eq!(out, plain);
     assert_eq!(s.stats.peer_static_key, Some(kp(1).public()));
 }
@@ -383,15 +455,18 @@ fn handshake_xx_pinned_server_key_is_checked() {
         Some(HandshakeError::WrongServerKey)
     );
     // Nothing at all, junk modes.
-    let mut c = SecurityState::client(&SecurityConfig::PresharedKey(PSK), [1; 32]).unwrap();
+    let mut c = SecurityState::client(&SecurityConfig::PresharedKey(PSK), [1; 32], false).unwrap();
     c.prepare([0; 32]);
-    assert_eq!(c.read_reply(None, [0; 32]), Err(HandshakeError::Missing));
     assert_eq!(
-        c.read_reply(Some(&[]), [0; 32]),
+        c.read_reply(None, None, [0; 32]),
+        Err(HandshakeError::Missing)
+    );
+    assert_eq!(
+        c.read_reply(Some(&[]), None, [0; 32]),
         Err(HandshakeError::Malformed)
     );
     assert_eq!(
-        c.read_reply(Some(&[9, 1]), [0; 32]),
+        c.read_reply(Some(&[9, 1]), None, [0; 32]),
         Err(HandshakeError::Malformed)
     );
     assert_eq!(c.stats.handshake_failures, 3);
@@ -400,10 +475,12 @@ fn handshake_xx_pinned_server_key_is_checked() {
 #[test]
 fn forged_message_2_then_genuine_still_completes() {
     for (pattern, client, server) in all_pairs() {
-        let mut c = SecurityState::client(&client, [1; 32]).unwrap();
+        let mut c = SecurityState::client(&client, [1; 32], false).unwrap();
         c.prepare([1; 32]);
         let m1 = c.hello().unwrap().to_vec();
-        let hs = ServerHandshake::accept(&server.noise(), Some(&m1), [1; 32], [2; 32]).unwrap();
+        let hs =
+            ServerHandshake::accept(&server.noise(), Some(&m1), c.aead_tlv(), [1; 32], [2; 32])
+                .unwrap();
         let mut s = SecurityState::server(hs);
         s.prepare([2; 32]);
         let m2 = s.hello().unwrap().to_vec();
@@ -413,25 +490,28 @@ fn forged_message_2_then_genuine_still_completes() {
         for (i, b) in random.iter_mut().enumerate().skip(1) {
             *b = (i as u8).wrapping_mul(37) ^ 0x5a;
         }
-        assert!(c.read_reply(Some(&random), [2; 32]).is_err(), "{pattern:?}");
+        assert!(
+            c.read_reply(Some(&random), None, [2; 32]).is_err(),
+            "{pattern:?}"
+        );
         let mut flipped = m2.clone();
         flipped[m2.len() - 1] ^= 1;
-        assert!(c.read_reply(Some(&flipped), [2; 32]).is_err());
+        assert!(c.read_reply(Some(&flipped), None, [2; 32]).is_err());
         // The genuine message under another binding (spliced into a
         // START-REPLY with other fields) authenticates but is refused...
         assert_eq!(
-            c.read_reply(Some(&m2), [3; 32]),
+            c.read_reply(Some(&m2), None, [3; 32]),
             Err(HandshakeError::BindingMismatch),
             "{pattern:?}"
         );
         // ...and the genuine START-REPLY still completes afterwards.
-        c.read_reply(Some(&m2), [2; 32]).unwrap();
+        c.read_reply(Some(&m2), None, [2; 32]).unwrap();
         if pattern == NoisePattern::XX {
             finish_xx(&mut c, &mut s);
         }
         let (plain, wire) = sealed(&mut c, 1);
         let mut out = Vec::new();
-        s.open(&wire, &mut out).unwrap();
+        open_into(&mut s, &wire, &mut out).unwrap();
         assert_eq!(out, plain);
         assert_eq!(c.stats.handshake_failures, 3);
     }
@@ -455,4 +535,178 @@ fn binding_covers_header_fields_and_tlvs_but_not_security() {
     let mut h3 = h;
     h3.window_size = 1;
     assert_ne!(binding(&h3, &tlvs), b);
+}
+
+/// A `Noise_NNpsk0` pair whose client offers `client` and whose server
+/// accepts `server` (client CPU with AES hardware: `hw`).
+fn aead_pair(
+    client: AeadPreference,
+    server: AeadPreference,
+    hw: bool,
+) -> Result<(SecurityState, SecurityState), HandshakeError> {
+    let psk = SecurityConfig::PresharedKey(PSK);
+    handshake_hw(
+        &psk.clone().with_aead(client),
+        &psk.with_aead(server),
+        (1, 2),
+        hw,
+    )
+}
+
+#[test]
+fn each_aead_round_trips_and_rejects_tamper_wrong_key_and_replay() {
+    for (pref, aead) in [
+        (AeadPreference::Aes128Gcm, AeadAlgorithm::Aes128Gcm),
+        (
+            AeadPreference::ChaCha20Poly1305,
+            AeadAlgorithm::ChaCha20Poly1305,
+        ),
+    ] {
+        let (mut c, mut s) = aead_pair(pref, pref, false).unwrap();
+        assert_eq!((c.stats.aead, s.stats.aead), (Some(aead), Some(aead)));
+        let mut out = Vec::new();
+        // Round trip, both directions, sizes from empty payload to 1,400 B.
+        for pn in 0..4u32 {
+            let (plain, wire) = sealed(&mut c, pn);
+            assert_eq!(wire.len(), plain.len() + AUTH_TAG_LEN);
+            open_into(&mut s, &wire, &mut out).unwrap();
+            assert_eq!(out, plain, "{aead}");
+            let (plain, wire) = sealed(&mut s, pn);
+            open_into(&mut c, &wire, &mut out).unwrap();
+            assert_eq!(out, plain, "{aead}");
+        }
+        let mut big = end(9);
+        big.resize(1_400 - AUTH_TAG_LEN, 0x77);
+        let len = big.len();
+        big[8..10].copy_from_slice(&(len as u16).to_be_bytes());
+        let mut wire = big.clone();
+        c.seal(&mut wire, len).unwrap();
+        assert_eq!(wire.len(), 1_400);
+        assert_ne!(wire[24..len], big[24..], "{aead}: encrypted");
+        // Tamper: ciphertext, tag, header (associated data).
+        for at in [100, 1_399, 2] {
+            let mut bad = wire.clone();
+            bad[at] ^= 1;
+            assert_eq!(
+                open_into(&mut s, &bad, &mut out),
+                Err(OpenError::Unauthenticated),
+                "{aead} flip at {at}"
+            );
+        }
+        open_into(&mut s, &wire, &mut out).unwrap();
+        assert_eq!(out, big, "{aead}: 1,400-byte datagram");
+        // Replay.
+        assert_eq!(open_into(&mut s, &wire, &mut out), Err(OpenError::Replayed));
+        // Wrong key: another handshake (other ephemeral keys), same AEAD.
+        let (_, mut other) = {
+            let psk = SecurityConfig::PresharedKey(PSK);
+            handshake_hw(
+                &psk.clone().with_aead(pref),
+                &psk.with_aead(pref),
+                (3, 4),
+                false,
+            )
+            .unwrap()
+        };
+        let (_, wire) = sealed(&mut c, 10);
+        assert_eq!(
+            open_into(&mut other, &wire, &mut out),
+            Err(OpenError::Unauthenticated),
+            "{aead}: wrong key"
+        );
+        assert_eq!(s.stats.auth_failures, 3);
+        assert_eq!(s.stats.replays_dropped, 1);
+    }
+}
+
+#[test]
+fn aes_and_chacha_keys_of_one_handshake_do_not_open_each_other() {
+    let (mut c, _) = aead_pair(AeadPreference::Aes128Gcm, AeadPreference::Auto, false).unwrap();
+    let (_, mut s) = aead_pair(
+        AeadPreference::ChaCha20Poly1305,
+        AeadPreference::Auto,
+        false,
+    )
+    .unwrap();
+    let (_, wire) = sealed(&mut c, 0);
+    let mut out = Vec::new();
+    assert_eq!(
+        open_into(&mut s, &wire, &mut out),
+        Err(OpenError::Unauthenticated)
+    );
+}
+
+#[test]
+fn negotiation_picks_the_first_offered_aead_the_server_accepts() {
+    use AeadAlgorithm::{Aes128Gcm as Aes, ChaCha20Poly1305 as ChaCha};
+    use AeadPreference as P;
+    let cases = [
+        // (client, server, client has AES hardware, agreed)
+        (P::Auto, P::Auto, true, Aes),
+        (P::Auto, P::Auto, false, ChaCha),
+        // The client prefers X, the server supports only Y: both use Y.
+        (P::Auto, P::ChaCha20Poly1305, true, ChaCha),
+        (P::Auto, P::Aes128Gcm, false, Aes),
+        (P::Aes128Gcm, P::Auto, false, Aes),
+        (P::ChaCha20Poly1305, P::Auto, true, ChaCha),
+    ];
+    for (client, server, hw, want) in cases {
+        let (c, s) = aead_pair(client, server, hw).unwrap();
+        assert_eq!(c.stats.aead, Some(want), "{client:?} {server:?} {hw}");
+        assert_eq!(s.stats.aead, Some(want), "{client:?} {server:?} {hw}");
+    }
+    assert_eq!(P::Auto.offer(true), &[1, 2]);
+    assert_eq!(P::Auto.offer(false), &[2, 1]);
+    // No TLV (a peer from before it existed) means ChaCha20-Poly1305.
+    assert_eq!(P::Auto.select(None), Some(ChaCha));
+    assert_eq!(P::Aes128Gcm.select(None), None);
+    // Unknown codes are skipped.
+    assert_eq!(P::Auto.select(Some(&[77, 1])), Some(Aes));
+    for p in P::ALL {
+        assert_eq!(P::from_name(p.name()), Some(p));
+    }
+    for a in AeadAlgorithm::ALL {
+        assert_eq!(AeadAlgorithm::from_code(a.code()), Some(a));
+        assert_eq!(AeadAlgorithm::from_name(a.name()), Some(a));
+    }
+}
+
+#[test]
+fn no_common_aead_is_a_clear_rejection() {
+    let e = aead_pair(
+        AeadPreference::Aes128Gcm,
+        AeadPreference::ChaCha20Poly1305,
+        true,
+    )
+    .err();
+    assert_eq!(e, Some(HandshakeError::NoCommonAead));
+    assert_eq!(
+        HandshakeError::NoCommonAead.reject_reason(),
+        Some(crate::wire::RejectReason::AEAD_UNSUPPORTED)
+    );
+}
+
+#[test]
+fn a_reply_choosing_an_aead_not_offered_is_refused_then_genuine_completes() {
+    let psk = SecurityConfig::PresharedKey(PSK);
+    let client = psk.clone().with_aead(AeadPreference::ChaCha20Poly1305);
+    let mut c = SecurityState::client(&client, [1; 32], true).unwrap();
+    c.prepare([1; 32]);
+    assert_eq!(c.aead_tlv(), Some(&[2u8][..]));
+    let m1 = c.hello().unwrap().to_vec();
+    let hs =
+        ServerHandshake::accept(&psk.noise(), Some(&m1), c.aead_tlv(), [1; 32], [2; 32]).unwrap();
+    let mut s = SecurityState::server(hs);
+    s.prepare([2; 32]);
+    let m2 = s.hello().unwrap().to_vec();
+    for bad in [&[1u8][..], &[2, 1], &[9]] {
+        assert_eq!(
+            c.read_reply(Some(&m2), Some(bad), [2; 32]),
+            Err(HandshakeError::AeadMismatch),
+            "{bad:?}"
+        );
+    }
+    c.read_reply(Some(&m2), s.aead_tlv(), [2; 32]).unwrap();
+    assert_eq!(c.stats.aead, Some(AeadAlgorithm::ChaCha20Poly1305));
+    assert_eq!(c.stats.handshake_failures, 3);
 }

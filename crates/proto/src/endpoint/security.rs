@@ -7,8 +7,8 @@
 use super::{ConnectionHandle, Endpoint};
 use crate::connection::ConnectionConfig;
 use crate::crypto::noise::{HandshakeRng, ServerHandshake};
-use crate::crypto::{binding, NoisePattern, OpenError, PublicKey};
-use crate::wire::{Header, HeaderRepr, Tlv};
+use crate::crypto::{binding, AeadAlgorithm, NoisePattern, OpenError, PublicKey};
+use crate::wire::{Header, HeaderRepr, RejectReason, Tlv};
 
 impl Endpoint {
     /// Reseeds the endpoint's secrets with 32 bytes: the generator of the
@@ -40,15 +40,23 @@ impl Endpoint {
         self.connections.get(&handle)?.security_pattern()
     }
 
-    /// Server: reads Noise message 1 from a START before any state exists.
-    /// `Err(true)`: answer REJECT `security_required` (no or unsupported
-    /// SECURITY TLV); `Err(false)`: drop silently (it did not authenticate).
+    /// The packet AEAD a connection's handshake agreed on (`None`:
+    /// unprotected, or keys not yet established).
+    pub fn security_aead(&self, handle: ConnectionHandle) -> Option<AeadAlgorithm> {
+        self.connections.get(&handle)?.security_stats().aead
+    }
+
+    /// Server: reads the AEAD offer and Noise message 1 from a START
+    /// before any state exists. `Err(Some(reason))`: answer REJECT with it
+    /// (`security_required`: no or unsupported SECURITY TLV;
+    /// `aead_unsupported`: no offered AEAD accepted); `Err(None)`: drop
+    /// silently (it did not authenticate).
     pub(super) fn read_start_handshake(
         &mut self,
         cfg: &ConnectionConfig,
         h: &HeaderRepr,
         tlvs: &[Tlv<'_>],
-    ) -> Result<Option<ServerHandshake>, bool> {
+    ) -> Result<Option<ServerHandshake>, Option<RejectReason>> {
         let Some(sec) = &cfg.security else {
             return Ok(None);
         };
@@ -56,43 +64,49 @@ impl Endpoint {
             Tlv::Security(v) => Some(*v),
             _ => None,
         });
+        let offer = tlvs.iter().find_map(|t| match t {
+            Tlv::Aead(v) => Some(*v),
+            _ => None,
+        });
         let seed = self.handshake_rng.next_seed();
-        ServerHandshake::accept(&sec.noise(), value, binding(h, tlvs), seed)
+        ServerHandshake::accept(&sec.noise(), value, offer, binding(h, tlvs), seed)
             .map(Some)
             .map_err(|e| {
                 self.stats.handshake_failures += 1;
-                e.answered()
+                e.reject_reason()
             })
     }
 
-    /// Opens `bytes` into `plain` if they are a post-handshake datagram for
-    /// a protected connection. `Some(true)`: opened (decode `plain`);
-    /// `Some(false)`: dropped and counted; `None`: not protected (decode
-    /// `bytes` as they are).
-    pub(super) fn unprotect(&mut self, bytes: &[u8], plain: &mut Vec<u8>) -> Option<bool> {
-        let h = HeaderRepr::parse(&Header::new_checked(bytes).ok()?).ok()?;
-        if h.dest_id == 0 || h.pk_type.is_handshake() {
+    /// Opens `bytes` in place if they are a post-handshake datagram for a
+    /// protected connection. `Some(Some(n))`: opened, decode `bytes[..n]`;
+    /// `Some(None)`: dropped and counted; `None`: not protected (decode
+    /// `bytes` as they are). Reads only DEST_ID and PK_TYPE before the
+    /// connection's keys; O(len), no copy.
+    pub(super) fn unprotect(&mut self, bytes: &mut [u8]) -> Option<Option<usize>> {
+        let view = Header::new_checked(&*bytes).ok()?;
+        let (dest_id, pk_type) = (view.dest_id(), view.pk_type().ok()?);
+        if dest_id == 0 || pk_type.is_handshake() {
             return None;
         }
-        let handle = self.by_id.get(&h.dest_id).copied()?;
+        let handle = self.by_id.get(&dest_id).copied()?;
         let c = self.connections.get_mut(&handle)?;
-        match c.open_incoming(bytes, plain)? {
-            Ok(()) => Some(true),
+        match c.open_incoming(bytes)? {
+            Ok(n) => Some(Some(n)),
             Err(OpenError::Unauthenticated | OpenError::NoKeys) => {
                 self.stats.auth_failures += 1;
-                Some(false)
+                Some(None)
             }
             Err(OpenError::Replayed) => {
                 self.stats.replays_dropped += 1;
-                Some(false)
+                Some(None)
             }
-            Err(OpenError::Malformed | OpenError::Checksum) => {
+            Err(OpenError::Malformed) => {
                 self.stats.decode_errors += 1;
-                Some(false)
+                Some(None)
             }
             Err(OpenError::Handshake) => {
                 self.stats.handshake_failures += 1;
-                Some(false)
+                Some(None)
             }
         }
     }

@@ -36,7 +36,7 @@
 //! struct Hello { peer: SocketAddr, said: bool, heard: usize }
 //!
 //! impl SansIo for Hello {
-//!     fn handle_datagram(&mut self, _: Time, _: SocketAddr, _: Option<EcnCodepoint>, _: &[u8]) {
+//!     fn handle_datagram(&mut self, _: Time, _: SocketAddr, _: Option<EcnCodepoint>, _: &mut [u8]) {
 //!         self.heard += 1;
 //!     }
 //!     fn poll_transmit(&mut self, _: Time, buf: &mut Vec<u8>) -> Option<Transmit> {

@@ -190,9 +190,12 @@ impl<N: SansIo> Harness<N> {
     ) -> Result<(), HarnessError> {
         self.slot(to);
         let now = self.now;
+        // The node may decrypt in place: it gets a copy (injection is a
+        // test path, not the delivery loop).
+        let mut copy = bytes.to_vec();
         self.nodes[to.0]
             .node
-            .handle_datagram(now, from, None, bytes);
+            .handle_datagram(now, from, None, &mut copy);
         self.drain(to)?;
         Ok(())
     }
@@ -373,22 +376,26 @@ impl<N: SansIo> Harness<N> {
                 self.arm_pipe(index);
                 // A live pipe event always finds its datagram due; if not,
                 // nothing happened and the caller moves on.
-                let Some(d) = delivered else {
+                let Some(mut d) = delivered else {
                     return Ok(None);
                 };
                 let remote = self.nodes[from.0].addr;
                 let len = d.datagram.len();
                 let slot = &mut self.nodes[to.0];
                 slot.spins = 0;
-                slot.node.handle_datagram(now, remote, d.ecn, &d.datagram);
-                if let Some(log) = &mut self.log {
+                // The log keeps the bytes as they travelled (the node may
+                // decrypt in place): copied only when logging.
+                let logged = self.log.as_ref().map(|_| d.datagram.clone());
+                slot.node
+                    .handle_datagram(now, remote, d.ecn, &mut d.datagram);
+                if let (Some(log), Some(datagram)) = (&mut self.log, logged) {
                     log.push(LogEntry {
                         at: now,
                         sent_at: d.sent_at,
                         from,
                         to,
                         ecn: d.ecn,
-                        datagram: d.datagram,
+                        datagram,
                     });
                 }
                 self.drain(to)?;

@@ -46,9 +46,15 @@ pub mod code {
     pub const RETRY_TOKEN: u8 = 8;
     /// Zero bytes that pad a secure START to `MIN_SECURE_START_LEN`.
     pub const PADDING: u8 = 9;
+    /// Packet AEADs: the codes a client offers (preferred first) or the
+    /// one its peer chose.
+    pub const AEAD: u8 = 10;
     /// The highest known code.
-    pub(crate) const LAST_KNOWN: u8 = PADDING;
+    pub(crate) const LAST_KNOWN: u8 = AEAD;
 }
+
+/// Most codes in an AEAD TLV.
+pub const AEAD_CODES_MAX: usize = 8;
 
 /// Longest RETRY_TOKEN value.
 pub const RETRY_TOKEN_MAX: usize = 255;
@@ -115,6 +121,10 @@ pub enum Tlv<'a> {
     RetryToken(&'a [u8]),
     /// PADDING: this many zero bytes (they carry nothing).
     Padding(u16),
+    /// AEAD: packet-AEAD codes (1 AES-128-GCM, 2 ChaCha20-Poly1305; others
+    /// unknown), 1 to 8 distinct non-zero bytes: START offers them in
+    /// preference order, START-REPLY names the one chosen.
+    Aead(&'a [u8]),
     /// A TLV this version does not know: skipped, but kept for re-encoding.
     Unknown {
         /// TYPE code (never 0 nor a known code).
@@ -137,6 +147,7 @@ impl<'a> Tlv<'a> {
             Tlv::StreamCredit(_) => code::STREAM_CREDIT,
             Tlv::RetryToken(_) => code::RETRY_TOKEN,
             Tlv::Padding(_) => code::PADDING,
+            Tlv::Aead(_) => code::AEAD,
             Tlv::Unknown { tlv_type, .. } => *tlv_type,
         }
     }
@@ -153,6 +164,7 @@ impl<'a> Tlv<'a> {
             Tlv::StreamCredit(_) => "STREAM_CREDIT",
             Tlv::RetryToken(_) => "RETRY_TOKEN",
             Tlv::Padding(_) => "PADDING",
+            Tlv::Aead(_) => "AEAD",
             Tlv::Unknown { .. } => "unknown",
         }
     }
@@ -164,7 +176,10 @@ impl<'a> Tlv<'a> {
             Tlv::StreamCredit(_) => 4,
             Tlv::Controller(name) => name.len(),
             Tlv::Padding(n) => usize::from(*n),
-            Tlv::Security(v) | Tlv::RetryToken(v) | Tlv::Unknown { value: v, .. } => v.len(),
+            Tlv::Security(v)
+            | Tlv::RetryToken(v)
+            | Tlv::Aead(v)
+            | Tlv::Unknown { value: v, .. } => v.len(),
         }
     }
 
@@ -199,6 +214,13 @@ impl<'a> Tlv<'a> {
             Tlv::Security(v) if v.len() > usize::from(u16::MAX) => bad("longer than 65535 bytes"),
             Tlv::RetryToken(v) if v.is_empty() || v.len() > RETRY_TOKEN_MAX => {
                 bad("token must be 1 to 255 bytes")
+            }
+            Tlv::Aead(v) if v.is_empty() || v.len() > AEAD_CODES_MAX => {
+                bad("must list 1 to 8 AEAD codes")
+            }
+            Tlv::Aead(v) if v.contains(&0) => bad("AEAD code 0 is reserved"),
+            Tlv::Aead(v) if v.iter().enumerate().any(|(i, c)| v[..i].contains(c)) => {
+                bad("an AEAD code appears twice")
             }
             Tlv::Unknown { tlv_type, value } => {
                 if tlv_type == 0 {
@@ -268,6 +290,7 @@ impl<'a> Tlv<'a> {
                 Tlv::StreamCredit(v.u32("STREAM_CREDIT")?)
             }
             code::RETRY_TOKEN => Tlv::RetryToken(value),
+            code::AEAD => Tlv::Aead(value),
             code::PADDING => {
                 if value.iter().any(|&b| b != 0) {
                     return Err(WireError::BadTlvValue {
@@ -296,7 +319,10 @@ impl<'a> Tlv<'a> {
             Tlv::StreamCredit(c) => w.u32(*c),
             Tlv::Controller(name) => w.put(name.as_bytes()),
             Tlv::Padding(n) => w.zeros(usize::from(*n)),
-            Tlv::Security(v) | Tlv::RetryToken(v) | Tlv::Unknown { value: v, .. } => w.put(v),
+            Tlv::Security(v)
+            | Tlv::RetryToken(v)
+            | Tlv::Aead(v)
+            | Tlv::Unknown { value: v, .. } => w.put(v),
         }
     }
 }
@@ -345,6 +371,32 @@ pub(crate) fn emit_list(tlvs: &[Tlv<'_>], w: &mut Writer<'_>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn aead_codes_round_trip_and_reject_bad_lists() {
+        let tlvs = [Tlv::Aead(&[1, 2]), Tlv::Version(1)];
+        let mut buf = [0u8; 16];
+        let mut w = Writer::new(&mut buf);
+        emit_list(&tlvs, &mut w).unwrap();
+        let n = w.written();
+        assert_eq!(&buf[..5], &[10, 0, 2, 1, 2]);
+        assert_eq!(decode(&buf[..n]).unwrap(), tlvs);
+        // Unknown codes are carried (a later version's AEAD).
+        assert_eq!(decode(&[10, 0, 1, 77]).unwrap(), [Tlv::Aead(&[77])]);
+        for bad in [&[10u8, 0, 0][..], &[10, 0, 1, 0], &[10, 0, 2, 1, 1]] {
+            assert!(
+                matches!(
+                    decode(bad),
+                    Err(WireError::BadTlvValue { name: "AEAD", .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        let mut long = vec![10, 0, 9];
+        long.extend(1..=9u8);
+        assert!(decode(&long).is_err());
+        assert!(Tlv::Aead(&[]).validate().is_err());
+    }
 
     fn decode(bytes: &[u8]) -> Result<Vec<Tlv<'_>>> {
         decode_list(&mut Reader::new(bytes))
@@ -481,7 +533,7 @@ mod tests {
         .validate()
         .is_err());
         assert!(Tlv::Unknown {
-            tlv_type: 10,
+            tlv_type: 11,
             value: &[]
         }
         .validate()

@@ -46,7 +46,7 @@ fn same_instant_events_run_in_the_order_they_were_scheduled() {
 struct Spinner;
 
 impl SansIo for Spinner {
-    fn handle_datagram(&mut self, _: Time, _: SocketAddr, _: Option<EcnCodepoint>, _: &[u8]) {}
+    fn handle_datagram(&mut self, _: Time, _: SocketAddr, _: Option<EcnCodepoint>, _: &mut [u8]) {}
     fn poll_transmit(&mut self, _: Time, _: &mut Vec<u8>) -> Option<Transmit> {
         None
     }

@@ -200,7 +200,7 @@ impl SansIo for App {
         now: Time,
         remote: SocketAddr,
         ecn: Option<EcnCodepoint>,
-        bytes: &[u8],
+        bytes: &mut [u8],
     ) {
         self.now = self.now.max(now);
         self.ep.handle_datagram(now, remote, ecn, bytes);

@@ -513,7 +513,7 @@ impl Sim {
         }
     }
 
-    fn arrive(&mut self, node: usize, pkt: Packet) -> Result<(), SimError> {
+    fn arrive(&mut self, node: usize, mut pkt: Packet) -> Result<(), SimError> {
         if node != pkt.dst {
             self.forward(node, pkt);
             return Ok(());
@@ -531,7 +531,7 @@ impl Sim {
         let from = addr(pkt.src, pkt.src_port);
         self.slots[s]
             .ep
-            .handle_datagram(Time::from_nanos(self.now), from, None, &pkt.payload);
+            .handle_datagram(Time::from_nanos(self.now), from, None, &mut pkt.payload);
         self.service(s)
     }
 

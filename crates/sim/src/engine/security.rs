@@ -7,9 +7,17 @@
 //! summary — and protect nothing; they exist so experiments can measure
 //! what encryption costs (16-byte tags, the handshake's bytes and round
 //! trips) with the same protocol code the UDP runtime runs.
+//!
+//! The packet AEAD is pinned to ChaCha20-Poly1305 on both sides: what the
+//! handshake offers never depends on the machine running the simulation
+//! (the AEAD TLV's bytes are the same everywhere). Either AEAD would give
+//! the same results anyway — both have a 16-byte tag, so every datagram
+//! has the same length — but pinning makes that true by construction.
 
 use crate::rng::component_rng;
-use peregrine_proto::crypto::{NoiseConfig, NoisePattern, SecurityConfig, StaticKeypair};
+use peregrine_proto::crypto::{
+    AeadPreference, NoiseConfig, NoisePattern, SecurityConfig, StaticKeypair,
+};
 use rand::RngExt;
 
 /// 32 bytes of the component stream `name` of `seed`.
@@ -48,7 +56,11 @@ pub(crate) fn flow_security(
             NoiseConfig::server_psk(None, psk),
         ),
     };
-    (SecurityConfig::Noise(client), SecurityConfig::Noise(server))
+    let aead = AeadPreference::ChaCha20Poly1305;
+    (
+        SecurityConfig::Noise(client.with_aead(aead)),
+        SecurityConfig::Noise(server.with_aead(aead)),
+    )
 }
 
 #[cfg(test)]
@@ -61,6 +73,9 @@ mod tests {
             let (c, s) = flow_security(7, 0, p);
             assert_eq!(c.validate(true), Ok(()), "{p:?} client");
             assert_eq!(s.validate(false), Ok(()), "{p:?} server");
+            // The AEAD never depends on the CPU: pinned on both sides.
+            assert_eq!(c.aead(), AeadPreference::ChaCha20Poly1305);
+            assert_eq!(s.aead(), AeadPreference::ChaCha20Poly1305);
             assert_eq!(flow_security(7, 0, p), (c.clone(), s));
             assert_ne!(
                 flow_security(8, 0, p).0,

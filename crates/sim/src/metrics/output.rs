@@ -384,6 +384,7 @@ impl SimResults {
                         json!({
                             "pattern": p.protocol_name(),
                             "encrypted": sec.encrypted,
+                            "aead": sec.aead.map(|a| a.name()),
                             "packets_sealed": sec.packets_sealed,
                             "packets_opened": sec.packets_opened,
                             "auth_failures": sec.auth_failures,

@@ -65,8 +65,10 @@ impl RejectReason {
     /// Prove you can receive at your address: resend START with the
     /// RETRY_TOKEN this REJECT carries (stateless address validation).
     pub const RETRY: RejectReason = RejectReason(7);
+    /// The START's AEAD TLV offers no packet AEAD the listener accepts.
+    pub const AEAD_UNSUPPORTED: RejectReason = RejectReason(8);
 
-    const NAMES: [&'static str; 8] = [
+    const NAMES: [&'static str; 9] = [
         "unspecified",
         "version_unsupported",
         "busy",
@@ -75,6 +77,7 @@ impl RejectReason {
         "security_required",
         "refused",
         "retry",
+        "aead_unsupported",
     ];
 
     /// The reason's name, if the code has one.
