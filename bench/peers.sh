@@ -36,6 +36,8 @@
 #   env PEREGRINE_IDLE=path/to/peregrine-idle (default bench/peregrine-idle/..., built if missing;
 #       used for the idle row when `peregrine perf client` has no --idle-connections)
 #   env BASE_PORT=47100 (ports BASE_PORT .. BASE_PORT+9 on 127.0.0.1)
+#   env PEREGRINE_BASELINE=path/to/another/peregrine (optional): adds its bulk rows
+#       (baseline, baseline-insecure) to the same interleaved run, for a before/after
 #   env PEREGRINE_PERF_FLAGS="--insecure" (extra flags for both perf sides; empty by default:
 #       Peregrine runs encrypted, like quinn; --insecure compares SLTP's plain format with TCP)
 set -euo pipefail
@@ -58,7 +60,7 @@ while [ $# -gt 0 ]; do
     --duration) DURATION=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
-    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
     *) echo "peers.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -104,6 +106,15 @@ if [ $HAVE_PEREGRINE = 1 ] && [[ " ${PERF_FLAGS[*]} " != *" --insecure "* ]]; th
 else
   BULK_INSECURE=()
 fi
+# A second Peregrine binary, interleaved with the first (before/after).
+if [ -n "${PEREGRINE_BASELINE:-}" ]; then
+  if "$PEREGRINE_BASELINE" perf --help >/dev/null 2>&1; then
+    BULK_INSECURE+=(baseline)
+    [[ " ${PERF_FLAGS[*]} " != *" --insecure "* ]] && BULK_INSECURE+=(baseline-insecure)
+  else
+    note "PEREGRINE_BASELINE=$PEREGRINE_BASELINE has no 'perf': its rows are skipped"
+  fi
+fi
 [ $HAVE_IPERF = 1 ] && CONTENDERS+=(tcp-cubic tcp-cubic-mss1448)
 [ $HAVE_QUINN = 1 ] && CONTENDERS+=(quinn)
 
@@ -129,12 +140,13 @@ stop_server() {
 
 # ---- 1. bulk -----------------------------------------------------------------
 bulk_once() {
-  local run=$1 who=$2 port=$((BASE_PORT + 1)) client=() jqb jqs jqd flags=("${PERF_FLAGS[@]}")
+  local run=$1 who=$2 port=$((BASE_PORT + 1)) client=() jqb jqs jqd flags=("${PERF_FLAGS[@]}") bin=$PEREGRINE
   case "$who" in
-    peregrine|peregrine-insecure)
-      [ "$who" = peregrine-insecure ] && flags+=(--insecure)
-      start_server "$TMP/s.time" "$PEREGRINE" perf server --listen "127.0.0.1:$port" --once "${flags[@]}"
-      client=("$PEREGRINE" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" --json "${flags[@]}")
+    peregrine|peregrine-insecure|baseline|baseline-insecure)
+      [[ "$who" == *-insecure ]] && flags+=(--insecure)
+      [[ "$who" == baseline* ]] && bin=$PEREGRINE_BASELINE
+      start_server "$TMP/s.time" "$bin" perf server --listen "127.0.0.1:$port" --once "${flags[@]}"
+      client=("$bin" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" --json "${flags[@]}")
       jqb=.bytes; jqs=.throughput_bps; jqd=.duration_s ;;
     tcp-cubic|tcp-cubic-mss1448)
       start_server "$TMP/s.time" iperf3 -s -1 -p "$port"
@@ -243,6 +255,7 @@ latency_one() {
   echo
   echo "Machine: $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), Linux $(uname -r);"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg). Command: \`$INVOCATION\`."
+  echo "Binaries: peregrine = $PEREGRINE${PEREGRINE_BASELINE:+, baseline = $PEREGRINE_BASELINE}${PEREGRINE_PERF_FLAGS:+; PEREGRINE_PERF_FLAGS=$PEREGRINE_PERF_FLAGS}."
   echo
 } >"$OUT/summary.md"
 
@@ -252,6 +265,8 @@ if [[ ",$ONLY," == *",bulk,"* ]]; then
     for who in "${CONTENDERS[@]}" "${BULK_INSECURE[@]}"; do bulk_once "$run" "$who"; done
   done
   summary_bulk >>"$OUT/summary.md"
+  echo "load average at the end of the bulk runs: $(cut -d' ' -f1-3 /proc/loadavg)." >>"$OUT/summary.md"
+  echo >>"$OUT/summary.md"
 fi
 
 if [[ ",$ONLY," == *",idle,"* ]]; then
