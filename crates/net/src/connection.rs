@@ -361,7 +361,7 @@ impl Connection {
     }
 
     /// From now on, hand every message delivered on `stream` to `f`
-    /// (called by the driver task as each arrives, in order; messages
+    /// (called on the driver's thread as each arrives, in order; messages
     /// already in the inbox stay there). `f` must not block; it may call
     /// `try_send` and the other non-async methods of the connection, but
     /// not `on_message`.

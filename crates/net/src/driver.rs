@@ -23,14 +23,16 @@
 //! through the runtime's `epoll_wait`; and a `send` waiting for buffer
 //! space is woken only by a turn that read datagrams or fired a timer
 //! (the only things that free space), not by every turn. A timer closer
-//! than tokio's 1 ms resolution (a pacing gap) is waited for by sleeping
-//! the driver's thread for that long (spinning only the last
-//! [`SPIN_UNDER`], the kernel's timer slack), not by a yield loop that
-//! would keep a core busy.
+//! than tokio's 1 ms resolution (a pacing gap) is waited for on the
+//! driver's own thread: parked in naps of at most [`NAP`], reading the
+//! socket between them and unparked by application calls, spinning only
+//! the last [`SPIN_UNDER`] (the kernel's timer slack) — not by a yield
+//! loop that keeps a core busy. A paced sender still wakes once per
+//! datagram: the core's pacer grants no burst.
 //!
 //! Delivery: each `MessageReceived` either goes to the connection's inbox
 //! (read with `Connection::recv`) or, when the application registered a
-//! callback for its stream, is handed to that callback by this task right
+//! callback for its stream, is handed to that callback by the driver right
 //! after the lock is released — seed 003 §III-E's up-call, with no task
 //! hop. An inbox that grows past the connection's receive buffer holds the
 //! stream in the core (`hold_stream`), so the peer's window closes instead
@@ -74,7 +76,7 @@ const NAP: Duration = Duration::from_micros(100);
 /// How long a dropped endpoint keeps driving graceful closes.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// A message callback: `(stream, bytes)`, run inside the driver task.
+/// A message callback: `(stream, bytes)`, run on the driver's thread.
 pub(crate) type Callback = Box<dyn FnMut(u16, Bytes) + Send>;
 
 /// What the runtime keeps per connection beside the core's state.

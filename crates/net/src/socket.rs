@@ -115,11 +115,11 @@ impl UdpIo {
     /// waits for a new datagram.
     pub(crate) fn recv(&self, bufs: &mut RxBuffers) -> io::Result<usize> {
         bufs.filled = 0;
-        let mut slices: Vec<IoSliceMut<'_>> = bufs
-            .data
-            .chunks_mut(RX_BUFFER_BYTES)
-            .map(IoSliceMut::new)
-            .collect();
+        // On the stack: a busy driver calls this every turn, mostly to
+        // find nothing, so no allocation per call.
+        let mut chunks = bufs.data.chunks_mut(RX_BUFFER_BYTES);
+        let mut slices: [IoSliceMut<'_>; BATCH_SIZE] =
+            std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or_default()));
         match self
             .state
             .recv((&self.socket).into(), &mut slices, &mut bufs.meta)
