@@ -128,12 +128,10 @@ struct ClientArgs {
     peer_key: Option<String>,
 }
 
-/// Run `peregrine perf`. The application side (senders, counters, the
-/// report) runs on one current-thread runtime; each endpoint's driver has
-/// a thread of its own (the `peregrine` crate), so a second application
-/// worker would only add hand-offs (futex wake-ups) between the two.
+/// Run `peregrine perf`.
 pub fn run(args: PerfArgs) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
