@@ -7,11 +7,17 @@
 #   1. bulk: one connection for DURATION seconds, as Gbit/s and CPU-seconds
 #      per GB (user + system of client and server, from /usr/bin/time):
 #        peregrine          peregrine perf server --once / perf client --json
+#                           (encrypted, plus PEREGRINE_PERF_FLAGS)
+#        peregrine-insecure the same with --insecure (SLTP's plain format),
+#                           unless PEREGRINE_PERF_FLAGS already has it
 #        tcp-cubic          iperf3 -C cubic
 #        tcp-cubic-mss1448  iperf3 -C cubic -M 1448 (segments the size of a
 #                           Peregrine/QUIC datagram)
 #        quinn              bench/quinn-peer (quinn defaults, one stream)
-#      medians over RUNS runs, and ratios;
+#      medians over RUNS runs, and ratios. Datagrams are pinned to 1,452
+#      bytes of UDP payload on both QUIC-like contenders: Peregrine's default
+#      max_packet_size, and quinn-peer's initial_mtu = min_mtu = 1452 with
+#      MTU discovery off (quinn would otherwise start at 1,200 bytes);
 #   2. idle: 1,000 concurrent idle connections on one server endpoint; the
 #      server's resident-memory growth per connection (peak RSS while they
 #      are open, VmHWM, minus RSS before): quinn-peer idle, and Peregrine
@@ -30,6 +36,8 @@
 #   env PEREGRINE_IDLE=path/to/peregrine-idle (default bench/peregrine-idle/..., built if missing;
 #       used for the idle row when `peregrine perf client` has no --idle-connections)
 #   env BASE_PORT=47100 (ports BASE_PORT .. BASE_PORT+9 on 127.0.0.1)
+#   env PEREGRINE_BASELINE=path/to/another/peregrine (optional): adds its bulk rows
+#       (baseline, baseline-insecure) to the same interleaved run, for a before/after
 #   env PEREGRINE_PERF_FLAGS="--insecure" (extra flags for both perf sides; empty by default:
 #       Peregrine runs encrypted, like quinn; --insecure compares SLTP's plain format with TCP)
 set -euo pipefail
@@ -52,7 +60,7 @@ while [ $# -gt 0 ]; do
     --duration) DURATION=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
     *) echo "peers.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -92,6 +100,21 @@ HAVE_QUINN=1
 
 CONTENDERS=()
 [ $HAVE_PEREGRINE = 1 ] && CONTENDERS+=(peregrine)
+# Both Peregrine formats in one interleaved run (issue 18's two checks).
+if [ $HAVE_PEREGRINE = 1 ] && [[ " ${PERF_FLAGS[*]} " != *" --insecure "* ]]; then
+  BULK_INSECURE=(peregrine-insecure)
+else
+  BULK_INSECURE=()
+fi
+# A second Peregrine binary, interleaved with the first (before/after).
+if [ -n "${PEREGRINE_BASELINE:-}" ]; then
+  if "$PEREGRINE_BASELINE" perf --help >/dev/null 2>&1; then
+    BULK_INSECURE+=(baseline)
+    [[ " ${PERF_FLAGS[*]} " != *" --insecure "* ]] && BULK_INSECURE+=(baseline-insecure)
+  else
+    note "PEREGRINE_BASELINE=$PEREGRINE_BASELINE has no 'perf': its rows are skipped"
+  fi
+fi
 [ $HAVE_IPERF = 1 ] && CONTENDERS+=(tcp-cubic tcp-cubic-mss1448)
 [ $HAVE_QUINN = 1 ] && CONTENDERS+=(quinn)
 
@@ -117,11 +140,13 @@ stop_server() {
 
 # ---- 1. bulk -----------------------------------------------------------------
 bulk_once() {
-  local run=$1 who=$2 port=$((BASE_PORT + 1)) client=() jqb jqs jqd
+  local run=$1 who=$2 port=$((BASE_PORT + 1)) client=() jqb jqs jqd flags=("${PERF_FLAGS[@]}") bin=$PEREGRINE
   case "$who" in
-    peregrine)
-      start_server "$TMP/s.time" "$PEREGRINE" perf server --listen "127.0.0.1:$port" --once "${PERF_FLAGS[@]}"
-      client=("$PEREGRINE" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" --json "${PERF_FLAGS[@]}")
+    peregrine|peregrine-insecure|baseline|baseline-insecure)
+      [[ "$who" == *-insecure ]] && flags+=(--insecure)
+      [[ "$who" == baseline* ]] && bin=$PEREGRINE_BASELINE
+      start_server "$TMP/s.time" "$bin" perf server --listen "127.0.0.1:$port" --once "${flags[@]}"
+      client=("$bin" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" --json "${flags[@]}")
       jqb=.bytes; jqs=.throughput_bps; jqd=.duration_s ;;
     tcp-cubic|tcp-cubic-mss1448)
       start_server "$TMP/s.time" iperf3 -s -1 -p "$port"
@@ -152,21 +177,23 @@ summary_bulk() {
   [ $HAVE_PEREGRINE = 1 ] || echo "(Peregrine rows missing: \`peregrine perf\` was not available.)"$'\n'
   echo "Ratios are the contender's median over the reference's median (throughput: > 1 is faster; CPU: > 1 costs more)."
   echo
-  echo "| contender | Gbit/s | CPU-s per GB | Gbit/s vs tcp-cubic | CPU-s/GB vs tcp-cubic | Gbit/s vs peregrine | CPU-s/GB vs peregrine | runs |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-  local ref_g ref_c pg pc
+  echo "| contender | Gbit/s | CPU-s per GB | Gbit/s vs tcp-cubic | CPU-s/GB vs tcp-cubic | Gbit/s vs peregrine | CPU-s/GB vs peregrine | Gbit/s vs quinn | CPU-s/GB vs quinn | runs |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  local ref_g ref_c pg pc qg qc
   ref_g=$(awk -F, '$2 == "tcp-cubic" {print $5}' "$OUT/bulk.csv" | median)
   ref_c=$(awk -F, '$2 == "tcp-cubic" {print $7}' "$OUT/bulk.csv" | median)
   pg=$(awk -F, '$2 == "peregrine" {print $5}' "$OUT/bulk.csv" | median)
   pc=$(awk -F, '$2 == "peregrine" {print $7}' "$OUT/bulk.csv" | median)
-  for who in "${CONTENDERS[@]}"; do
+  qg=$(awk -F, '$2 == "quinn" {print $5}' "$OUT/bulk.csv" | median)
+  qc=$(awk -F, '$2 == "quinn" {print $7}' "$OUT/bulk.csv" | median)
+  for who in "${CONTENDERS[@]}" "${BULK_INSECURE[@]}"; do
     local g c n
     g=$(awk -F, -v w="$who" '$2 == w {print $5}' "$OUT/bulk.csv" | median)
     c=$(awk -F, -v w="$who" '$2 == w {print $7}' "$OUT/bulk.csv" | median)
     n=$(awk -F, -v w="$who" '$2 == w' "$OUT/bulk.csv" | wc -l)
-    awk -v w="$who" -v g="$g" -v c="$c" -v rg="$ref_g" -v rc="$ref_c" -v pg="$pg" -v pc="$pc" -v n="$n" '
+    awk -v w="$who" -v g="$g" -v c="$c" -v rg="$ref_g" -v rc="$ref_c" -v pg="$pg" -v pc="$pc" -v qg="$qg" -v qc="$qc" -v n="$n" '
       function ratio(a, b) { return (b + 0 > 0) ? sprintf("%.2f", a / b) : "-" }
-      BEGIN { printf "| %s | %.2f | %.2f | %s | %s | %s | %s | %d |\n", w, g, c, ratio(g, rg), ratio(c, rc), ratio(g, pg), ratio(c, pc), n }'
+      BEGIN { printf "| %s | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %d |\n", w, g, c, ratio(g, rg), ratio(c, rc), ratio(g, pg), ratio(c, pc), ratio(g, qg), ratio(c, qc), n }'
   done
   echo
 }
@@ -228,15 +255,18 @@ latency_one() {
   echo
   echo "Machine: $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), Linux $(uname -r);"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg). Command: \`$INVOCATION\`."
+  echo "Binaries: peregrine = $PEREGRINE${PEREGRINE_BASELINE:+, baseline = $PEREGRINE_BASELINE}${PEREGRINE_PERF_FLAGS:+; PEREGRINE_PERF_FLAGS=$PEREGRINE_PERF_FLAGS}."
   echo
 } >"$OUT/summary.md"
 
 if [[ ",$ONLY," == *",bulk,"* ]]; then
   echo "run,contender,bytes,seconds,gbit_per_s,cpu_s,cpu_s_per_gb" >"$OUT/bulk.csv"
   for run in $(seq 1 "$RUNS"); do
-    for who in "${CONTENDERS[@]}"; do bulk_once "$run" "$who"; done
+    for who in "${CONTENDERS[@]}" "${BULK_INSECURE[@]}"; do bulk_once "$run" "$who"; done
   done
   summary_bulk >>"$OUT/summary.md"
+  echo "load average at the end of the bulk runs: $(cut -d' ' -f1-3 /proc/loadavg)." >>"$OUT/summary.md"
+  echo >>"$OUT/summary.md"
 fi
 
 if [[ ",$ONLY," == *",idle,"* ]]; then

@@ -1,11 +1,13 @@
 //! # The blocking facade: Peregrine without an async runtime
 //!
-//! [`Endpoint`] owns a small tokio runtime (one worker thread) on which
-//! the driver runs; every call blocks the calling thread until the async
-//! operation completes. [`Connection`]s keep the runtime alive, so an
-//! endpoint may be dropped while its connections are still in use. The
-//! up-call interface works the same: `on_message` callbacks run on the
-//! runtime's worker as messages are delivered.
+//! [`Endpoint`] owns a small tokio runtime (one worker thread) whose
+//! `block_on` runs each call: every call blocks the calling thread until
+//! the async operation completes. The driver itself runs on the
+//! endpoint's own thread, as for the async [`crate::Endpoint`].
+//! [`Connection`]s keep the runtime alive, so an endpoint may be dropped
+//! while its connections are still in use. The up-call interface works
+//! the same: `on_message` callbacks run on the driver's thread as
+//! messages are delivered.
 
 use crate::{ConnectionConfig, Error, Stats};
 use bytes::Bytes;
@@ -21,15 +23,16 @@ use tokio::runtime::Runtime;
 fn runtime() -> Result<Runtime, Error> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
-        .thread_name("peregrine-driver")
+        .thread_name("peregrine-blocking")
         .enable_all()
         .build()
         .map_err(|e| Error::Runtime(e.to_string()))
 }
 
 /// The runtime and the endpoint's shared state: dropped last (when the
-/// endpoint and every connection are gone), it lets the driver finish its
-/// graceful closes (at most its 2 s grace) before the runtime stops.
+/// endpoint and every connection are gone), it waits until the driver
+/// (on its own thread) has finished its graceful closes (at most its 2 s
+/// grace), so a program that exits right after sees its ENDs sent.
 struct Rt {
     rt: Runtime,
     shared: Arc<crate::driver::Shared>,

@@ -54,7 +54,7 @@ impl Drop for Inner {
             .unwrap_or_else(|p| p.into_inner());
         cbs.retain(|(h, _), _| *h != self.handle);
         drop(cbs);
-        self.shared.wake.notify_one();
+        self.shared.wake();
     }
 }
 
@@ -102,20 +102,30 @@ impl Connection {
     }
 
     /// Wait on the connection's change signal until `f` says ready. The
-    /// waiter is registered before the state is looked at, so no wake-up
-    /// between the look and the wait is lost.
+    /// first look takes the lock once (the common case: ready at once, as
+    /// a `send` with room is); only then is a waiter registered, before
+    /// the state is looked at again, so no wake-up between the look and
+    /// the wait is lost. Fewer lock acquisitions mean less contention
+    /// with the driver thread (each contended one is a futex wait and a
+    /// futex wake).
     async fn wait_for<T>(
         &self,
         mut f: impl FnMut(&mut crate::driver::State, &Shared) -> Look<T>,
     ) -> Result<T, Error> {
+        let signal = {
+            let mut st = self.shared().lock();
+            if let Look::Ready(v) = f(&mut st, self.shared()) {
+                return Ok(v);
+            }
+            if let Some(why) = &st.stopped {
+                return Err(Error::EndpointStopped(why.clone()));
+            }
+            match st.conns.get(&self.inner.handle) {
+                Some(c) => c.changed.clone(),
+                None => return Err(Error::Closed(CloseReason::Local)),
+            }
+        };
         loop {
-            let signal = {
-                let st = self.shared().lock();
-                match st.conns.get(&self.inner.handle) {
-                    Some(c) => c.changed.clone(),
-                    None => return Err(Error::Closed(CloseReason::Local)),
-                }
-            };
             let notified = signal.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
@@ -126,6 +136,9 @@ impl Connection {
                 }
                 if let Some(why) = &st.stopped {
                     return Err(Error::EndpointStopped(why.clone()));
+                }
+                if !st.conns.contains_key(&self.inner.handle) {
+                    return Err(Error::Closed(CloseReason::Local));
                 }
             }
             notified.await;
@@ -205,7 +218,7 @@ impl Connection {
         let now = self.shared().now();
         st.proto.set_controller(self.inner.handle, now, cc);
         drop(st);
-        self.shared().wake.notify_one();
+        self.shared().wake();
     }
 
     /// Hand a link-layer hint (blockage, handover, …) to the controller.
@@ -214,7 +227,7 @@ impl Connection {
         let now = self.shared().now();
         st.proto.link_hint(self.inner.handle, now, hint);
         drop(st);
-        self.shared().wake.notify_one();
+        self.shared().wake();
     }
 
     /// Stop (`held = true`) or resume delivery of `stream`: held messages
@@ -223,7 +236,7 @@ impl Connection {
         let mut st = self.shared().lock();
         st.proto.hold_stream(self.inner.handle, stream, held);
         drop(st);
-        self.shared().wake.notify_one();
+        self.shared().wake();
     }
 
     /// The handover window (seed 003 §III-E): cap the receive window this
@@ -240,7 +253,7 @@ impl Connection {
             .set_receive_window(self.inner.handle, now, target, bytes);
         drop(st);
         // The CWIN leaves with the driver's next turn.
-        self.shared().wake.notify_one();
+        self.shared().wake();
         known
     }
 
@@ -264,7 +277,7 @@ impl Connection {
                 .send_message_with_deadline(self.inner.handle, now, stream, bytes, deadline);
         drop(st);
         if r.is_ok() {
-            self.shared().wake.notify_one();
+            self.shared().wake();
         }
         r.map_err(Error::Send)
     }
@@ -321,7 +334,7 @@ impl Connection {
                 }
             })
             .await?;
-        self.shared().wake.notify_one();
+        self.shared().wake();
         r
     }
 
@@ -354,7 +367,7 @@ impl Connection {
     }
 
     /// From now on, hand every message delivered on `stream` to `f`
-    /// (called by the driver task as each arrives, in order; messages
+    /// (called on the driver's thread as each arrives, in order; messages
     /// already in the inbox stay there). `f` must not block; it may call
     /// `try_send` and the other non-async methods of the connection, but
     /// not `on_message`.
@@ -406,7 +419,7 @@ impl Connection {
             let now = self.shared().now();
             st.proto.close(self.inner.handle, now);
         }
-        self.shared().wake.notify_one();
+        self.shared().wake();
         self.closed().await
     }
 
@@ -417,7 +430,7 @@ impl Connection {
             let now = self.shared().now();
             st.proto.abort(self.inner.handle, now);
         }
-        self.shared().wake.notify_one();
+        self.shared().wake();
     }
 }
 
@@ -437,7 +450,7 @@ fn pop(
             st.proto.hold_stream(h, s, false);
         }
         // The core has messages to hand out again.
-        shared.wake.notify_one();
+        shared.wake();
     }
     Some(m)
 }

@@ -1,6 +1,13 @@
-//! # The driver: one tokio task per endpoint
+//! # The driver: one dedicated thread per endpoint
 //!
-//! The task owns the socket and runs the sans-IO call order of
+//! Each endpoint's driver runs on its own OS thread ("peregrine-ep"), in a
+//! current-thread tokio runtime that holds nothing else (quinn's "endpoint
+//! driver" shape, without sharing the application's pool): the work of a
+//! connection never hops between runtime workers, and no work-stealing
+//! worker is unparked (futex, eventfd) for it. The application may use any
+//! runtime (or none, through [`crate::blocking`]).
+//!
+//! The driver owns the socket and runs the sans-IO call order of
 //! `peregrine_proto::Endpoint` (handle → poll_transmit → poll_event →
 //! poll_timeout) whenever a datagram batch arrives, the timer fires or an
 //! application call wakes it. The protocol state sits behind one mutex in
@@ -8,9 +15,24 @@
 //! notify the driver, which does all the sending. The lock is never held
 //! across a socket call or an `.await`.
 //!
+//! Wake-ups, both ways, only when someone sleeps: an application call
+//! wakes the driver through a `Notify`, which costs one atomic operation
+//! while the driver is busy (a stored permit; the thread is only unparked
+//! when it waits); a busy driver (more to send, or a timer due) reads the
+//! socket between its sends with a direct `recvmmsg` instead of a trip
+//! through the runtime's `epoll_wait`; and a `send` waiting for buffer
+//! space is woken only by a turn that read datagrams or fired a timer
+//! (the only things that free space), not by every turn. A timer closer
+//! than tokio's 1 ms resolution (a pacing gap) is waited for on the
+//! driver's own thread: parked in naps of at most [`NAP`], reading the
+//! socket between them and unparked by application calls, spinning only
+//! the last [`SPIN_UNDER`] (the kernel's timer slack) — not by a yield
+//! loop that keeps a core busy. A paced sender still wakes once per
+//! datagram: the core's pacer grants no burst.
+//!
 //! Delivery: each `MessageReceived` either goes to the connection's inbox
 //! (read with `Connection::recv`) or, when the application registered a
-//! callback for its stream, is handed to that callback by this task right
+//! callback for its stream, is handed to that callback by the driver right
 //! after the lock is released — seed 003 §III-E's up-call, with no task
 //! hop. An inbox that grows past the connection's receive buffer holds the
 //! stream in the core (`hold_stream`), so the peer's window closes instead
@@ -22,8 +44,14 @@ use peregrine_proto::{
     CloseReason, ConnectionHandle, Endpoint as ProtoEndpoint, Event, SansIo, Time,
 };
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+// The runtime crate runs each endpoint's driver on a thread of its own
+// (clippy.toml bans threads for the sans-IO core, not for this I/O layer).
+#[allow(clippy::disallowed_types)]
+use std::thread::Thread;
 use std::time::Duration;
+use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -31,13 +59,24 @@ use tokio::time::Instant;
 const TX_BATCH_DATAGRAMS: usize = 128;
 /// Receive batches handled before the driver looks at its other work.
 const RX_BATCHES_PER_TURN: usize = 8;
-/// Timers closer than this are not slept on (tokio's timer wheel has a
-/// 1 ms resolution) but polled by yielding.
-const SPIN_BELOW: Duration = Duration::from_millis(1);
+/// Timers closer than this are not slept on through tokio (its timer
+/// wheel has a 1 ms resolution) but by sleeping the driver's own thread.
+const SLEEP_THREAD_BELOW: Duration = Duration::from_millis(1);
+/// Waits shorter than this are spun (`spin_loop` on the clock): a thread
+/// sleep overshoots by the kernel's default timer slack (50 µs), which
+/// would stretch a short pacing gap several times over.
+const SPIN_UNDER: Duration = Duration::from_micros(50);
+/// A driver woken by a due timer (pacing: one datagram per turn) reads
+/// the socket at most this often: a `recvmmsg` per paced datagram would
+/// mostly find nothing and double the system calls.
+const DUE_RX_INTERVAL: Duration = Duration::from_micros(25);
+/// Longest nap of a short wait between two looks at the socket: how late
+/// a datagram arriving during a sub-millisecond timer wait may be read.
+const NAP: Duration = Duration::from_micros(100);
 /// How long a dropped endpoint keeps driving graceful closes.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// A message callback: `(stream, bytes)`, run inside the driver task.
+/// A message callback: `(stream, bytes)`, run on the driver's thread.
 pub(crate) type Callback = Box<dyn FnMut(u16, Bytes) + Send>;
 
 /// What the runtime keeps per connection beside the core's state.
@@ -111,8 +150,9 @@ pub(crate) struct State {
 /// The state shared by the driver and every application handle.
 pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
-    /// Wakes the driver after an application call.
-    pub(crate) wake: Notify,
+    /// Wakes the driver's async wait after an application call (through
+    /// [`Shared::wake`]).
+    pub(crate) driver_signal: Notify,
     /// Wakes `accept` waiters.
     pub(crate) incoming: Notify,
     /// Callbacks by (connection, stream), outside the state lock so a
@@ -122,6 +162,19 @@ pub(crate) struct Shared {
     pub(crate) epoch: Instant,
     /// A new socket the driver switches to at its next turn (`rebind`).
     pub(crate) rebind: Mutex<Option<UdpIo>>,
+    /// The driver thread's runtime: sockets (`rebind`) are registered
+    /// with its reactor.
+    pub(crate) runtime: Handle,
+    /// The driver's thread, unparked by [`Shared::wake`] during a short
+    /// wait.
+    #[allow(clippy::disallowed_types)]
+    pub(crate) driver_thread: OnceLock<Thread>,
+    /// An application call changed the core since the driver last looked
+    /// (read by short waits; `wake` serves the async waits).
+    pub(crate) poked: AtomicBool,
+    /// The driver is in a short wait (parked on its thread, not in the
+    /// runtime).
+    pub(crate) napping: AtomicBool,
 }
 
 impl Shared {
@@ -130,6 +183,19 @@ impl Shared {
     /// or does nothing), so the runtime keeps going rather than cascading.
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Tell the driver that the core changed (something to send). While
+    /// the driver is busy this is one stored `Notify` permit and one
+    /// flag, no system call; only a driver that waits is woken.
+    pub(crate) fn wake(&self) {
+        self.poked.store(true, Ordering::SeqCst);
+        self.driver_signal.notify_one();
+        if self.napping.load(Ordering::SeqCst) {
+            if let Some(t) = self.driver_thread.get() {
+                t.unpark();
+            }
+        }
     }
 
     /// Now, in the core's time.
@@ -228,31 +294,98 @@ fn take_rebind(shared: &Shared, io: &mut UdpIo) {
 }
 
 /// Read every datagram batch already queued on the socket (at most
-/// [`RX_BATCHES_PER_TURN`]) into the core, without waiting.
-fn receive(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) {
+/// [`RX_BATCHES_PER_TURN`]) into the core, without waiting; how many
+/// datagrams. Each `recvmmsg` runs before the lock is taken, so an
+/// application call is not held up by the system call.
+fn receive(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) -> u64 {
+    let mut total = 0;
     for _ in 0..RX_BATCHES_PER_TURN {
+        match io.recv(rx) {
+            Ok(0) => break,
+            Ok(_) => {}
+            // Nothing queued (`WouldBlock`), or an ICMP error (port
+            // unreachable) on some platforms: not fatal to the endpoint.
+            Err(_) => break,
+        }
         let mut st = shared.lock();
         let now = shared.now();
         let st = &mut *st;
-        let mut n = 0u64;
-        let r = io.recv_batch(rx, |from, ecn, dg| {
-            st.proto.handle_datagram(now, from, ecn, dg);
-            n += 1;
-        });
+        let n = rx.drain(|from, ecn, dg| st.proto.handle_datagram(now, from, ecn, dg)) as u64;
         st.datagrams_in += n;
-        match r {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-            // ICMP errors (port unreachable) surface here on some
-            // platforms: not fatal to the endpoint.
-            Err(_) => break,
-        }
+        total += n;
     }
+    total
 }
 
-/// The driver task. Runs until every application handle is gone (then
-/// closes what is left, for at most [`SHUTDOWN_GRACE`]) or the socket fails.
+/// Wait until `until` (less than [`SLEEP_THREAD_BELOW`] away) on the
+/// driver's own thread, or until a datagram arrives or an application
+/// call wakes it: park in naps of at most [`NAP`], reading the socket
+/// between them, and spin the last [`SPIN_UNDER`]. Blocking is right here:
+/// the thread runs nothing else. How many datagrams were read.
+fn short_wait(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers, until: Time) -> u64 {
+    shared.napping.store(true, Ordering::SeqCst);
+    let mut received = 0;
+    loop {
+        if shared.poked.swap(false, Ordering::SeqCst) {
+            break;
+        }
+        received = receive(shared, io, rx);
+        if received > 0 {
+            break;
+        }
+        let left = until.saturating_duration_since(shared.now());
+        if left > SPIN_UNDER {
+            std::thread::park_timeout((left - SPIN_UNDER).min(NAP));
+            continue;
+        }
+        // The last few microseconds: the clock and the poke only, no
+        // system call.
+        while shared.now() < until && !shared.poked.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+        break;
+    }
+    shared.napping.store(false, Ordering::SeqCst);
+    received
+}
+
+/// Start the driver of `shared` on its own thread, in `runtime` (a
+/// current-thread runtime on which `io` was registered). The thread ends
+/// when the driver does; a panic in it (a bug) is reported as the
+/// endpoint's stop reason so no application call waits forever.
+pub(crate) fn spawn(
+    shared: Arc<Shared>,
+    io: UdpIo,
+    runtime: tokio::runtime::Runtime,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("peregrine-ep".into())
+        .spawn(move || {
+            let _ = shared.driver_thread.set(std::thread::current());
+            let driven = shared.clone();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                runtime.block_on(run(driven, io));
+            }));
+            if r.is_err() {
+                shared.lock().stopped = Some("the driver panicked".into());
+                wake_all(&shared);
+            }
+        })
+        .map(drop)
+}
+
+/// Wake every waiter (the driver stopped).
+fn wake_all(shared: &Shared) {
+    let st = shared.lock();
+    for c in st.conns.values() {
+        c.changed.notify_waiters();
+    }
+    drop(st);
+    shared.incoming.notify_waiters();
+}
+
+/// The driver. Runs until every application handle is gone (then closes
+/// what is left, for at most [`SHUTDOWN_GRACE`]) or the socket fails.
 pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
     let mut rx = RxBuffers::new();
     let mut tx = TxBatch::default();
@@ -261,32 +394,42 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
     let mut timer: Option<Time> = None;
     let mut more_to_send = false;
     let mut shutdown_at: Option<Time> = None;
+    let mut last_rx = Time::ZERO;
     loop {
         take_rebind(&shared, &mut io);
         let now = shared.now();
-        let soon = timer.is_some_and(|t| t.saturating_duration_since(now) < SPIN_BELOW);
-        if more_to_send || soon {
-            // More to send, or a timer (a pacing gap, typically) closer
-            // than the timer wheel's 1 ms resolution: let other tasks run,
-            // read what has arrived without waiting, and go on — sleeping
-            // would stretch every pacing gap to a millisecond.
-            tokio::task::yield_now().await;
-            receive(&shared, &io, &mut rx);
-        } else {
-            let sleep_until = timer.map(|t| shared.instant(t));
-            tokio::select! {
-                biased;
-                r = io.readable() => {
-                    if let Err(e) = r {
-                        shared.lock().stopped = Some(e.to_string());
-                        break;
-                    }
-                    receive(&shared, &io, &mut rx);
+        let received = match timer.map(|t| t.saturating_duration_since(now)) {
+            // Busy (more to send, or a timer due): read what has arrived
+            // without waiting and go on. No yield to the runtime: it
+            // runs nothing else, and the socket is read directly.
+            _ if more_to_send => receive(&shared, &io, &mut rx),
+            Some(d) if d.is_zero() => {
+                if now.saturating_duration_since(last_rx) >= DUE_RX_INTERVAL {
+                    last_rx = now;
+                    receive(&shared, &io, &mut rx)
+                } else {
+                    0
                 }
-                _ = tokio::time::sleep_until(sleep_until.unwrap_or_else(Instant::now)), if sleep_until.is_some() => {}
-                _ = shared.wake.notified() => {}
             }
-        }
+            // A timer (a pacing gap, typically) closer than the timer
+            // wheel's resolution: wait for it on this thread.
+            Some(d) if d < SLEEP_THREAD_BELOW => short_wait(&shared, &io, &mut rx, now + d),
+            _ => {
+                let sleep_until = timer.map(|t| shared.instant(t));
+                tokio::select! {
+                    biased;
+                    r = io.readable() => {
+                        if let Err(e) = r {
+                            shared.lock().stopped = Some(e.to_string());
+                            break;
+                        }
+                        receive(&shared, &io, &mut rx)
+                    }
+                    _ = tokio::time::sleep_until(sleep_until.unwrap_or_else(Instant::now)), if sleep_until.is_some() => 0,
+                    _ = shared.driver_signal.notified() => 0,
+                }
+            }
+        };
         // Send, dispatch, arm the timer — under the lock, then release it
         // before the socket and the callbacks.
         let accepted;
@@ -297,7 +440,8 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             // Timers are checked on every turn, not only when the sleep
             // branch wins: under a constant stream of datagrams the biased
             // select may never poll it.
-            if timer.is_some_and(|t| t <= now) {
+            let fired = timer.is_some_and(|t| t <= now);
+            if fired {
                 st.proto.handle_timeout(now);
             }
             tx.clear();
@@ -311,13 +455,18 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             }
             st.datagrams_out += tx.len() as u64;
             accepted = dispatch_events(st, &mut upcalls);
-            // Senders waiting for buffer space: any turn may have freed
-            // some. Only those are woken (not every waiter of every
-            // connection: with many connections that is a thundering herd).
-            for c in st.conns.values_mut() {
-                if c.send_waiting {
-                    c.send_waiting = false;
-                    c.changed.notify_waiters();
+            // Senders waiting for buffer space: only acknowledgements
+            // (datagrams read) and timers (expiring messages) free some,
+            // so only such a turn wakes them — not every turn, and only
+            // those waiters (not every waiter of every connection: with
+            // many connections that is a thundering herd). The pool's
+            // `Writable` wakes its waiters in `dispatch_events`.
+            if received > 0 || fired {
+                for c in st.conns.values_mut() {
+                    if c.send_waiting {
+                        c.send_waiting = false;
+                        c.changed.notify_waiters();
+                    }
                 }
             }
             timer = st.proto.poll_timeout();
@@ -360,11 +509,14 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             }
         }
     }
+    // A socket handed over by a late `rebind` goes with the driver.
+    drop(
+        shared
+            .rebind
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(),
+    );
     // Wake everyone so nothing waits on a dead driver.
-    let st = shared.lock();
-    for c in st.conns.values() {
-        c.changed.notify_waiters();
-    }
-    drop(st);
-    shared.incoming.notify_waiters();
+    wake_all(&shared);
 }

@@ -1,7 +1,8 @@
 //! # The async endpoint: a UDP socket, many connections
 //!
-//! [`Endpoint::bind`] opens the socket and spawns the driver task on the
-//! current tokio runtime; [`Endpoint::connect`] opens connections,
+//! [`EndpointBuilder::bind`] opens the socket and starts the driver on a
+//! thread of its own (see the `driver` module: a current-thread runtime
+//! per endpoint, off the application's pool); [`Endpoint::connect`] opens connections,
 //! [`Endpoint::accept`] hands out the ones peers opened (an endpoint built
 //! with [`EndpointBuilder::server`] accepts). All connections share the
 //! socket; the core demultiplexes them by connection id.
@@ -26,7 +27,8 @@ use peregrine_proto::endpoint::EndpointStats;
 use peregrine_proto::{ConnectionConfig, Endpoint as ProtoEndpoint, EndpointConfig};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::Notify;
 
 /// How the connections of an endpoint are protected.
@@ -153,15 +155,26 @@ impl EndpointBuilder {
         self
     }
 
-    /// Bind `addr` and start the driver. Must run inside a tokio runtime.
-    /// The configuration is checked first ([`EndpointConfig::validate`]):
+    /// Bind `addr` and start the driver on a dedicated thread
+    /// ("peregrine-ep", with its own current-thread tokio runtime; it
+    /// ends once the endpoint, every connection and the graceful closes
+    /// are done). Needs no runtime of the caller's: the async API works
+    /// from any executor. The configuration is checked first ([`EndpointConfig::validate`]):
     /// a setting that cannot work is an [`Error::Config`] naming the field,
     /// a security configuration that cannot serve an [`Error::Security`].
     pub fn bind(mut self, addr: SocketAddr) -> Result<Endpoint, Error> {
         self.config.validate().map_err(Error::Config)?;
         self.config.aes_hardware = self.aes_hardware.unwrap_or_else(aes_hardware);
         let (client_security, public_key) = self.resolve_security()?;
-        let io = UdpIo::bind(addr)?;
+        // The driver's runtime: built here so that the socket registers
+        // with its reactor and a bind error is returned to the caller.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let io = {
+            let _in_driver_runtime = runtime.enter();
+            UdpIo::bind(addr)?
+        };
         let local = io.local_addr()?;
         let capabilities = io.capabilities();
         let seed = match self.seed {
@@ -188,13 +201,17 @@ impl EndpointBuilder {
                 datagrams_in: 0,
                 datagrams_out: 0,
             }),
-            wake: Notify::new(),
+            driver_signal: Notify::new(),
             incoming: Notify::new(),
             callbacks: Mutex::new(BTreeMap::new()),
             epoch: tokio::time::Instant::now(),
             rebind: Mutex::new(None),
+            runtime: runtime.handle().clone(),
+            driver_thread: OnceLock::new(),
+            poked: AtomicBool::new(false),
+            napping: AtomicBool::new(false),
         });
-        tokio::spawn(driver::run(shared.clone(), io));
+        driver::spawn(shared.clone(), io, runtime)?;
         Ok(Endpoint {
             shared,
             local: Mutex::new(local),
@@ -319,11 +336,15 @@ impl Endpoint {
     /// `ConnectionStats::path`); tested mid-transfer in
     /// `tests/migration.rs`.
     pub fn rebind(&self, addr: SocketAddr) -> Result<SocketAddr, Error> {
-        let io = UdpIo::bind(addr)?;
+        let io = {
+            // Registered with the driver thread's reactor, which reads it.
+            let _in_driver_runtime = self.shared.runtime.enter();
+            UdpIo::bind(addr)?
+        };
         let local = io.local_addr()?;
         *self.shared.rebind.lock().unwrap_or_else(|p| p.into_inner()) = Some(io);
         *self.local.lock().unwrap_or_else(|p| p.into_inner()) = local;
-        self.shared.wake.notify_one();
+        self.shared.wake();
         Ok(local)
     }
 
@@ -372,7 +393,7 @@ impl Endpoint {
             st.users += 1;
             h
         };
-        self.shared.wake.notify_one();
+        self.shared.wake();
         let conn = Connection::new(self.shared.clone(), handle);
         conn.established().await?;
         Ok(conn)
@@ -435,6 +456,6 @@ impl Drop for Endpoint {
             st.users = st.users.saturating_sub(1);
         }
         drop(st);
-        self.shared.wake.notify_one();
+        self.shared.wake();
     }
 }

@@ -3,7 +3,7 @@
 //! The library applications `cargo add`: Peregrine's sans-IO core
 //! (`peregrine-proto`: SLTP's wire format, prioritized streams, schedulers,
 //! congestion control, packet-pair start-up) driven over a real UDP socket
-//! by a tokio task.
+//! by a driver thread per endpoint.
 //!
 //! * [`Endpoint`] — one UDP socket (IPv4 or IPv6) holding any number of
 //!   connections, demultiplexed by connection id. `Endpoint::client(addr)`
@@ -50,18 +50,32 @@
 //!
 //! ## Key choices
 //!
-//! * **One driver task per endpoint, one lock.** Application calls lock
-//!   the core, change it and wake the driver; only the driver touches the
-//!   socket. The lock is never held across a socket call, an `.await` or
-//!   a callback.
+//! * **One driver thread per endpoint, one lock.** Each endpoint's driver
+//!   runs on its own OS thread ("peregrine-ep") in a current-thread tokio
+//!   runtime, off the application's pool: a connection's work never hops
+//!   between runtime workers, and the application may use any executor
+//!   (binding needs none). The thread ends once the endpoint, its
+//!   connections and their graceful closes are done. Application calls
+//!   lock the core, change it and wake the driver; only the driver
+//!   touches the socket. The lock is never held across a socket call, an
+//!   `.await` or a callback.
+//! * **Wake-ups only for sleepers.** Waking a busy driver costs an atomic
+//!   operation, not a system call; a busy driver reads the socket with a
+//!   direct `recvmmsg` instead of a trip through `epoll_wait`; waiting
+//!   senders are woken only by turns that freed buffer space; a timer
+//!   closer than tokio's 1 ms resolution (a pacing gap) is waited for by
+//!   parking the driver's thread (spinning only its last 50 µs), not by
+//!   a yield loop.
 //! * **Batched, offloaded I/O** through `quinn-udp`: `recvmmsg`-style
-//!   batches, GRO and GSO on Linux, ECN bits both ways, and a clean
-//!   fallback to one datagram per call ([`SocketCapabilities`]).
+//!   batches, GRO and GSO on Linux (runs up to what one IP packet holds:
+//!   45 datagrams of 1,452 bytes per `sendmsg`), ECN bits both ways, and
+//!   a clean fallback to one datagram per call ([`SocketCapabilities`]).
 //! * **Backpressure end to end**: `send` waits on the core's send buffer;
 //!   an unread inbox holds its streams in the core, which shrinks the
 //!   advertised window, so a slow reader slows the sender.
 //! * Time is the driver's monotonic clock since the endpoint was bound,
 //!   handed to the core as `Time`.
+//! * Callbacks (`on_message`) run on the driver's thread.
 
 #![warn(missing_docs)]
 

@@ -9,7 +9,9 @@
 //! Sending: the driver collects the core's datagrams into one contiguous
 //! [`TxBatch`]; runs of datagrams to the same destination with the same
 //! ECN and the same size (the last may be shorter) go out as one GSO
-//! "super-datagram" of up to `max_gso_segments` segments. Receiving: every
+//! "super-datagram" of up to `max_gso_segments` segments (64 on Linux:
+//! UDP_MAX_SEGMENTS) and as many bytes as one IP packet holds (65,507
+//! over IPv4, 65,527 over IPv6) — 45 datagrams of 1,452 bytes per call. Receiving: every
 //! buffer of a batch may hold several datagrams of one sender cut at
 //! `stride` (GRO); [`UdpIo::recv_batch`] splits them again.
 
@@ -22,9 +24,12 @@ use tokio::net::UdpSocket;
 
 /// Bytes of one receive buffer: room for a GRO batch of full-size datagrams.
 const RX_BUFFER_BYTES: usize = 64 * 1024;
-/// Largest GSO super-datagram: the UDP length field's 65,535 minus the
-/// UDP and IPv6 headers, rounded down.
-const MAX_GSO_BYTES: usize = 65_000;
+/// Largest GSO super-datagram over IPv4: the IPv4 total length (65,535)
+/// minus the IPv4 (20) and UDP (8) headers — 45 datagrams of 1,452 bytes.
+const MAX_GSO_BYTES_V4: usize = 65_535 - 20 - 8;
+/// The same over IPv6: the payload length (65,535) covers the UDP header
+/// but not the IPv6 header.
+const MAX_GSO_BYTES_V6: usize = 65_535 - 8;
 /// Kernel socket buffer sizes asked for (the kernel may grant less): deep
 /// enough that a burst at loopback speed is not dropped before the driver runs.
 const SOCKET_BUFFER_BYTES: usize = 8 << 20;
@@ -84,42 +89,58 @@ impl UdpIo {
     }
 
     /// Read one batch without waiting, handing every datagram (GRO
-    /// batches split) to `f(from, ecn, bytes)`. `Ok(0)` or `WouldBlock`
-    /// when nothing is queued.
+    /// batches split) to `f(from, ecn, bytes)`: [`recv`](Self::recv)
+    /// then [`RxBuffers::drain`]. `Ok(0)` or `WouldBlock` when nothing is
+    /// queued.
+    #[cfg(test)]
     pub(crate) fn recv_batch(
         &self,
         bufs: &mut RxBuffers,
-        // `&mut`: the core opens protected datagrams in place, here.
-        mut f: impl FnMut(SocketAddr, Option<EcnCodepoint>, &mut [u8]),
+        f: impl FnMut(SocketAddr, Option<EcnCodepoint>, &mut [u8]),
     ) -> io::Result<usize> {
-        let mut slices: Vec<IoSliceMut<'_>> = bufs
-            .data
-            .chunks_mut(RX_BUFFER_BYTES)
-            .map(IoSliceMut::new)
-            .collect();
-        let n = self.socket.try_io(Interest::READABLE, || {
-            self.state
-                .recv((&self.socket).into(), &mut slices, &mut bufs.meta)
-        })?;
-        drop(slices);
-        let mut datagrams = 0;
-        for (i, meta) in bufs.meta.iter().take(n).enumerate() {
-            let buf = &mut bufs.data[i * RX_BUFFER_BYTES..i * RX_BUFFER_BYTES + meta.len];
-            let ecn = meta.ecn.map(ecn_from_udp);
-            if buf.is_empty() {
-                // An empty datagram is still a datagram: the core counts
-                // it (a decode error) rather than the socket layer hiding it.
-                f(meta.addr, ecn, buf);
-                datagrams += 1;
-                continue;
+        self.recv(bufs)?;
+        Ok(bufs.drain(f))
+    }
+
+    /// Read one batch into `bufs` without waiting (one `recvmmsg`);
+    /// how many buffers were filled. `Ok(0)` or `WouldBlock` when nothing
+    /// is queued. The datagrams are handed out by [`RxBuffers::drain`],
+    /// so the caller may take its locks after the system call.
+    ///
+    /// The `recvmmsg` is tried whatever tokio last saw of the socket's
+    /// readiness: a busy driver reads between its sends without going
+    /// through the runtime's `epoll_wait` first (tokio only refreshes
+    /// readiness when its reactor is polled). A `WouldBlock` clears the
+    /// cached readiness, so the next [`readable`](Self::readable) really
+    /// waits for a new datagram.
+    pub(crate) fn recv(&self, bufs: &mut RxBuffers) -> io::Result<usize> {
+        bufs.filled = 0;
+        // On the stack: a busy driver calls this every turn, mostly to
+        // find nothing, so no allocation per call.
+        let mut chunks = bufs.data.chunks_mut(RX_BUFFER_BYTES);
+        let mut slices: [IoSliceMut<'_>; BATCH_SIZE] =
+            std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or_default()));
+        match self
+            .state
+            .recv((&self.socket).into(), &mut slices, &mut bufs.meta)
+        {
+            Ok(n) => {
+                bufs.filled = n;
+                Ok(n)
             }
-            let stride = meta.stride.max(1);
-            for dg in buf.chunks_mut(stride) {
-                f(meta.addr, ecn, dg);
-                datagrams += 1;
+            Err(e) => {
+                if e.kind() == io::ErrorKind::WouldBlock {
+                    // Forget the stale readiness (a no-op if tokio has
+                    // none cached).
+                    let _ = self
+                        .socket
+                        .try_io(Interest::READABLE, || -> io::Result<()> {
+                            Err(io::ErrorKind::WouldBlock.into())
+                        });
+                }
+                Err(e)
             }
         }
-        Ok(datagrams)
     }
 
     /// Send the whole batch, waiting for the socket to drain when the
@@ -134,6 +155,10 @@ impl UdpIo {
             // last one possibly shorter (GSO's rule).
             // The whole super-datagram must fit one UDP length field, or
             // the kernel refuses it (and quinn-udp drops it silently).
+            let max_bytes = match first.destination {
+                SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_none() => MAX_GSO_BYTES_V6,
+                _ => MAX_GSO_BYTES_V4,
+            };
             let mut j = i + 1;
             let mut total = first.len;
             while j < batch.items.len() && j - i < max_segments {
@@ -143,7 +168,7 @@ impl UdpIo {
                 if !same || it.len > first.len || prev.len != first.len {
                     break;
                 }
-                if total + it.len > MAX_GSO_BYTES {
+                if total + it.len > max_bytes {
                     break;
                 }
                 total += it.len;
@@ -178,6 +203,8 @@ impl UdpIo {
 pub(crate) struct RxBuffers {
     data: Vec<u8>,
     meta: Vec<RecvMeta>,
+    /// Buffers the last [`UdpIo::recv`] filled and not yet drained.
+    filled: usize,
 }
 
 impl RxBuffers {
@@ -186,7 +213,41 @@ impl RxBuffers {
         RxBuffers {
             data: vec![0; RX_BUFFER_BYTES * BATCH_SIZE],
             meta: vec![RecvMeta::default(); BATCH_SIZE],
+            filled: 0,
         }
+    }
+
+    /// Hand every datagram of the last [`UdpIo::recv`] (GRO batches split
+    /// at their stride) to `f(from, ecn, bytes)`, mutable so that it can
+    /// be opened in place; how many. O(datagrams), no copy.
+    pub(crate) fn drain(
+        &mut self,
+        mut f: impl FnMut(SocketAddr, Option<EcnCodepoint>, &mut [u8]),
+    ) -> usize {
+        let mut datagrams = 0;
+        let filled = std::mem::take(&mut self.filled);
+        for (meta, chunk) in self
+            .meta
+            .iter()
+            .zip(self.data.chunks_mut(RX_BUFFER_BYTES))
+            .take(filled)
+        {
+            let buf = &mut chunk[..meta.len];
+            let ecn = meta.ecn.map(ecn_from_udp);
+            if buf.is_empty() {
+                // An empty datagram is still a datagram: the core counts
+                // it (a decode error) rather than the socket layer hiding it.
+                f(meta.addr, ecn, buf);
+                datagrams += 1;
+                continue;
+            }
+            let stride = meta.stride.max(1);
+            for dg in buf.chunks_mut(stride) {
+                f(meta.addr, ecn, dg);
+                datagrams += 1;
+            }
+        }
+        datagrams
     }
 }
 
@@ -256,8 +317,15 @@ mod tests {
     use super::*;
 
     async fn roundtrip(lens: &[usize]) -> Vec<Vec<u8>> {
-        let a = UdpIo::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let b = UdpIo::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        roundtrip_on("127.0.0.1:0".parse().unwrap(), lens)
+            .await
+            .unwrap()
+    }
+
+    /// `None` when `local` cannot be bound (no IPv6 on this machine).
+    async fn roundtrip_on(local: SocketAddr, lens: &[usize]) -> Option<Vec<Vec<u8>>> {
+        let a = UdpIo::bind(local).ok()?;
+        let b = UdpIo::bind(local).ok()?;
         let to = b.local_addr().unwrap();
         let mut batch = TxBatch::default();
         for (i, &len) in lens.iter().enumerate() {
@@ -271,7 +339,25 @@ mod tests {
             b.readable().await.unwrap();
             let _ = b.recv_batch(&mut rx, |_, _, dg| got.push(dg.to_vec()));
         }
-        got
+        Some(got)
+    }
+
+    #[tokio::test]
+    async fn the_largest_gso_runs_the_kernel_takes_arrive_whole() {
+        // 45 × 1452 = 65,340 bytes: one IPv4 run at the IPv4 limit
+        // (65,507), the rest in a second run; over IPv6 (65,527) 45 of
+        // 1,456 bytes = 65,520 fit one run. A run past the limit would be
+        // refused by the kernel and lost, and these counts would fall short.
+        let got = roundtrip(&[1452; 90]).await;
+        assert_eq!(got.len(), 90);
+        assert!(got.iter().all(|dg| dg.len() == 1452));
+        if let Some(got) = roundtrip_on("[::1]:0".parse().unwrap(), &[1456; 91]).await {
+            assert_eq!(got.len(), 91);
+            for (i, dg) in got.iter().enumerate() {
+                assert_eq!(dg.len(), 1456);
+                assert!(dg.iter().all(|&x| x == i as u8), "datagram {i} in order");
+            }
+        }
     }
 
     #[tokio::test]
