@@ -30,7 +30,7 @@
 
 use crate::connection::{
     ConfigError, Connection, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig,
-    Event, MessageId, SendError, StartParams,
+    Event, MessageData, MessageId, SendError, StartParams,
 };
 use crate::crypto::noise::{HandshakeRng, SEED_LEN};
 use crate::io::{EcnCodepoint, SansIo, Transmit};
@@ -236,12 +236,16 @@ impl Endpoint {
     /// says (reliable-ordered by default: exactly once, in order). A
     /// stream never configured with [`open_stream`](Self::open_stream) has
     /// [`StreamConfig::default`].
+    ///
+    /// `bytes` is any [`MessageData`]: a `bytes::Bytes` (or `Vec<u8>`) is
+    /// kept without a copy, its blocks sent as slices of it; a borrowed
+    /// slice is copied once, when accepted. O(log streams + log messages).
     pub fn send_message(
         &mut self,
         handle: ConnectionHandle,
         now: Time,
         stream: u16,
-        bytes: &[u8],
+        bytes: impl MessageData,
     ) -> Result<MessageId, SendError> {
         self.send_message_with_deadline(handle, now, stream, bytes, None)
     }
@@ -254,7 +258,7 @@ impl Endpoint {
         handle: ConnectionHandle,
         now: Time,
         stream: u16,
-        bytes: &[u8],
+        bytes: impl MessageData,
         deadline: Option<Time>,
     ) -> Result<MessageId, SendError> {
         let now = self.tick(now);
