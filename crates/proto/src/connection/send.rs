@@ -200,12 +200,89 @@ struct OutMessage {
     enqueued: Time,
 }
 
+/// A stream's queued messages by number. Numbers are handed out in
+/// order, so the messages live in a queue indexed by `number - base`
+/// (a message leaves a hole when acknowledged or abandoned; holes are
+/// dropped at the front): queuing a message is a `push_back`, not a tree
+/// insert, and finding one is O(1).
+#[derive(Debug, Default)]
+struct MessageQueue {
+    base: u32,
+    slots: VecDeque<Option<OutMessage>>,
+}
+
+impl MessageQueue {
+    fn index(&self, n: u32) -> Option<usize> {
+        n.checked_sub(self.base).map(|i| i as usize)
+    }
+
+    fn get(&self, n: &u32) -> Option<&OutMessage> {
+        self.slots.get(self.index(*n)?)?.as_ref()
+    }
+
+    fn get_mut(&mut self, n: &u32) -> Option<&mut OutMessage> {
+        let i = self.index(*n)?;
+        self.slots.get_mut(i)?.as_mut()
+    }
+
+    fn contains_key(&self, n: &u32) -> bool {
+        self.get(n).is_some()
+    }
+
+    /// Queue message `n`: O(1) for the next number (always, from
+    /// `enqueue`); any other number is placed too.
+    fn insert(&mut self, n: u32, m: OutMessage) {
+        if self.slots.is_empty() {
+            self.base = n;
+        }
+        while n < self.base {
+            self.slots.push_front(None);
+            self.base -= 1;
+        }
+        let i = (n - self.base) as usize;
+        while self.slots.len() <= i {
+            self.slots.push_back(None);
+        }
+        if let Some(slot) = self.slots.get_mut(i) {
+            *slot = Some(m);
+        }
+    }
+
+    fn remove(&mut self, n: &u32) -> Option<OutMessage> {
+        let i = self.index(*n)?;
+        let m = self.slots.get_mut(i)?.take();
+        while self.slots.front().is_some_and(Option::is_none) {
+            self.slots.pop_front();
+            self.base = self.base.wrapping_add(1);
+        }
+        m
+    }
+
+    /// The numbers queued, ascending.
+    fn keys(&self) -> impl Iterator<Item = u32> + '_ {
+        let base = self.base;
+        self.slots
+            .iter()
+            .zip(0u32..)
+            .filter(|(m, _)| m.is_some())
+            .map(move |(_, i)| base.wrapping_add(i))
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut OutMessage> + '_ {
+        self.slots.iter_mut().filter_map(Option::as_mut)
+    }
+
+    fn clear(&mut self) {
+        self.slots.clear();
+    }
+}
+
 #[derive(Debug)]
 struct SendStream {
     config: StreamConfig,
     next_number: u32,
     exhausted: bool,
-    messages: BTreeMap<u32, OutMessage>,
+    messages: MessageQueue,
     /// Messages with blocks never sent, oldest first.
     unsent: VecDeque<u32>,
     /// Lost blocks and skip frames waiting to be sent (stale entries are
@@ -228,7 +305,7 @@ impl SendStream {
             config,
             next_number: 0,
             exhausted: false,
-            messages: BTreeMap::new(),
+            messages: MessageQueue::default(),
             unsent: VecDeque::new(),
             again: VecDeque::new(),
             skips: BTreeMap::new(),
@@ -1107,8 +1184,8 @@ impl SendState {
                             s.next_number.checked_sub(1)
                         };
                         let first = match (s.messages.keys().next(), s.skips.keys().next()) {
-                            (Some(&m), Some(&k)) => Some(m.min(k)),
-                            (Some(&m), None) => Some(m),
+                            (Some(m), Some(&k)) => Some(m.min(k)),
+                            (Some(m), None) => Some(m),
                             (None, Some(&k)) => Some(k),
                             (None, None) => None,
                         };
@@ -1117,7 +1194,7 @@ impl SendState {
                             _ => Vec::new(),
                         }
                     } else {
-                        s.messages.keys().copied().collect()
+                        s.messages.keys().collect()
                     };
                 numbers
                     .into_iter()
