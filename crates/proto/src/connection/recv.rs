@@ -893,6 +893,42 @@ mod tests {
     }
 
     #[test]
+    fn strided_reassembly_is_one_buffer_in_any_order() {
+        // Blocks of the negotiated block size land at index · stride.
+        let limits = RecvLimits {
+            peer_block_size: 4,
+            ..LIMITS
+        };
+        let mut rx = RecvState::new();
+        let f = |i, d| frame(0, i, 3, d);
+        assert!(rx.store_frames(&[f(2, b"xy")], &limits).is_empty());
+        assert!(rx.store_frames(&[f(0, b"abcd")], &limits).is_empty());
+        assert!(
+            rx.store_frames(&[f(2, b"xy")], &limits).is_empty(),
+            "a duplicate block is ignored"
+        );
+        let got = rx.store_frames(&[f(1, b"efgh")], &limits);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].1, b"abcdefghxy");
+        assert_eq!(rx.buffered_bytes(), 10, "all of it unread now");
+        assert_eq!(rx.reassembly_bytes, 0);
+        // A block of another size switches that message to separate blocks.
+        let g = |i, d| frame(1, i, 3, d);
+        rx.store_frames(&[g(0, b"abcd"), g(2, b"z")], &limits);
+        let got = rx.store_frames(&[g(1, b"ef")], &limits);
+        assert_eq!(got[0].1, b"abcdefz");
+    }
+
+    #[test]
+    fn a_hostile_block_count_reserves_no_more_than_the_limits() {
+        let m = InMessage::new(u16::MAX, 1_000, &LIMITS);
+        let Assembly::Strided { buf, .. } = &m.assembly else {
+            panic!("strided");
+        };
+        assert!(buf.capacity() <= LIMITS.max_message_size);
+    }
+
+    #[test]
     fn limits_drop_out_of_order_but_never_the_head() {
         let mut rx = RecvState::new();
         for n in 1..=2 {

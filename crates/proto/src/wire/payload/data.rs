@@ -491,6 +491,30 @@ mod tests {
     }
 
     #[test]
+    fn decoded_frames_are_a_view_that_iterates_like_the_list() {
+        let frames = vec![
+            frame(0, 3),
+            StreamFrame::skip(4, 7, Reliability::Partial),
+            frame(2, 3),
+        ];
+        let p = DataPayload {
+            packet_number: 5,
+            frames: frames.clone().into(),
+        };
+        let mut buf = [0u8; 128];
+        let n = p.emit(&mut buf).unwrap();
+        let d = DataPayload::decode(&buf[..n]).unwrap();
+        assert!(matches!(d.frames, Frames::Wire(_)), "no list per packet");
+        assert_eq!(d.frames.iter().collect::<Vec<_>>(), frames);
+        assert_eq!(d.frames.len(), 3);
+        assert_eq!(d.buffer_len(), n);
+        assert_eq!(d, p, "equal however held");
+        let mut again = [0u8; 128];
+        assert_eq!(d.emit(&mut again), Ok(n));
+        assert_eq!(again[..n], buf[..n]);
+    }
+
+    #[test]
     fn malformed_frames() {
         assert_eq!(DataPayload::decode(&[0, 0, 0, 1]), Err(WireError::NoFrames));
         let mut buf = [0u8; 64];
