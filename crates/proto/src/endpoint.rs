@@ -707,17 +707,23 @@ impl Endpoint {
     fn handle_timeout_inner(&mut self, now: Time) {
         let now = self.tick(now);
         self.expire_half_open(now);
-        let due: Vec<ConnectionHandle> = self
+        // Walk the connections in handle order without listing the due
+        // ones first (this runs on every timer, often once per packet).
+        let mut key = 0;
+        while let Some(handle) = self
             .connections
-            .iter()
-            .filter(|(_, c)| c.poll_timeout().is_some_and(|t| t <= now))
+            .range(ConnectionHandle(key)..)
+            .find(|(_, c)| c.poll_timeout().is_some_and(|t| t <= now))
             .map(|(h, _)| *h)
-            .collect();
-        for handle in due {
+        {
             if let Some(c) = self.connections.get_mut(&handle) {
                 c.handle_timeout(now);
             }
             self.pool_sync(handle);
+            match handle.0.checked_add(1) {
+                Some(k) => key = k,
+                None => break,
+            }
         }
     }
 }
