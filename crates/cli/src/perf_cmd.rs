@@ -219,7 +219,7 @@ async fn serve(conn: Connection) -> Result<()> {
                 );
             }
             ECHO => {
-                conn.send(ECHO, &bytes).await?;
+                conn.send(ECHO, bytes).await?;
             }
             LATENCY => {
                 conn.send(LATENCY, &bytes[..bytes.len().min(8)]).await?;
@@ -395,9 +395,11 @@ async fn bulk_mode(
         )?;
         let (conn, stop) = (conn.clone(), stop.clone());
         tasks.push(tokio::spawn(async move {
-            let chunk = vec![0x5a; BULK_MESSAGE];
+            // One shared buffer: every message is a reference to it, so
+            // the only copy on the way out is into the datagram.
+            let chunk = peregrine::Bytes::from(vec![0x5a; BULK_MESSAGE]);
             while !stop.load(Ordering::Relaxed) {
-                if conn.send(id, &chunk).await.is_err() {
+                if conn.send(id, chunk.clone()).await.is_err() {
                     break;
                 }
             }

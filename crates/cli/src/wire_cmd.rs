@@ -427,7 +427,7 @@ fn payload_from(t: PacketType, v: &Value) -> Result<Payload<'static>> {
             }
             Payload::Data(DataPayload {
                 packet_number: pn,
-                frames,
+                frames: frames.into(),
             })
         }
         T::Ack => {

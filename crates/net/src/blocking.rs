@@ -13,7 +13,8 @@ use crate::{ConnectionConfig, Error, Stats};
 use bytes::Bytes;
 use peregrine_cc::LinkHint;
 use peregrine_proto::{
-    CloseReason, ConnectionStats, MessageId, SchedulerConfig, StreamConfig, WindowTarget,
+    CloseReason, ConnectionStats, MessageData, MessageId, SchedulerConfig, StreamConfig,
+    WindowTarget,
 };
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -177,7 +178,8 @@ impl Connection {
     }
 
     /// Queue a message, blocking while the send buffer is full.
-    pub fn send(&self, stream: u16, bytes: &[u8]) -> Result<MessageId, Error> {
+    /// `bytes` as for [`Connection::try_send`](crate::Connection::try_send).
+    pub fn send(&self, stream: u16, bytes: impl MessageData) -> Result<MessageId, Error> {
         self.rt.rt.block_on(self.inner.send(stream, bytes))
     }
 
@@ -185,7 +187,7 @@ impl Connection {
     pub fn send_with_deadline(
         &self,
         stream: u16,
-        bytes: &[u8],
+        bytes: impl MessageData,
         lifetime: Duration,
     ) -> Result<MessageId, Error> {
         self.rt

@@ -15,8 +15,8 @@ use bytes::Bytes;
 use peregrine_cc::{CcConfig, LinkHint};
 use peregrine_proto::crypto::{AeadAlgorithm, NoisePattern, PublicKey};
 use peregrine_proto::{
-    CloseReason, ConnectionHandle, ConnectionState, ConnectionStats, MessageId, SchedulerConfig,
-    SendError, StreamConfig, WindowTarget,
+    CloseReason, ConnectionHandle, ConnectionState, ConnectionStats, MessageData, MessageId,
+    SchedulerConfig, SendError, StreamConfig, WindowTarget,
 };
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -258,15 +258,17 @@ impl Connection {
     }
 
     /// Queue a message without waiting; `SendError::BufferFull` when the
-    /// send buffer has no room.
-    pub fn try_send(&self, stream: u16, bytes: &[u8]) -> Result<MessageId, Error> {
+    /// send buffer has no room. `bytes` is any [`MessageData`]: a
+    /// [`Bytes`] (or `Vec<u8>`) reaches the core without a copy, its blocks
+    /// sent as slices of it; a borrowed slice is copied once.
+    pub fn try_send(&self, stream: u16, bytes: impl MessageData) -> Result<MessageId, Error> {
         self.try_send_inner(stream, bytes, None)
     }
 
     fn try_send_inner(
         &self,
         stream: u16,
-        bytes: &[u8],
+        bytes: impl MessageData,
         deadline: Option<Duration>,
     ) -> Result<MessageId, Error> {
         let mut st = self.shared().lock();
@@ -283,8 +285,11 @@ impl Connection {
     }
 
     /// Queue a message on `stream`, waiting while the send buffer is full.
-    pub async fn send(&self, stream: u16, bytes: &[u8]) -> Result<MessageId, Error> {
-        self.send_inner(stream, bytes, None).await
+    /// `bytes` as for [`try_send`](Self::try_send): pass [`Bytes`] to avoid
+    /// the copy.
+    pub async fn send(&self, stream: u16, bytes: impl MessageData) -> Result<MessageId, Error> {
+        self.send_inner(stream, bytes.into_message_bytes(), None)
+            .await
     }
 
     /// Queue a message that is dropped (and skipped by the receiver) if
@@ -292,16 +297,19 @@ impl Connection {
     pub async fn send_with_deadline(
         &self,
         stream: u16,
-        bytes: &[u8],
+        bytes: impl MessageData,
         lifetime: Duration,
     ) -> Result<MessageId, Error> {
-        self.send_inner(stream, bytes, Some(lifetime)).await
+        self.send_inner(stream, bytes.into_message_bytes(), Some(lifetime))
+            .await
     }
 
+    /// Offer `bytes` until the core takes it: every attempt hands over a
+    /// clone of the same [`Bytes`] (a reference count, not a copy).
     async fn send_inner(
         &self,
         stream: u16,
-        bytes: &[u8],
+        bytes: Bytes,
         lifetime: Option<Duration>,
     ) -> Result<MessageId, Error> {
         let h = self.inner.handle;
@@ -311,7 +319,7 @@ impl Connection {
                 let deadline = lifetime.map(|d| now + d);
                 match st
                     .proto
-                    .send_message_with_deadline(h, now, stream, bytes, deadline)
+                    .send_message_with_deadline(h, now, stream, bytes.clone(), deadline)
                 {
                     // The connection's buffer is full, or the endpoint's
                     // pool is at its ceiling: wait (the driver wakes us on

@@ -100,8 +100,8 @@ pub use peregrine_proto::crypto::{
 pub use peregrine_proto::endpoint::EndpointStats;
 pub use peregrine_proto::{
     CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState, ConnectionStats,
-    EndpointConfig, MessageId, SchedulerConfig, SendError, StreamConfig, StreamReliability,
-    WindowTarget,
+    EndpointConfig, MessageData, MessageId, SchedulerConfig, SendError, StreamConfig,
+    StreamReliability, WindowTarget,
 };
 
 /// What can go wrong.

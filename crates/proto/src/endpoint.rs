@@ -30,7 +30,7 @@
 
 use crate::connection::{
     ConfigError, Connection, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig,
-    Event, MessageId, SendError, StartParams,
+    Event, MessageData, MessageId, SendError, StartParams,
 };
 use crate::crypto::noise::{HandshakeRng, SEED_LEN};
 use crate::io::{EcnCodepoint, SansIo, Transmit};
@@ -233,12 +233,16 @@ impl Endpoint {
     /// says (reliable-ordered by default: exactly once, in order). A
     /// stream never configured with [`open_stream`](Self::open_stream) has
     /// [`StreamConfig::default`].
+    ///
+    /// `bytes` is any [`MessageData`]: a `bytes::Bytes` (or `Vec<u8>`) is
+    /// kept without a copy, its blocks sent as slices of it; a borrowed
+    /// slice is copied once, when accepted. O(log streams + log messages).
     pub fn send_message(
         &mut self,
         handle: ConnectionHandle,
         now: Time,
         stream: u16,
-        bytes: &[u8],
+        bytes: impl MessageData,
     ) -> Result<MessageId, SendError> {
         self.send_message_with_deadline(handle, now, stream, bytes, None)
     }
@@ -251,7 +255,7 @@ impl Endpoint {
         handle: ConnectionHandle,
         now: Time,
         stream: u16,
-        bytes: &[u8],
+        bytes: impl MessageData,
         deadline: Option<Time>,
     ) -> Result<MessageId, SendError> {
         let now = self.tick(now);
@@ -702,17 +706,23 @@ impl Endpoint {
     fn handle_timeout_inner(&mut self, now: Time) {
         let now = self.tick(now);
         self.expire_half_open(now);
-        let due: Vec<ConnectionHandle> = self
+        // Walk the connections in handle order without listing the due
+        // ones first (this runs on every timer, often once per packet).
+        let mut key = 0;
+        while let Some(handle) = self
             .connections
-            .iter()
-            .filter(|(_, c)| c.poll_timeout().is_some_and(|t| t <= now))
+            .range(ConnectionHandle(key)..)
+            .find(|(_, c)| c.poll_timeout().is_some_and(|t| t <= now))
             .map(|(h, _)| *h)
-            .collect();
-        for handle in due {
+        {
             if let Some(c) = self.connections.get_mut(&handle) {
                 c.handle_timeout(now);
             }
             self.pool_sync(handle);
+            match handle.0.checked_add(1) {
+                Some(k) => key = k,
+                None => break,
+            }
         }
     }
 }

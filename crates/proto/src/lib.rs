@@ -121,9 +121,11 @@ mod send_helpers;
 pub mod streams;
 pub mod wire;
 
+/// The shared byte buffer messages are sent from (`bytes::Bytes`).
+pub use bytes::Bytes;
 pub use connection::{
     CloseReason, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig, Event,
-    MessageId, SendError, WindowCounters, WindowTarget,
+    MessageData, MessageId, SendError, WindowCounters, WindowTarget,
 };
 pub use endpoint::{ConnectionHandle, Endpoint};
 pub use io::{EcnCodepoint, SansIo, Transmit};

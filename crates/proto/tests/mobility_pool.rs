@@ -108,7 +108,7 @@ fn pool_stalled_receiver_gives_would_block_loses_nothing_and_stays_under_the_cei
         assert_eq!(stats.pool_ceiling_bytes, CEILING as u64);
         // The refusal is clear and carries the pool's state.
         let conn = app.conn.expect("connected");
-        match app.ep.send_message(conn, now, 0, &message(u32::MAX)) {
+        match app.ep.send_message(conn, now, 0, message(u32::MAX)) {
             Err(SendError::WouldBlock { in_use, ceiling }) => {
                 assert_eq!(ceiling, CEILING);
                 assert_eq!(in_use as u64, stats.pool_bytes_in_use);
@@ -241,12 +241,12 @@ fn pool_a_freed_connection_releases_its_bytes_and_wakes_the_others() {
     {
         let ep = &mut h.node_mut(c).ep;
         let mut n = 0u32;
-        while ep.send_message(first, now, 0, &message(n)).is_ok() {
+        while ep.send_message(first, now, 0, message(n)).is_ok() {
             n += 1;
         }
         assert_eq!(n as usize, CEILING / MESSAGE_LEN);
         assert!(matches!(
-            ep.send_message(second, now, 0, &message(0)),
+            ep.send_message(second, now, 0, message(0)),
             Err(SendError::WouldBlock { .. })
         ));
         assert_eq!(ep.endpoint_stats().pool_bytes_in_use, CEILING as u64);
@@ -278,6 +278,6 @@ fn pool_a_freed_connection_releases_its_bytes_and_wakes_the_others() {
     assert!(h
         .node_mut(c)
         .ep
-        .send_message(second, now, 0, &message(0))
+        .send_message(second, now, 0, message(0))
         .is_ok());
 }

@@ -135,7 +135,7 @@ fn payload(pk_type: PacketType) -> BoxedStrategy<Payload<'static>> {
             .prop_map(|(packet_number, frames)| {
                 Payload::Data(DataPayload {
                     packet_number,
-                    frames,
+                    frames: frames.into(),
                 })
             })
             .boxed(),

@@ -154,7 +154,7 @@ fn deadline_mix(scheduler: SchedulerConfig, seed: u64) -> (u32, usize) {
                         conn,
                         now,
                         id,
-                        &vec![3; blocks * BLOCK],
+                        vec![3; blocks * BLOCK],
                         Some(now + Duration::from_millis(d)),
                     )
                     .unwrap();
@@ -470,7 +470,7 @@ fn wfq_thousands_of_streams_on_one_connection() {
     let (now, conn) = (p.now(), p.conn);
     for id in 0..4_000u16 {
         p.sender()
-            .send_message(conn, now, id, &id.to_be_bytes().repeat(20))
+            .send_message(conn, now, id, id.to_be_bytes().repeat(20))
             .unwrap();
     }
     p.run_until(now + 5_000 * MS, 10 * MS);

@@ -205,7 +205,7 @@ fn vectors() -> Vec<Vector> {
             h,
             Payload::Data(DataPayload {
                 packet_number: 0x10,
-                frames: vec![frame(0, 7, 0, 1, Reliability::Reliable, b"hello")],
+                frames: vec![frame(0, 7, 0, 1, Reliability::Reliable, b"hello")].into(),
             }),
         ),
     );
@@ -228,7 +228,7 @@ fn vectors() -> Vec<Vector> {
             frame(1, 41, 0, 1, Reliability::Reliable, b"cmd:up"),
             frame(2, 4, 1, 3, Reliability::Partial, &[0xde, 0xad, 0xbe, 0xef]),
             frame(1, 42, 0, 1, Reliability::Unreliable, b"telemetry"),
-        ],
+        ].into(),
     })));
 
     // DATA with a skip frame (stream 2 abandoned message 5; an ordered
@@ -247,7 +247,7 @@ fn vectors() -> Vec<Vector> {
                 frames: vec![
                     StreamFrame::skip(2, 5, Reliability::Partial),
                     frame(3, 9, 0, 1, Reliability::ReliableUnordered, b"ok"),
-                ],
+                ].into(),
             }),
         ),
     );
@@ -467,7 +467,7 @@ fn vectors() -> Vec<Vector> {
                     1,
                     Reliability::Reliable,
                     &[0xe0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5, b'h', b'i'],
-                )],
+                )].into(),
             }),
         ),
     );

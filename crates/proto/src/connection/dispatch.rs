@@ -156,7 +156,7 @@ impl Connection {
         pn: u64,
         dg: &DatagramRepr<'_>,
         ecn: Option<EcnCodepoint>,
-        frames: &[crate::wire::StreamFrame<'_>],
+        frames: &crate::wire::Frames<'_>,
     ) -> bool {
         if !matches!(
             self.state,
@@ -181,7 +181,7 @@ impl Connection {
             self.recv.on_rejected(why);
             return false;
         }
-        if let Err(why) = self.recv.check_frames(frames, &limits) {
+        if let Err(why) = self.recv.check_frames(frames.iter(), &limits) {
             if matches!(why, recv::DataRejection::Protocol(_)) {
                 self.counters.protocol_errors += 1;
             }
@@ -189,7 +189,10 @@ impl Connection {
             return false;
         }
         let in_order = self.recv.record(now, pn);
-        for (id, bytes) in self.recv.store_frames(frames) {
+        let mut delivered = std::mem::take(&mut self.delivered);
+        self.recv
+            .store_frames_into(frames.iter(), &limits, &mut delivered);
+        for (id, bytes) in delivered.drain(..) {
             self.on_delivered(id);
             self.events.push_back(Event::MessageReceived {
                 stream: id.stream,
@@ -197,6 +200,7 @@ impl Connection {
                 bytes,
             });
         }
+        self.delivered = delivered;
         let h = &dg.header;
         let ce = ecn == Some(EcnCodepoint::Ce) || h.cn == 3;
         self.recv.on_data_packet(
@@ -303,8 +307,9 @@ impl Connection {
     }
 
     pub(crate) fn apply(&mut self, out: RecoveryOutcome) {
-        self.send.on_acked(&out.acked_blocks);
+        self.send.on_acked_with(&out.acked_blocks, |_| {});
         self.send.on_lost(self.now, &out.lost_blocks);
+        self.recovery.recycle(out);
         self.report_abandoned();
     }
 

@@ -82,7 +82,7 @@ pub use events::{CloseReason, Event, MessageId, ViolationKind};
 pub use group::GroupRequestError;
 pub use lifecycle::StartParams;
 pub use path::PathStats;
-pub use send::SendError;
+pub use send::{MessageData, SendError};
 pub use stats::{ConnectionState, ConnectionStats};
 pub use window::{WindowCounters, WindowTarget};
 
@@ -146,6 +146,8 @@ pub struct Connection {
     credit_cursor: u16,
     packet_size: u16,
     recovery: Recovery,
+    /// Messages one DATA packet completed (reused: no list per packet).
+    delivered: Vec<(MessageId, Vec<u8>)>,
     send: SendState,
     recv: RecvState,
     /// This side's ACK-frequency requests to its peer (as data sender).
@@ -205,6 +207,7 @@ impl Connection {
         Connection {
             local_scale: config.window_scale(),
             unread: BTreeMap::new(),
+            delivered: Vec::new(),
             advertised: BTreeMap::new(),
             held: BTreeSet::new(),
             credit_cursor: 0,
@@ -341,29 +344,31 @@ impl Connection {
         &mut self,
         now: Time,
         stream: u16,
-        bytes: &[u8],
+        bytes: impl MessageData,
         deadline: Option<Time>,
     ) -> Result<MessageId, SendError> {
         let now = self.tick(now);
+        let len = bytes.message_len();
         if !matches!(
             self.state,
             ConnectionState::Starting | ConnectionState::Connected
         ) {
             return Err(SendError::Closed);
         }
-        if bytes.len() > self.config.max_message_size {
+        if len > self.config.max_message_size {
             return Err(SendError::MessageTooLarge {
-                size: bytes.len(),
+                size: len,
                 max: self.config.max_message_size,
             });
         }
         if self.send.outstanding_messages() >= self.config.max_outstanding_messages
-            || self.send.buffered_bytes() + bytes.len() > self.config.max_send_buffer_bytes
-            || !self.send.stream_has_room(stream, bytes.len())
+            || self.send.buffered_bytes() + len > self.config.max_send_buffer_bytes
+            || !self.send.stream_has_room(stream, len)
         {
             return Err(SendError::BufferFull);
         }
-        self.send.enqueue(now, stream, bytes, deadline)
+        self.send
+            .enqueue(now, stream, bytes.into_message_bytes(), deadline)
     }
 
     /// Open or reconfigure a stream.
@@ -495,7 +500,7 @@ impl Connection {
 
     /// Whether a frame carries data of a message at or above our current
     /// credit (which is at least every credit we ever announced).
-    pub(crate) fn beyond_credit(&self, frames: &[crate::wire::StreamFrame<'_>]) -> bool {
+    pub(crate) fn beyond_credit(&self, frames: &crate::wire::Frames<'_>) -> bool {
         let Some(credit) = self.config.initial_stream_credit else {
             return false;
         };

@@ -104,7 +104,7 @@ fn transfer_both_ways(sim: &mut Sim, h: ConnectionHandle) {
     while sim.now < Time::from_secs_f64(120.0) {
         while c_next < MESSAGES
             && sim.eps[0]
-                .send_message(h, sim.now, 0, &message(c_next, 0xc1))
+                .send_message(h, sim.now, 0, message(c_next, 0xc1))
                 .is_ok()
         {
             c_next += 1;
@@ -113,7 +113,7 @@ fn transfer_both_ways(sim: &mut Sim, h: ConnectionHandle) {
             if let Some(sh) = server_handle(sim) {
                 while s_next < MESSAGES
                     && sim.eps[1]
-                        .send_message(sh, sim.now, 0, &message(s_next, 0x5e))
+                        .send_message(sh, sim.now, 0, message(s_next, 0x5e))
                         .is_ok()
                 {
                     s_next += 1;
@@ -304,7 +304,7 @@ fn handshake_unauthorized_xx_client_is_dropped_at_message_3() {
     let (mut sim, h) = sim(client, server, 11);
     for i in 0..5 {
         sim.eps[0]
-            .send_message(h, sim.now, 0, &message(i, 1))
+            .send_message(h, sim.now, 0, message(i, 1))
             .unwrap();
     }
     sim.run_for(Duration::from_secs(3));

@@ -29,6 +29,7 @@ use super::events::MessageId;
 use crate::streams::StreamReliability;
 use crate::wire::{AckFrequency, AckPayload, AckRange, MissingPackets, StreamFrame};
 use peregrine_cc::Time;
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
@@ -44,11 +45,163 @@ pub const MAX_REQUESTED_ACK_DELAY: Duration = Duration::from_secs(1);
 /// Most missing-packet ranges waiting to be NACKed.
 const MAX_NACK_PENDING: usize = 255;
 
+/// One message being reassembled.
 #[derive(Debug)]
 struct InMessage {
     block_count: u16,
-    blocks: BTreeMap<u16, Vec<u8>>,
+    /// Blocks stored so far.
+    received: usize,
+    /// Bytes stored so far.
     bytes: usize,
+    assembly: Assembly,
+}
+
+/// Where a message's blocks are kept until it is complete.
+#[derive(Debug)]
+enum Assembly {
+    /// Every block but the last is `stride` bytes (the block size both
+    /// sides derive from the negotiated packet size), so block `i` is
+    /// copied straight to `i · stride` of the message buffer, which is the
+    /// delivered message once complete: one copy out of the datagram. The
+    /// buffer's capacity is reserved from BLOCK_COUNT, bounded by the
+    /// largest message and the receive buffer (a hostile count reserves no
+    /// more than a real message could take).
+    Strided {
+        buf: Vec<u8>,
+        stride: usize,
+        /// One bit per block received.
+        have: Vec<u64>,
+        /// The last block's length, once received.
+        last_len: usize,
+    },
+    /// Blocks of other sizes (a peer cutting messages differently): kept
+    /// apart and joined on completion.
+    Irregular(BTreeMap<u16, Vec<u8>>),
+}
+
+impl InMessage {
+    fn new(block_count: u16, stride: usize, limits: &RecvLimits) -> InMessage {
+        let count = usize::from(block_count);
+        let reserve = count
+            .saturating_mul(stride)
+            .min(limits.max_message_size)
+            .min(limits.max_buffer_bytes);
+        InMessage {
+            block_count,
+            received: 0,
+            bytes: 0,
+            assembly: Assembly::Strided {
+                buf: Vec::with_capacity(reserve),
+                stride,
+                have: vec![0; count.div_ceil(64)],
+                last_len: 0,
+            },
+        }
+    }
+
+    /// Whether block `index` is stored.
+    fn has(&self, index: u16) -> bool {
+        match &self.assembly {
+            Assembly::Strided { have, .. } => {
+                let i = usize::from(index);
+                have.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+            }
+            Assembly::Irregular(blocks) => blocks.contains_key(&index),
+        }
+    }
+
+    fn is_complete(&self) -> bool {
+        self.received == usize::from(self.block_count)
+    }
+
+    /// Store block `index` (not stored yet). O(len), plus a one-time
+    /// conversion if the block breaks the stride.
+    fn store(&mut self, index: u16, data: &[u8]) {
+        let last = index.checked_add(1) == Some(self.block_count);
+        if let Assembly::Strided { stride, .. } = &self.assembly {
+            if !last && data.len() != *stride {
+                self.make_irregular();
+            }
+        }
+        match &mut self.assembly {
+            Assembly::Strided {
+                buf,
+                stride,
+                have,
+                last_len,
+            } => {
+                let i = usize::from(index);
+                let off = i * *stride;
+                let end = off + data.len();
+                if buf.len() == off {
+                    buf.extend_from_slice(data);
+                } else {
+                    // A block ahead of a missing one: the gap is zeroed
+                    // until its block arrives.
+                    if buf.len() < end {
+                        buf.resize(end, 0);
+                    }
+                    if let Some(dst) = buf.get_mut(off..end) {
+                        dst.copy_from_slice(data);
+                    }
+                }
+                if let Some(w) = have.get_mut(i / 64) {
+                    *w |= 1 << (i % 64);
+                }
+                if last {
+                    *last_len = data.len();
+                }
+            }
+            Assembly::Irregular(blocks) => {
+                blocks.insert(index, data.to_vec());
+            }
+        }
+        self.received += 1;
+        self.bytes += data.len();
+    }
+
+    /// Switch to keeping blocks apart (a block of another size arrived).
+    fn make_irregular(&mut self) {
+        let Assembly::Strided {
+            buf,
+            stride,
+            last_len,
+            ..
+        } = &self.assembly
+        else {
+            return;
+        };
+        let mut blocks = BTreeMap::new();
+        for index in 0..self.block_count {
+            if !self.has(index) {
+                continue;
+            }
+            let off = usize::from(index) * stride;
+            let len = if index.checked_add(1) == Some(self.block_count) {
+                *last_len
+            } else {
+                *stride
+            };
+            let block = buf.get(off..off + len).unwrap_or(&[]);
+            blocks.insert(index, block.to_vec());
+        }
+        self.assembly = Assembly::Irregular(blocks);
+    }
+
+    /// The complete message's bytes: the strided buffer itself, or the
+    /// irregular blocks joined.
+    fn into_bytes(self) -> Vec<u8> {
+        match self.assembly {
+            Assembly::Strided { buf, .. } => buf,
+            Assembly::Irregular(blocks) => {
+                let mut bytes = Vec::with_capacity(self.bytes);
+                for b in blocks.values() {
+                    bytes.extend_from_slice(b);
+                }
+                bytes
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -480,11 +633,11 @@ impl RecvState {
     }
 
     /// Check that every frame of a DATA packet can be stored.
-    pub fn check_frames(
-        &self,
-        frames: &[StreamFrame<'_>],
-        limits: &RecvLimits,
-    ) -> Result<(), DataRejection> {
+    pub fn check_frames<'f, I>(&self, frames: I, limits: &RecvLimits) -> Result<(), DataRejection>
+    where
+        I: IntoIterator,
+        I::Item: Borrow<StreamFrame<'f>>,
+    {
         let mut extra_bytes = 0usize;
         let mut extra_messages = 0usize;
         let max_blocks = limits
@@ -492,6 +645,7 @@ impl RecvState {
             .div_ceil(limits.peer_block_size.max(1))
             .max(1);
         for f in frames {
+            let f = f.borrow();
             if f.is_skip() {
                 continue; // Takes no buffer; frees some.
             }
@@ -509,7 +663,7 @@ impl RecvState {
                 if m.block_count != f.block_count {
                     return Err(DataRejection::Protocol("block count changed"));
                 }
-                if m.blocks.contains_key(&f.block_index) {
+                if m.has(f.block_index) {
                     continue;
                 }
                 if m.bytes + f.data.len() > limits.max_message_size {
@@ -546,9 +700,38 @@ impl RecvState {
 
     /// Store the frames of an accepted DATA packet; returns the messages it
     /// completed, in delivery order.
-    pub fn store_frames(&mut self, frames: &[StreamFrame<'_>]) -> Vec<(MessageId, Vec<u8>)> {
+    pub fn store_frames<'f, I>(
+        &mut self,
+        frames: I,
+        limits: &RecvLimits,
+    ) -> Vec<(MessageId, Vec<u8>)>
+    where
+        I: IntoIterator,
+        I::Item: Borrow<StreamFrame<'f>>,
+    {
         let mut delivered = Vec::new();
+        self.store_frames_into(frames, limits, &mut delivered);
+        delivered
+    }
+
+    /// [`store_frames`](Self::store_frames), appending the completed
+    /// messages to `delivered` (a buffer the caller reuses). A message of
+    /// one block that can be delivered at once is copied once, out of the
+    /// datagram into its own buffer, and never enters reassembly; longer
+    /// ones are copied once into their message buffer. O(frames · log
+    /// pending messages + bytes).
+    pub fn store_frames_into<'f, I>(
+        &mut self,
+        frames: I,
+        limits: &RecvLimits,
+        delivered: &mut Vec<(MessageId, Vec<u8>)>,
+    ) where
+        I: IntoIterator,
+        I::Item: Borrow<StreamFrame<'f>>,
+    {
+        let stride = limits.peer_block_size.max(1);
         for f in frames {
+            let f = f.borrow();
             let ordered = StreamReliability::ordered(f.reliability);
             let stream = f.stream_id;
             let s = self.streams.entry(stream).or_default();
@@ -568,23 +751,41 @@ impl RecvState {
                     s.done.insert(u64::from(f.message_number));
                 }
                 self.counters.messages_skipped += 1;
+            } else if f.block_count == 1
+                && (!ordered || f.message_number == s.next_deliver)
+                && !s.pending.contains_key(&f.message_number)
+            {
+                // A whole message that is deliverable now: straight out.
+                let number = f.message_number;
+                if ordered {
+                    match s.next_deliver.checked_add(1) {
+                        Some(n) => s.next_deliver = n,
+                        None => {
+                            // The last number: delivered, and the stream
+                            // stays there (as the loop below does).
+                        }
+                    }
+                } else {
+                    s.done.insert(u64::from(number));
+                }
+                self.unread_bytes += f.data.len();
+                self.counters.messages_delivered += 1;
+                delivered.push((MessageId { stream, number }, f.data.to_vec()));
+                if !ordered || number == u32::MAX {
+                    continue;
+                }
             } else {
                 let m = s.pending.entry(f.message_number).or_insert_with(|| {
                     self.reassembly_messages += 1;
-                    InMessage {
-                        block_count: f.block_count,
-                        blocks: BTreeMap::new(),
-                        bytes: 0,
-                    }
+                    InMessage::new(f.block_count, stride, limits)
                 });
-                if m.block_count != f.block_count || m.blocks.contains_key(&f.block_index) {
+                if m.block_count != f.block_count || m.has(f.block_index) {
                     continue;
                 }
-                m.blocks.insert(f.block_index, f.data.to_vec());
-                m.bytes += f.data.len();
+                m.store(f.block_index, f.data);
                 self.reassembly_bytes += f.data.len();
                 if !ordered {
-                    if m.blocks.len() == usize::from(m.block_count) {
+                    if m.is_complete() {
                         s.done.insert(u64::from(f.message_number));
                         if let Some(done) = s.pending.remove(&f.message_number) {
                             let bytes = self.complete(done);
@@ -609,10 +810,7 @@ impl RecvState {
                 let s = self.streams.entry(stream).or_default();
                 let number = s.next_deliver;
                 if !s.skipped.remove(&number) {
-                    let complete = s
-                        .pending
-                        .get(&number)
-                        .is_some_and(|h| h.blocks.len() == usize::from(h.block_count));
+                    let complete = s.pending.get(&number).is_some_and(InMessage::is_complete);
                     if !complete {
                         break;
                     }
@@ -629,19 +827,15 @@ impl RecvState {
                 }
             }
         }
-        delivered
     }
 
     fn complete(&mut self, done: InMessage) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(done.bytes);
-        for (_, b) in done.blocks {
-            bytes.extend_from_slice(&b);
-        }
+        let len = done.bytes;
         self.reassembly_messages = self.reassembly_messages.saturating_sub(1);
-        self.reassembly_bytes = self.reassembly_bytes.saturating_sub(done.bytes);
-        self.unread_bytes += done.bytes;
+        self.reassembly_bytes = self.reassembly_bytes.saturating_sub(len);
+        self.unread_bytes += len;
         self.counters.messages_delivered += 1;
-        bytes
+        done.into_bytes()
     }
 
     /// Count a dropped DATA packet.
@@ -837,18 +1031,57 @@ mod tests {
         let mut rx = RecvState::new();
         let a = [frame(1, 0, 1, b"second")];
         assert_eq!(rx.check_frames(&a, &LIMITS), Ok(()));
-        assert!(rx.store_frames(&a).is_empty(), "waits for message 0");
+        assert!(
+            rx.store_frames(&a, &LIMITS).is_empty(),
+            "waits for message 0"
+        );
         let b = [frame(0, 1, 2, b"lo"), frame(0, 0, 2, b"hel")];
         rx.check_frames(&b, &LIMITS).unwrap();
-        let got = rx.store_frames(&b);
+        let got = rx.store_frames(&b, &LIMITS);
         let numbers: Vec<u32> = got.iter().map(|(id, _)| id.number).collect();
         assert_eq!(numbers, [0, 1]);
         assert_eq!(got[0].1, b"hello");
         assert!(
-            rx.store_frames(&b).is_empty(),
+            rx.store_frames(&b, &LIMITS).is_empty(),
             "duplicates are not delivered"
         );
         assert_eq!(rx.last_delivered(0), Some(1));
+    }
+
+    #[test]
+    fn strided_reassembly_is_one_buffer_in_any_order() {
+        // Blocks of the negotiated block size land at index · stride.
+        let limits = RecvLimits {
+            peer_block_size: 4,
+            ..LIMITS
+        };
+        let mut rx = RecvState::new();
+        let f = |i, d| frame(0, i, 3, d);
+        assert!(rx.store_frames(&[f(2, b"xy")], &limits).is_empty());
+        assert!(rx.store_frames(&[f(0, b"abcd")], &limits).is_empty());
+        assert!(
+            rx.store_frames(&[f(2, b"xy")], &limits).is_empty(),
+            "a duplicate block is ignored"
+        );
+        let got = rx.store_frames(&[f(1, b"efgh")], &limits);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].1, b"abcdefghxy");
+        assert_eq!(rx.buffered_bytes(), 10, "all of it unread now");
+        assert_eq!(rx.reassembly_bytes, 0);
+        // A block of another size switches that message to separate blocks.
+        let g = |i, d| frame(1, i, 3, d);
+        rx.store_frames(&[g(0, b"abcd"), g(2, b"z")], &limits);
+        let got = rx.store_frames(&[g(1, b"ef")], &limits);
+        assert_eq!(got[0].1, b"abcdefz");
+    }
+
+    #[test]
+    fn a_hostile_block_count_reserves_no_more_than_the_limits() {
+        let m = InMessage::new(u16::MAX, 1_000, &LIMITS);
+        let Assembly::Strided { buf, .. } = &m.assembly else {
+            panic!("strided");
+        };
+        assert!(buf.capacity() <= LIMITS.max_message_size);
     }
 
     #[test]
@@ -857,7 +1090,7 @@ mod tests {
         for n in 1..=2 {
             let f = [frame(n, 0, 2, b"x")];
             rx.check_frames(&f, &LIMITS).unwrap();
-            rx.store_frames(&f);
+            rx.store_frames(&f, &LIMITS);
         }
         let f = [frame(3, 0, 2, b"x")];
         assert_eq!(rx.check_frames(&f, &LIMITS), Err(DataRejection::NoBuffer));
@@ -883,22 +1116,24 @@ mod tests {
             ..frame(n, 0, 2, d)
         };
         // Half of message 0, then message 1: 1 waits.
-        assert!(rx.store_frames(&[partial(0, b"ha")]).is_empty());
-        assert!(rx.store_frames(&[frame(1, 0, 1, b"one")]).is_empty());
+        assert!(rx.store_frames(&[partial(0, b"ha")], &LIMITS).is_empty());
+        assert!(rx
+            .store_frames(&[frame(1, 0, 1, b"one")], &LIMITS)
+            .is_empty());
         assert_eq!(rx.reassembly_messages, 2);
-        let got = rx.store_frames(&[StreamFrame::skip(0, 0, Reliability::Partial)]);
+        let got = rx.store_frames(&[StreamFrame::skip(0, 0, Reliability::Partial)], &LIMITS);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].0.number, 1);
         assert_eq!(rx.reassembly_messages, 0, "the partial message is dropped");
         assert!(
-            rx.store_frames(&[partial(0, b"lf")]).is_empty(),
+            rx.store_frames(&[partial(0, b"lf")], &LIMITS).is_empty(),
             "never delivered"
         );
         // A skip announced ahead of time is stepped over when reached.
         assert!(rx
-            .store_frames(&[StreamFrame::skip(0, 3, Reliability::Partial)])
+            .store_frames(&[StreamFrame::skip(0, 3, Reliability::Partial)], &LIMITS)
             .is_empty());
-        let got = rx.store_frames(&[frame(4, 0, 1, b"4"), frame(2, 0, 1, b"2")]);
+        let got = rx.store_frames(&[frame(4, 0, 1, b"4"), frame(2, 0, 1, b"2")], &LIMITS);
         let numbers: Vec<u32> = got.iter().map(|g| g.0.number).collect();
         assert_eq!(numbers, [2, 4]);
         assert_eq!(rx.counters().messages_skipped, 2);
@@ -912,11 +1147,17 @@ mod tests {
             reliability: Reliability::Unreliable,
             ..frame(n, i, c, d)
         };
-        assert_eq!(rx.store_frames(&[u(5, 0, 1, b"five")]).len(), 1);
-        assert!(rx.store_frames(&[u(5, 0, 1, b"five")]).is_empty(), "once");
-        assert!(rx.store_frames(&[u(2, 0, 2, b"t")]).is_empty());
-        rx.store_frames(&[StreamFrame::skip(7, 2, Reliability::Unreliable)]);
-        assert!(rx.store_frames(&[u(2, 1, 2, b"wo")]).is_empty(), "skipped");
-        assert_eq!(rx.store_frames(&[u(0, 0, 1, b"zero")]).len(), 1);
+        assert_eq!(rx.store_frames(&[u(5, 0, 1, b"five")], &LIMITS).len(), 1);
+        assert!(
+            rx.store_frames(&[u(5, 0, 1, b"five")], &LIMITS).is_empty(),
+            "once"
+        );
+        assert!(rx.store_frames(&[u(2, 0, 2, b"t")], &LIMITS).is_empty());
+        rx.store_frames(&[StreamFrame::skip(7, 2, Reliability::Unreliable)], &LIMITS);
+        assert!(
+            rx.store_frames(&[u(2, 1, 2, b"wo")], &LIMITS).is_empty(),
+            "skipped"
+        );
+        assert_eq!(rx.store_frames(&[u(0, 0, 1, b"zero")], &LIMITS).len(), 1);
     }
 }

@@ -57,7 +57,7 @@ fn transfer(sim: &mut Sim, h: ConnectionHandle, from: usize) {
     while sim.now < Time::from_secs_f64(60.0) {
         while next < MESSAGES
             && sim.eps[0]
-                .send_message(h, sim.now, 0, &message(next))
+                .send_message(h, sim.now, 0, message(next))
                 .is_ok()
         {
             next += 1;
@@ -142,7 +142,7 @@ fn forged_end_reset_nack_cwin_are_rejected_and_counted() {
     let (mut sim, h) = connected(secure(), secure(), 0.0);
     // Half the messages, then the attack, then the rest.
     for i in 0..MESSAGES / 2 {
-        sim.eps[0].send_message(h, sim.now, 0, &message(i)).unwrap();
+        sim.eps[0].send_message(h, sim.now, 0, message(i)).unwrap();
     }
     sim.run_for(Duration::from_millis(300));
     let to_server = observed(&sim, 0);
@@ -258,7 +258,7 @@ fn replay_of_every_captured_datagram_is_dropped() {
 fn tamper_bit_flips_and_truncations_in_flight_are_rejected() {
     let (mut sim, h) = connected(secure(), secure(), 0.0);
     for i in 0..MESSAGES / 2 {
-        sim.eps[0].send_message(h, sim.now, 0, &message(i)).unwrap();
+        sim.eps[0].send_message(h, sim.now, 0, message(i)).unwrap();
     }
     sim.run_for(Duration::from_millis(50));
     let captured: Vec<Vec<u8>> = sim

@@ -20,10 +20,11 @@
 //! ([`crate::streams`]).
 
 use super::events::MessageId;
-use crate::recovery::BlockRef;
+use crate::recovery::{BlockList, BlockRef};
 use crate::sched::{SchedContext, Scheduler, SchedulerConfig, StreamView};
 use crate::streams::{AbandonReason, StreamConfig, StreamReliability, StreamStats};
 use crate::wire::StreamFrame;
+use bytes::Bytes;
 use peregrine_cc::Time;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -70,6 +71,70 @@ pub enum SendError {
     MessageNumbersExhausted,
 }
 
+/// A message's bytes, as `send_message` takes them.
+///
+/// [`Bytes`] (and `Vec<u8>`, `String`, `Box<[u8]>`, which convert without
+/// copying) are kept as they are: every block of the message is a slice of
+/// them, and the only copy on the sending side is into the datagram. A
+/// borrowed slice (`&[u8]`, `&Vec<u8>`, `&str`, …) is copied once, here.
+/// Pass `Bytes` by value (cloning one is a reference count, not a copy)
+/// rather than `&Bytes`, which goes through the copying borrowed case.
+///
+/// The conversion happens only once the message is accepted: a refused
+/// borrowed message (`BufferFull`) is not copied.
+pub trait MessageData {
+    /// The message's length, bytes (checked against the limits first).
+    fn message_len(&self) -> usize;
+    /// The message as shared, immutable bytes. O(1) for owned data,
+    /// O(n) (one copy) for borrowed data.
+    fn into_message_bytes(self) -> Bytes;
+}
+
+impl MessageData for Bytes {
+    fn message_len(&self) -> usize {
+        self.len()
+    }
+    fn into_message_bytes(self) -> Bytes {
+        self
+    }
+}
+
+impl MessageData for Vec<u8> {
+    fn message_len(&self) -> usize {
+        self.len()
+    }
+    fn into_message_bytes(self) -> Bytes {
+        Bytes::from(self)
+    }
+}
+
+impl MessageData for Box<[u8]> {
+    fn message_len(&self) -> usize {
+        self.len()
+    }
+    fn into_message_bytes(self) -> Bytes {
+        Bytes::from(self)
+    }
+}
+
+impl MessageData for String {
+    fn message_len(&self) -> usize {
+        self.len()
+    }
+    fn into_message_bytes(self) -> Bytes {
+        Bytes::from(self)
+    }
+}
+
+impl<T: AsRef<[u8]> + ?Sized> MessageData for &T {
+    fn message_len(&self) -> usize {
+        self.as_ref().len()
+    }
+    fn into_message_bytes(self) -> Bytes {
+        Bytes::copy_from_slice(self.as_ref())
+    }
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum BlockState {
     Unsent,
@@ -78,14 +143,138 @@ enum BlockState {
     Acked,
 }
 
+/// The per-block states of one message: inline for a single-block
+/// message (the common small message costs no allocation of its own).
+#[derive(Debug)]
+enum BlockStates {
+    One(BlockState),
+    Many(Vec<BlockState>),
+}
+
+impl BlockStates {
+    fn unsent(count: usize) -> BlockStates {
+        if count <= 1 {
+            BlockStates::One(BlockState::Unsent)
+        } else {
+            BlockStates::Many(vec![BlockState::Unsent; count])
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            BlockStates::One(_) => 1,
+            BlockStates::Many(v) => v.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<BlockState> {
+        match self {
+            BlockStates::One(s) => (i == 0).then_some(*s),
+            BlockStates::Many(v) => v.get(i).copied(),
+        }
+    }
+
+    fn get_mut(&mut self, i: usize) -> Option<&mut BlockState> {
+        match self {
+            BlockStates::One(s) => (i == 0).then_some(s),
+            BlockStates::Many(v) => v.get_mut(i),
+        }
+    }
+
+    fn as_slice(&self) -> &[BlockState] {
+        match self {
+            BlockStates::One(s) => std::slice::from_ref(s),
+            BlockStates::Many(v) => v,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct OutMessage {
-    bytes: Vec<u8>,
-    blocks: Vec<BlockState>,
+    /// The application's bytes; blocks are slices of them.
+    bytes: Bytes,
+    blocks: BlockStates,
     next_unsent: usize,
     acked: usize,
     deadline: Option<Time>,
     enqueued: Time,
+}
+
+/// A stream's queued messages by number. Numbers are handed out in
+/// order, so the messages live in a queue indexed by `number - base`
+/// (a message leaves a hole when acknowledged or abandoned; holes are
+/// dropped at the front): queuing a message is a `push_back`, not a tree
+/// insert, and finding one is O(1).
+#[derive(Debug, Default)]
+struct MessageQueue {
+    base: u32,
+    slots: VecDeque<Option<OutMessage>>,
+}
+
+impl MessageQueue {
+    fn index(&self, n: u32) -> Option<usize> {
+        n.checked_sub(self.base).map(|i| i as usize)
+    }
+
+    fn get(&self, n: &u32) -> Option<&OutMessage> {
+        self.slots.get(self.index(*n)?)?.as_ref()
+    }
+
+    fn get_mut(&mut self, n: &u32) -> Option<&mut OutMessage> {
+        let i = self.index(*n)?;
+        self.slots.get_mut(i)?.as_mut()
+    }
+
+    fn contains_key(&self, n: &u32) -> bool {
+        self.get(n).is_some()
+    }
+
+    /// Queue message `n`: O(1) for the next number (always, from
+    /// `enqueue`); any other number is placed too.
+    fn insert(&mut self, n: u32, m: OutMessage) {
+        if self.slots.is_empty() {
+            self.base = n;
+        }
+        while n < self.base {
+            self.slots.push_front(None);
+            self.base -= 1;
+        }
+        let i = (n - self.base) as usize;
+        while self.slots.len() <= i {
+            self.slots.push_back(None);
+        }
+        if let Some(slot) = self.slots.get_mut(i) {
+            *slot = Some(m);
+        }
+    }
+
+    fn remove(&mut self, n: &u32) -> Option<OutMessage> {
+        let i = self.index(*n)?;
+        let m = self.slots.get_mut(i)?.take();
+        while self.slots.front().is_some_and(Option::is_none) {
+            self.slots.pop_front();
+            self.base = self.base.wrapping_add(1);
+        }
+        m
+    }
+
+    /// The numbers queued, ascending.
+    fn keys(&self) -> impl Iterator<Item = u32> + '_ {
+        let base = self.base;
+        self.slots
+            .iter()
+            .zip(0u32..)
+            .filter(|(m, _)| m.is_some())
+            .map(move |(_, i)| base.wrapping_add(i))
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut OutMessage> + '_ {
+        self.slots.iter_mut().filter_map(Option::as_mut)
+    }
+
+    fn clear(&mut self) {
+        self.slots.clear();
+    }
 }
 
 #[derive(Debug)]
@@ -93,7 +282,7 @@ struct SendStream {
     config: StreamConfig,
     next_number: u32,
     exhausted: bool,
-    messages: BTreeMap<u32, OutMessage>,
+    messages: MessageQueue,
     /// Messages with blocks never sent, oldest first.
     unsent: VecDeque<u32>,
     /// Lost blocks and skip frames waiting to be sent (stale entries are
@@ -116,7 +305,7 @@ impl SendStream {
             config,
             next_number: 0,
             exhausted: false,
-            messages: BTreeMap::new(),
+            messages: MessageQueue::default(),
             unsent: VecDeque::new(),
             again: VecDeque::new(),
             skips: BTreeMap::new(),
@@ -138,7 +327,6 @@ impl SendStream {
             .get(&b.message)?
             .blocks
             .get(usize::from(b.block))
-            .copied()
     }
 
     /// Drop stale entries at the front of `again`; whether one is left.
@@ -215,7 +403,7 @@ impl SendStream {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Taken {
     /// The blocks, in frame order.
-    pub blocks: Vec<BlockRef>,
+    pub blocks: BlockList,
     /// All of them were sent before, or are skip frames (the packet
     /// carries ST_RET).
     pub retransmission: bool,
@@ -305,8 +493,7 @@ impl SendState {
         for s in self.streams.values_mut() {
             for m in s.messages.values_mut() {
                 if m.next_unsent == 0 {
-                    m.blocks =
-                        vec![BlockState::Unsent; block_count(m.bytes.len(), self.block_size)];
+                    m.blocks = BlockStates::unsent(block_count(m.bytes.len(), self.block_size));
                 }
             }
         }
@@ -476,14 +663,16 @@ impl SendState {
     }
 
     /// Queue a message with an optional deadline. Limits are checked by
-    /// the caller except the per-stream number space.
+    /// the caller except the per-stream number space. `Bytes` are kept,
+    /// not copied; O(log streams + log messages of the stream).
     pub fn enqueue(
         &mut self,
         now: Time,
         stream: u16,
-        bytes: &[u8],
+        bytes: impl MessageData,
         deadline: Option<Time>,
     ) -> Result<MessageId, SendError> {
+        let bytes = bytes.into_message_bytes();
         let block_size = self.block_size;
         let s = self.streams.entry(stream).or_insert_with(|| {
             SendStream::new(stream, StreamConfig::default(), self.initial_credit)
@@ -496,11 +685,12 @@ impl SendState {
             Some(n) => s.next_number = n,
             None => s.exhausted = true,
         }
+        let len = bytes.len();
         s.messages.insert(
             number,
             OutMessage {
-                bytes: bytes.to_vec(),
-                blocks: vec![BlockState::Unsent; block_count(bytes.len(), block_size)],
+                blocks: BlockStates::unsent(block_count(len, block_size)),
+                bytes,
                 next_unsent: 0,
                 acked: 0,
                 deadline,
@@ -508,12 +698,12 @@ impl SendState {
             },
         );
         s.unsent.push_back(number);
-        s.buffered_bytes += bytes.len();
+        s.buffered_bytes += len;
         s.stats.messages_queued += 1;
         if let Some(d) = deadline {
             self.deadlines.insert((d, stream, number));
         }
-        self.buffered_bytes += bytes.len();
+        self.buffered_bytes += len;
         self.outstanding_messages += 1;
         self.counters.messages_sent += 1;
         self.sync(stream);
@@ -673,7 +863,7 @@ impl SendState {
     /// new blocks, new blocks only within the peer's window. A packet holds
     /// only one of the two kinds. `None` if nothing fits.
     pub fn take_frames(&mut self, pn: u64, room: usize, ctx: &SchedContext) -> Option<Taken> {
-        let mut blocks = Vec::new();
+        let mut blocks = BlockList::new();
         let mut used = 0usize;
         let mut planned = 0u64;
         let mut kind: Option<bool> = None;
@@ -748,8 +938,9 @@ impl SendState {
     }
 
     fn take_any_retransmission(&mut self, pn: u64, room: usize) -> Option<Taken> {
+        // Rare (the window holds new data back): a list of ids is fine.
         let ids: Vec<u16> = self.with_again.iter().copied().collect();
-        let mut blocks = Vec::new();
+        let mut blocks = BlockList::new();
         let mut used = 0usize;
         for id in ids {
             while let Some(s) = self.streams.get_mut(&id) {
@@ -782,8 +973,8 @@ impl SendState {
     /// Re-send `blocks` (a send-gate probe repeating the oldest packet) in
     /// packet `pn`; returns those still unacknowledged (never blocks of
     /// unreliable streams, which are not retransmitted).
-    pub fn take_specific(&mut self, pn: u64, blocks: &[BlockRef]) -> Vec<BlockRef> {
-        let live: Vec<BlockRef> = blocks
+    pub fn take_specific(&mut self, pn: u64, blocks: &[BlockRef]) -> BlockList {
+        let live: BlockList = blocks
             .iter()
             .copied()
             .filter(|b| {
@@ -803,6 +994,14 @@ impl SendState {
     /// Blocks of acknowledged packets. Returns the messages this completed.
     pub fn on_acked(&mut self, blocks: &[BlockRef]) -> Vec<MessageId> {
         let mut done = Vec::new();
+        self.on_acked_with(blocks, |id| done.push(id));
+        done
+    }
+
+    /// [`on_acked`](Self::on_acked), calling `done` for every message
+    /// completed instead of listing them (no allocation). O(b·log m) for
+    /// b blocks.
+    pub fn on_acked_with(&mut self, blocks: &[BlockRef], mut done: impl FnMut(MessageId)) {
         for &b in blocks {
             let len = self.block_len(b) as u64;
             let Some(s) = self.streams.get_mut(&b.stream) else {
@@ -837,13 +1036,12 @@ impl SendState {
                 self.buffered_bytes = self.buffered_bytes.saturating_sub(size);
                 self.outstanding_messages = self.outstanding_messages.saturating_sub(1);
                 self.counters.messages_acked += 1;
-                done.push(MessageId {
+                done(MessageId {
                     stream: b.stream,
                     number: b.message,
                 });
             }
         }
-        done
     }
 
     /// Blocks of packets declared lost (with the packet that carried
@@ -890,7 +1088,7 @@ impl SendState {
             return;
         };
         let mut unacked = 0u64;
-        for (i, st) in m.blocks.iter().enumerate() {
+        for (i, st) in m.blocks.as_slice().iter().enumerate() {
             if matches!(st, BlockState::InFlight(_) | BlockState::Lost) {
                 let start = i * block_size;
                 let end = (start + block_size).min(m.bytes.len());
@@ -986,8 +1184,8 @@ impl SendState {
                             s.next_number.checked_sub(1)
                         };
                         let first = match (s.messages.keys().next(), s.skips.keys().next()) {
-                            (Some(&m), Some(&k)) => Some(m.min(k)),
-                            (Some(&m), None) => Some(m),
+                            (Some(m), Some(&k)) => Some(m.min(k)),
+                            (Some(m), None) => Some(m),
                             (None, Some(&k)) => Some(k),
                             (None, None) => None,
                         };
@@ -996,7 +1194,7 @@ impl SendState {
                             _ => Vec::new(),
                         }
                     } else {
-                        s.messages.keys().copied().collect()
+                        s.messages.keys().collect()
                     };
                 numbers
                     .into_iter()

@@ -525,8 +525,10 @@ fn wrong_sync_no_is_dropped_counted_and_reported() {
     forged.header.sync_no ^= 0x001;
     if let Payload::Data(d) = &mut forged.payload {
         d.packet_number += 50;
-        d.frames[0].message_number = 1;
-        d.frames[0].data = b"forged";
+        let mut frames: Vec<_> = d.frames.iter().collect();
+        frames[0].message_number = 1;
+        frames[0].data = b"forged";
+        d.frames = frames.into();
     }
     let mut bytes = vec![0u8; forged.buffer_len()];
     let n = forged.emit(&mut bytes).unwrap();

@@ -15,9 +15,13 @@ use crate::send_helpers::write;
 use crate::wire::header::WINDOW_SIZE_MAX;
 use crate::wire::{
     AckFrequency, AckPayload, BarePayload, CwinPayload, DataPayload, EchoPayload, Flags,
-    HeaderRepr, NackPayload, PacketType, Payload, StartPayload, HEADER_LEN,
+    HeaderRepr, NackPayload, PacketType, Payload, Reliability, StartPayload, StreamFrame,
+    HEADER_LEN,
 };
 use peregrine_cc::Time;
+
+/// Frames of one DATA packet listed without allocating.
+const STACK_FRAMES: usize = 16;
 
 impl Connection {
     /// The base header every packet of this connection starts from.
@@ -323,14 +327,30 @@ impl Connection {
         };
         let taken_pn = self.recovery.take_pn();
         debug_assert_eq!(taken_pn, pn);
-        let frames: Vec<_> = taken
-            .blocks
-            .iter()
-            .filter_map(|b| self.send.frame(*b))
-            .collect();
+        // The frames are views of the queued messages; listed on the stack
+        // (a packet rarely carries more than a few), on the heap beyond.
+        let mut stack = [StreamFrame::skip(0, 0, Reliability::Reliable); STACK_FRAMES];
+        let heap: Vec<StreamFrame<'_>>;
+        let frames: &[StreamFrame<'_>] = if taken.blocks.len() <= STACK_FRAMES {
+            let mut n = 0;
+            for f in taken.blocks.iter().filter_map(|b| self.send.frame(*b)) {
+                if let Some(slot) = stack.get_mut(n) {
+                    *slot = f;
+                    n += 1;
+                }
+            }
+            stack.get(..n).unwrap_or(&[])
+        } else {
+            heap = taken
+                .blocks
+                .iter()
+                .filter_map(|b| self.send.frame(*b))
+                .collect();
+            &heap
+        };
         let payload = DataPayload {
             packet_number: pn as u32,
-            frames,
+            frames: frames.into(),
         };
         // REPLY_REQ marks the last packet before the data runs out, so the
         // tail is acknowledged at once. A full window needs no request:

@@ -3,7 +3,7 @@
 //! accounting after every call into a connection, `Writable` events.
 
 use super::{ConnectionHandle, Endpoint};
-use crate::connection::{ConnectionState, Event, MessageId, SendError, WindowTarget};
+use crate::connection::{ConnectionState, Event, MessageData, MessageId, SendError, WindowTarget};
 use crate::wire::CwinReason;
 use peregrine_cc::Time;
 
@@ -52,15 +52,15 @@ impl Endpoint {
         handle: ConnectionHandle,
         now: Time,
         stream: u16,
-        bytes: &[u8],
+        bytes: impl MessageData,
         deadline: Option<Time>,
     ) -> Result<MessageId, SendError> {
         let conn = self
             .connections
             .get_mut(&handle)
             .ok_or(SendError::UnknownConnection)?;
-        conn.precheck_send(bytes.len())?;
-        let checked = self.pool.check(handle, bytes.len());
+        conn.precheck_send(bytes.message_len())?;
+        let checked = self.pool.check(handle, bytes.message_len());
         self.sync_pool_stats();
         checked?;
         let conn = self

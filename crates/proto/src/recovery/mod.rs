@@ -21,7 +21,7 @@ pub mod rtt;
 mod tests;
 
 pub use congestion::{Allowance, Congestion, CongestionCounters, PathCtx};
-pub use loss::{BlockRef, SentPacket, SentPackets};
+pub use loss::{AckedPackets, BlockList, BlockRef, SentPacket, SentPackets};
 pub use rtt::RttEstimator;
 
 use crate::wire::{AckPayload, MissingPackets};
@@ -72,7 +72,9 @@ pub struct RecoveryCounters {
     pub ecn_echoes: u64,
 }
 
-/// What one ACK, NACK or timer told the sender about its data.
+/// What one ACK, NACK or timer told the sender about its data. Hand it
+/// back with [`Recovery::recycle`] once applied: its buffers are reused for
+/// the next one, so processing an ACK allocates nothing.
 #[derive(Debug, Default)]
 pub struct RecoveryOutcome {
     /// Blocks carried by newly acknowledged packets (including packets
@@ -85,6 +87,15 @@ pub struct RecoveryOutcome {
     pub newly_lost: u32,
 }
 
+impl RecoveryOutcome {
+    /// Empty it, keeping the allocations.
+    fn clear(&mut self) {
+        self.acked_blocks.clear();
+        self.lost_blocks.clear();
+        self.newly_lost = 0;
+    }
+}
+
 /// Loss recovery and congestion control for one connection's sending side.
 #[derive(Debug)]
 pub struct Recovery {
@@ -95,6 +106,15 @@ pub struct Recovery {
     next_pn: u64,
     rto_deadline: Option<Time>,
     counters: RecoveryCounters,
+    /// Scratch buffers reused from ACK to ACK (no allocation per packet):
+    /// the last outcome handed back, the scoreboard's answer, the packets
+    /// just declared lost and their numbers.
+    spare: RecoveryOutcome,
+    /// Scratch: the ranges of the ACK being processed.
+    ack_ranges: Vec<(u64, u64)>,
+    acked: AckedPackets,
+    lost: Vec<(u64, SentPacket)>,
+    lost_pns: Vec<u64>,
 }
 
 impl Recovery {
@@ -110,6 +130,11 @@ impl Recovery {
             next_pn: 0,
             rto_deadline: None,
             counters: RecoveryCounters::default(),
+            spare: RecoveryOutcome::default(),
+            ack_ranges: Vec::new(),
+            acked: AckedPackets::default(),
+            lost: Vec::new(),
+            lost_pns: Vec::new(),
         }
     }
 
@@ -167,7 +192,7 @@ impl Recovery {
 
     /// The blocks of the oldest outstanding DATA packet (what a send-gate
     /// probe repeats).
-    pub fn oldest_blocks(&self) -> Option<Vec<BlockRef>> {
+    pub fn oldest_blocks(&self) -> Option<BlockList> {
         self.sent.oldest().map(|(_, p)| p.blocks.clone())
     }
 
@@ -241,7 +266,7 @@ impl Recovery {
         pn: u64,
         size: u32,
         retransmission: bool,
-        blocks: Vec<BlockRef>,
+        blocks: BlockList,
         probe: bool,
     ) {
         let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
@@ -279,27 +304,49 @@ impl Recovery {
         self.rto_deadline
     }
 
-    fn collect_lost(&mut self, lost: &[(u64, SentPacket)], out: &mut RecoveryOutcome) -> Vec<u64> {
-        let mut pns = Vec::with_capacity(lost.len());
-        for (pn, p) in lost {
-            pns.push(*pn);
+    /// A fresh outcome, reusing the buffers of the last one handed back.
+    fn outcome(&mut self) -> RecoveryOutcome {
+        let mut out = std::mem::take(&mut self.spare);
+        out.clear();
+        out
+    }
+
+    /// Hand back an applied outcome: its buffers serve the next ACK.
+    pub fn recycle(&mut self, out: RecoveryOutcome) {
+        self.spare = out;
+    }
+
+    /// Count the packets in `self.lost`, list their blocks in `out` and
+    /// their numbers in `self.lost_pns`; empties `self.lost`.
+    fn collect_lost(&mut self, out: &mut RecoveryOutcome) {
+        self.lost_pns.clear();
+        for (pn, p) in self.lost.drain(..) {
+            self.lost_pns.push(pn);
             self.counters.packets_lost += 1;
             self.counters.bytes_lost += u64::from(p.size);
-            out.lost_blocks.extend(p.blocks.iter().map(|b| (*pn, *b)));
+            out.lost_blocks.extend(p.blocks.iter().map(|b| (pn, *b)));
         }
-        out.newly_lost = u32::try_from(pns.len()).unwrap_or(u32::MAX);
-        pns
+        out.newly_lost = u32::try_from(self.lost_pns.len()).unwrap_or(u32::MAX);
     }
 
     /// Process one ACK (`ecn_echo`: its CN field said congestion experienced).
     /// An ACK of a packet number never sent is ignored and counted.
     pub fn on_ack(&mut self, now: Time, ack: &AckPayload, ecn_echo: bool) -> RecoveryOutcome {
-        let mut out = RecoveryOutcome::default();
-        let Ok(ranges) = ack.acked_ranges() else {
+        let mut out = self.outcome();
+        // The ranges, in a buffer reused from ACK to ACK.
+        let mut ranges = std::mem::take(&mut self.ack_ranges);
+        ranges.clear();
+        let walked = ack.for_each_range(|lo, hi| {
+            ranges.push((lo, hi));
+            true
+        });
+        if walked.is_err() {
+            self.ack_ranges = ranges;
             self.counters.invalid_acks += 1;
             return out;
-        };
+        }
         if ack.largest_acked >= self.next_pn {
+            self.ack_ranges = ranges;
             self.counters.invalid_acks += 1;
             return out;
         }
@@ -309,11 +356,14 @@ impl Recovery {
         }
         let prior_in_flight = self.cong.segs(self.sent.bytes_in_flight());
         let una_before = self.sent.snd_una(self.next_pn);
-        let acked = self.sent.on_ack(&ranges);
+        let mut acked = std::mem::take(&mut self.acked);
+        self.sent.on_ack_into(&ranges, &mut acked);
+        self.ack_ranges = ranges;
         if acked.newly_acked.is_empty() && acked.spurious.is_empty() && self.sent.is_empty() {
             // Nothing in flight and nothing new: an ACK of our ACKs (or a
             // late duplicate). The controller has nothing to learn from it,
             // and must not count it as a duplicate ACK.
+            self.acked = acked;
             return out;
         }
         // Scoreboard and delivery-rate sampler.
@@ -348,10 +398,14 @@ impl Recovery {
         self.counters.spurious_losses += acked.spurious.len() as u64;
         out.acked_blocks.extend_from_slice(&acked.spurious_blocks);
         // Loss detection.
-        let lost = self
-            .sent
-            .detect_lost(now, self.rtt.loss_delay(), self.config.packet_threshold);
-        let lost_pns = self.collect_lost(&lost, &mut out);
+        self.lost.clear();
+        self.sent.detect_lost_into(
+            now,
+            self.rtt.loss_delay(),
+            self.config.packet_threshold,
+            &mut self.lost,
+        );
+        self.collect_lost(&mut out);
         let acked_segs = self.cong.acked_segs(acked_bytes);
         let rate = self.cong.sampler_mut().end_ack(
             self.rtt.min_rtt(),
@@ -376,7 +430,7 @@ impl Recovery {
         if !acked.spurious.is_empty() {
             cong.on_spurious(&ctx, &acked.spurious);
         }
-        cong.update_state(&ctx, &lost_pns, ecn_echo);
+        cong.update_state(&ctx, &self.lost_pns, ecn_echo);
         let una_after = ctx.snd_una;
         let sample = AckSample {
             acked_segs,
@@ -390,13 +444,15 @@ impl Recovery {
             rate: Some(rate).filter(|_| !acked.newly_acked.is_empty()),
         };
         cong.on_ack(&sample, &ctx);
+        self.acked = acked;
         out
     }
 
     /// The peer NACKed these packet ranges: the outstanding ones are lost.
     pub fn on_nack(&mut self, now: Time, missing: &[MissingPackets]) -> RecoveryOutcome {
-        let mut out = RecoveryOutcome::default();
-        let mut lost = Vec::new();
+        let mut out = self.outcome();
+        let mut lost = std::mem::take(&mut self.lost);
+        lost.clear();
         for m in missing {
             let Ok(last) = m.last() else { continue };
             if m.first >= self.next_pn {
@@ -408,44 +464,50 @@ impl Recovery {
                 }
             }
         }
-        if lost.is_empty() {
+        self.lost = lost;
+        if self.lost.is_empty() {
             return out;
         }
-        let lost_pns = self.collect_lost(&lost, &mut out);
+        self.collect_lost(&mut out);
         if self.sent.is_empty() {
             self.rto_deadline = None;
         }
         let cong = &mut self.cong;
         let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
-        cong.update_state(&ctx, &lost_pns, false);
+        cong.update_state(&ctx, &self.lost_pns, false);
         out
     }
 
     /// Run the loss timer or the retransmission timer if due.
     pub fn on_timeout(&mut self, now: Time) -> RecoveryOutcome {
-        let mut out = RecoveryOutcome::default();
+        let mut out = self.outcome();
         if self.sent.loss_time().is_some_and(|t| t <= now) {
-            let lost =
-                self.sent
-                    .detect_lost(now, self.rtt.loss_delay(), self.config.packet_threshold);
-            let lost_pns = self.collect_lost(&lost, &mut out);
+            self.lost.clear();
+            self.sent.detect_lost_into(
+                now,
+                self.rtt.loss_delay(),
+                self.config.packet_threshold,
+                &mut self.lost,
+            );
+            self.collect_lost(&mut out);
             if self.sent.is_empty() {
                 self.rto_deadline = None;
             }
             let cong = &mut self.cong;
             let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
-            cong.update_state(&ctx, &lost_pns, false);
+            cong.update_state(&ctx, &self.lost_pns, false);
             return out;
         }
         if self.rto_deadline.is_none_or(|t| t > now) {
             return out;
         }
         self.rto_deadline = None;
-        let lost = self.sent.declare_all_lost();
-        let lost_pns = self.collect_lost(&lost, &mut out);
+        self.lost.clear();
+        self.sent.declare_all_lost_into(&mut self.lost);
+        self.collect_lost(&mut out);
         let cong = &mut self.cong;
         let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
-        let response = cong.on_rto(&ctx, &lost_pns);
+        let response = cong.on_rto(&ctx, &self.lost_pns);
         match response {
             CongestionResponse::Reduce => self.rtt.back_off(),
             CongestionResponse::Hold => {

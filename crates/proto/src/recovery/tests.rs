@@ -41,7 +41,7 @@ fn block(n: u32) -> Vec<BlockRef> {
 
 fn send(r: &mut Recovery, now: Time, retransmission: bool) -> u64 {
     let pn = r.take_pn();
-    r.on_data_sent(now, pn, MSS, retransmission, block(pn as u32), false);
+    r.on_data_sent(now, pn, MSS, retransmission, block(pn as u32).into(), false);
     pn
 }
 

@@ -267,7 +267,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         buf: Vec::with_capacity(2048),
         offers: Vec::new(),
         out: Default::default(),
-        zeros: Vec::new(),
+        zeros: peregrine_proto::Bytes::new(),
         packets: Vec::new(),
         free_packets: Vec::new(),
         link_samples: (0..link_names.len()).map(|_| Vec::new()).collect(),

@@ -128,8 +128,9 @@ pub(crate) struct Sim {
     buf: Vec<u8>,
     offers: Vec<Offer>,
     out: LinkOutput,
-    /// Zero bytes the applications send (content does not matter).
-    zeros: Vec<u8>,
+    /// Zero bytes the applications send (content does not matter): one
+    /// shared buffer, every message a slice of it (no copy per message).
+    zeros: peregrine_proto::Bytes,
     /// Packets propagating (indexed by `Ev::Arrive`), and free slots.
     packets: Vec<Option<Packet>>,
     free_packets: Vec<u32>,
@@ -357,7 +358,7 @@ impl Sim {
         );
         let n = offer.bytes as usize;
         if self.zeros.len() < n {
-            self.zeros.resize(n, 0);
+            self.zeros = peregrine_proto::Bytes::from(vec![0; n]);
         }
         let deadline = self.apps[a]
             .deadline_ns
@@ -366,7 +367,7 @@ impl Sim {
             h,
             now,
             stream,
-            &self.zeros[..n],
+            self.zeros.slice(..n),
             deadline,
         ) {
             Ok(id) => {

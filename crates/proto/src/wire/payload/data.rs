@@ -241,40 +241,182 @@ pub struct DataHeaderSummary {
     pub tblock: u8,
 }
 
+/// The encoded frames of a received DATA payload, every one checked by
+/// [`DataPayload::decode`]: iterating them decodes each frame header again
+/// (13 bytes, no allocation) instead of keeping a list per packet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CheckedFrames<'a>(&'a [u8]);
+
+impl<'a> CheckedFrames<'a> {
+    /// The encoded frames.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.0
+    }
+}
+
+/// The frames of a DATA payload: as received (a checked view of the
+/// datagram) or as built by a sender (a list, borrowed or owned).
+#[derive(Clone)]
+pub enum Frames<'a> {
+    /// Decoded from the wire; see [`CheckedFrames`].
+    Wire(CheckedFrames<'a>),
+    /// Built in memory, in frame order, borrowed (a sender's list).
+    Slice(&'a [StreamFrame<'a>]),
+    /// Built in memory, in frame order, owned (tests, the JSON encoder).
+    Owned(Vec<StreamFrame<'a>>),
+}
+
+impl<'a> Frames<'a> {
+    /// The frames in order. O(1) to create; each step decodes one frame
+    /// header of a received payload.
+    pub fn iter(&self) -> FrameIter<'_, 'a> {
+        match self {
+            Frames::Wire(c) => FrameIter(IterInner::Wire(Reader::new(c.0))),
+            Frames::Slice(l) => FrameIter(IterInner::List(l.iter())),
+            Frames::Owned(l) => FrameIter(IterInner::List(l.iter())),
+        }
+    }
+
+    /// How many frames. O(frames).
+    pub fn len(&self) -> usize {
+        match self {
+            Frames::Wire(_) => self.iter().count(),
+            Frames::Slice(l) => l.len(),
+            Frames::Owned(l) => l.len(),
+        }
+    }
+
+    /// Whether there is no frame (a valid DATA payload has one).
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Frames::Wire(c) => c.0.is_empty(),
+            Frames::Slice(l) => l.is_empty(),
+            Frames::Owned(l) => l.is_empty(),
+        }
+    }
+
+    /// The first frame.
+    pub fn first(&self) -> Option<StreamFrame<'a>> {
+        self.iter().next()
+    }
+
+    /// Encoded length of the frames.
+    pub fn buffer_len(&self) -> usize {
+        match self {
+            Frames::Wire(c) => c.0.len(),
+            Frames::Slice(l) => l.iter().map(StreamFrame::buffer_len).sum(),
+            Frames::Owned(l) => l.iter().map(StreamFrame::buffer_len).sum(),
+        }
+    }
+}
+
+/// Iterator over [`Frames`].
+#[derive(Clone)]
+pub struct FrameIter<'s, 'a>(IterInner<'s, 'a>);
+
+#[derive(Clone)]
+enum IterInner<'s, 'a> {
+    /// Decoding a checked payload (stops at the end; a checked payload
+    /// has no bad frame, and a bad one would end the iteration, never panic).
+    Wire(Reader<'a>),
+    /// Walking a list.
+    List(std::slice::Iter<'s, StreamFrame<'a>>),
+}
+
+impl<'a> Iterator for FrameIter<'_, 'a> {
+    type Item = StreamFrame<'a>;
+    fn next(&mut self) -> Option<StreamFrame<'a>> {
+        match &mut self.0 {
+            IterInner::Wire(r) => {
+                if r.is_empty() {
+                    return None;
+                }
+                match StreamFrame::decode(r) {
+                    Ok(f) => Some(f),
+                    Err(_) => {
+                        *r = Reader::new(&[]);
+                        None
+                    }
+                }
+            }
+            IterInner::List(i) => i.next().copied(),
+        }
+    }
+}
+
+impl Default for Frames<'_> {
+    fn default() -> Self {
+        Frames::Slice(&[])
+    }
+}
+
+impl<'a> From<Vec<StreamFrame<'a>>> for Frames<'a> {
+    fn from(v: Vec<StreamFrame<'a>>) -> Frames<'a> {
+        Frames::Owned(v)
+    }
+}
+
+impl<'a> From<&'a [StreamFrame<'a>]> for Frames<'a> {
+    fn from(v: &'a [StreamFrame<'a>]) -> Frames<'a> {
+        Frames::Slice(v)
+    }
+}
+
+impl std::fmt::Debug for Frames<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// Frames are equal when they list the same frames, however held.
+impl PartialEq for Frames<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Frames<'_> {}
+
+impl std::hash::Hash for Frames<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        for f in self.iter() {
+            f.hash(state);
+        }
+    }
+}
+
 /// Payload of DATA.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct DataPayload<'a> {
     /// Low 32 bits of this packet's packet number.
     pub packet_number: u32,
     /// The frames, in the order the scheduler packed them (at least one).
-    pub frames: Vec<StreamFrame<'a>>,
+    pub frames: Frames<'a>,
 }
 
 impl<'a> DataPayload<'a> {
-    /// Decodes the whole of `bytes`.
+    /// Decodes the whole of `bytes`: every frame is checked, none is
+    /// copied or listed (the payload keeps a view of them). O(frames), no
+    /// allocation.
     pub fn decode(bytes: &'a [u8]) -> Result<DataPayload<'a>> {
         let mut r = Reader::new(bytes);
         let packet_number = r.u32("packet number")?;
-        let mut frames = Vec::new();
-        while !r.is_empty() {
-            frames.push(StreamFrame::decode(&mut r)?);
-        }
-        if frames.is_empty() {
+        let rest = r.clone().rest();
+        if r.is_empty() {
             return Err(WireError::NoFrames);
+        }
+        while !r.is_empty() {
+            StreamFrame::decode(&mut r)?;
         }
         Ok(DataPayload {
             packet_number,
-            frames,
+            frames: Frames::Wire(CheckedFrames(rest)),
         })
     }
 
     /// Encoded length.
     pub fn buffer_len(&self) -> usize {
-        4 + self
-            .frames
-            .iter()
-            .map(StreamFrame::buffer_len)
-            .sum::<usize>()
+        4 + self.frames.buffer_len()
     }
 
     /// Writes the payload at the start of `buf`; returns its length.
@@ -285,8 +427,13 @@ impl<'a> DataPayload<'a> {
         check_room(buf, self.buffer_len())?;
         let mut w = Writer::new(buf);
         w.u32(self.packet_number)?;
-        for f in &self.frames {
-            f.emit(&mut w)?;
+        match &self.frames {
+            Frames::Wire(c) => w.put(c.0)?,
+            Frames::Slice(_) | Frames::Owned(_) => {
+                for f in self.frames.iter() {
+                    f.emit(&mut w)?;
+                }
+            }
         }
         Ok(w.written())
     }
@@ -332,7 +479,7 @@ mod tests {
     fn flags_byte_and_summary() {
         let p = DataPayload {
             packet_number: 9,
-            frames: vec![frame(2, 3)],
+            frames: vec![frame(2, 3)].into(),
         };
         let mut buf = [0u8; 64];
         let n = p.emit(&mut buf).unwrap();
@@ -344,12 +491,36 @@ mod tests {
     }
 
     #[test]
+    fn decoded_frames_are_a_view_that_iterates_like_the_list() {
+        let frames = vec![
+            frame(0, 3),
+            StreamFrame::skip(4, 7, Reliability::Partial),
+            frame(2, 3),
+        ];
+        let p = DataPayload {
+            packet_number: 5,
+            frames: frames.clone().into(),
+        };
+        let mut buf = [0u8; 128];
+        let n = p.emit(&mut buf).unwrap();
+        let d = DataPayload::decode(&buf[..n]).unwrap();
+        assert!(matches!(d.frames, Frames::Wire(_)), "no list per packet");
+        assert_eq!(d.frames.iter().collect::<Vec<_>>(), frames);
+        assert_eq!(d.frames.len(), 3);
+        assert_eq!(d.buffer_len(), n);
+        assert_eq!(d, p, "equal however held");
+        let mut again = [0u8; 128];
+        assert_eq!(d.emit(&mut again), Ok(n));
+        assert_eq!(again[..n], buf[..n]);
+    }
+
+    #[test]
     fn malformed_frames() {
         assert_eq!(DataPayload::decode(&[0, 0, 0, 1]), Err(WireError::NoFrames));
         let mut buf = [0u8; 64];
         let n = DataPayload {
             packet_number: 1,
-            frames: vec![frame(0, 2)],
+            frames: vec![frame(0, 2)].into(),
         }
         .emit(&mut buf)
         .unwrap();
@@ -362,7 +533,12 @@ mod tests {
         bad = buf;
         bad[6] |= 0x60;
         assert_eq!(
-            DataPayload::decode(&bad[..n]).unwrap().frames[0].reliability,
+            DataPayload::decode(&bad[..n])
+                .unwrap()
+                .frames
+                .first()
+                .unwrap()
+                .reliability,
             Reliability::ReliableUnordered,
             "R = 3 is reliable-unordered"
         );

@@ -17,7 +17,9 @@ pub mod start;
 pub use ack::{AckFrequency, AckPayload, AckRange, StreamCredit};
 pub use bare::BarePayload;
 pub use cwin::{CwinPayload, CwinReason};
-pub use data::{DataHeaderSummary, DataPayload, Reliability, StreamFrame};
+pub use data::{
+    CheckedFrames, DataHeaderSummary, DataPayload, FrameIter, Frames, Reliability, StreamFrame,
+};
 pub use echo::EchoPayload;
 pub use group::GroupPayload;
 pub use nack::{MissingBlock, MissingPackets, NackPayload};
