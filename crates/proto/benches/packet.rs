@@ -57,7 +57,7 @@ struct Pair {
     buf: Vec<u8>,
     rx: Vec<u8>,
     /// Bytes of message that make one 1,400-byte datagram.
-    message: Vec<u8>,
+    message: bytes::Bytes,
     datagrams: u64,
 }
 
@@ -92,7 +92,7 @@ impl Pair {
             now: Time::ZERO,
             buf: Vec::with_capacity(2048),
             rx: Vec::with_capacity(2048),
-            message: Vec::new(),
+            message: bytes::Bytes::new(),
             datagrams: 0,
         };
         // Handshake and packet-pair probe, in virtual time.
@@ -103,7 +103,7 @@ impl Pair {
         assert!(p.a.stats(conn).is_some_and(|s| s.packets_received > 0));
         // Size the message so that its DATA datagram is DATAGRAM bytes.
         let probe = 1_000;
-        p.a.send_message(conn, p.now, 0, &vec![0x5a; probe])
+        p.a.send_message(conn, p.now, 0, vec![0x5a; probe])
             .expect("room");
         let size =
             p.a.poll_transmit(p.now, &mut p.buf)
@@ -113,7 +113,7 @@ impl Pair {
         p.rx.extend_from_slice(&p.buf[..size]);
         p.b.handle_datagram(p.now, addr(1), None, &mut p.rx);
         p.pump();
-        p.message = vec![0x5a; probe + DATAGRAM - size];
+        p.message = bytes::Bytes::from(vec![0x5a; probe + DATAGRAM - size]);
         p
     }
 
@@ -159,7 +159,7 @@ impl Pair {
     fn one(&mut self) {
         self.advance(Duration::from_micros(20));
         self.a
-            .send_message(self.conn, self.now, 0, &self.message)
+            .send_message(self.conn, self.now, 0, self.message.clone())
             .expect("room");
         self.pump();
     }

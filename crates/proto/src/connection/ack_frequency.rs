@@ -71,6 +71,10 @@ fn moved(old: u32, new: u32) -> bool {
     new >= old * CHANGE_FACTOR || new * CHANGE_FACTOR <= old
 }
 
+fn threshold_moved(old: u16, new: u16) -> bool {
+    moved(u32::from(old), u32::from(new)) && old.abs_diff(new) >= MIN_THRESHOLD_STEP
+}
+
 impl AckFrequencyPolicy {
     /// Re-evaluate after an ACK with the window and RTT now; returns whether
     /// an ACK carrying the (new or repeated) request should leave now. No
@@ -93,8 +97,7 @@ impl AckFrequencyPolicy {
         match self.current {
             None if threshold < FIRST_THRESHOLD => false,
             Some(c)
-                if !(moved(u32::from(c.threshold), u32::from(threshold))
-                    && c.threshold.abs_diff(threshold) >= MIN_THRESHOLD_STEP)
+                if !threshold_moved(c.threshold, threshold)
                     && !moved(c.max_ack_delay_us, delay_us) =>
             {
                 // Unchanged: repeat it now and then.
