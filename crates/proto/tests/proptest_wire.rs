@@ -69,7 +69,11 @@ fn tlv() -> impl Strategy<Value = Tlv<'static>> {
         (1u32..).prop_map(Tlv::StreamCredit),
         vec(any::<u8>(), 1..=64).prop_map(|v| Tlv::RetryToken(leak(v))),
         (0u16..300).prop_map(Tlv::Padding),
-        (10u8.., bytes(40)).prop_map(|(tlv_type, value)| Tlv::Unknown { tlv_type, value }),
+        // 1–8 distinct non-zero AEAD codes.
+        proptest::sample::subsequence((1u8..=255).collect::<Vec<_>>(), 1..=8)
+            .prop_shuffle()
+            .prop_map(|v| Tlv::Aead(leak(v))),
+        (11u8.., bytes(40)).prop_map(|(tlv_type, value)| Tlv::Unknown { tlv_type, value }),
     ]
 }
 
