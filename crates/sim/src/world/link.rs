@@ -19,8 +19,9 @@
 use super::loss::LossModel;
 use super::outage::Outages;
 use super::packet::Packet;
+use super::queue::DropTailQueue;
+pub use super::queue::QueueLimit;
 use super::trace::{MahimahiTrace, OPPORTUNITY_BYTES};
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Why a packet was dropped.
@@ -113,38 +114,12 @@ pub enum Server {
     Trace(Arc<MahimahiTrace>),
 }
 
-/// The drop-tail limit.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct QueueLimit {
-    /// At most this many packets (if set).
-    pub packets: Option<u64>,
-    /// At most this many bytes (if set) — but a queue holding fewer than
-    /// `floor_packets` packets always accepts one more.
-    pub bytes: Option<u64>,
-    /// The floor (BDP-sized queues).
-    pub floor_packets: u64,
-}
-
-impl QueueLimit {
-    fn admits(&self, packets: u64, bytes: u64, size: u32) -> bool {
-        if let Some(p) = self.packets {
-            return packets < p;
-        }
-        if let Some(b) = self.bytes {
-            return packets < self.floor_packets || bytes + u64::from(size) <= b;
-        }
-        true
-    }
-}
-
 /// One direction of a point-to-point link.
 #[derive(Debug)]
 pub struct PointToPoint {
     server: Server,
     delay_ns: u64,
-    limit: QueueLimit,
-    queue: VecDeque<Packet>,
-    queued_bytes: u64,
+    queue: DropTailQueue,
     /// Rate server: the packet being serialized and when it finishes.
     in_service: Option<(Packet, u64)>,
     /// Trace server: the next opportunity index, bytes left in the
@@ -169,9 +144,7 @@ impl PointToPoint {
         PointToPoint {
             server,
             delay_ns,
-            limit,
-            queue: VecDeque::new(),
-            queued_bytes: 0,
+            queue: DropTailQueue::new(limit),
             in_service: None,
             next_opp: 0,
             opp_left: 0,
@@ -180,16 +153,6 @@ impl PointToPoint {
             outages,
             stats: LinkStats::default(),
         }
-    }
-
-    fn pop_head(&mut self, out: &mut LinkOutput) -> Option<Packet> {
-        let mut p = self.queue.pop_front()?;
-        self.queued_bytes -= u64::from(p.wire_bytes);
-        if p.forward && p.is_data && !p.left_first_hop {
-            out.processed.push((p.flow, p.wire_bytes));
-        }
-        p.left_first_hop = true;
-        Some(p)
     }
 
     /// A packet finished transmission at `t`: lose it or send it on.
@@ -222,7 +185,7 @@ impl PointToPoint {
             if self.queue.is_empty() || self.outages.is_down(t) {
                 return;
             }
-            let Some(p) = self.pop_head(out) else { return };
+            let Some(p) = self.queue.pop(out) else { return };
             let tx_ns = (u64::from(p.wire_bytes) * 8 * 1_000_000_000).div_ceil(rate_bps);
             self.in_service = Some((p, t + tx_ns.max(1)));
         }
@@ -253,7 +216,7 @@ impl PointToPoint {
                 self.head_sent += used;
                 if self.head_sent == head.wire_bytes {
                     self.head_sent = 0;
-                    if let Some(p) = self.pop_head(out) {
+                    if let Some(p) = self.queue.pop(out) {
                         self.finish(t, p, out);
                     }
                 }
@@ -267,14 +230,9 @@ impl PointToPoint {
 
 impl LinkModel for PointToPoint {
     fn enqueue(&mut self, now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)> {
-        if !self
-            .limit
-            .admits(self.queue.len() as u64, self.queued_bytes, pkt.wire_bytes)
-        {
-            self.stats.queue_drops += 1;
-            return Err((pkt, DropReason::QueueFull));
-        }
-        if self.queue.is_empty() {
+        let was_empty = self.queue.is_empty();
+        self.queue.push(pkt, &mut self.stats)?;
+        if was_empty {
             if let Server::Trace(t) = &self.server {
                 // Opportunities that passed while the queue was empty were wasted.
                 let first = t.first_at_or_after(now);
@@ -285,10 +243,6 @@ impl LinkModel for PointToPoint {
                 }
             }
         }
-        self.queued_bytes += u64::from(pkt.wire_bytes);
-        self.queue.push_back(pkt);
-        self.stats.enqueued_packets += 1;
-        self.stats.max_queue_packets = self.stats.max_queue_packets.max(self.queue.len() as u64);
         Ok(())
     }
 
@@ -335,7 +289,7 @@ impl LinkModel for PointToPoint {
     }
 
     fn backlog(&self) -> (u64, u64) {
-        (self.queue.len() as u64, self.queued_bytes)
+        self.queue.backlog()
     }
 
     fn stats(&self) -> &LinkStats {

@@ -11,6 +11,7 @@ pub mod mmwave_link;
 pub mod mobility;
 pub mod outage;
 pub mod packet;
+pub mod queue;
 pub mod routing;
 pub mod trace;
 pub mod vehicles;
