@@ -1,11 +1,6 @@
-//! Links: the [`LinkModel`] trait the engine drives, and [`PointToPoint`],
-//! one direction of a wired (or trace-driven) point-to-point link.
-//!
-//! A link model takes packets at a time (`enqueue`: accepted or dropped
-//! with a reason), says when it next has something to do (`next_wake`)
-//! and, when advanced to that time, reports what left the queue, what was
-//! lost on the channel and what arrives at the far end (and when). A
-//! shared wireless medium implements the same trait beside this one.
+//! [`PointToPoint`], one direction of a wired (or trace-driven)
+//! point-to-point link, a [`LinkModel`] (defined in `world::link_model`,
+//! re-exported here with its values).
 //!
 //! [`PointToPoint`] is a drop-tail FIFO served either at a fixed rate
 //! (a packet's serialization takes `wire_bytes · 8 / rate`) or by a
@@ -16,6 +11,7 @@
 //! transmission; a packet finishing inside an outage is lost; during an
 //! outage nothing starts transmission and the queue holds.
 
+pub use super::link_model::{DropReason, LinkModel, LinkOutput, LinkStats};
 use super::loss::LossModel;
 use super::outage::Outages;
 use super::packet::Packet;
@@ -23,87 +19,6 @@ use super::queue::DropTailQueue;
 pub use super::queue::QueueLimit;
 use super::trace::{MahimahiTrace, OPPORTUNITY_BYTES};
 use std::sync::Arc;
-
-/// Why a packet was dropped.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DropReason {
-    /// The drop-tail queue was full.
-    QueueFull,
-    /// The channel lost it (loss model).
-    Channel,
-    /// It was on the wire when the link went down.
-    Outage,
-    /// No route to its destination.
-    NoRoute,
-}
-
-impl DropReason {
-    /// Whether this is a queue drop (else a channel-side drop).
-    pub fn is_queue(self) -> bool {
-        matches!(self, DropReason::QueueFull)
-    }
-    /// A short name for tables.
-    pub fn name(self) -> &'static str {
-        match self {
-            DropReason::QueueFull => "queue",
-            DropReason::Channel => "channel",
-            DropReason::Outage => "outage",
-            DropReason::NoRoute => "no_route",
-        }
-    }
-}
-
-/// What a link did while advancing.
-#[derive(Debug, Default)]
-pub struct LinkOutput {
-    /// Packets that reached their `next_hop` node, with arrival times, ns.
-    pub delivered: Vec<(u64, Packet)>,
-    /// Packets lost on the channel or to an outage.
-    pub dropped: Vec<(Packet, DropReason)>,
-    /// (flow, wire bytes) of forward DATA packets that left their
-    /// sender's first-hop queue (seed 001's "processed load").
-    pub processed: Vec<(usize, u32)>,
-    /// Link-layer hints for a flow's sender: (deliver at ns, flow, hint).
-    /// Wireless channels emit them; the engine hands each to the flow's
-    /// client endpoint (`Endpoint::link_hint`) at that time.
-    pub hints: Vec<(u64, usize, peregrine_cc::LinkHint)>,
-}
-
-/// Counters of one link direction.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LinkStats {
-    /// Packets accepted into the queue.
-    pub enqueued_packets: u64,
-    /// Packets dropped by the full queue.
-    pub queue_drops: u64,
-    /// Packets lost on the channel.
-    pub channel_drops: u64,
-    /// Packets lost to outages.
-    pub outage_drops: u64,
-    /// Packets delivered to the far end.
-    pub delivered_packets: u64,
-    /// Wire bytes delivered.
-    pub delivered_bytes: u64,
-    /// Largest queue seen, packets.
-    pub max_queue_packets: u64,
-    /// Trace opportunities wasted on an empty queue (trace links).
-    pub wasted_opportunities: u64,
-}
-
-/// A link direction as the engine sees it.
-pub trait LinkModel {
-    /// Offer `pkt` at `now` (ns): queued, or handed back with the reason.
-    fn enqueue(&mut self, now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)>;
-    /// The next instant (≥ `now`) at which [`advance`](Self::advance) has
-    /// work, if any.
-    fn next_wake(&mut self, now: u64) -> Option<u64>;
-    /// Do everything due at or before `now`.
-    fn advance(&mut self, now: u64, out: &mut LinkOutput);
-    /// Packets and bytes waiting in the queue.
-    fn backlog(&self) -> (u64, u64);
-    /// Counters.
-    fn stats(&self) -> &LinkStats;
-}
 
 /// How a direction serves its queue.
 #[derive(Debug)]

@@ -5,6 +5,7 @@
 pub mod channel;
 pub mod geom;
 pub mod link;
+pub mod link_model;
 pub mod loss;
 pub mod medium;
 pub mod mmwave_link;
