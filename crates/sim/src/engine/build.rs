@@ -273,7 +273,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         link_samples: (0..link_names.len()).map(|_| Vec::new()).collect(),
         link_names,
         wireless,
-        now: 0,
+        now: peregrine_cc::Time::ZERO,
     })
 }
 

@@ -140,7 +140,8 @@ pub(crate) struct Sim {
     link_samples: Vec<Vec<crate::metrics::output::LinkSample>>,
     /// The wireless world, if the scenario has one.
     wireless: Option<wireless::Wireless>,
-    now: u64,
+    /// The engine's clock: the instant of the event being handled.
+    now: Time,
 }
 
 fn addr(node: usize, port: u16) -> SocketAddr {
@@ -190,7 +191,7 @@ impl Sim {
                 last_t = t;
                 same_t = 0;
             }
-            self.now = t;
+            self.now = Time::from_nanos(t);
             match ev {
                 Ev::FlowStart(f) => self.start_flow(f)?,
                 Ev::Timer(s) => {
@@ -240,12 +241,12 @@ impl Sim {
                 }
             }
         }
-        self.now = self.end_ns;
+        self.now = Time::from_nanos(self.end_ns);
         Ok(self.queue.processed())
     }
 
     fn start_flow(&mut self, f: usize) -> Result<(), SimError> {
-        let now = Time::from_nanos(self.now);
+        let now = self.now;
         let (c, srv) = (self.flows[f].client, self.flows[f].server);
         let remote = addr(self.slots[srv].node, self.slots[srv].port);
         let h = self.slots[c]
@@ -262,7 +263,7 @@ impl Sim {
         self.flows[f].started = true;
         let apps = self.flows[f].apps.clone();
         for a in apps {
-            let at = self.apps[a].start_ns.max(self.now);
+            let at = self.apps[a].start_ns.max(self.now.as_nanos());
             self.queue.push(at, Ev::App(a));
         }
         self.service(c)
@@ -271,7 +272,7 @@ impl Sim {
     /// Drain an endpoint after an input: applications top up, datagrams
     /// go out, events are read, the timer is re-armed.
     fn service(&mut self, s: usize) -> Result<(), SimError> {
-        let now = Time::from_nanos(self.now);
+        let now = self.now;
         let flow = self.slots[s].flow;
         if self.slots[s].client && self.flows[flow].started {
             self.top_up(flow);
@@ -313,7 +314,7 @@ impl Sim {
                 }
             }
         }
-        let now_ns = self.now;
+        let now_ns = self.now.as_nanos();
         let next = self.slots[s]
             .ep
             .poll_timeout()
@@ -336,10 +337,11 @@ impl Sim {
         let c = self.flows[flow].client;
         for i in 0..self.flows[flow].apps.len() {
             let a = self.flows[flow].apps[i];
-            if !self.apps[a].app.is_buffer_filling() || self.apps[a].start_ns > self.now {
+            if !self.apps[a].app.is_buffer_filling() || self.apps[a].start_ns > self.now.as_nanos()
+            {
                 continue;
             }
-            while let Some(offer) = self.apps[a].app.top_up(self.now) {
+            while let Some(offer) = self.apps[a].app.top_up(self.now.as_nanos()) {
                 if !self.send(c, h, a, offer) {
                     break;
                 }
@@ -350,7 +352,7 @@ impl Sim {
 
     /// Queue one message of app `a`; whether the transport took it.
     fn send(&mut self, c: usize, h: ConnectionHandle, a: usize, offer: Offer) -> bool {
-        let now = Time::from_nanos(self.now);
+        let now = self.now;
         let (stream, si, flow) = (
             self.apps[a].stream,
             self.apps[a].stream_index,
@@ -362,7 +364,7 @@ impl Sim {
         }
         let deadline = self.apps[a]
             .deadline_ns
-            .map(|d| Time::from_nanos(self.now + d));
+            .map(|d| Time::from_nanos(self.now.as_nanos() + d));
         match self.slots[c].ep.send_message_with_deadline(
             h,
             now,
@@ -371,8 +373,10 @@ impl Sim {
             deadline,
         ) {
             Ok(id) => {
-                self.in_flight_msgs
-                    .insert((flow, id.stream, id.number), (self.now, offer.bytes));
+                self.in_flight_msgs.insert(
+                    (flow, id.stream, id.number),
+                    (self.now.as_nanos(), offer.bytes),
+                );
                 let sm = &mut self.metrics[flow].streams[si];
                 sm.messages_sent += 1;
                 sm.bytes_sent += u64::from(offer.bytes);
@@ -393,7 +397,7 @@ impl Sim {
         };
         let mut offers = std::mem::take(&mut self.offers);
         offers.clear();
-        let next = self.apps[a].app.fire(self.now, &mut offers);
+        let next = self.apps[a].app.fire(self.now.as_nanos(), &mut offers);
         for o in offers.iter() {
             // A timed application whose message the transport refuses
             // (buffer full) loses that message: it does not wait.
@@ -410,7 +414,9 @@ impl Sim {
         let flow = self.slots[s].flow;
         match ev {
             Event::Connected if self.slots[s].client => {
-                self.metrics[flow].connected_ns.get_or_insert(self.now);
+                self.metrics[flow]
+                    .connected_ns
+                    .get_or_insert(self.now.as_nanos());
             }
             Event::MessageReceived { id, bytes, .. } => {
                 let m = &mut self.metrics[flow];
@@ -419,7 +425,7 @@ impl Sim {
                 if let Some((queued, size)) =
                     self.in_flight_msgs.remove(&(flow, id.stream, id.number))
                 {
-                    let lat = self.now - queued;
+                    let lat = self.now.as_nanos() - queued;
                     if let Some(si) = m.streams.iter().position(|x| x.id == id.stream) {
                         let sm = &mut m.streams[si];
                         sm.messages_delivered += 1;
@@ -430,7 +436,7 @@ impl Sim {
                                 self.apps[a].stream == id.stream && self.apps[a].app.is_done()
                             });
                             if done {
-                                sm.completed_ns = Some(self.now);
+                                sm.completed_ns = Some(self.now.as_nanos());
                             }
                         }
                     }
@@ -462,17 +468,17 @@ impl Sim {
         if node == pkt.dst {
             // Loopback: deliver at once.
             let slot = self.store_packet(pkt);
-            self.queue.push(self.now, Ev::Arrive(node, slot));
+            self.queue.push(self.now.as_nanos(), Ev::Arrive(node, slot));
             return;
         }
-        let Some(hop) = self.router.next_hop(self.now, node, pkt.dst) else {
+        let Some(hop) = self.router.next_hop(self.now.as_nanos(), node, pkt.dst) else {
             self.drop_packet(&pkt, DropReason::NoRoute);
             return;
         };
         let l = hop.link;
         let mut pkt = pkt;
         pkt.next_hop = hop.node;
-        match self.links[l].enqueue(self.now, pkt) {
+        match self.links[l].enqueue(self.now.as_nanos(), pkt) {
             Ok(()) => self.advance_link(l),
             Err((p, reason)) => self.drop_packet(&p, reason),
         }
@@ -489,7 +495,7 @@ impl Sim {
 
     fn advance_link(&mut self, l: usize) {
         let mut out = std::mem::take(&mut self.out);
-        self.links[l].advance(self.now, &mut out);
+        self.links[l].advance(self.now.as_nanos(), &mut out);
         for (flow, bytes) in out.processed.drain(..) {
             self.metrics[flow].c.processed_bytes += u64::from(bytes);
         }
@@ -503,10 +509,10 @@ impl Sim {
         }
         for (at, flow, hint) in out.hints.drain(..) {
             self.queue
-                .push(at.max(self.now), Ev::Hint(flow, Box::new(hint)));
+                .push(at.max(self.now.as_nanos()), Ev::Hint(flow, Box::new(hint)));
         }
         self.out = out;
-        if let Some(w) = self.links[l].next_wake(self.now) {
+        if let Some(w) = self.links[l].next_wake(self.now.as_nanos()) {
             if self.link_wake[l] != Some(w) {
                 self.link_wake[l] = Some(w);
                 self.queue.push(w, Ev::LinkWake(l));
@@ -525,14 +531,14 @@ impl Sim {
         if pkt.forward && pkt.is_data {
             self.metrics[pkt.flow].on_data_received(
                 pkt.created.as_nanos(),
-                self.now,
+                self.now.as_nanos(),
                 pkt.wire_bytes,
             );
         }
         let from = addr(pkt.src, pkt.src_port);
         self.slots[s]
             .ep
-            .handle_datagram(Time::from_nanos(self.now), from, None, &mut pkt.payload);
+            .handle_datagram(self.now, from, None, &mut pkt.payload);
         self.service(s)
     }
 
@@ -540,7 +546,7 @@ impl Sim {
         for (l, link) in self.links.iter().enumerate() {
             let (packets, bytes) = link.backlog();
             self.link_samples[l].push(crate::metrics::output::LinkSample {
-                time_ns: self.now,
+                time_ns: self.now.as_nanos(),
                 backlog_packets: packets,
                 backlog_bytes: bytes,
                 stats: link.stats().clone(),
@@ -555,7 +561,7 @@ impl Sim {
             let (sum, n) = std::mem::take(&mut m.interval_delay);
             let cma = m.cwnd_cma();
             m.samples.push(FlowSample {
-                time_ns: self.now,
+                time_ns: self.now.as_nanos(),
                 delta,
                 cwnd_bytes: st.as_ref().map_or(0, |s| s.cwnd_bytes),
                 ssthresh_bytes: st.as_ref().and_then(|s| s.ssthresh_bytes),
@@ -572,7 +578,7 @@ impl Sim {
                 sm.series_bytes.push(sm.bytes_delivered);
             }
         }
-        let next = self.now + self.interval_ns;
+        let next = self.now.as_nanos() + self.interval_ns;
         if next <= self.end_ns {
             self.queue.push(next, Ev::Sample);
         }

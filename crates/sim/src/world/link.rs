@@ -1,11 +1,6 @@
-//! Links: the [`LinkModel`] trait the engine drives, and [`PointToPoint`],
-//! one direction of a wired (or trace-driven) point-to-point link.
-//!
-//! A link model takes packets at a time (`enqueue`: accepted or dropped
-//! with a reason), says when it next has something to do (`next_wake`)
-//! and, when advanced to that time, reports what left the queue, what was
-//! lost on the channel and what arrives at the far end (and when). A
-//! shared wireless medium implements the same trait beside this one.
+//! [`PointToPoint`], one direction of a wired (or trace-driven)
+//! point-to-point link, a [`LinkModel`] (defined in `world::link_model`,
+//! re-exported here with its values).
 //!
 //! [`PointToPoint`] is a drop-tail FIFO served either at a fixed rate
 //! (a packet's serialization takes `wire_bytes · 8 / rate`) or by a
@@ -16,93 +11,14 @@
 //! transmission; a packet finishing inside an outage is lost; during an
 //! outage nothing starts transmission and the queue holds.
 
+pub use super::link_model::{DropReason, LinkModel, LinkOutput, LinkStats};
 use super::loss::LossModel;
 use super::outage::Outages;
 use super::packet::Packet;
+use super::queue::DropTailQueue;
+pub use super::queue::QueueLimit;
 use super::trace::{MahimahiTrace, OPPORTUNITY_BYTES};
-use std::collections::VecDeque;
 use std::sync::Arc;
-
-/// Why a packet was dropped.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DropReason {
-    /// The drop-tail queue was full.
-    QueueFull,
-    /// The channel lost it (loss model).
-    Channel,
-    /// It was on the wire when the link went down.
-    Outage,
-    /// No route to its destination.
-    NoRoute,
-}
-
-impl DropReason {
-    /// Whether this is a queue drop (else a channel-side drop).
-    pub fn is_queue(self) -> bool {
-        matches!(self, DropReason::QueueFull)
-    }
-    /// A short name for tables.
-    pub fn name(self) -> &'static str {
-        match self {
-            DropReason::QueueFull => "queue",
-            DropReason::Channel => "channel",
-            DropReason::Outage => "outage",
-            DropReason::NoRoute => "no_route",
-        }
-    }
-}
-
-/// What a link did while advancing.
-#[derive(Debug, Default)]
-pub struct LinkOutput {
-    /// Packets that reached their `next_hop` node, with arrival times, ns.
-    pub delivered: Vec<(u64, Packet)>,
-    /// Packets lost on the channel or to an outage.
-    pub dropped: Vec<(Packet, DropReason)>,
-    /// (flow, wire bytes) of forward DATA packets that left their
-    /// sender's first-hop queue (seed 001's "processed load").
-    pub processed: Vec<(usize, u32)>,
-    /// Link-layer hints for a flow's sender: (deliver at ns, flow, hint).
-    /// Wireless channels emit them; the engine hands each to the flow's
-    /// client endpoint (`Endpoint::link_hint`) at that time.
-    pub hints: Vec<(u64, usize, peregrine_cc::LinkHint)>,
-}
-
-/// Counters of one link direction.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LinkStats {
-    /// Packets accepted into the queue.
-    pub enqueued_packets: u64,
-    /// Packets dropped by the full queue.
-    pub queue_drops: u64,
-    /// Packets lost on the channel.
-    pub channel_drops: u64,
-    /// Packets lost to outages.
-    pub outage_drops: u64,
-    /// Packets delivered to the far end.
-    pub delivered_packets: u64,
-    /// Wire bytes delivered.
-    pub delivered_bytes: u64,
-    /// Largest queue seen, packets.
-    pub max_queue_packets: u64,
-    /// Trace opportunities wasted on an empty queue (trace links).
-    pub wasted_opportunities: u64,
-}
-
-/// A link direction as the engine sees it.
-pub trait LinkModel {
-    /// Offer `pkt` at `now` (ns): queued, or handed back with the reason.
-    fn enqueue(&mut self, now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)>;
-    /// The next instant (≥ `now`) at which [`advance`](Self::advance) has
-    /// work, if any.
-    fn next_wake(&mut self, now: u64) -> Option<u64>;
-    /// Do everything due at or before `now`.
-    fn advance(&mut self, now: u64, out: &mut LinkOutput);
-    /// Packets and bytes waiting in the queue.
-    fn backlog(&self) -> (u64, u64);
-    /// Counters.
-    fn stats(&self) -> &LinkStats;
-}
 
 /// How a direction serves its queue.
 #[derive(Debug)]
@@ -113,38 +29,12 @@ pub enum Server {
     Trace(Arc<MahimahiTrace>),
 }
 
-/// The drop-tail limit.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct QueueLimit {
-    /// At most this many packets (if set).
-    pub packets: Option<u64>,
-    /// At most this many bytes (if set) — but a queue holding fewer than
-    /// `floor_packets` packets always accepts one more.
-    pub bytes: Option<u64>,
-    /// The floor (BDP-sized queues).
-    pub floor_packets: u64,
-}
-
-impl QueueLimit {
-    fn admits(&self, packets: u64, bytes: u64, size: u32) -> bool {
-        if let Some(p) = self.packets {
-            return packets < p;
-        }
-        if let Some(b) = self.bytes {
-            return packets < self.floor_packets || bytes + u64::from(size) <= b;
-        }
-        true
-    }
-}
-
 /// One direction of a point-to-point link.
 #[derive(Debug)]
 pub struct PointToPoint {
     server: Server,
     delay_ns: u64,
-    limit: QueueLimit,
-    queue: VecDeque<Packet>,
-    queued_bytes: u64,
+    queue: DropTailQueue,
     /// Rate server: the packet being serialized and when it finishes.
     in_service: Option<(Packet, u64)>,
     /// Trace server: the next opportunity index, bytes left in the
@@ -169,9 +59,7 @@ impl PointToPoint {
         PointToPoint {
             server,
             delay_ns,
-            limit,
-            queue: VecDeque::new(),
-            queued_bytes: 0,
+            queue: DropTailQueue::new(limit),
             in_service: None,
             next_opp: 0,
             opp_left: 0,
@@ -180,16 +68,6 @@ impl PointToPoint {
             outages,
             stats: LinkStats::default(),
         }
-    }
-
-    fn pop_head(&mut self, out: &mut LinkOutput) -> Option<Packet> {
-        let mut p = self.queue.pop_front()?;
-        self.queued_bytes -= u64::from(p.wire_bytes);
-        if p.forward && p.is_data && !p.left_first_hop {
-            out.processed.push((p.flow, p.wire_bytes));
-        }
-        p.left_first_hop = true;
-        Some(p)
     }
 
     /// A packet finished transmission at `t`: lose it or send it on.
@@ -222,7 +100,7 @@ impl PointToPoint {
             if self.queue.is_empty() || self.outages.is_down(t) {
                 return;
             }
-            let Some(p) = self.pop_head(out) else { return };
+            let Some(p) = self.queue.pop(out) else { return };
             let tx_ns = (u64::from(p.wire_bytes) * 8 * 1_000_000_000).div_ceil(rate_bps);
             self.in_service = Some((p, t + tx_ns.max(1)));
         }
@@ -253,7 +131,7 @@ impl PointToPoint {
                 self.head_sent += used;
                 if self.head_sent == head.wire_bytes {
                     self.head_sent = 0;
-                    if let Some(p) = self.pop_head(out) {
+                    if let Some(p) = self.queue.pop(out) {
                         self.finish(t, p, out);
                     }
                 }
@@ -267,14 +145,9 @@ impl PointToPoint {
 
 impl LinkModel for PointToPoint {
     fn enqueue(&mut self, now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)> {
-        if !self
-            .limit
-            .admits(self.queue.len() as u64, self.queued_bytes, pkt.wire_bytes)
-        {
-            self.stats.queue_drops += 1;
-            return Err((pkt, DropReason::QueueFull));
-        }
-        if self.queue.is_empty() {
+        let was_empty = self.queue.is_empty();
+        self.queue.push(pkt, &mut self.stats)?;
+        if was_empty {
             if let Server::Trace(t) = &self.server {
                 // Opportunities that passed while the queue was empty were wasted.
                 let first = t.first_at_or_after(now);
@@ -285,10 +158,6 @@ impl LinkModel for PointToPoint {
                 }
             }
         }
-        self.queued_bytes += u64::from(pkt.wire_bytes);
-        self.queue.push_back(pkt);
-        self.stats.enqueued_packets += 1;
-        self.stats.max_queue_packets = self.stats.max_queue_packets.max(self.queue.len() as u64);
         Ok(())
     }
 
@@ -335,7 +204,7 @@ impl LinkModel for PointToPoint {
     }
 
     fn backlog(&self) -> (u64, u64) {
-        (self.queue.len() as u64, self.queued_bytes)
+        self.queue.backlog()
     }
 
     fn stats(&self) -> &LinkStats {

@@ -33,10 +33,10 @@ use super::geom::Vec3;
 use super::link::{DropReason, LinkModel, LinkOutput, LinkStats};
 use super::mobility::Mobility;
 use super::packet::Packet;
+use super::queue::{DropTailQueue, QueueLimit};
 use super::routing::Routing;
 use peregrine_cc::Time;
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::rc::Rc;
 
 /// Counters of the wireless world.
@@ -207,9 +207,7 @@ impl Medium {
 pub struct WifiNic {
     node: usize,
     medium: SharedMedium,
-    limit_packets: u64,
-    queue: VecDeque<Packet>,
-    queued_bytes: u64,
+    queue: DropTailQueue,
     /// The frame on air: (packet, delivered, end of the exchange).
     on_air: Option<(Packet, bool, u64)>,
     stats: LinkStats,
@@ -221,9 +219,7 @@ impl WifiNic {
         WifiNic {
             node,
             medium,
-            limit_packets,
-            queue: VecDeque::new(),
-            queued_bytes: 0,
+            queue: DropTailQueue::new(QueueLimit::packets(limit_packets)),
             on_air: None,
             stats: LinkStats::default(),
         }
@@ -244,16 +240,8 @@ impl WifiNic {
 
 impl LinkModel for WifiNic {
     fn enqueue(&mut self, _now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)> {
-        let waiting = self.queue.len() as u64;
-        if waiting >= self.limit_packets {
-            self.stats.queue_drops += 1;
-            return Err((pkt, DropReason::QueueFull));
-        }
-        self.queued_bytes += u64::from(pkt.wire_bytes);
-        self.queue.push_back(pkt);
+        self.queue.push(pkt, &mut self.stats)?;
         self.medium.borrow_mut().backlog[self.node] += 1;
-        self.stats.enqueued_packets += 1;
-        self.stats.max_queue_packets = self.stats.max_queue_packets.max(self.queue.len() as u64);
         Ok(())
     }
 
@@ -282,14 +270,9 @@ impl LinkModel for WifiNic {
             if self.queue.is_empty() || self.medium.borrow().busy_until[self.node] > t {
                 return;
             }
-            let Some(mut p) = self.queue.pop_front() else {
+            let Some(p) = self.queue.pop(out) else {
                 return;
             };
-            self.queued_bytes -= u64::from(p.wire_bytes);
-            if p.forward && p.is_data && !p.left_first_hop {
-                out.processed.push((p.flow, p.wire_bytes));
-            }
-            p.left_first_hop = true;
             let (ok, end) =
                 self.medium
                     .borrow_mut()
@@ -299,7 +282,7 @@ impl LinkModel for WifiNic {
     }
 
     fn backlog(&self) -> (u64, u64) {
-        (self.queue.len() as u64, self.queued_bytes)
+        self.queue.backlog()
     }
 
     fn stats(&self) -> &LinkStats {

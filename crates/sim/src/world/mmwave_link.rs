@@ -12,9 +12,9 @@
 //! outage is lost when the outage starts (it was on the air when the beam
 //! broke). The packet then propagates for `delay`.
 
-use super::link::{DropReason, LinkModel, LinkOutput, LinkStats, QueueLimit};
+use super::link::{DropReason, LinkModel, LinkOutput, LinkStats};
 use super::packet::Packet;
-use std::collections::VecDeque;
+use super::queue::{DropTailQueue, QueueLimit};
 use std::sync::Arc;
 
 /// A capacity step function: `(from ns, bit/s)` in increasing time, the
@@ -96,9 +96,7 @@ impl CapacitySteps {
 pub struct MmWaveLink {
     capacity: Arc<CapacitySteps>,
     delay_ns: u64,
-    limit: QueueLimit,
-    queue: VecDeque<Packet>,
-    queued_bytes: u64,
+    queue: DropTailQueue,
     /// The packet on the air, when it finishes (or is lost), and whether
     /// an outage cuts it.
     in_service: Option<(Packet, u64, bool)>,
@@ -111,39 +109,16 @@ impl MmWaveLink {
         MmWaveLink {
             capacity,
             delay_ns,
-            limit,
-            queue: VecDeque::new(),
-            queued_bytes: 0,
+            queue: DropTailQueue::new(limit),
             in_service: None,
             stats: LinkStats::default(),
-        }
-    }
-
-    fn admits(&self, size: u32) -> bool {
-        if let Some(p) = self.limit.packets {
-            return (self.queue.len() as u64) < p;
-        }
-        match self.limit.bytes {
-            Some(b) => {
-                (self.queue.len() as u64) < self.limit.floor_packets
-                    || self.queued_bytes + u64::from(size) <= b
-            }
-            None => true,
         }
     }
 }
 
 impl LinkModel for MmWaveLink {
     fn enqueue(&mut self, _now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)> {
-        if !self.admits(pkt.wire_bytes) {
-            self.stats.queue_drops += 1;
-            return Err((pkt, DropReason::QueueFull));
-        }
-        self.queued_bytes += u64::from(pkt.wire_bytes);
-        self.queue.push_back(pkt);
-        self.stats.enqueued_packets += 1;
-        self.stats.max_queue_packets = self.stats.max_queue_packets.max(self.queue.len() as u64);
-        Ok(())
+        self.queue.push(pkt, &mut self.stats)
     }
 
     fn next_wake(&mut self, now: u64) -> Option<u64> {
@@ -179,14 +154,9 @@ impl LinkModel for MmWaveLink {
             if self.queue.is_empty() || rate == 0 {
                 return;
             }
-            let Some(mut p) = self.queue.pop_front() else {
+            let Some(p) = self.queue.pop(out) else {
                 return;
             };
-            self.queued_bytes -= u64::from(p.wire_bytes);
-            if p.forward && p.is_data && !p.left_first_hop {
-                out.processed.push((p.flow, p.wire_bytes));
-            }
-            p.left_first_hop = true;
             let tx_ns = (u64::from(p.wire_bytes) * 8 * 1_000_000_000)
                 .div_ceil(rate)
                 .max(1);
@@ -204,7 +174,7 @@ impl LinkModel for MmWaveLink {
     }
 
     fn backlog(&self) -> (u64, u64) {
-        (self.queue.len() as u64, self.queued_bytes)
+        self.queue.backlog()
     }
 
     fn stats(&self) -> &LinkStats {

@@ -5,12 +5,14 @@
 pub mod channel;
 pub mod geom;
 pub mod link;
+pub mod link_model;
 pub mod loss;
 pub mod medium;
 pub mod mmwave_link;
 pub mod mobility;
 pub mod outage;
 pub mod packet;
+pub mod queue;
 pub mod routing;
 pub mod trace;
 pub mod vehicles;

@@ -1,0 +1,122 @@
+//! The link model seam: [`LinkModel`], the trait every link direction
+//! implements (point-to-point and trace links in `world::link`, the 802.11
+//! interface in `world::medium`, the mmWave access link in
+//! `world::mmwave_link`), and the values it exchanges with its driver.
+//!
+//! A link model is a pure value in virtual time: it never reads a clock,
+//! sleeps or draws unseeded randomness. Its driver owns time and calls, in
+//! non-decreasing `now` (ns):
+//!
+//! 1. [`LinkModel::enqueue`] when a packet reaches the link (it is queued
+//!    in the link's [`DropTailQueue`](super::queue::DropTailQueue) or
+//!    handed back with the reason);
+//! 2. [`LinkModel::next_wake`] to learn the next instant the link has
+//!    work (the head's departure, the end of a transmission, the end of
+//!    an outage), `None` when idle;
+//! 3. [`LinkModel::advance`] at that instant (or any later one): the link
+//!    serves its queue up to `now` and reports, in a [`LinkOutput`], what
+//!    left, what was lost and what arrives at the far end and when.
+//!
+//! The simulator's engine is one driver (it turns `next_wake` into an
+//! event and the arrivals into events at the next hop). A real-time
+//! emulator is meant to be another: enqueue with the wall-clock time
+//! since its start in ns, sleep until `next_wake`, `advance`, then hold
+//! each delivered packet until its arrival time — the same model, the
+//! same seeds, the same drops as in the simulator.
+
+use super::packet::Packet;
+
+/// Why a packet was dropped.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DropReason {
+    /// The drop-tail queue was full.
+    QueueFull,
+    /// The channel lost it (loss model).
+    Channel,
+    /// It was on the wire when the link went down.
+    Outage,
+    /// No route to its destination.
+    NoRoute,
+}
+
+impl DropReason {
+    /// Whether this is a queue drop (else a channel-side drop).
+    pub fn is_queue(self) -> bool {
+        matches!(self, DropReason::QueueFull)
+    }
+    /// A short name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::QueueFull => "queue",
+            DropReason::Channel => "channel",
+            DropReason::Outage => "outage",
+            DropReason::NoRoute => "no_route",
+        }
+    }
+}
+
+/// What a link did while advancing.
+#[derive(Debug, Default)]
+pub struct LinkOutput {
+    /// Packets that reached their `next_hop` node, with arrival times, ns.
+    pub delivered: Vec<(u64, Packet)>,
+    /// Packets lost on the channel or to an outage.
+    pub dropped: Vec<(Packet, DropReason)>,
+    /// (flow, wire bytes) of forward DATA packets that left their
+    /// sender's first-hop queue (seed 001's "processed load").
+    pub processed: Vec<(usize, u32)>,
+    /// Link-layer hints for a flow's sender: (deliver at ns, flow, hint).
+    /// Wireless channels emit them; the engine hands each to the flow's
+    /// client endpoint (`Endpoint::link_hint`) at that time.
+    pub hints: Vec<(u64, usize, peregrine_cc::LinkHint)>,
+}
+
+/// Counters of one link direction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Packets accepted into the queue.
+    pub enqueued_packets: u64,
+    /// Packets dropped by the full queue.
+    pub queue_drops: u64,
+    /// Packets lost on the channel.
+    pub channel_drops: u64,
+    /// Packets lost to outages.
+    pub outage_drops: u64,
+    /// Packets delivered to the far end.
+    pub delivered_packets: u64,
+    /// Wire bytes delivered.
+    pub delivered_bytes: u64,
+    /// Largest queue seen, packets.
+    pub max_queue_packets: u64,
+    /// Trace opportunities wasted on an empty queue (trace links).
+    pub wasted_opportunities: u64,
+}
+
+/// One direction of a link, as a driver (the simulator's engine, or a
+/// real-time emulator) runs it. Every `now` is in ns since the start of
+/// the run and never decreases from one call to the next.
+///
+/// Implementations keep their queue in a
+/// [`DropTailQueue`](super::queue::DropTailQueue), draw channel loss from
+/// [`LossModel`](super::loss::LossModel) and outages from
+/// [`Outages`](super::outage::Outages) (or a recorded channel), each with
+/// its own seeded generator, so a run depends only on the seed.
+pub trait LinkModel {
+    /// Offer `pkt` at `now`: queued, or handed back with the reason
+    /// (the queue was full). O(1) amortized in the links here.
+    fn enqueue(&mut self, now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)>;
+    /// The next instant (≥ `now`) at which [`advance`](Self::advance) has
+    /// work — the next departure or end of transmission — or `None` when
+    /// the link is idle until the next `enqueue`. O(1) amortized (an
+    /// outage or a trace gap is skipped in one step).
+    fn next_wake(&mut self, now: u64) -> Option<u64>;
+    /// Do everything due at or before `now`, appending to `out` what left
+    /// the queue, what was lost and what arrives at the far end (with
+    /// its arrival time, which may be later than `now`). O(packets
+    /// served).
+    fn advance(&mut self, now: u64, out: &mut LinkOutput);
+    /// Packets and bytes waiting in the queue. O(1).
+    fn backlog(&self) -> (u64, u64);
+    /// Counters. O(1).
+    fn stats(&self) -> &LinkStats;
+}
