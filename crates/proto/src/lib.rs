@@ -96,19 +96,23 @@
 //! [`rng`] is the core's one random source, a SplitMix64 seeded by whoever
 //! creates the endpoint, so every run is reproducible.
 //!
-//! ## `harness`: bad links in memory
+//! ## `harness`: bad links in memory (feature `harness`)
 //!
-//! [`harness`] runs any number of [`SansIo`] participants in virtual time
+//! `harness` (behind the non-default Cargo feature `harness`) runs any number of [`SansIo`] participants in virtual time
 //! over seeded, impaired one-way pipes (rate and drop-tail queue, delay,
 //! jitter, reordering, Bernoulli and Gilbert-Elliott loss, duplication,
-//! corruption, outages). Same seed, same run, bit for bit. Tests, the
-//! benchmark and simple simulations drive the protocol through it.
+//! corruption, outages). Same seed, same run, bit for bit. It is test
+//! tooling — it panics on misuse and needs `serde`, `rand` and
+//! `rand_distr` — so the normal build leaves it out; this crate's
+//! integration tests and benches turn it on through a dev-dependency on
+//! the crate itself.
 
 #![warn(missing_docs)]
 
 pub mod connection;
 pub mod crypto;
 pub mod endpoint;
+#[cfg(feature = "harness")]
 pub mod harness;
 pub mod io;
 pub mod multicast;

@@ -2,7 +2,9 @@
 //! endpoints, virtual time, one-way delay, an optional serialisation rate
 //! per direction, seeded Bernoulli loss and a per-packet hook that may drop
 //! or CE-mark a datagram. (The reusable impairment harness is
-//! `crate::harness`, written separately; this one only serves these tests.)
+//! `crate::harness`, behind the feature `harness`; this one only serves
+//! these unit tests, several of which read private state — the endpoint's
+//! `connections`, `send_helpers` — and so cannot yet move to `tests/`.)
 
 use crate::connection::Event;
 use crate::endpoint::{ConnectionHandle, Endpoint};
