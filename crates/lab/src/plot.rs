@@ -115,6 +115,7 @@ pub fn lab_trajectory(trace: &LabTrace, cfg: &LabConfig, file: &Path) -> anyhow:
     Ok(())
 }
 
-fn to_anyhow<E: std::fmt::Display>(e: E) -> anyhow::Error {
+/// A plotters error as an `anyhow` error (shared by every chart here).
+pub(crate) fn to_anyhow<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow::anyhow!("plotting failed: {e}")
 }

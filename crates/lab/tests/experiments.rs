@@ -78,22 +78,6 @@ fn quic_sched_tiny_gives_table1_and_is_deterministic() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-const FANET_CONTROLLERS: [&str; 13] = [
-    "newreno",
-    "hybla",
-    "highspeed",
-    "htcp",
-    "vegas",
-    "scalable",
-    "veno",
-    "bic",
-    "yeah",
-    "cubic",
-    "westwood",
-    "illinois",
-    "shtcp",
-];
-
 #[test]
 fn fanet_small_gives_every_controller_and_the_report() {
     let dir = tempdir("fanet");
@@ -108,8 +92,8 @@ fn fanet_small_gives_every_controller_and_the_report() {
     assert_eq!(o.runs, 26);
     assert!(o.console.contains("26 runs"), "{}", o.console);
     let s = &o.summary;
-    assert_eq!(s.controllers.keys().collect::<Vec<_>>(), FANET_CONTROLLERS);
-    assert_eq!(s.ci95.keys().collect::<Vec<_>>(), FANET_CONTROLLERS);
+    assert_eq!(s.controllers.keys().collect::<Vec<_>>(), fanet::CONTROLLERS);
+    assert_eq!(s.ci95.keys().collect::<Vec<_>>(), fanet::CONTROLLERS);
     for (c, m) in s.controllers.iter() {
         let pdr = m.pdr.expect("pdr");
         assert!(pdr > 0.0 && pdr <= 1.0, "{c}: pdr {pdr}");

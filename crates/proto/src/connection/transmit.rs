@@ -149,10 +149,8 @@ impl Connection {
         }
         if self.recv.ack_due(now) {
             let pn = self.recovery.take_pn();
-            let frequency = self
-                .ack_policy
-                .section()
-                .filter(|_| self.config.request_ack_frequency);
+            // Only ever set when `request_ack_frequency` is on.
+            let frequency = self.ack_policy.section();
             let room =
                 usize::from(self.packet_size).saturating_sub(HEADER_LEN + AckPayload::FIXED_LEN);
             // Credits first (a handful of streams), ranges in the rest.

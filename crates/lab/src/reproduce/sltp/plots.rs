@@ -5,6 +5,7 @@
 //! logarithmic: sizes span 1 KiB to 1 MiB and times three decades.
 
 use super::report::{Results, Transport};
+use crate::plot::to_anyhow;
 use anyhow::Context;
 use plotters::prelude::*;
 use std::path::Path;
@@ -190,8 +191,4 @@ fn draw(file: &Path, title: &str, y_desc: &str, series: Vec<Series>) -> anyhow::
     root.present()
         .with_context(|| format!("cannot write {}", file.display()))?;
     Ok(())
-}
-
-fn to_anyhow<E: std::fmt::Display>(e: E) -> anyhow::Error {
-    anyhow::anyhow!("plotting failed: {e}")
 }

@@ -140,21 +140,10 @@ impl AckPayload {
     }
 
     fn walk(&self, mut visit: impl FnMut(u64, u64)) -> Result<()> {
-        let mut hi = self.largest_acked;
-        let mut lo = hi
-            .checked_sub(self.first_range.into())
-            .ok_or(WireError::AckRangeUnderflow { range: 0 })?;
-        visit(lo, hi);
-        for (i, r) in self.ranges.iter().enumerate() {
-            let err = WireError::AckRangeUnderflow { range: i + 1 };
-            hi = lo
-                .checked_sub(u64::from(r.gap))
-                .and_then(|v| v.checked_sub(2))
-                .ok_or(err.clone())?;
-            lo = hi.checked_sub(r.length.into()).ok_or(err)?;
+        self.for_each_range(|lo, hi| {
             visit(lo, hi);
-        }
-        Ok(())
+            true
+        })
     }
 
     /// Decodes the whole of `bytes`.
