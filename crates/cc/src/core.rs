@@ -6,11 +6,13 @@
 //! to bytes.
 
 use crate::types::{AckSample, CaState, PathInfo, SSTHRESH_INF};
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 /// How the window evolves during fast recovery (cc-spec §3.1).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum RecoveryMode {
     /// Proportional Rate Reduction (RFC 6937, kernel): the default.
     #[default]
@@ -20,8 +22,9 @@ pub enum RecoveryMode {
 }
 
 /// Settings shared by every controller: the [PROJECT CHOICE]s of the core.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct CoreConfig {
     /// Initial window in segments (RFC 6928: 10).
     pub initial_window_segs: u32,

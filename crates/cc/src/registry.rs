@@ -13,6 +13,7 @@ use crate::algos::{
     vegas::VegasConfig, veno::VenoConfig, westwood::WestwoodConfig, yeah::YeahConfig,
 };
 use crate::controller::CongestionController;
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 /// Every registered controller name, in the project's canonical order.
@@ -45,8 +46,9 @@ pub struct UnknownController {
 
 /// One controller and its parameters. In TOML:
 /// `algorithm = "cubic"` plus the algorithm's fields.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "algorithm", rename_all = "lowercase")]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "algorithm", rename_all = "lowercase"))]
 #[allow(missing_docs)] // each variant is named after its algorithm
 pub enum CcConfig {
     NewReno(NewRenoConfig),

@@ -7,6 +7,7 @@
 //! unacknowledged and the next packet number to be sent.
 
 use crate::Time;
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -15,7 +16,8 @@ pub const SSTHRESH_INF: u32 = 0x7fff_ffff;
 
 /// The connection's congestion state (kernel `TCP_CA_*`, cc-spec §2.2).
 /// Ordered as the kernel orders them: `Open < Disorder < Cwr < Recovery < Loss`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub enum CaState {
     /// No loss or reordering outstanding.
     Open,
@@ -158,7 +160,8 @@ pub struct AckSample {
 }
 
 /// Kind of a congestion signal.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub enum CongestionKind {
     /// A packet was declared lost.
     Loss,
@@ -182,7 +185,8 @@ pub struct CongestionEvent {
 }
 
 /// What the controller tells the connection to do with a congestion signal.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub enum CongestionResponse {
     /// Reduce the window (every algorithm; the normal answer).
     Reduce,
@@ -192,8 +196,9 @@ pub enum CongestionResponse {
 }
 
 /// Kind of a link-layer hint (cc-spec §2.4).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum LinkHintKind {
     /// Line of sight lost to an obstacle.
     Blockage,

@@ -29,6 +29,7 @@ use crate::core::{Core, CoreConfig};
 use crate::policy::{CcPolicy, PolicyController};
 use crate::types::{AckSample, CaState, PathInfo};
 use crate::Time;
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -42,8 +43,9 @@ const BETA_SCALE: u64 = 1024;
 const CNT_CAP_BEFORE_LOSS: u32 = 20;
 
 /// BIC settings (defaults = cc-spec §3.8, kernel values).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct BicConfig {
     /// Shared core settings.
     pub core: CoreConfig,

@@ -44,11 +44,13 @@ use crate::core::{Core, CoreConfig};
 use crate::policy::{CcPolicy, PolicyController};
 use crate::rate::SeqRound;
 use crate::types::{AckSample, CaState, CwndEvent, PathInfo};
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 /// Compound TCP settings (cc-spec §3.13).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct CompoundConfig {
     /// Shared core settings.
     pub core: CoreConfig,

@@ -25,12 +25,14 @@
 use crate::core::{Core, CoreConfig};
 use crate::policy::{CcPolicy, PolicyController};
 use crate::types::{AckSample, PathInfo};
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 /// One row of the AIMD table: windows up to `max_cwnd_segs` use
 /// `a = row index + 1` and `b = md_256 / 256`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct AimdRow {
     /// Upper window bound of the row, segments.
     pub max_cwnd_segs: u32,
@@ -125,8 +127,9 @@ pub const AIMD_TABLE: [AimdRow; 72] = [
 const RENO_ROW: AimdRow = row(u32::MAX, 128);
 
 /// HighSpeed settings (defaults = cc-spec §3.3, kernel values).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct HighSpeedConfig {
     /// Shared core settings.
     pub core: CoreConfig,

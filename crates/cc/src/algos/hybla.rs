@@ -29,6 +29,7 @@
 use crate::core::{Core, CoreConfig};
 use crate::policy::{CcPolicy, PolicyController};
 use crate::types::{AckSample, CaState, PathInfo};
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -36,8 +37,9 @@ use std::time::Duration;
 pub const FRACTIONS: [u32; 8] = [128, 139, 152, 165, 181, 197, 215, 234];
 
 /// Hybla settings (defaults = cc-spec §3.2, kernel values).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct HyblaConfig {
     /// Shared core settings.
     pub core: CoreConfig,

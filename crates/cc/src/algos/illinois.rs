@@ -30,6 +30,7 @@ use crate::core::{Core, CoreConfig};
 use crate::policy::{CcPolicy, PolicyController};
 use crate::rate::SeqRound;
 use crate::types::{AckSample, CaState, PathInfo};
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 /// Kernel fixed-point scale of α (`ALPHA_SHIFT = 7`).
@@ -38,8 +39,9 @@ const ALPHA_SCALE: f64 = 128.0;
 const BETA_SCALE: f64 = 64.0;
 
 /// TCP Illinois settings (cc-spec §3.12).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct IllinoisConfig {
     /// Shared core settings.
     pub core: CoreConfig,

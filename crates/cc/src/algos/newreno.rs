@@ -11,11 +11,13 @@
 use crate::core::{Core, CoreConfig};
 use crate::policy::{CcPolicy, PolicyController};
 use crate::types::{AckSample, PathInfo};
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 /// What `ssthresh` halves on a congestion event.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum SsthreshBasis {
     /// `cwnd / 2` (kernel; default).
     #[default]
@@ -25,8 +27,9 @@ pub enum SsthreshBasis {
 }
 
 /// NewReno settings.
-#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct NewRenoConfig {
     /// Shared core settings.
     pub core: CoreConfig,

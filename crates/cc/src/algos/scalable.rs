@@ -18,11 +18,13 @@
 use crate::core::{Core, CoreConfig};
 use crate::policy::{CcPolicy, PolicyController};
 use crate::types::{AckSample, PathInfo};
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 /// Scalable TCP settings (defaults = cc-spec §3.6, kernel values).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct ScalableConfig {
     /// Shared core settings.
     pub core: CoreConfig,

@@ -46,12 +46,14 @@ use crate::algos::htcp::{
 };
 use crate::core::CoreConfig;
 use crate::policy::PolicyController;
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Unit of RTT_min in S-HTCP's exponent (U1).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum RttUnit {
     /// Milliseconds (default): the λ2 term damps growth on long paths.
     #[default]
@@ -61,8 +63,9 @@ pub enum RttUnit {
 }
 
 /// Which formula gives α_S.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum AlphaForm {
     /// H-TCP's α (`2(1−β)·α_Δ`, Δ_L branch, optional RTT scaling) times the exponential.
     #[default]
@@ -72,8 +75,9 @@ pub enum AlphaForm {
 }
 
 /// Which β enters `2(1−β)` in the `htcp_scaled` α (U4).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum AlphaBeta {
     /// H-TCP's adaptive β (default).
     #[default]
@@ -83,8 +87,9 @@ pub enum AlphaBeta {
 }
 
 /// S-HTCP settings (cc-spec §3.15). Defaults are the spec's values.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct ShtcpConfig {
     /// Shared core settings.
     pub core: CoreConfig,

@@ -35,12 +35,14 @@ use super::vegas::{bound_window, RttAggregator, RTT_INF_US};
 use crate::core::{Core, CoreConfig};
 use crate::policy::{CcPolicy, PolicyController};
 use crate::types::{AckSample, CaState, CwndEvent, PathInfo};
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Veno settings (cc-spec §3.7).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct VenoConfig {
     /// Shared core settings.
     pub core: CoreConfig,

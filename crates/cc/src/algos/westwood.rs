@@ -45,12 +45,14 @@ use crate::core::{Core, CoreConfig};
 use crate::policy::{CcPolicy, PolicyController};
 use crate::types::{AckSample, CaState, CwndEvent, PathInfo, SSTHRESH_INF};
 use crate::Time;
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Westwood+ settings (cc-spec §3.11).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct WestwoodConfig {
     /// Shared core settings.
     pub core: CoreConfig,

@@ -40,6 +40,7 @@ use super::vegas::VegasState;
 use crate::core::{Core, CoreConfig};
 use crate::policy::{CcPolicy, PolicyController};
 use crate::types::{AckSample, CaState, CwndEvent, PathInfo};
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -47,8 +48,9 @@ use std::time::Duration;
 const DOING_RENO_MAX: u32 = 0xff_ffff;
 
 /// YeAH settings (cc-spec §3.9).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct YeahConfig {
     /// Shared core settings.
     pub core: CoreConfig,

@@ -69,13 +69,15 @@ use crate::policy::{CcPolicy, PolicyController};
 use crate::rate::RoundCounter;
 use crate::types::{AckSample, CaState, CwndEvent, PathInfo, SSTHRESH_INF};
 use crate::Time;
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// BBR v1 settings; defaults are the kernel's constants (cc-spec §3.14).
 /// Gains (`*_x256`) are fractions of 256 (kernel `BBR_UNIT`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct BbrConfig {
     /// Shared core settings (`recovery_mode` is ignored: BBR sets cwnd itself).
     pub core: CoreConfig,

@@ -11,12 +11,14 @@ use crate::core::Core;
 use crate::rate::SeqRound;
 use crate::types::{PathInfo, SSTHRESH_INF};
 use crate::Time;
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// HyStart++ constants (RFC 9406 §4.3), all as the RFC recommends.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct HyStartPlusPlusConfig {
     /// `MIN_RTT_THRESH`: lower clamp of the delay-increase threshold, µs (4 ms).
     pub min_rtt_thresh_us: u64,
@@ -163,8 +165,9 @@ impl HyStartPlusPlus {
 }
 
 /// The kernel HyStart constants (`tcp_cubic.c` module parameters and macros).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct LinuxHyStartConfig {
     /// Use the ack-train detector (`hystart_detect` bit 1).
     pub ack_train: bool,

@@ -45,6 +45,7 @@ use crate::policy::{CcPolicy, PolicyController};
 use crate::types::{AckSample, CwndEvent, PathInfo};
 use crate::Time;
 use hystart::{HyStartPlusPlus, LinuxHyStart};
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -52,24 +53,26 @@ use std::time::Duration;
 const MIN_SSTHRESH: u32 = 2;
 
 /// How slow start ends before the first loss.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum SlowStartExit {
     /// RFC 9406 HyStart++ (spec default). In TOML: `"hystart_plus_plus"`.
     #[default]
-    #[serde(rename = "hystart_plus_plus")]
+    #[cfg_attr(feature = "serde", serde(rename = "hystart_plus_plus"))]
     HyStartPlusPlus,
     /// The kernel's HyStart: ack train and delay increase (kernel and ns-3
     /// default). In TOML: `"linux_hystart"`.
-    #[serde(rename = "linux_hystart")]
+    #[cfg_attr(feature = "serde", serde(rename = "linux_hystart"))]
     LinuxHyStart,
     /// Plain slow start until the first loss.
     None,
 }
 
 /// Which RTT the CUBIC target looks ahead by (`W_cubic(t + RTT)`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum TargetRtt {
     /// Smoothed RTT (RFC 9438; spec default).
     #[default]
@@ -79,8 +82,9 @@ pub enum TargetRtt {
 }
 
 /// CUBIC settings; the defaults are the spec's.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct CubicConfig {
     /// Shared core settings.
     pub core: CoreConfig,

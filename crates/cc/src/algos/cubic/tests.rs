@@ -383,6 +383,9 @@ fn extreme_values_do_not_panic() {
     assert!(c.core().cwnd >= 1);
 }
 
+/// Needs the `serde` feature (on for this crate's tests through its
+/// dev-dependency on itself).
+#[cfg(feature = "serde")]
 #[test]
 fn config_names() {
     use serde::de::value::{Error, StrDeserializer};

@@ -48,6 +48,7 @@ use crate::core::{Core, CoreConfig};
 use crate::policy::{CcPolicy, PolicyController};
 use crate::types::{AckSample, CaState, PathInfo};
 use crate::Time;
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
 use std::time::Duration;
@@ -61,8 +62,9 @@ use params::{beta128, htcp_alpha_linux, reset_beta, rtt_jiffies};
 pub(crate) use params::{clamp_f64, finite_or, floor_scaled, htcp_alpha_real, ParamFields};
 
 /// H-TCP settings (cc-spec §3.4). Defaults are the spec's values.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct HtcpConfig {
     /// Shared core settings.
     pub core: CoreConfig,

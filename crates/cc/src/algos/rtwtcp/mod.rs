@@ -57,12 +57,14 @@ use crate::types::{
     LinkHintKind, PathInfo, SendGate,
 };
 use crate::Time;
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// RTW-TCP settings; every threshold is a [PROJECT CHOICE] of cc-spec §3.16.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct RtwTcpConfig {
     /// Shared core settings.
     pub core: CoreConfig,

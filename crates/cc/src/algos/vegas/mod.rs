@@ -39,6 +39,7 @@ use crate::core::{Core, CoreConfig};
 use crate::policy::{CcPolicy, PolicyController};
 use crate::rate::SeqRound;
 use crate::types::{AckSample, CaState, CwndEvent, PathInfo};
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -178,8 +179,9 @@ pub(crate) fn bound_window(cwnd: u32, clamp: u32) -> u32 {
 }
 
 /// How Vegas estimates the backlog `diff` (cc-spec §3.5 "Diff formula").
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum DiffForm {
     /// Kernel: `floor(cwnd·(RTT − BaseRTT)/BaseRTT)` (default, deployed behaviour).
     #[default]
@@ -189,8 +191,9 @@ pub enum DiffForm {
 }
 
 /// Vegas settings (cc-spec §3.5).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct VegasConfig {
     /// Shared core settings.
     pub core: CoreConfig,
