@@ -105,7 +105,8 @@
 //! tooling — it panics on misuse and needs `serde`, `rand` and
 //! `rand_distr` — so the normal build leaves it out; this crate's
 //! integration tests and benches turn it on through a dev-dependency on
-//! the crate itself.
+//! the crate itself. `harness::driver` is the endpoint driver of the
+//! connection tests (`tests/connection/`) on the same event loop.
 
 #![warn(missing_docs)]
 

@@ -22,59 +22,50 @@
 //! the previous one. An earlier `now` is treated as the latest seen
 //! (so a clock hiccup cannot corrupt RTT samples or timers).
 //!
-//! ## Layout
+//! ## Layout, by concern
 //!
-//! * [`lifecycle`]: START / REJECT / END / FIN / REMOTE_RESET, idle timeout,
-//!   keep-alives, SYNC_NO checks;
-//! * [`send`]: messages, fragmentation, coalescing packetizer, per-block
-//!   retransmission state;
-//! * [`recv`]: received packets, ACK schedule, NACK generation, reassembly
-//!   and in-order delivery;
-//! * `transmit` (private): what `poll_transmit` sends next and the timers;
-//! * [`window`]: the handover window, link hints, the pool hooks;
-//! * [`path`]: address migration with path validation;
-//! * [`group`]: JOIN/LEAVE of multicast groups;
-//! * `admission` (private): the anti-amplification budget of an
-//!   unvalidated peer address, the client's retry token and START padding;
+//! * send path — [`send`]: messages, fragmentation, coalescing packetizer,
+//!   per-block retransmission state; `send::transmit` (private): what
+//!   `poll_transmit` sends next and the timers;
+//! * receive path — [`recv`]: received packets, ACK schedule, NACK
+//!   generation, reassembly and in-order delivery; `recv::dispatch`
+//!   (private): the checks of `handle_datagram` and dispatch by packet type;
+//!   [`window`] (`recv::window`): the handover window, link hints, the pool
+//!   hooks; [`range_set`];
+//! * life cycle — [`lifecycle`]: START / REJECT / END / FIN / REMOTE_RESET,
+//!   idle timeout, keep-alives, SYNC_NO checks; `lifecycle::admission`
+//!   (private): the anti-amplification budget of an unvalidated peer
+//!   address, the client's retry token and START padding;
+//!   `lifecycle::security` (private): the Noise handshake, sealing and
+//!   opening; [`path`] (`lifecycle::path`): address migration with path
+//!   validation; [`group`] (`lifecycle::group`): JOIN/LEAVE of multicast
+//!   groups;
+//! * recovery glue — `recovery_glue` (private): where ACK/NACK outcomes,
+//!   the controller and the packet-pair outcome meet the connection, and
+//!   the data sender's ACK-frequency requests;
 //! * [`events`], [`stats`], [`config`]: what the application sees and sets.
 //!
 //! Loss recovery and congestion control live in [`crate::recovery`], the
 //! packet-pair start-up in [`crate::probe`].
 
-mod ack_frequency;
-mod admission;
 pub mod config;
-mod dispatch;
 pub mod events;
-pub mod group;
 pub mod lifecycle;
-pub mod path;
-pub mod range_set;
+mod recovery_glue;
 pub mod recv;
-mod security;
 pub mod send;
 pub mod stats;
-mod transmit;
-pub mod window;
+
+// The public paths of the modules that moved under a concern
+// (`connection::path`, `connection::group`, `connection::window`,
+// `connection::range_set`) stay as they were.
+use lifecycle::admission;
+pub use lifecycle::{group, path};
+use recovery_glue::ack_frequency;
+pub use recv::{range_set, window};
 
 #[cfg(test)]
-mod aead_tests;
-#[cfg(test)]
-mod data_tests;
-#[cfg(test)]
-mod e2e_tests;
-#[cfg(test)]
-mod flow_tests;
-#[cfg(test)]
-mod noise_tests;
-#[cfg(test)]
-mod path_tests;
-#[cfg(test)]
-mod security_tests;
-#[cfg(test)]
-pub(crate) mod testdriver;
-#[cfg(test)]
-mod tests;
+mod integrity_tests;
 
 pub use admission::{MAX_RETRIES, MIN_SECURE_START_LEN};
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig};
@@ -87,12 +78,13 @@ pub use stats::{ConnectionState, ConnectionStats};
 pub use window::{WindowCounters, WindowTarget};
 
 use crate::probe::PacketPair;
-use crate::recovery::{Recovery, RecoveryConfig};
+use crate::recovery::Recovery;
 use crate::sched::SchedulerConfig;
 use crate::streams::StreamConfig;
 use crate::wire::{AckPayload, PacketType, StreamCredit};
 use lifecycle::{CloseProgress, StartProgress};
-use peregrine_cc::{CcConfig, Time};
+use peregrine_cc::Time;
+use recovery_glue::recovery_config;
 use recv::RecvState;
 use send::SendState;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -178,17 +170,6 @@ pub struct Connection {
     security: Option<crate::crypto::SecurityState>,
     /// Anti-amplification budget and the client's retry token (admission.rs).
     admission: admission::AdmissionState,
-}
-
-fn recovery_config(config: &ConnectionConfig, packet_size: u16) -> RecoveryConfig {
-    RecoveryConfig {
-        mss: u32::from(packet_size),
-        initial_rto: config.initial_rto,
-        min_rto: config.min_rto,
-        max_rto: config.max_rto,
-        packet_threshold: config.packet_threshold,
-        max_ack_delay: config.max_ack_delay,
-    }
 }
 
 impl Connection {
@@ -302,13 +283,6 @@ impl Connection {
         Ok(c)
     }
 
-    fn rebuild_recovery(&mut self) {
-        self.recovery = Recovery::new(
-            recovery_config(&self.config, self.packet_size),
-            self.config.cc.build(),
-        );
-    }
-
     /// Clamp `now` so time never goes backwards.
     fn tick(&mut self, now: Time) -> Time {
         self.now = self.now.max(now);
@@ -417,18 +391,6 @@ impl Connection {
     pub(crate) fn app_abort(&mut self, now: Time) {
         let now = self.tick(now);
         self.abort(now);
-    }
-
-    /// Replace the congestion controller.
-    pub(crate) fn set_controller(&mut self, now: Time, cc: CcConfig) {
-        let now = self.tick(now);
-        self.config.cc = cc;
-        if self.state == ConnectionState::Starting {
-            self.rebuild_recovery();
-        } else {
-            self.recovery
-                .replace_controller(now, self.config.cc.build());
-        }
     }
 
     /// The next event for the application.

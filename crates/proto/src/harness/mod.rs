@@ -63,6 +63,12 @@
 //! # Ok::<(), peregrine_proto::harness::HarnessError>(())
 //! ```
 //!
+//! * [`driver::Driver`]: endpoints on a `Harness` the way connection
+//!   tests want them — node `i` at `driver::addr(i)`, every datagram
+//!   logged with its header, a hook that may drop or CE-mark it, events
+//!   collected per node. (It replaced `connection/testdriver.rs`, which
+//!   was a second event loop.)
+//!
 //! ## What it does not model
 //!
 //! No shared medium: pipes are independent, so two senders to one
@@ -85,6 +91,7 @@
 //! failure can be replayed.
 
 mod config;
+pub mod driver;
 mod net;
 mod pipe;
 mod types;

@@ -1,11 +1,11 @@
 //! Messaging, recovery, flow-control and start-up tests of one connection
-//! between two in-memory endpoints ([`super::testdriver`]).
+//! between two in-memory endpoints ([`peregrine_proto::harness::driver`]).
 
-use super::testdriver::{addr, Fate};
-use super::tests::{cfg, connected, ms, pair};
-use super::*;
-use crate::wire::{DatagramRepr, Flags, HeaderRepr, PacketType, Payload, StartupMode};
+use crate::basic::{cfg, connected, ms, pair};
 use peregrine_cc::{CcConfig, Time};
+use peregrine_proto::connection::*;
+use peregrine_proto::harness::driver::{addr, Fate};
+use peregrine_proto::wire::{DatagramRepr, Flags, HeaderRepr, PacketType, Payload, StartupMode};
 use std::time::Duration;
 
 #[test]
@@ -45,7 +45,7 @@ fn large_messages_are_fragmented_and_reassembled() {
             client,
             sim.now,
             3,
-            crate::streams::StreamConfig {
+            peregrine_proto::streams::StreamConfig {
                 class: 4,
                 ..Default::default()
             }
@@ -341,10 +341,10 @@ fn a_cwin_from_the_receiver_sets_the_senders_window() {
     h.flags = Flags::ST_CKS;
     let dg = DatagramRepr {
         header: h,
-        payload: Payload::Cwin(crate::wire::CwinPayload {
+        payload: Payload::Cwin(peregrine_proto::wire::CwinPayload {
             packet_number: next_pn,
             window_bytes: 0,
-            reason: crate::wire::CwinReason::HANDOVER_START,
+            reason: peregrine_proto::wire::CwinReason::HANDOVER_START,
         }),
         auth_tag: &[],
     };

@@ -21,7 +21,7 @@
 //!   [`MIN_SECURE_START_LEN`] bytes, so the server's answer (and a REJECT
 //!   `retry`) never outgrows the request. Insecure STARTs are unchanged.
 
-use super::{Connection, ConnectionState};
+use crate::connection::{Connection, ConnectionState};
 use crate::wire::tlv::{list_len, TLV_HEADER_LEN};
 use crate::wire::{RejectPayload, RejectReason, Tlv, HEADER_LEN};
 use peregrine_cc::Time;
@@ -93,7 +93,7 @@ impl Connection {
     /// The endpoint gave up on this half-open connection: close it without
     /// a word to the (perhaps forged) peer address.
     pub(crate) fn expire_half_open(&mut self, now: Time) {
-        self.close_with(now, super::CloseReason::HandshakeTimeout);
+        self.close_with(now, crate::connection::CloseReason::HandshakeTimeout);
     }
 
     /// Whether the peer's address is proven (always, for a client or a
@@ -218,7 +218,7 @@ impl Connection {
         std::mem::size_of::<Connection>()
             + self.send.buffered_bytes()
             + self.recv.buffered_bytes()
-            + self.events.len() * std::mem::size_of::<super::Event>()
+            + self.events.len() * std::mem::size_of::<crate::connection::Event>()
             + self.admission.token.as_ref().map_or(0, Vec::len)
     }
 }

@@ -19,6 +19,8 @@
 //! and lost blocks of unreliable streams are abandoned here
 //! ([`crate::streams`]).
 
+mod transmit;
+
 use super::events::MessageId;
 use crate::recovery::{BlockList, BlockRef};
 use crate::sched::{SchedContext, Scheduler, SchedulerConfig, StreamView};
@@ -1226,5 +1228,4 @@ impl SendState {
 }
 
 #[cfg(test)]
-#[path = "send_tests.rs"]
 mod tests;

@@ -7,7 +7,7 @@
 //! (the default): the connection then sends exactly the bytes it sent
 //! before packet protection existed.
 
-use super::{Connection, ConnectionState, Event, ViolationKind};
+use crate::connection::{Connection, ConnectionState, Event, ViolationKind};
 use crate::crypto::noise::{ServerHandshake, SEED_LEN};
 use crate::crypto::{
     binding, HandshakeError, NoisePattern, OpenError, PublicKey, SecurityState, SecurityStats,
@@ -178,7 +178,9 @@ impl Connection {
         if sec.refused && self.state != ConnectionState::Closed {
             self.close_with(
                 self.now,
-                super::CloseReason::ProtocolViolation("client static key not authorized"),
+                crate::connection::CloseReason::ProtocolViolation(
+                    "client static key not authorized",
+                ),
             );
         }
         if let Err(OpenError::Unauthenticated | OpenError::NoKeys | OpenError::Replayed) = r {

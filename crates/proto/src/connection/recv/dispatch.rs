@@ -2,18 +2,15 @@
 //! dispatch by packet type to the life cycle, the receiver, recovery and
 //! the packet-pair prober.
 
-use super::recv::{self, RecvLimits};
-use super::{config, Connection, ConnectionState, Event, StartParams, ViolationKind};
-use crate::probe::ProbeOutcome;
-use crate::recovery::{BlockRef, RecoveryOutcome};
+use crate::connection::recv::{self, RecvLimits};
+use crate::connection::{config, Connection, ConnectionState, Event, StartParams, ViolationKind};
+use crate::recovery::BlockRef;
 use crate::wire::{
     expand_packet_number, DatagramRepr, EchoPayload, Flags, MissingPackets, PacketType, Payload,
-    StartupMode,
 };
 use crate::EcnCodepoint;
 use peregrine_cc::Time;
 use std::net::SocketAddr;
-use std::time::Duration;
 
 /// Most ECHO answers queued (a flood of probes cannot grow memory).
 const MAX_ECHO_REPLIES: usize = 16;
@@ -140,7 +137,7 @@ impl Connection {
         self.counters.bytes_received += u64::from(len);
     }
 
-    pub(super) fn on_peer_window(&mut self, bytes: u64) {
+    pub(in crate::connection) fn on_peer_window(&mut self, bytes: u64) {
         self.send.set_peer_window(bytes);
         self.on_window_update(bytes);
         if !self.send.window_blocked() && !self.send.credit_blocked() {
@@ -290,50 +287,6 @@ impl Connection {
         }
     }
 
-    /// As data sender: ask the peer for another ACK frequency when the
-    /// window or RTT moved enough (ack_frequency.rs). O(1).
-    fn update_ack_frequency(&mut self, now: Time) {
-        if !self.config.request_ack_frequency || !self.send.has_pending() {
-            return;
-        }
-        let cwnd = self.recovery.congestion().cwnd_bytes();
-        let srtt = self.recovery.rtt().srtt();
-        if self
-            .ack_policy
-            .update(now, cwnd, self.packet_size, srtt, self.config.max_ack_delay)
-        {
-            self.recv.request_ack_now();
-        }
-    }
-
-    pub(crate) fn apply(&mut self, out: RecoveryOutcome) {
-        self.send.on_acked_with(&out.acked_blocks, |_| {});
-        self.send.on_lost(self.now, &out.lost_blocks);
-        self.recovery.recycle(out);
-        self.report_abandoned();
-    }
-
-    fn maybe_reprobe(&mut self, now: Time) {
-        if self.config.startup != StartupMode::PacketPair
-            || !matches!(self.state, ConnectionState::Connected)
-        {
-            return;
-        }
-        let window = self
-            .recovery
-            .rtt()
-            .srtt()
-            .unwrap_or(Duration::from_millis(100));
-        if self.probe.on_nack(
-            now,
-            self.config.reprobe_nack_burst,
-            window,
-            self.config.reprobe_min_interval,
-        ) {
-            self.start_probe(now, false);
-        }
-    }
-
     fn on_echo(&mut self, now: Time, pk_type: PacketType, flags: Flags, e: &EchoPayload) {
         if flags.contains(Flags::REPLY_REQ) {
             if self.echo_replies.len() < MAX_ECHO_REPLIES {
@@ -346,31 +299,6 @@ impl Connection {
                 .on_answer(now, pk_type, e.probe_id, e.timestamp_ns)
             {
                 self.on_probe_outcome(now, outcome);
-            }
-        }
-    }
-
-    pub(crate) fn on_probe_outcome(&mut self, now: Time, outcome: ProbeOutcome) {
-        match outcome {
-            ProbeOutcome::Measured {
-                result,
-                initial,
-                rtts,
-            } => {
-                for r in rtts {
-                    self.recovery.on_rtt_sample(r);
-                }
-                if initial {
-                    let window = result.burst_bytes.min(self.config.max_initial_window_bytes);
-                    self.recovery.set_initial_window(now, window);
-                    self.initial_window = Some(window);
-                    self.data_ready = true;
-                }
-            }
-            ProbeOutcome::TimedOut { initial } => {
-                if initial {
-                    self.data_ready = true;
-                }
             }
         }
     }

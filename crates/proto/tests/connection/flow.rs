@@ -3,11 +3,11 @@
 //! resumes it, retransmissions pass, the setting is validated, and loss
 //! does not deadlock it.
 
-use super::testdriver::{addr, Fate, Sim};
-use super::*;
-use crate::endpoint::{ConnectionHandle, Endpoint};
-use crate::wire::{DatagramRepr, Flags, Payload};
 use peregrine_cc::Time;
+use peregrine_proto::connection::*;
+use peregrine_proto::endpoint::{ConnectionHandle, Endpoint};
+use peregrine_proto::harness::driver::{addr, Driver, Fate};
+use peregrine_proto::wire::{DatagramRepr, Flags, Payload};
 use std::time::Duration;
 
 fn credit_config(credit: u32) -> ConnectionConfig {
@@ -18,10 +18,10 @@ fn credit_config(credit: u32) -> ConnectionConfig {
 }
 
 /// Node 0 sends to node 1, whose configuration sets the credit.
-fn pair(credit: u32, seed: u64) -> (Sim, ConnectionHandle) {
+fn pair(credit: u32, seed: u64) -> (Driver, ConnectionHandle) {
     let a = Endpoint::new(EndpointConfig::default(), seed);
     let b = Endpoint::new(EndpointConfig::server(credit_config(credit)), seed + 1);
-    let mut sim = Sim::new(vec![a, b], Duration::from_millis(10), seed);
+    let mut sim = Driver::new(vec![a, b], Duration::from_millis(10), seed);
     let client = sim.eps[0]
         .connect(Time::ZERO, addr(1), ConnectionConfig::default())
         .expect("valid config");
@@ -29,13 +29,13 @@ fn pair(credit: u32, seed: u64) -> (Sim, ConnectionHandle) {
     (sim, client)
 }
 
-fn server(sim: &Sim) -> ConnectionHandle {
+fn server(sim: &Driver) -> ConnectionHandle {
     sim.eps[1].handles()[0]
 }
 
 /// (stream, message number, in a ST_RET packet) of every data frame node
 /// 0 sent, skip frames excluded.
-fn frames_sent(sim: &Sim) -> Vec<(u16, u32, bool)> {
+fn frames_sent(sim: &Driver) -> Vec<(u16, u32, bool)> {
     let mut out = Vec::new();
     for s in sim.log.iter().filter(|s| s.from == 0) {
         let dg = DatagramRepr::decode(&s.bytes).expect("well-formed");
@@ -49,7 +49,7 @@ fn frames_sent(sim: &Sim) -> Vec<(u16, u32, bool)> {
     out
 }
 
-fn received_on(sim: &Sim, stream: u16) -> Vec<u32> {
+fn received_on(sim: &Driver, stream: u16) -> Vec<u32> {
     sim.events[1]
         .iter()
         .filter_map(|(_, e)| match e {
@@ -199,7 +199,7 @@ fn flow_the_end_of_a_connection_never_overtakes_a_held_message() {
     }
     sim.eps[0].close(client, sim.now);
     sim.run_for(Duration::from_secs(3));
-    let ended = |sim: &Sim| {
+    let ended = |sim: &Driver| {
         sim.events[1]
             .iter()
             .position(|(_, e)| matches!(e, Event::PeerClosed | Event::Closed { .. }))

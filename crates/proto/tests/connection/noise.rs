@@ -4,19 +4,19 @@
 //! no connection; forged START-REPLYs and REJECTs do not stop a genuine
 //! handshake; same seed, same bytes.
 
-use super::testdriver::{addr, Fate, Sim};
-use super::*;
-use crate::crypto::{
+use crate::write;
+use peregrine_cc::Time;
+use peregrine_proto::connection::*;
+use peregrine_proto::crypto::{
     HandshakeError, NoiseConfig, NoisePattern, SecurityConfig, StaticKeypair, XX_MSG3_LEN,
 };
-use crate::endpoint::{ConnectionHandle, Endpoint};
-use crate::io::SansIo;
-use crate::send_helpers::write;
-use crate::wire::{
+use peregrine_proto::endpoint::{ConnectionHandle, Endpoint};
+use peregrine_proto::harness::driver::{addr, Driver, Fate};
+use peregrine_proto::io::SansIo;
+use peregrine_proto::wire::{
     DatagramRepr, Flags, HeaderRepr, PacketType, Payload, RejectPayload, RejectReason,
     StartPayload, StartupMode, Tlv,
 };
-use peregrine_cc::Time;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -83,10 +83,14 @@ fn message(i: usize, from: u8) -> Vec<u8> {
 }
 
 /// Client (node 0) and server (node 1); the client connects at once.
-fn sim(client: ConnectionConfig, server: ConnectionConfig, seed: u64) -> (Sim, ConnectionHandle) {
+fn sim(
+    client: ConnectionConfig,
+    server: ConnectionConfig,
+    seed: u64,
+) -> (Driver, ConnectionHandle) {
     let a = Endpoint::new(EndpointConfig::default(), seed);
     let b = Endpoint::new(EndpointConfig::server(server), seed + 1);
-    let mut sim = Sim::new(vec![a, b], Duration::from_millis(10), seed + 2);
+    let mut sim = Driver::new(vec![a, b], Duration::from_millis(10), seed + 2);
     sim.rate_bps = 20_000_000;
     let h = sim.eps[0]
         .connect(Time::ZERO, addr(1), client)
@@ -94,12 +98,12 @@ fn sim(client: ConnectionConfig, server: ConnectionConfig, seed: u64) -> (Sim, C
     (sim, h)
 }
 
-fn server_handle(sim: &Sim) -> Option<ConnectionHandle> {
+fn server_handle(sim: &Driver) -> Option<ConnectionHandle> {
     sim.eps[1].handles().first().copied()
 }
 
 /// Both directions: `MESSAGES` each way, until all are delivered.
-fn transfer_both_ways(sim: &mut Sim, h: ConnectionHandle) {
+fn transfer_both_ways(sim: &mut Driver, h: ConnectionHandle) {
     let (mut c_next, mut s_next) = (0, 0);
     while sim.now < Time::from_secs_f64(120.0) {
         while c_next < MESSAGES
@@ -161,7 +165,7 @@ fn handshake_every_pattern_transfers_both_ways_under_loss() {
 }
 
 /// Drops the first `n` datagrams matching `f` (by sender and header).
-fn drop_first(sim: &mut Sim, n: usize, f: impl Fn(usize, &HeaderRepr, &[u8]) -> bool + 'static) {
+fn drop_first(sim: &mut Driver, n: usize, f: impl Fn(usize, &HeaderRepr, &[u8]) -> bool + 'static) {
     let mut left = n;
     sim.hook = Box::new(move |from, h, bytes| {
         if left > 0 && f(from, h, bytes) {
@@ -220,7 +224,7 @@ fn handshake_survives_lost_start_reply_and_lost_message_3() {
 }
 
 /// Runs a doomed handshake; returns the sim after the handshake timeout.
-fn doomed(client: ConnectionConfig, server: ConnectionConfig) -> Sim {
+fn doomed(client: ConnectionConfig, server: ConnectionConfig) -> Driver {
     let (mut sim, _) = sim(client, server, 9);
     sim.run_for(Duration::from_secs(12));
     sim

@@ -4,16 +4,17 @@
 //! (sealed datagrams carry no ST_CKS; plain ones a correct checksum,
 //! computed once when sent and once when received).
 
-use super::testdriver::{addr, Sim};
-use super::*;
-use crate::crypto::{
-    binding, AeadAlgorithm, AeadPreference, NoiseConfig, NoisePattern, SecurityConfig,
-    StaticKeypair,
-};
-use crate::endpoint::{ConnectionHandle, Endpoint};
-use crate::io::SansIo;
-use crate::wire::{DatagramRepr, Flags, Payload, RejectReason, StartPayload, StartupMode, Tlv};
 use peregrine_cc::Time;
+use peregrine_proto::connection::*;
+use peregrine_proto::crypto::{
+    binding, AeadAlgorithm, AeadPreference, NoiseConfig, SecurityConfig, StaticKeypair,
+};
+use peregrine_proto::endpoint::{ConnectionHandle, Endpoint};
+use peregrine_proto::harness::driver::{addr, Driver};
+use peregrine_proto::io::SansIo;
+use peregrine_proto::wire::{
+    DatagramRepr, Flags, Payload, RejectReason, StartPayload, StartupMode, Tlv,
+};
 use std::time::Duration;
 
 fn kp(b: u8) -> StaticKeypair {
@@ -53,7 +54,7 @@ fn sim(
     client: ConnectionConfig,
     server: ConnectionConfig,
     aes_hardware: bool,
-) -> (Sim, ConnectionHandle) {
+) -> (Driver, ConnectionHandle) {
     let a = Endpoint::new(
         EndpointConfig {
             aes_hardware,
@@ -62,14 +63,14 @@ fn sim(
         7,
     );
     let b = Endpoint::new(EndpointConfig::server(server), 8);
-    let mut sim = Sim::new(vec![a, b], Duration::from_millis(10), 9);
+    let mut sim = Driver::new(vec![a, b], Duration::from_millis(10), 9);
     let h = sim.eps[0]
         .connect(Time::ZERO, addr(1), client)
         .expect("valid config");
     (sim, h)
 }
 
-fn deliver_some(sim: &mut Sim, h: ConnectionHandle, n: usize) {
+fn deliver_some(sim: &mut Driver, h: ConnectionHandle, n: usize) {
     for i in 0..n {
         let m = vec![i as u8; 3_000];
         sim.eps[0].send_message(h, sim.now, 0, &m).expect("room");
@@ -129,7 +130,7 @@ fn no_common_aead_is_rejected_and_the_client_closes_rejected() {
     let reject = sim
         .log
         .iter()
-        .find(|s| s.from == 1 && s.header.pk_type == crate::wire::PacketType::Reject)
+        .find(|s| s.from == 1 && s.header.pk_type == peregrine_proto::wire::PacketType::Reject)
         .expect("a REJECT");
     let d = DatagramRepr::decode(&reject.bytes).unwrap();
     let Payload::Reject(r) = d.payload else {
@@ -184,8 +185,7 @@ fn edit_offer(start: &[u8], offer: &'static [u8], xx: bool) -> Vec<u8> {
         }
     }
     let mut out = Vec::new();
-    crate::send_helpers::write(&mut out, d.header, Payload::Start(StartPayload { tlvs }))
-        .expect("encodable");
+    crate::write(&mut out, d.header, Payload::Start(StartPayload { tlvs })).expect("encodable");
     out
 }
 
@@ -264,83 +264,11 @@ fn sealed_datagrams_carry_no_checksum_plain_ones_a_correct_one() {
                 assert!(hdr.flags.contains(Flags::ST_CKS), "{hdr:?}");
                 assert_eq!(
                     hdr.chksum,
-                    crate::wire::datagram_checksum(&sent.bytes),
+                    peregrine_proto::wire::datagram_checksum(&sent.bytes),
                     "{hdr:?}"
                 );
             }
         }
         assert_eq!(sealed > 0, secure);
-    }
-}
-
-/// One DATA datagram sent and received on an established connection:
-/// how many checksums that took (this thread's counter).
-fn checksums_per_datagram(c: ConnectionConfig, s: ConnectionConfig) -> u64 {
-    let mut a = Endpoint::new(EndpointConfig::default(), 1);
-    let mut b = Endpoint::new(EndpointConfig::server(s), 2);
-    let h = a.connect(Time::ZERO, addr(1), c).unwrap();
-    let mut now = Time::ZERO;
-    let mut buf = Vec::new();
-    let mut pump = |a: &mut Endpoint, b: &mut Endpoint, now: Time| {
-        for _ in 0..50 {
-            let mut moved = false;
-            while let Some(t) = a.poll_transmit(now, &mut buf) {
-                b.handle_datagram(now, addr(0), None, &mut buf[..t.size]);
-                moved = true;
-            }
-            while let Some(t) = b.poll_transmit(now, &mut buf) {
-                a.handle_datagram(now, addr(1), None, &mut buf[..t.size]);
-                moved = true;
-            }
-            if !moved {
-                break;
-            }
-        }
-    };
-    for _ in 0..100 {
-        now += Duration::from_millis(5);
-        a.handle_timeout(now);
-        b.handle_timeout(now);
-        pump(&mut a, &mut b, now);
-    }
-    assert!(a.stats(h).is_some_and(|s| s.packets_received > 0));
-    while b.poll_event().is_some() {}
-    a.send_message(h, now, 0, &[7; 1_000]).unwrap();
-    let before = crate::wire::checksum::calls();
-    let t = a.poll_transmit(now, &mut buf).expect("the DATA datagram");
-    b.handle_datagram(now, addr(0), None, &mut buf[..t.size]);
-    let n = crate::wire::checksum::calls() - before;
-    assert!(
-        std::iter::from_fn(|| b.poll_event())
-            .any(|(_, e)| matches!(e, Event::MessageReceived { .. })),
-        "delivered"
-    );
-    n
-}
-
-#[test]
-fn the_checksum_runs_once_per_side_on_plain_datagrams_never_on_sealed_ones() {
-    assert_eq!(
-        checksums_per_datagram(cfg(None), cfg(None)),
-        2,
-        "plain: encode + decode"
-    );
-    let (ck, sk) = (kp(1), kp(2));
-    for pattern in [NoisePattern::IK, NoisePattern::NNpsk0] {
-        let (c, s) = match pattern {
-            NoisePattern::IK => (
-                SecurityConfig::Noise(NoiseConfig::ik(ck.clone(), sk.public())),
-                SecurityConfig::Noise(NoiseConfig::server(sk.clone())),
-            ),
-            _ => (
-                SecurityConfig::PresharedKey([3; 32]),
-                SecurityConfig::PresharedKey([3; 32]),
-            ),
-        };
-        assert_eq!(
-            checksums_per_datagram(cfg(Some(c)), cfg(Some(s))),
-            0,
-            "{pattern:?}: sealed"
-        );
     }
 }

@@ -3,16 +3,16 @@
 //! CWIN, replaying captured datagrams and flipping bits, and the
 //! negotiation rules (no silent downgrade).
 
-use super::testdriver::{addr, Sim};
-use super::*;
-use crate::crypto::{SecurityConfig, PSK_LEN};
-use crate::endpoint::{ConnectionHandle, Endpoint};
-use crate::send_helpers::write;
-use crate::wire::{
+use crate::write;
+use peregrine_cc::Time;
+use peregrine_proto::connection::*;
+use peregrine_proto::crypto::{SecurityConfig, PSK_LEN};
+use peregrine_proto::endpoint::{ConnectionHandle, Endpoint};
+use peregrine_proto::harness::driver::{addr, Driver};
+use peregrine_proto::wire::{
     datagram_checksum, BarePayload, CwinPayload, CwinReason, DatagramRepr, Flags, HeaderRepr,
     MissingPackets, NackPayload, PacketType, Payload, StartupMode, Tlv, AUTH_TAG_LEN,
 };
-use peregrine_cc::Time;
 use std::time::Duration;
 
 const MESSAGES: usize = 200;
@@ -38,10 +38,10 @@ fn connected(
     client: ConnectionConfig,
     server: ConnectionConfig,
     loss: f64,
-) -> (Sim, ConnectionHandle) {
+) -> (Driver, ConnectionHandle) {
     let a = Endpoint::new(EndpointConfig::default(), 11);
     let b = Endpoint::new(EndpointConfig::server(server), 12);
-    let mut sim = Sim::new(vec![a, b], Duration::from_millis(10), 13);
+    let mut sim = Driver::new(vec![a, b], Duration::from_millis(10), 13);
     sim.loss = loss;
     sim.rate_bps = 20_000_000;
     let h = sim.eps[0]
@@ -52,7 +52,7 @@ fn connected(
 }
 
 /// Sends `MESSAGES` messages client → server and runs until delivered.
-fn transfer(sim: &mut Sim, h: ConnectionHandle, from: usize) {
+fn transfer(sim: &mut Driver, h: ConnectionHandle, from: usize) {
     let mut next = from;
     while sim.now < Time::from_secs_f64(60.0) {
         while next < MESSAGES
@@ -69,7 +69,7 @@ fn transfer(sim: &mut Sim, h: ConnectionHandle, from: usize) {
     }
 }
 
-fn assert_all_delivered(sim: &Sim) {
+fn assert_all_delivered(sim: &Driver) {
     let got = sim.received(1);
     assert_eq!(got.len(), MESSAGES);
     for (i, (n, bytes)) in got.iter().enumerate() {
@@ -78,7 +78,7 @@ fn assert_all_delivered(sim: &Sim) {
     }
 }
 
-fn server_handle(sim: &Sim) -> ConnectionHandle {
+fn server_handle(sim: &Driver) -> ConnectionHandle {
     sim.eps[1].handles()[0]
 }
 
@@ -100,7 +100,9 @@ fn tamper_free_encrypted_transfer_is_sealed_and_delivered() {
         assert!(!sent.bytes.windows(needle.len()).any(|w| w == needle));
         if !sent.header.pk_type.is_handshake() {
             assert_eq!(usize::from(sent.header.total_len), sent.bytes.len());
-            assert!(sent.bytes.len() >= crate::crypto::aead::CLEAR_PREFIX_LEN + AUTH_TAG_LEN);
+            assert!(
+                sent.bytes.len() >= peregrine_proto::crypto::aead::CLEAR_PREFIX_LEN + AUTH_TAG_LEN
+            );
             assert!(
                 sent.bytes.len() <= 1452,
                 "sealed datagram within MAX_PACKET_SIZE"
@@ -111,7 +113,7 @@ fn tamper_free_encrypted_transfer_is_sealed_and_delivered() {
 
 /// The header fields of the latest client → server datagram (what an
 /// on-path attacker sees).
-fn observed(sim: &Sim, from: usize) -> HeaderRepr {
+fn observed(sim: &Driver, from: usize) -> HeaderRepr {
     sim.log
         .iter()
         .rev()
@@ -203,8 +205,9 @@ fn forged_end_reset_nack_cwin_are_rejected_and_counted() {
     // Each forged datagram is rejected exactly once: short ones as
     // malformed, stale packet numbers by the replay window, the rest by
     // the tag.
-    let rejected =
-        |x: crate::crypto::SecurityStats| x.auth_failures + x.replays_dropped + x.malformed_dropped;
+    let rejected = |x: peregrine_proto::crypto::SecurityStats| {
+        x.auth_failures + x.replays_dropped + x.malformed_dropped
+    };
     assert_eq!(rejected(s.security), injected[1]);
     assert_eq!(rejected(c.security), injected[0]);
     assert!(s.security.auth_failures > 0 && s.security.malformed_dropped > 0);

@@ -25,6 +25,10 @@
 //!   acknowledged, so the sender retransmits it: nothing acknowledged is
 //!   ever thrown away.
 
+mod dispatch;
+pub mod range_set;
+pub mod window;
+
 use super::events::MessageId;
 use crate::streams::StreamReliability;
 use crate::wire::{AckFrequency, AckPayload, AckRange, MissingPackets, StreamFrame};
@@ -33,7 +37,7 @@ use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
-pub use super::range_set::RangeSet;
+pub use range_set::RangeSet;
 
 /// Our recent ACKs remembered for ACK-of-ACK.
 const SENT_ACK_HISTORY: usize = 64;

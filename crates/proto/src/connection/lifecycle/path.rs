@@ -42,7 +42,7 @@
 //! wire format (and every decoder and fuzz target) is unchanged and any
 //! version-1 peer answers it correctly.
 
-use super::{Connection, ConnectionState, Event, ViolationKind};
+use crate::connection::{Connection, ConnectionState, Event, ViolationKind};
 use crate::rng::SeededRng;
 use crate::send_helpers::write;
 use crate::wire::{DatagramRepr, EchoPayload, Flags, PacketType, Payload, HEADER_LEN};
@@ -63,7 +63,7 @@ pub const MAX_CHALLENGES: u32 = 4;
 pub const MAX_CANDIDATES: usize = 4;
 
 /// Path-validation and migration counters, in
-/// [`ConnectionStats::path`](super::ConnectionStats::path).
+/// [`ConnectionStats::path`](crate::connection::ConnectionStats::path).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PathStats {
     /// PATH_CHALLENGEs this side sent.

@@ -33,7 +33,7 @@
 //! connection remembers the amount last counted so the endpoint can apply
 //! exact differences after every call.
 
-use super::{Connection, ConnectionState, Event};
+use crate::connection::{Connection, ConnectionState, Event};
 use crate::wire::{expand_packet_number, CwinPayload, CwinReason};
 use peregrine_cc::{LinkHint, Time};
 use std::time::Duration;
@@ -66,7 +66,7 @@ pub(crate) struct WindowState {
 }
 
 /// Counters of the handover window, reported in
-/// [`ConnectionStats`](super::ConnectionStats).
+/// [`ConnectionStats`](crate::connection::ConnectionStats).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WindowCounters {
     /// CWIN packets sent.
@@ -229,15 +229,15 @@ impl Connection {
     /// Whether `send_message` would refuse `len` bytes on this connection
     /// for a reason of its own (checked before the pool, so that a closed
     /// connection says `Closed`, not `WouldBlock`).
-    pub(crate) fn precheck_send(&self, len: usize) -> Result<(), super::SendError> {
+    pub(crate) fn precheck_send(&self, len: usize) -> Result<(), crate::connection::SendError> {
         if !matches!(
             self.state,
             ConnectionState::Starting | ConnectionState::Connected
         ) {
-            return Err(super::SendError::Closed);
+            return Err(crate::connection::SendError::Closed);
         }
         if len > self.config.max_message_size {
-            return Err(super::SendError::MessageTooLarge {
+            return Err(crate::connection::SendError::MessageTooLarge {
                 size: len,
                 max: self.config.max_message_size,
             });
@@ -245,7 +245,3 @@ impl Connection {
         Ok(())
     }
 }
-
-#[cfg(test)]
-#[path = "window_tests.rs"]
-mod tests;

@@ -1,12 +1,12 @@
 //! End to end: two endpoints exchange 1,000 messages over a lossy
 //! in-memory link, with every registered congestion controller, and close.
 
-use super::testdriver::{addr, Sim};
-use super::*;
-use crate::endpoint::Endpoint;
-use crate::rng::SeededRng;
-use crate::wire::StartupMode;
 use peregrine_cc::{CcConfig, Time, NAMES};
+use peregrine_proto::connection::*;
+use peregrine_proto::endpoint::Endpoint;
+use peregrine_proto::harness::driver::{addr, Driver};
+use peregrine_proto::rng::SeededRng;
+use peregrine_proto::wire::StartupMode;
 use std::time::Duration;
 
 const MESSAGES: u32 = 1000;
@@ -52,7 +52,7 @@ fn exchange(name: &str, startup: StartupMode, path: Path, seed: u64) {
     };
     let a = Endpoint::new(EndpointConfig::default(), seed);
     let b = Endpoint::new(EndpointConfig::server(config.clone()), seed + 1);
-    let mut sim = Sim::new(vec![a, b], Duration::from_millis(15), seed);
+    let mut sim = Driver::new(vec![a, b], Duration::from_millis(15), seed);
     sim.loss = loss;
     sim.jitter = path.jitter;
     sim.duplicate = path.duplicate;
@@ -62,9 +62,9 @@ fn exchange(name: &str, startup: StartupMode, path: Path, seed: u64) {
         let c = clock.clone();
         sim.hook = Box::new(move |_, _, _| {
             if c.get() >= from && c.get() < to {
-                super::testdriver::Fate::Drop
+                peregrine_proto::harness::driver::Fate::Drop
             } else {
-                super::testdriver::Fate::Deliver
+                peregrine_proto::harness::driver::Fate::Deliver
             }
         });
     }

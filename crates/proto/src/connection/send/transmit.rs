@@ -7,8 +7,8 @@
 //! the pacing rate and the controller's send gate allow; a STATUS poll of a
 //! closed peer window; an IDLE keep-alive.
 
-use super::stats::ConnectionState;
-use super::Connection;
+use crate::connection::stats::ConnectionState;
+use crate::connection::Connection;
 use crate::recovery::Allowance;
 use crate::sched::SchedContext;
 use crate::send_helpers::write;
@@ -305,7 +305,7 @@ impl Connection {
             if let Some(blocks) = self.recovery.oldest_blocks() {
                 let live = self.send.take_specific(pn, &blocks);
                 if !live.is_empty() {
-                    taken = Some(super::send::Taken {
+                    taken = Some(crate::connection::send::Taken {
                         blocks: live,
                         retransmission: true,
                     });

@@ -1,20 +1,22 @@
 //! Life-cycle, messaging and recovery tests of one connection between two
-//! in-memory endpoints ([`super::testdriver`]).
+//! in-memory endpoints ([`peregrine_proto::harness::driver`]).
 
-use super::testdriver::{addr, Fate, Sim};
-use super::*;
-use crate::endpoint::{ConnectionHandle, Endpoint};
-use crate::io::SansIo;
-use crate::wire::{DatagramRepr, HeaderRepr, PacketType, RejectReason, StartPayload, Tlv};
-use crate::wire::{Flags, Payload, StartupMode};
 use peregrine_cc::{CcConfig, Time};
+use peregrine_proto::connection::*;
+use peregrine_proto::endpoint::{ConnectionHandle, Endpoint};
+use peregrine_proto::harness::driver::{addr, Driver, Fate};
+use peregrine_proto::io::SansIo;
+use peregrine_proto::wire::{
+    DatagramRepr, HeaderRepr, PacketType, RejectReason, StartPayload, Tlv,
+};
+use peregrine_proto::wire::{Flags, Payload, StartupMode};
 use std::time::Duration;
 
-pub(super) fn ms(v: u64) -> Duration {
+pub fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
 
-pub(super) fn cfg() -> ConnectionConfig {
+pub fn cfg() -> ConnectionConfig {
     ConnectionConfig {
         cc: CcConfig::from_name("newreno").expect("registered"),
         startup: StartupMode::SlowStart,
@@ -23,28 +25,28 @@ pub(super) fn cfg() -> ConnectionConfig {
 }
 
 /// Node 0 connects to node 1, which accepts with `server`.
-pub(super) fn pair(
+pub fn pair(
     client: ConnectionConfig,
     server: ConnectionConfig,
     delay: Duration,
-) -> (Sim, ConnectionHandle) {
+) -> (Driver, ConnectionHandle) {
     let a = Endpoint::new(EndpointConfig::default(), 1);
     let b = Endpoint::new(EndpointConfig::server(server), 2);
-    let mut sim = Sim::new(vec![a, b], delay, 7);
+    let mut sim = Driver::new(vec![a, b], delay, 7);
     let h = sim.eps[0]
         .connect(Time::ZERO, addr(1), client)
         .expect("valid config");
     (sim, h)
 }
 
-pub(super) fn connected() -> (Sim, ConnectionHandle, ConnectionHandle) {
+pub fn connected() -> (Driver, ConnectionHandle, ConnectionHandle) {
     let (mut sim, h) = pair(cfg(), cfg(), ms(10));
     sim.run_for(ms(100));
     let server = sim.eps[1].handles()[0];
     (sim, h, server)
 }
 
-fn types_from(sim: &Sim, node: usize) -> Vec<PacketType> {
+fn types_from(sim: &Driver, node: usize) -> Vec<PacketType> {
     sim.log
         .iter()
         .filter(|s| s.from == node)
@@ -169,7 +171,7 @@ fn reject_refused_busy_and_unsupported_controller() {
     // No server configuration: refused.
     let a = Endpoint::new(EndpointConfig::default(), 1);
     let b = Endpoint::new(EndpointConfig::default(), 2);
-    let mut sim = Sim::new(vec![a, b], ms(5), 1);
+    let mut sim = Driver::new(vec![a, b], ms(5), 1);
     let h = sim.eps[0].connect(Time::ZERO, addr(1), cfg()).unwrap();
     sim.run_for(ms(50));
     assert_eq!(
@@ -189,7 +191,7 @@ fn reject_refused_busy_and_unsupported_controller() {
         },
         2,
     );
-    let mut sim = Sim::new(vec![a, b], ms(5), 1);
+    let mut sim = Driver::new(vec![a, b], ms(5), 1);
     sim.eps[0].connect(Time::ZERO, addr(1), cfg()).unwrap();
     sim.run_for(ms(50));
     assert!(sim.saw(0, |e| matches!(
@@ -564,7 +566,7 @@ fn malformed_and_random_datagrams_never_panic() {
     sim.eps[0].send_message(client, sim.now, 0, b"x").unwrap();
     sim.run_for(ms(100));
     let samples: Vec<Vec<u8>> = sim.log.iter().map(|s| s.bytes.clone()).collect();
-    let mut rng = crate::rng::SeededRng::new(3);
+    let mut rng = peregrine_proto::rng::SeededRng::new(3);
     let before = sim.eps[1].endpoint_stats().decode_errors;
     let mut sent = 0u64;
     for i in 0..3000usize {
@@ -646,7 +648,7 @@ fn one_endpoint_serves_many_connections_by_id() {
     for i in 0..3 {
         eps.push(Endpoint::new(EndpointConfig::default(), 20 + i));
     }
-    let mut sim = Sim::new(eps, ms(5), 3);
+    let mut sim = Driver::new(eps, ms(5), 3);
     let mut handles = Vec::new();
     for i in 1..4 {
         let h = sim.eps[i].connect(Time::ZERO, addr(0), cfg()).unwrap();

@@ -21,7 +21,7 @@
 //! [`MAX_GROUP_REPLIES`] answers queued, [`MAX_PEER_GROUPS`] groups
 //! tracked per peer.
 
-use super::{Connection, ConnectionState, Event};
+use crate::connection::{Connection, ConnectionState, Event};
 use crate::send_helpers::write;
 use crate::wire::{Flags, GroupPayload, PacketType, Payload};
 use peregrine_cc::Time;

@@ -25,6 +25,11 @@
 //! IDLE every `keep_alive_interval` so that a live peer never times out.
 //! START and END are retransmitted with exponential backoff from the RTO.
 
+pub(crate) mod admission;
+pub mod group;
+pub mod path;
+mod security;
+
 use super::events::{CloseReason, Event, ViolationKind};
 use super::stats::ConnectionState;
 use super::Connection;

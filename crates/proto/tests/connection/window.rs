@@ -1,13 +1,16 @@
 //! The handover window between two in-memory endpoints
-//! ([`super::super::testdriver`]).
+//! ([`peregrine_proto::harness::driver`]).
 
-use super::super::tests::{cfg, connected, ms, pair};
-use super::WindowTarget;
-use crate::wire::{CwinReason, DatagramRepr, Flags, PacketType, Payload};
+use crate::basic::{cfg, connected, ms, pair};
+use peregrine_proto::wire::{CwinReason, DatagramRepr, Flags, PacketType, Payload};
+use peregrine_proto::WindowTarget;
 use std::time::Duration;
 
 /// CWINs node `from` sent: (window, reason, header WINDOW_SIZE).
-fn cwins(sim: &super::super::testdriver::Sim, from: usize) -> Vec<(u32, CwinReason, u32)> {
+fn cwins(
+    sim: &peregrine_proto::harness::driver::Driver,
+    from: usize,
+) -> Vec<(u32, CwinReason, u32)> {
     sim.log
         .iter()
         .filter(|s| s.from == from)
@@ -59,7 +62,7 @@ fn handover_closing_sends_cwin_with_the_reason_and_advertises_zero() {
     assert!(srv.advertised_window_bytes > 1 << 20);
     // An unknown connection is refused.
     assert!(!sim.eps[1].set_receive_window(
-        crate::endpoint::ConnectionHandle(999),
+        peregrine_proto::endpoint::ConnectionHandle(999),
         sim.now,
         WindowTarget::Connection,
         0
@@ -69,7 +72,7 @@ fn handover_closing_sends_cwin_with_the_reason_and_advertises_zero() {
 #[test]
 fn handover_status_polls_back_off_to_the_configured_bound() {
     let bound = ms(700);
-    let client_cfg = super::super::ConnectionConfig {
+    let client_cfg = peregrine_proto::ConnectionConfig {
         max_status_interval: bound,
         ..cfg()
     };
@@ -150,7 +153,7 @@ fn handover_pause_is_no_idle_restart_but_plain_idleness_is() {
 
 #[test]
 fn handover_a_stale_cwin_overtaken_by_a_newer_packet_is_ignored() {
-    use crate::wire::{CwinPayload, HeaderRepr};
+    use peregrine_proto::wire::{CwinPayload, HeaderRepr};
     let (mut sim, client, _) = connected();
     let last = sim.log.iter().rev().find(|s| s.from == 1).unwrap().header;
     let next_pn = sim
@@ -182,11 +185,15 @@ fn handover_a_stale_cwin_overtaken_by_a_newer_packet_is_ignored() {
     // The newer one (pn + 5) arrives first; the older (pn + 2) is stale.
     sim.inject(
         0,
-        super::super::testdriver::addr(1),
+        peregrine_proto::harness::driver::addr(1),
         &cwin(next_pn + 5, 100_000),
     );
     assert_eq!(sim.eps[0].stats(client).unwrap().peer_window_bytes, 100_000);
-    sim.inject(0, super::super::testdriver::addr(1), &cwin(next_pn + 2, 0));
+    sim.inject(
+        0,
+        peregrine_proto::harness::driver::addr(1),
+        &cwin(next_pn + 2, 0),
+    );
     let cli = sim.eps[0].stats(client).unwrap();
     assert_eq!(
         cli.peer_window_bytes, 100_000,

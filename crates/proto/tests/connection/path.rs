@@ -3,17 +3,19 @@
 //! from a new address is never even considered, and the JOIN/LEAVE
 //! exchange with its retries.
 
-use super::path::{AMPLIFICATION_FACTOR, MAX_CHALLENGES, PATH_PROBE_ID};
-use super::testdriver::{addr, Fate};
-use super::tests::{connected, ms};
-use super::*;
-use crate::wire::{BarePayload, DatagramRepr, EchoPayload, Flags, HeaderRepr, PacketType, Payload};
+use crate::basic::{connected, ms};
+use peregrine_proto::connection::path::{AMPLIFICATION_FACTOR, MAX_CHALLENGES, PATH_PROBE_ID};
+use peregrine_proto::connection::*;
+use peregrine_proto::harness::driver::{addr, Fate};
+use peregrine_proto::wire::{
+    BarePayload, DatagramRepr, EchoPayload, Flags, HeaderRepr, PacketType, Payload,
+};
 use std::time::Duration;
 
 /// An IDLE from the client with packet number `pn`, its ids and SYNC_NO
 /// copied from a packet the client sent after the handshake (what an
 /// on-path attacker sees).
-fn forged_idle(sim: &super::testdriver::Sim, pn: u32) -> Vec<u8> {
+fn forged_idle(sim: &peregrine_proto::harness::driver::Driver, pn: u32) -> Vec<u8> {
     let seen = sim
         .log
         .iter()

@@ -1,0 +1,104 @@
+//! Integrity once (docs/protocol.md §1): a plain datagram is checksummed
+//! once when sent and once when received, a sealed one never. This test
+//! reads the checksum counter, which exists only in this crate's unit
+//! test build (`wire::checksum::calls`, `#[cfg(test)]`): counting in the
+//! library proper would cost a thread-local update per datagram, so it
+//! stays a unit test, driving two endpoints by hand (no harness). Its
+//! sibling end-to-end AEAD tests are in `tests/connection/aead.rs`.
+
+use crate::connection::{ConnectionConfig, EndpointConfig, Event};
+use crate::crypto::{NoiseConfig, NoisePattern, SecurityConfig, StaticKeypair};
+use crate::endpoint::Endpoint;
+use crate::io::SansIo;
+use crate::wire::StartupMode;
+use crate::Time;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+fn addr(i: usize) -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, (i + 1) as u8], 4000))
+}
+
+fn kp(b: u8) -> StaticKeypair {
+    StaticKeypair::from_private([b; 32])
+}
+
+fn cfg(security: Option<SecurityConfig>) -> ConnectionConfig {
+    ConnectionConfig {
+        startup: StartupMode::SlowStart,
+        security,
+        ..ConnectionConfig::default()
+    }
+}
+
+/// One DATA datagram sent and received on an established connection:
+/// how many checksums that took (this thread's counter).
+fn checksums_per_datagram(c: ConnectionConfig, s: ConnectionConfig) -> u64 {
+    let mut a = Endpoint::new(EndpointConfig::default(), 1);
+    let mut b = Endpoint::new(EndpointConfig::server(s), 2);
+    let h = a.connect(Time::ZERO, addr(1), c).unwrap();
+    let mut now = Time::ZERO;
+    let mut buf = Vec::new();
+    let mut pump = |a: &mut Endpoint, b: &mut Endpoint, now: Time| {
+        for _ in 0..50 {
+            let mut moved = false;
+            while let Some(t) = a.poll_transmit(now, &mut buf) {
+                b.handle_datagram(now, addr(0), None, &mut buf[..t.size]);
+                moved = true;
+            }
+            while let Some(t) = b.poll_transmit(now, &mut buf) {
+                a.handle_datagram(now, addr(1), None, &mut buf[..t.size]);
+                moved = true;
+            }
+            if !moved {
+                break;
+            }
+        }
+    };
+    for _ in 0..100 {
+        now += Duration::from_millis(5);
+        a.handle_timeout(now);
+        b.handle_timeout(now);
+        pump(&mut a, &mut b, now);
+    }
+    assert!(a.stats(h).is_some_and(|s| s.packets_received > 0));
+    while b.poll_event().is_some() {}
+    a.send_message(h, now, 0, &[7; 1_000]).unwrap();
+    let before = crate::wire::checksum::calls();
+    let t = a.poll_transmit(now, &mut buf).expect("the DATA datagram");
+    b.handle_datagram(now, addr(0), None, &mut buf[..t.size]);
+    let n = crate::wire::checksum::calls() - before;
+    assert!(
+        std::iter::from_fn(|| b.poll_event())
+            .any(|(_, e)| matches!(e, Event::MessageReceived { .. })),
+        "delivered"
+    );
+    n
+}
+
+#[test]
+fn the_checksum_runs_once_per_side_on_plain_datagrams_never_on_sealed_ones() {
+    assert_eq!(
+        checksums_per_datagram(cfg(None), cfg(None)),
+        2,
+        "plain: encode + decode"
+    );
+    let (ck, sk) = (kp(1), kp(2));
+    for pattern in [NoisePattern::IK, NoisePattern::NNpsk0] {
+        let (c, s) = match pattern {
+            NoisePattern::IK => (
+                SecurityConfig::Noise(NoiseConfig::ik(ck.clone(), sk.public())),
+                SecurityConfig::Noise(NoiseConfig::server(sk.clone())),
+            ),
+            _ => (
+                SecurityConfig::PresharedKey([3; 32]),
+                SecurityConfig::PresharedKey([3; 32]),
+            ),
+        };
+        assert_eq!(
+            checksums_per_datagram(cfg(Some(c)), cfg(Some(s))),
+            0,
+            "{pattern:?}: sealed"
+        );
+    }
+}

@@ -1,0 +1,122 @@
+//! Recovery glue: where the connection meets `crate::recovery` (RTT,
+//! loss detection, the congestion controller) and `crate::probe` (the
+//! packet-pair start-up). What an ACK or NACK acknowledged or declared
+//! lost goes back to the sender's blocks here; the controller is built
+//! from the configuration and replaced at run time here; the data sender's
+//! ACK-frequency requests ([`ack_frequency`]) follow its window here.
+//!
+//! The transmit and receive paths call into this module; it holds no
+//! state of its own beyond the ACK-frequency policy.
+
+pub(crate) mod ack_frequency;
+
+use crate::connection::{Connection, ConnectionConfig, ConnectionState};
+use crate::probe::ProbeOutcome;
+use crate::recovery::{Recovery, RecoveryConfig, RecoveryOutcome};
+use crate::wire::StartupMode;
+use peregrine_cc::{CcConfig, Time};
+use std::time::Duration;
+
+pub(in crate::connection) fn recovery_config(
+    config: &ConnectionConfig,
+    packet_size: u16,
+) -> RecoveryConfig {
+    RecoveryConfig {
+        mss: u32::from(packet_size),
+        initial_rto: config.initial_rto,
+        min_rto: config.min_rto,
+        max_rto: config.max_rto,
+        packet_threshold: config.packet_threshold,
+        max_ack_delay: config.max_ack_delay,
+    }
+}
+
+impl Connection {
+    pub(in crate::connection) fn rebuild_recovery(&mut self) {
+        self.recovery = Recovery::new(
+            recovery_config(&self.config, self.packet_size),
+            self.config.cc.build(),
+        );
+    }
+
+    /// Replace the congestion controller.
+    pub(crate) fn set_controller(&mut self, now: Time, cc: CcConfig) {
+        let now = self.tick(now);
+        self.config.cc = cc;
+        if self.state == ConnectionState::Starting {
+            self.rebuild_recovery();
+        } else {
+            self.recovery
+                .replace_controller(now, self.config.cc.build());
+        }
+    }
+
+    /// As data sender: ask the peer for another ACK frequency when the
+    /// window or RTT moved enough (ack_frequency.rs). O(1).
+    pub(in crate::connection) fn update_ack_frequency(&mut self, now: Time) {
+        if !self.config.request_ack_frequency || !self.send.has_pending() {
+            return;
+        }
+        let cwnd = self.recovery.congestion().cwnd_bytes();
+        let srtt = self.recovery.rtt().srtt();
+        if self
+            .ack_policy
+            .update(now, cwnd, self.packet_size, srtt, self.config.max_ack_delay)
+        {
+            self.recv.request_ack_now();
+        }
+    }
+
+    pub(crate) fn apply(&mut self, out: RecoveryOutcome) {
+        self.send.on_acked_with(&out.acked_blocks, |_| {});
+        self.send.on_lost(self.now, &out.lost_blocks);
+        self.recovery.recycle(out);
+        self.report_abandoned();
+    }
+
+    pub(in crate::connection) fn maybe_reprobe(&mut self, now: Time) {
+        if self.config.startup != StartupMode::PacketPair
+            || !matches!(self.state, ConnectionState::Connected)
+        {
+            return;
+        }
+        let window = self
+            .recovery
+            .rtt()
+            .srtt()
+            .unwrap_or(Duration::from_millis(100));
+        if self.probe.on_nack(
+            now,
+            self.config.reprobe_nack_burst,
+            window,
+            self.config.reprobe_min_interval,
+        ) {
+            self.start_probe(now, false);
+        }
+    }
+
+    pub(crate) fn on_probe_outcome(&mut self, now: Time, outcome: ProbeOutcome) {
+        match outcome {
+            ProbeOutcome::Measured {
+                result,
+                initial,
+                rtts,
+            } => {
+                for r in rtts {
+                    self.recovery.on_rtt_sample(r);
+                }
+                if initial {
+                    let window = result.burst_bytes.min(self.config.max_initial_window_bytes);
+                    self.recovery.set_initial_window(now, window);
+                    self.initial_window = Some(window);
+                    self.data_ready = true;
+                }
+            }
+            ProbeOutcome::TimedOut { initial } => {
+                if initial {
+                    self.data_ready = true;
+                }
+            }
+        }
+    }
+}
