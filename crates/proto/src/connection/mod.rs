@@ -25,11 +25,14 @@
 //! ## Layout, by concern
 //!
 //! * send path — [`send`]: messages, fragmentation, coalescing packetizer,
-//!   per-block retransmission state; `send::transmit` (private): what
-//!   `poll_transmit` sends next and the timers;
+//!   per-block retransmission state; `send::messages` (private): the
+//!   application's `send_message`, stream and scheduler settings, expiry;
+//!   `send::transmit` (private): what `poll_transmit` sends next and the
+//!   timers;
 //! * receive path — [`recv`]: received packets, ACK schedule, NACK
 //!   generation, reassembly and in-order delivery; `recv::dispatch`
 //!   (private): the checks of `handle_datagram` and dispatch by packet type;
+//!   `recv::delivery` (private): `poll_event`, held streams, stream credit;
 //!   [`window`] (`recv::window`): the handover window, link hints, the pool
 //!   hooks; [`range_set`];
 //! * life cycle — [`lifecycle`]: START / REJECT / END / FIN / REMOTE_RESET,
@@ -79,9 +82,7 @@ pub use window::{WindowCounters, WindowTarget};
 
 use crate::probe::PacketPair;
 use crate::recovery::Recovery;
-use crate::sched::SchedulerConfig;
-use crate::streams::StreamConfig;
-use crate::wire::{AckPayload, PacketType, StreamCredit};
+use crate::wire::PacketType;
 use lifecycle::{CloseProgress, StartProgress};
 use peregrine_cc::Time;
 use recovery_glue::recovery_config;
@@ -168,7 +169,7 @@ pub struct Connection {
     groups: group::GroupState,
     /// Handshake and packet keys (`None`: unencrypted).
     security: Option<crate::crypto::SecurityState>,
-    /// Anti-amplification budget and the client's retry token (admission.rs).
+    /// Anti-amplification budget and the client's retry token (lifecycle/admission.rs).
     admission: admission::AdmissionState,
 }
 
@@ -311,229 +312,5 @@ impl Connection {
         self.state == ConnectionState::Closed
             && self.events.is_empty()
             && !self.closing.reset_pending
-    }
-
-    /// Queue a message; see [`Endpoint::send_message`](crate::endpoint::Endpoint::send_message).
-    pub(crate) fn send_message(
-        &mut self,
-        now: Time,
-        stream: u16,
-        bytes: impl MessageData,
-        deadline: Option<Time>,
-    ) -> Result<MessageId, SendError> {
-        let now = self.tick(now);
-        let len = bytes.message_len();
-        if !matches!(
-            self.state,
-            ConnectionState::Starting | ConnectionState::Connected
-        ) {
-            return Err(SendError::Closed);
-        }
-        if len > self.config.max_message_size {
-            return Err(SendError::MessageTooLarge {
-                size: len,
-                max: self.config.max_message_size,
-            });
-        }
-        if self.send.outstanding_messages() >= self.config.max_outstanding_messages
-            || self.send.buffered_bytes() + len > self.config.max_send_buffer_bytes
-            || !self.send.stream_has_room(stream, len)
-        {
-            return Err(SendError::BufferFull);
-        }
-        self.send
-            .enqueue(now, stream, bytes.into_message_bytes(), deadline)
-    }
-
-    /// Open or reconfigure a stream.
-    pub(crate) fn configure_stream(
-        &mut self,
-        now: Time,
-        stream: u16,
-        config: StreamConfig,
-    ) -> Result<(), SendError> {
-        self.tick(now);
-        if !config.is_valid() {
-            return Err(SendError::InvalidStreamConfig(stream));
-        }
-        self.send.configure(stream, config);
-        Ok(())
-    }
-
-    /// Replace the stream scheduler.
-    pub(crate) fn set_scheduler(&mut self, now: Time, config: SchedulerConfig) {
-        self.tick(now);
-        self.config.scheduler = config;
-        self.send.set_scheduler(config);
-    }
-
-    /// Abandon messages past their deadline and report every abandoned one.
-    pub(crate) fn expire_messages(&mut self, now: Time) {
-        self.send.expire(now);
-        self.report_abandoned();
-    }
-
-    /// Turn abandoned messages into events.
-    pub(crate) fn report_abandoned(&mut self) {
-        while let Some((id, reason)) = self.send.pop_abandoned() {
-            self.events
-                .push_back(Event::MessageAbandoned { id, reason });
-        }
-    }
-
-    /// The application closes the connection.
-    pub(crate) fn app_close(&mut self, now: Time) {
-        let now = self.tick(now);
-        self.close(now);
-    }
-
-    /// The application aborts the connection.
-    pub(crate) fn app_abort(&mut self, now: Time) {
-        let now = self.tick(now);
-        self.abort(now);
-    }
-
-    /// The next event for the application.
-    pub(crate) fn poll_event(&mut self) -> Option<Event> {
-        let at = if self.held.is_empty() {
-            0
-        } else {
-            let at = self.events.iter().position(|e| {
-                !matches!(e, Event::MessageReceived { stream, .. } if self.held.contains(stream))
-            })?;
-            // The end of the connection never overtakes a held message: an
-            // application told "closed" must have been handed every message
-            // first (the runtime reads "closed, inbox empty" as the end).
-            if at > 0 && matches!(self.events[at], Event::PeerClosed | Event::Closed { .. }) {
-                return None;
-            }
-            at
-        };
-        let ev = self.events.remove(at)?;
-        if let Event::MessageReceived { id, .. } = &ev {
-            self.on_app_read(*id);
-        }
-        if let Event::MessageReceived { bytes, .. } = &ev {
-            let before = self.free_receive_bytes();
-            self.recv.on_read(bytes.len());
-            let half = self.config.max_receive_buffer_bytes / 2;
-            if before < half && self.free_receive_bytes() >= half {
-                // The window reopened: tell the sender without waiting.
-                self.recv.request_ack_at(self.now);
-            }
-        }
-        Some(ev)
-    }
-
-    /// The application stops (`true`) or resumes reading `stream`: while
-    /// held, its messages stay unread (and keep its credit from growing).
-    pub(crate) fn hold_stream(&mut self, stream: u16, held: bool) {
-        if held {
-            self.held.insert(stream);
-        } else {
-            self.held.remove(&stream);
-        }
-    }
-
-    /// A delivered message waits for the application.
-    pub(crate) fn on_delivered(&mut self, id: MessageId) {
-        if self.config.initial_stream_credit.is_some() {
-            self.unread.entry(id.stream).or_default().insert(id.number);
-        }
-    }
-
-    fn on_app_read(&mut self, id: MessageId) {
-        let Some(credit) = self.config.initial_stream_credit else {
-            return;
-        };
-        if let Some(set) = self.unread.get_mut(&id.stream) {
-            set.remove(&id.number);
-            if set.is_empty() {
-                self.unread.remove(&id.stream);
-            }
-        }
-        // Tell the sender without waiting once half the credit came back.
-        let limit = self.credit_limit(id.stream, credit);
-        let old = self.advertised.get(&id.stream).copied().unwrap_or(credit);
-        if limit.saturating_sub(old) >= (credit / 2).max(1) {
-            self.recv.request_ack_at(self.now);
-        }
-    }
-
-    /// Whether a frame carries data of a message at or above our current
-    /// credit (which is at least every credit we ever announced).
-    pub(crate) fn beyond_credit(&self, frames: &crate::wire::Frames<'_>) -> bool {
-        let Some(credit) = self.config.initial_stream_credit else {
-            return false;
-        };
-        frames
-            .iter()
-            .any(|f| !f.is_skip() && f.message_number >= self.credit_limit(f.stream_id, credit))
-    }
-
-    /// Our credit for `stream`: the oldest message not yet read (or not yet
-    /// delivered) plus the initial credit.
-    fn credit_limit(&self, stream: u16, credit: u32) -> u32 {
-        let mut base = self.recv.first_unfinished(stream);
-        if let Some(&n) = self.unread.get(&stream).and_then(|s| s.first()) {
-            base = base.min(n);
-        }
-        base.saturating_add(credit)
-    }
-
-    /// The credit section of the next ACK: up to `max` streams, taken
-    /// round-robin from the streams data arrived on, ascending.
-    pub(crate) fn credits_for_ack(&mut self, max: usize) -> Vec<StreamCredit> {
-        let Some(credit) = self.config.initial_stream_credit else {
-            return Vec::new();
-        };
-        let ids = self.recv.stream_ids();
-        let max = max.min(AckPayload::MAX_CREDITS);
-        if ids.is_empty() || max == 0 {
-            return Vec::new();
-        }
-        let start = ids.partition_point(|&id| id < self.credit_cursor);
-        let mut chosen: Vec<u16> = ids
-            .iter()
-            .cycle()
-            .skip(start)
-            .take(ids.len().min(max))
-            .copied()
-            .collect();
-        if ids.len() > max {
-            self.credit_cursor = chosen.last().map_or(0, |&id| id.wrapping_add(1));
-        }
-        chosen.sort_unstable();
-        chosen
-            .into_iter()
-            .map(|stream| {
-                let max_message = self.credit_limit(stream, credit);
-                self.advertised.insert(stream, max_message);
-                StreamCredit {
-                    stream,
-                    max_message,
-                }
-            })
-            .collect()
-    }
-
-    fn free_receive_bytes(&self) -> usize {
-        self.config
-            .max_receive_buffer_bytes
-            .saturating_sub(self.recv.buffered_bytes())
-    }
-
-    /// A duplicate START from the peer (our answer was lost): answer again.
-    /// It is also the peer's sign of life: an initiator whose answers keep
-    /// getting lost sends nothing else, and this side must not time out
-    /// (with its queued messages) while the peer is still trying.
-    pub(crate) fn on_duplicate_start(&mut self, now: Time, sync_no: u16) {
-        let now = self.tick(now);
-        if self.peer_sync == Some(sync_no) && self.state != ConnectionState::Closed {
-            self.last_received = self.last_received.max(now);
-            self.start_reply_pending = true;
-        } else {
-            self.violation(ViolationKind::WrongSyncNo);
-        }
     }
 }

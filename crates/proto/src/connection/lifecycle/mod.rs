@@ -485,3 +485,32 @@ pub(crate) struct StartProgress {
     /// Protected modes: the reason of an (unauthenticated) REJECT seen.
     pub rejected: Option<crate::wire::RejectReason>,
 }
+
+/// The application's close and abort, and a repeated START.
+impl Connection {
+    /// The application closes the connection.
+    pub(crate) fn app_close(&mut self, now: Time) {
+        let now = self.tick(now);
+        self.close(now);
+    }
+
+    /// The application aborts the connection.
+    pub(crate) fn app_abort(&mut self, now: Time) {
+        let now = self.tick(now);
+        self.abort(now);
+    }
+
+    /// A duplicate START from the peer (our answer was lost): answer again.
+    /// It is also the peer's sign of life: an initiator whose answers keep
+    /// getting lost sends nothing else, and this side must not time out
+    /// (with its queued messages) while the peer is still trying.
+    pub(crate) fn on_duplicate_start(&mut self, now: Time, sync_no: u16) {
+        let now = self.tick(now);
+        if self.peer_sync == Some(sync_no) && self.state != ConnectionState::Closed {
+            self.last_received = self.last_received.max(now);
+            self.start_reply_pending = true;
+        } else {
+            self.violation(ViolationKind::WrongSyncNo);
+        }
+    }
+}

@@ -68,7 +68,7 @@ impl Connection {
                 if h.sync_no != self.local_sync {
                     self.violation(ViolationKind::WrongSyncNo);
                 } else if !self.on_retry(now, r) {
-                    // REJECT `retry` went first (admission.rs).
+                    // REJECT `retry` went first (lifecycle/admission.rs).
                     self.on_reject(now, r.reason);
                 }
                 return;

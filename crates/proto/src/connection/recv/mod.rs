@@ -25,6 +25,7 @@
 //!   acknowledged, so the sender retransmits it: nothing acknowledged is
 //!   ever thrown away.
 
+mod delivery;
 mod dispatch;
 pub mod range_set;
 pub mod window;

@@ -19,6 +19,7 @@
 //! and lost blocks of unreliable streams are abandoned here
 //! ([`crate::streams`]).
 
+mod messages;
 mod transmit;
 
 use super::events::MessageId;

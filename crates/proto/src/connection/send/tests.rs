@@ -1,4 +1,4 @@
-//! Unit tests of the sending side (`send.rs`).
+//! Unit tests of the sending side (`send/mod.rs`).
 use super::*;
 
 const CTX: SchedContext = SchedContext {
