@@ -23,8 +23,8 @@ use crate::world::routing::Routing;
 use peregrine_cc::Time;
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use std::time::Duration;
 use std::rc::Rc;
+use std::time::Duration;
 
 /// Routes over the shared medium's current tables.
 pub struct WirelessRouter {

@@ -42,8 +42,8 @@
 //! their medium through an `Rc`); the point-to-point, trace and mmWave
 //! links are `Send` and can be moved into a driver thread or task.
 
-use peregrine_cc::Time;
 use super::packet::Packet;
+use peregrine_cc::Time;
 
 /// Why a packet was dropped.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

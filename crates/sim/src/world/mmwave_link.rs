@@ -237,10 +237,7 @@ mod tests {
         assert_eq!(c.change_after(t(0)), Some(t(10_000_000)));
         assert_eq!(c.up_at(t(12_000_000)), Some(t(20_000_000)));
         assert_eq!(c.up_at(t(5)), Some(t(5)));
-        assert_eq!(
-            c.down_time(t(30_000_000)),
-            Duration::from_nanos(10_000_000)
-        );
+        assert_eq!(c.down_time(t(30_000_000)), Duration::from_nanos(10_000_000));
         assert_eq!(CapacitySteps::new().up_at(t(0)), None);
     }
 
