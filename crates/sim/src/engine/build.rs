@@ -207,7 +207,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             };
             let app = App::new(
                 s.app.clone(),
-                s.stop_ns,
+                s.stop_ns.map(Time::from_nanos),
                 component_rng(m.seed, &format!("app/{f}/{}", s.id)),
                 trace,
             );

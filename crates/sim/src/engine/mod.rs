@@ -342,7 +342,7 @@ impl Sim {
             if !self.apps[a].app.is_buffer_filling() || self.apps[a].start > self.now {
                 continue;
             }
-            while let Some(offer) = self.apps[a].app.top_up(self.now.as_nanos()) {
+            while let Some(offer) = self.apps[a].app.top_up(self.now) {
                 if !self.send(c, h, a, offer) {
                     break;
                 }
@@ -394,15 +394,15 @@ impl Sim {
         };
         let mut offers = std::mem::take(&mut self.offers);
         offers.clear();
-        let next = self.apps[a].app.fire(self.now.as_nanos(), &mut offers);
+        let next = self.apps[a].app.fire(self.now, &mut offers);
         for o in offers.iter() {
             // A timed application whose message the transport refuses
             // (buffer full) loses that message: it does not wait.
             self.send(c, h, a, *o);
         }
         self.offers = offers;
-        if let Some(t_ns) = next {
-            self.queue.push(Time::from_nanos(t_ns), Ev::App(a));
+        if let Some(t) = next {
+            self.queue.push(t, Ev::App(a));
         }
         self.service(c)
     }
