@@ -26,7 +26,10 @@
 //! * fix an epoch (a monotonic `Instant` at start) and pass
 //!   `Time::from_nanos(elapsed since the epoch)` as `now` — never less
 //!   than the previous call's;
-//! * on each datagram, `enqueue(now, packet)` then `advance(now)`;
+//! * on each datagram, `advance(now)` first (to catch up on what fell
+//!   due while it slept: a late timer must not leave departed packets
+//!   in the queue when the new one is offered), then `enqueue(now,
+//!   packet)`, then `advance(now)`;
 //! * after every call, ask `next_wake(now)` and sleep until that instant
 //!   (or the next datagram, whichever comes first), then `advance`;
 //! * hold each packet of `LinkOutput::delivered` until its arrival time
