@@ -41,7 +41,8 @@ mod report;
 mod security;
 
 use parse::{parse_duration, parse_scheduler, parse_trace, TraceMessage};
-use report::{latency_json, percentile, table};
+use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
+use report::{latency_json, table};
 use security::SecurityArgs;
 
 const CONTROL: u16 = 0;
@@ -361,7 +362,7 @@ async fn echo_mode(conn: &Connection, size: usize, count: u32) -> Result<Value> 
         "bytes": bytes,
         "duration_s": secs,
         "streams": [],
-        "echo": {"size_bytes": size, "times_ms": times, "median_ms": percentile(&sorted, 50.0)},
+        "echo": {"size_bytes": size, "times_ms": times, "median_ms": quantile(&sorted, 0.5, RoundedIndex).unwrap_or(0.0)},
     }))
 }
 

@@ -13,8 +13,8 @@
 
 use crate::charts::{self, ChartText, Samples};
 use crate::report::{Cell, Report, Table};
-use crate::stats::quantile;
 use anyhow::Context;
+use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
 use peregrine_sim::{run as run_sim, Scenario};
 use std::path::{Path, PathBuf};
 
@@ -112,9 +112,9 @@ pub fn run(dir: &Path) -> anyhow::Result<Outcome> {
             Cell::Text(r.scheduler.to_uppercase()),
             Cell::NumText(format!("{} / {}", l.len(), r.sent)),
             Cell::opt(mean, 1),
-            Cell::opt(quantile(l, 0.5), 1),
-            Cell::opt(quantile(l, 0.95), 1),
-            Cell::opt(quantile(l, 0.99), 1),
+            Cell::opt(quantile(l, 0.5, RoundedIndex), 1),
+            Cell::opt(quantile(l, 0.95, RoundedIndex), 1),
+            Cell::opt(quantile(l, 0.99, RoundedIndex), 1),
             Cell::num(r.bulk_mbps, 3),
         ]);
     }

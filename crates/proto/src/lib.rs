@@ -94,7 +94,10 @@
 //! ## `rng`
 //!
 //! [`rng`] is the core's one random source, a SplitMix64 seeded by whoever
-//! creates the endpoint, so every run is reproducible.
+//! creates the endpoint, so every run is reproducible. It also holds the
+//! project's one `(seed, component name) → stream` derivation
+//! ([`rng::stream_seed`], [`rng::stream_key`]) and the SplitMix64 mixer
+//! ([`rng::mix64`]), which the simulator and the test harness build on.
 //!
 //! ## `harness`: bad links in memory (feature `harness`)
 //!

@@ -7,40 +7,60 @@
 //! gets depends only on (seed, name): adding, removing or reordering other
 //! components never changes its draws, which keeps results comparable
 //! across scenario edits and makes every run bit-for-bit reproducible.
+//!
+//! The derivation itself is the project's one, in
+//! [`peregrine_proto::rng`] ([`stream_key`]); this module picks the
+//! simulator's generator (ChaCha12) and adapts the core's SplitMix64 to
+//! `rand`'s traits ([`SplitMix64`]) for the models that draw from it.
 
+use peregrine_proto::rng::{stream_key, SeededRng};
+use rand::rand_core::{Infallible, TryRng};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 
 /// The generator type every simulator component uses.
 pub type SimRng = ChaCha12Rng;
 
-/// FNV-1a, 64 bit: a fixed, platform-independent hash of the component
-/// name (std's hashers are randomly keyed or unspecified across versions).
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
+/// The random generator of component `name` in a simulation seeded `seed`:
+/// ChaCha12 keyed with [`stream_key`]`(seed, name)`. O(len(name)).
+pub fn component_rng(seed: u64, name: &str) -> SimRng {
+    SimRng::from_seed(stream_key(seed, name))
 }
 
-/// The random generator of component `name` in a simulation seeded `seed`.
-///
-/// The 256-bit ChaCha key is the seed and the name hash spread by
-/// SplitMix64, so nearby seeds and similar names give unrelated streams.
-pub fn component_rng(seed: u64, name: &str) -> SimRng {
-    let mut state = seed ^ fnv1a64(name.as_bytes()).rotate_left(17);
-    let mut key = [0u8; 32];
-    for chunk in key.chunks_exact_mut(8) {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        chunk.copy_from_slice(&z.to_le_bytes());
+/// The core's SplitMix64 ([`SeededRng`]) as a `rand` generator, so the
+/// shared models (`world::loss::LossModel`) can draw from it. The
+/// controller lab's random loss uses it, seeded directly with its
+/// configured seed (its published traces were made that way). A `f64`
+/// drawn through `rand` is `SeededRng::next_f64`'s value.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(SeededRng);
+
+impl SplitMix64 {
+    /// A generator whose whole output is fixed by `seed`.
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(SeededRng::new(seed))
     }
-    SimRng::from_seed(key)
+}
+
+impl TryRng for SplitMix64 {
+    type Error = Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+        // The high half: SplitMix64's best bits.
+        Ok((self.0.next_u64() >> 32) as u32)
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+        Ok(self.0.next_u64())
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
+        for chunk in dst.chunks_mut(8) {
+            let v = self.0.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -70,5 +90,14 @@ mod tests {
         const PINNED: u64 = 9_248_743_172_026_534_120;
         let v = component_rng(1, "pin").random::<u64>();
         assert_eq!(v, PINNED);
+    }
+
+    #[test]
+    fn splitmix_through_rand_draws_the_cores_values() {
+        let mut core = SeededRng::new(11);
+        let mut r = SplitMix64::new(11);
+        for _ in 0..1000 {
+            assert_eq!(r.random::<f64>(), core.next_f64());
+        }
     }
 }

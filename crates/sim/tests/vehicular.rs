@@ -40,7 +40,12 @@ fn the_urban_street_scene_has_outages_of_every_kind_and_they_cut_the_links() {
         c.blockage + c.deafness + c.beam_misalignment + c.handover
     );
     // Every vehicle's link is down some of the time but mostly up.
-    let down: u64 = tl.capacity.iter().map(|k| k.down_ns(m.duration_ns)).sum();
+    let end = peregrine_sim::Time::from_nanos(m.duration_ns);
+    let down: u64 = tl
+        .capacity
+        .iter()
+        .map(|k| k.down_time(end).as_nanos() as u64)
+        .sum();
     let total = m.duration_ns * tl.capacity.len() as u64;
     assert!(down > 0 && down < total / 2, "down {down} of {total}");
     let r = run_with_timeline(&s, Some(&tl)).expect("runs");

@@ -1,21 +1,15 @@
 //! The results of `peregrine perf`: latency percentiles and the table.
 
+use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
 use serde_json::{json, Value};
-
-pub(super) fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = (p / 100.0 * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
 
 pub(super) fn latency_json(samples: &mut [f64]) -> Value {
     samples.sort_by(f64::total_cmp);
     let mean = samples.iter().sum::<f64>() / samples.len().max(1) as f64;
     json!({
-        "p50": percentile(samples, 50.0),
-        "p99": percentile(samples, 99.0),
+        // The rounded-index rule; 0 when there is no sample.
+        "p50": quantile(samples, 0.5, RoundedIndex).unwrap_or(0.0),
+        "p99": quantile(samples, 0.99, RoundedIndex).unwrap_or(0.0),
         "mean": mean,
         "count": samples.len(),
     })

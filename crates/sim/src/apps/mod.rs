@@ -20,8 +20,10 @@ pub mod msgtrace;
 
 use crate::rng::SimRng;
 use crate::scenario::model::{AppSpec, PeriodDist};
+use peregrine_cc::Time;
 use rand::RngExt;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use msgtrace::{MessageTrace, MessageTraceError};
 
@@ -36,13 +38,13 @@ pub struct Offer {
 #[derive(Debug)]
 pub struct App {
     spec: AppSpec,
-    stop_ns: Option<u64>,
+    stop: Option<Time>,
     rng: SimRng,
     /// file: bytes queued so far.
     queued_bytes: u64,
     /// onoff: whether ON, and when the current period ends.
     on: bool,
-    period_end: u64,
+    period_end: Time,
     /// trace: the messages and the next one.
     trace: Option<Arc<MessageTrace>>,
     trace_next: usize,
@@ -51,20 +53,21 @@ pub struct App {
 }
 
 impl App {
-    /// An application of `spec`; `trace` is the loaded CSV of a trace app.
+    /// An application of `spec`, silent from `stop` on; `trace` is the
+    /// loaded CSV of a trace app.
     pub fn new(
         spec: AppSpec,
-        stop_ns: Option<u64>,
+        stop: Option<Time>,
         rng: SimRng,
         trace: Option<Arc<MessageTrace>>,
     ) -> App {
         App {
             spec,
-            stop_ns,
+            stop,
             rng,
             queued_bytes: 0,
             on: false,
-            period_end: 0,
+            period_end: Time::ZERO,
             trace,
             trace_next: 0,
             trace_sent: 0,
@@ -102,13 +105,14 @@ impl App {
         }
     }
 
-    fn stopped(&self, now: u64) -> bool {
-        self.stop_ns.is_some_and(|s| now >= s)
+    fn stopped(&self, now: Time) -> bool {
+        self.stop.is_some_and(|s| now >= s)
     }
 
     /// Buffer-filling apps: the next message to try to queue at `now`
     /// (the engine calls [`accepted`](Self::accepted) if the transport took it).
-    pub fn top_up(&self, now: u64) -> Option<Offer> {
+    /// O(1).
+    pub fn top_up(&self, now: Time) -> Option<Offer> {
         if self.done || self.stopped(now) {
             return None;
         }
@@ -140,7 +144,7 @@ impl App {
         }
     }
 
-    fn period(&mut self, mean_ns: u64, dist: PeriodDist) -> u64 {
+    fn period(&mut self, mean_ns: u64, dist: PeriodDist) -> Duration {
         let u: f64 = self.rng.random();
         let mean = mean_ns as f64;
         let x = match dist {
@@ -151,12 +155,13 @@ impl App {
             }
         };
         // At least 1 µs so time always advances; at most ~1 day.
-        x.clamp(1_000.0, 8.64e13) as u64
+        Duration::from_nanos(x.clamp(1_000.0, 8.64e13) as u64)
     }
 
     /// Timed apps: the application's clock fired at `now`. Returns the
     /// messages to queue now and when to fire next (`None`: never).
-    pub fn fire(&mut self, now: u64, out: &mut Vec<Offer>) -> Option<u64> {
+    /// O(messages queued).
+    pub fn fire(&mut self, now: Time, out: &mut Vec<Offer>) -> Option<Time> {
         if self.done || self.stopped(now) {
             self.done = true;
             return None;
@@ -169,7 +174,7 @@ impl App {
                 out.push(Offer {
                     bytes: message_bytes,
                 });
-                Some(now + gap_ns(message_bytes, rate_bps))
+                Some(now + gap(message_bytes, rate_bps))
             }
             AppSpec::OnOff {
                 rate_bps,
@@ -178,7 +183,7 @@ impl App {
                 mean_on_ns,
                 mean_off_ns,
             } => {
-                if self.period_end == 0 && !self.on {
+                if self.period_end == Time::ZERO && !self.on {
                     // First firing: start an ON period.
                     self.on = true;
                     self.period_end = now + self.period(mean_on_ns, dist);
@@ -192,7 +197,7 @@ impl App {
                     out.push(Offer {
                         bytes: message_bytes,
                     });
-                    Some((now + gap_ns(message_bytes, rate_bps)).min(self.period_end))
+                    Some((now + gap(message_bytes, rate_bps)).min(self.period_end))
                 } else {
                     Some(self.period_end)
                 }
@@ -225,9 +230,9 @@ impl App {
                         }
                         self.trace_next = 0;
                     }
-                    let gap = msgs[self.trace_next].0;
-                    if gap > 0 {
-                        return Some(now + gap);
+                    let gap_ns = msgs[self.trace_next].0;
+                    if gap_ns > 0 {
+                        return Some(now + Duration::from_nanos(gap_ns));
                     }
                 }
             }
@@ -236,9 +241,9 @@ impl App {
     }
 }
 
-/// Time between messages of `bytes` at `rate_bps`, ns (at least 1).
-fn gap_ns(bytes: u32, rate_bps: u64) -> u64 {
-    (u64::from(bytes) * 8 * 1_000_000_000 / rate_bps.max(1)).max(1)
+/// Time between messages of `bytes` at `rate_bps` (at least 1 ns).
+fn gap(bytes: u32, rate_bps: u64) -> Duration {
+    Duration::from_nanos((u64::from(bytes) * 8 * 1_000_000_000 / rate_bps.max(1)).max(1))
 }
 
 #[cfg(test)]
@@ -258,7 +263,7 @@ mod tests {
             None,
         );
         let mut out = Vec::new();
-        assert_eq!(a.fire(0, &mut out), Some(100_000_000));
+        assert_eq!(a.fire(Time::ZERO, &mut out), Some(Time::from_millis(100)));
         assert_eq!(out, [Offer { bytes: 1000 }]);
     }
 
@@ -275,7 +280,7 @@ mod tests {
             None,
         );
         let mut total = 0;
-        while let Some(o) = a.top_up(0) {
+        while let Some(o) = a.top_up(Time::ZERO) {
             total += o.bytes;
             a.accepted(o);
         }
@@ -294,10 +299,10 @@ mod tests {
                 mean_off_ns: 300_000_000,
             };
             let mut a = App::new(spec, None, component_rng(4, "onoff"), None);
-            let mut t = 0;
+            let mut t = Time::ZERO;
             let mut sent = 0u64;
             let mut out = Vec::new();
-            while t < 400_000_000_000 {
+            while t < Time::from_millis(400_000) {
                 out.clear();
                 t = a.fire(t, &mut out).expect("onoff never ends without stop");
                 sent += out.len() as u64;
@@ -315,12 +320,12 @@ mod tests {
                 rate_bps: 80_000,
                 message_bytes: 1000,
             },
-            Some(50),
+            Some(Time::from_nanos(50)),
             component_rng(1, "a"),
             None,
         );
         let mut out = Vec::new();
-        assert_eq!(a.fire(60, &mut out), None);
+        assert_eq!(a.fire(Time::from_nanos(60), &mut out), None);
         assert!(out.is_empty());
         assert!(a.is_done());
     }

@@ -1,9 +1,20 @@
 //! The lab's event loop: one bulk sender, one drop-tail bottleneck, an
 //! immediate-ACK receiver. Events are ordered by (time, sequence number), so
 //! a run is a pure function of the controller and the [`LabConfig`].
+//!
+//! The bottleneck is built from the simulator's link parts: its queue is
+//! the world's [`DropTailQueue`] and its random loss the world's
+//! [`LossModel`] (a Bernoulli model drawing from the core's SplitMix64
+//! seeded with `LabConfig::seed`).
 
 use super::trace::{LabEvent, LabSummary, LabTrace, TraceRow};
 use super::{LabConfig, ScriptItem};
+use crate::rng::SplitMix64;
+use crate::scenario::model::LossSpec;
+use crate::world::link_model::LinkStats;
+use crate::world::loss::LossModel;
+use crate::world::packet::Packet;
+use crate::world::queue::{DropTailQueue, QueueLimit};
 use peregrine_cc::rate::{DeliveryRateSampler, PacketRateInfo};
 use peregrine_cc::types::{
     AckSample, CaState, CongestionEvent, CongestionKind, CongestionResponse, LinkHint,
@@ -49,20 +60,6 @@ struct Outstanding {
     rate: PacketRateInfo,
 }
 
-/// A tiny deterministic generator (SplitMix64) for random loss.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_f64(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 struct Lab<'a> {
     cfg: &'a LabConfig,
     cc: &'a mut dyn CongestionController,
@@ -95,13 +92,16 @@ struct Lab<'a> {
     max_in_flight_round: u32,
     max_in_flight_prev: u32,
     // Path.
-    queue: VecDeque<u64>,
-    queue_bytes: u64,
+    /// The bottleneck's queue (the packet in service stays at its head
+    /// until it is through); a packet's `id` is its packet number.
+    queue: DropTailQueue,
+    queue_stats: LinkStats,
     link_busy: bool,
     doomed: BTreeSet<u64>,
     blocked_until: Option<Time>,
     single_loss_at: Option<Time>,
-    rng: SplitMix64,
+    /// Independent random loss (`random_loss`), drawn before the queue.
+    loss: LossModel<SplitMix64>,
     // Records.
     rows: Vec<TraceRow>,
     sample_cwnd_sum: f64,
@@ -148,13 +148,24 @@ pub fn run(cc: &mut dyn CongestionController, cfg: &LabConfig) -> LabTrace {
         largest_acked: 0,
         max_in_flight_round: 0,
         max_in_flight_prev: 0,
-        queue: VecDeque::new(),
-        queue_bytes: 0,
+        queue: DropTailQueue::new(QueueLimit {
+            packets: None,
+            // A queue smaller than one packet still holds one.
+            bytes: Some(cfg.queue_bytes.max(u64::from(cfg.mss.max(1)))),
+            floor_packets: 0,
+        }),
+        queue_stats: LinkStats::default(),
         link_busy: false,
         doomed: BTreeSet::new(),
         blocked_until: None,
         single_loss_at: None,
-        rng: SplitMix64(cfg.seed),
+        loss: LossModel::new(
+            LossSpec::Bernoulli {
+                p: cfg.random_loss,
+                data_only: false,
+            },
+            SplitMix64::new(cfg.seed),
+        ),
         rows: Vec::new(),
         sample_cwnd_sum: 0.0,
         sample_count: 0,
@@ -237,7 +248,7 @@ impl Lab<'_> {
             ssthresh_bytes: stats.ssthresh_bytes,
             pacing_rate_bps: stats.pacing_rate_bytes_per_sec.map(|r| r.saturating_mul(8)),
             event,
-            queue_bytes: self.queue_bytes,
+            queue_bytes: self.queue.backlog().1,
             in_flight_pkts: self.in_flight(),
             latest_rtt: self.latest_rtt,
             mode: stats.mode,
@@ -327,10 +338,9 @@ impl Lab<'_> {
             }
             ScriptItem::Rto { .. } => {
                 // A route flush: nothing in the pipe arrives; then the timer fires.
-                for pn in std::mem::take(&mut self.queue) {
-                    self.doomed.insert(pn);
+                for p in self.queue.drain() {
+                    self.doomed.insert(p.id);
                 }
-                self.queue_bytes = 0;
                 let in_pipe: Vec<u64> = self.outstanding.keys().copied().collect();
                 self.doomed.extend(in_pipe);
                 self.on_rto(true);
@@ -423,16 +433,29 @@ impl Lab<'_> {
             self.record(Some(LabEvent::ScriptedLoss));
             return;
         }
-        if self.cfg.random_loss > 0.0 && self.rng.next_f64() < self.cfg.random_loss {
+        if self.loss.lose(true) {
             self.record(Some(LabEvent::RandomLoss));
             return;
         }
-        if self.queue_bytes + self.mss() as u64 > self.cfg.queue_bytes.max(self.mss() as u64) {
+        let pkt = Packet {
+            id: pn,
+            flow: 0,
+            forward: true,
+            is_data: true,
+            src: 0,
+            dst: 1,
+            next_hop: 1,
+            dst_port: 0,
+            src_port: 0,
+            wire_bytes: self.mss(),
+            created: self.now,
+            left_first_hop: false,
+            payload: Vec::new(),
+        };
+        if self.queue.push(pkt, &mut self.queue_stats).is_err() {
             self.record(Some(LabEvent::QueueDrop));
             return;
         }
-        self.queue.push_back(pn);
-        self.queue_bytes += self.mss() as u64;
         if !self.link_busy {
             self.start_transmission();
         }
@@ -450,9 +473,8 @@ impl Lab<'_> {
     }
 
     fn link_done(&mut self) {
-        if let Some(pn) = self.queue.pop_front() {
-            self.queue_bytes = self.queue_bytes.saturating_sub(self.mss() as u64);
-            self.schedule(self.now + self.cfg.base_rtt, Ev::Ack(pn));
+        if let Some(p) = self.queue.pop_front() {
+            self.schedule(self.now + self.cfg.base_rtt, Ev::Ack(p.id));
         }
         self.link_busy = false;
         if !self.queue.is_empty() {

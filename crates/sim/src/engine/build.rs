@@ -13,10 +13,12 @@ use crate::world::link::{LinkModel, PointToPoint, QueueLimit, Server};
 use crate::world::loss::LossModel;
 use crate::world::outage::Outages;
 use crate::world::trace::MahimahiTrace;
+use peregrine_cc::Time;
 use peregrine_proto::{ConnectionConfig, Endpoint, EndpointConfig, StreamConfig};
 use rand::RngExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Port of flow `f`'s endpoints (client and server, on different nodes).
 fn port(f: usize) -> u16 {
@@ -97,7 +99,7 @@ impl Loader<'_> {
         };
         Ok(PointToPoint::new(
             server,
-            d.delay_ns,
+            Duration::from_nanos(d.delay_ns),
             limit,
             LossModel::new(
                 d.loss.clone(),
@@ -142,7 +144,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         router = built.router;
         wireless = Some(built.wireless);
         // Routes exist before the first flow starts (same instant, earlier).
-        queue.push(0, Ev::RouteTick);
+        queue.push(Time::ZERO, Ev::RouteTick);
     }
     let mut slots = Vec::new();
     let mut by_addr = BTreeMap::new();
@@ -205,7 +207,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             };
             let app = App::new(
                 s.app.clone(),
-                s.stop_ns,
+                s.stop_ns.map(Time::from_nanos),
                 component_rng(m.seed, &format!("app/{f}/{}", s.id)),
                 trace,
             );
@@ -227,8 +229,8 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
                 flow: f,
                 stream: s.id,
                 stream_index: si,
-                deadline_ns: s.deadline_ns,
-                start_ns: s.start_ns,
+                deadline: s.deadline_ns.map(Duration::from_nanos),
+                start: Time::from_nanos(s.start_ns),
             });
         }
         metrics.push(fm);
@@ -241,15 +243,18 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             config,
             streams,
         });
-        queue.push(fs.start_ns, Ev::FlowStart(f));
+        queue.push(Time::from_nanos(fs.start_ns), Ev::FlowStart(f));
     }
-    queue.push(m.interval_ns.min(m.duration_ns), Ev::Sample);
+    queue.push(
+        Time::from_nanos(m.interval_ns.min(m.duration_ns)),
+        Ev::Sample,
+    );
     let _ = addr;
     Ok(Sim {
         name: scenario.name(),
         seed: m.seed,
-        end_ns: m.duration_ns,
-        interval_ns: m.interval_ns,
+        end: Time::from_nanos(m.duration_ns),
+        interval: Duration::from_nanos(m.interval_ns),
         ip_overhead: m.ip_overhead_bytes,
         per_message: m.per_message,
         queue,
@@ -273,7 +278,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         link_samples: (0..link_names.len()).map(|_| Vec::new()).collect(),
         link_names,
         wireless,
-        now: peregrine_cc::Time::ZERO,
+        now: Time::ZERO,
     })
 }
 

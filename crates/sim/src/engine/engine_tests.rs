@@ -22,32 +22,32 @@ app = "bulk"
 "#;
 
 /// A link that behaves like the wrapped one and, once, emits a blockage
-/// hint for flow 0 when it first works at or after `at_ns`.
+/// hint for flow 0 when it first works at or after `at`.
 struct Hinting {
     inner: Box<dyn LinkModel>,
-    at_ns: u64,
+    at: Time,
     sent: bool,
 }
 
 impl LinkModel for Hinting {
-    fn enqueue(&mut self, now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), (Packet, DropReason)> {
         self.inner.enqueue(now, pkt)
     }
-    fn next_wake(&mut self, now: u64) -> Option<u64> {
+    fn next_wake(&mut self, now: Time) -> Option<Time> {
         self.inner.next_wake(now)
     }
-    fn advance(&mut self, now: u64, out: &mut LinkOutput) {
+    fn advance(&mut self, now: Time, out: &mut LinkOutput) {
         self.inner.advance(now, out);
-        if !self.sent && now >= self.at_ns {
+        if !self.sent && now >= self.at {
             self.sent = true;
             let hint = LinkHint {
                 kind: LinkHintKind::Blockage,
-                issued_at: Time::from_nanos(now),
+                issued_at: now,
                 predicted_duration: Some(Duration::from_millis(150)),
                 cqi: None,
                 speed_mps: None,
             };
-            out.hints.push((now + 1_000_000, 0, hint));
+            out.hints.push((now + Duration::from_millis(1), 0, hint));
         }
     }
     fn backlog(&self) -> (u64, u64) {
@@ -66,7 +66,7 @@ fn final_mode(with_hint: bool) -> Option<&'static str> {
             &mut sim.links[0],
             Box::new(crate::world::link::PointToPoint::new(
                 crate::world::link::Server::Rate(1),
-                0,
+                Duration::ZERO,
                 crate::world::link::QueueLimit {
                     packets: Some(1),
                     bytes: None,
@@ -81,7 +81,7 @@ fn final_mode(with_hint: bool) -> Option<&'static str> {
         );
         sim.links[0] = Box::new(Hinting {
             inner,
-            at_ns: 950_000_000,
+            at: Time::from_millis(950),
             sent: false,
         });
     }

@@ -1,7 +1,7 @@
 //! The discrete-event engine: scenario in, results out.
 //!
-//! Events are ordered by (time in ns, sequence number) in an
-//! [`EventQueue`]. Each flow is one `peregrine_proto::Endpoint` pair — a
+//! Events are ordered by (instant, sequence number) in an
+//! [`EventQueue`]; every instant is a [`Time`], every span a `Duration`. Each flow is one `peregrine_proto::Endpoint` pair — a
 //! client at the flow's source node and a server at its destination, one
 //! "socket" (address `10.x.y.z:port`) each — driven unmodified through
 //! the sans-IO interface: after every input (`handle_datagram`,
@@ -31,6 +31,7 @@ use peregrine_cc::Time;
 use peregrine_proto::{ConnectionHandle, Endpoint, Event, SansIo};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::time::Duration;
 use thiserror::Error;
 
 pub use queue::EventQueue;
@@ -75,10 +76,10 @@ struct Slot {
     flow: usize,
     client: bool,
     /// The instant the endpoint's `poll_timeout` asked for.
-    armed: Option<u64>,
+    armed: Option<Time>,
     /// The time of the one live timer event in the queue (an earlier
     /// request pushes a new event; a later one waits for this to fire).
-    scheduled: Option<u64>,
+    scheduled: Option<Time>,
     handle: Option<ConnectionHandle>,
 }
 
@@ -88,8 +89,10 @@ struct AppSlot {
     flow: usize,
     stream: u16,
     stream_index: usize,
-    deadline_ns: Option<u64>,
-    start_ns: u64,
+    /// Each message's deadline after it is queued, if any.
+    deadline: Option<Duration>,
+    /// When the application starts.
+    start: Time,
 }
 
 struct FlowRt {
@@ -107,21 +110,23 @@ struct FlowRt {
 pub(crate) struct Sim {
     name: String,
     seed: u64,
-    end_ns: u64,
-    interval_ns: u64,
+    /// The end of the run.
+    end: Time,
+    /// Time between metric samples.
+    interval: Duration,
     ip_overhead: u32,
     per_message: bool,
     queue: EventQueue<Ev>,
     links: Vec<Box<dyn LinkModel>>,
-    link_wake: Vec<Option<u64>>,
+    link_wake: Vec<Option<Time>>,
     router: Box<dyn Router>,
     slots: Vec<Slot>,
     by_addr: BTreeMap<(usize, u16), usize>,
     flows: Vec<FlowRt>,
     apps: Vec<AppSlot>,
     metrics: Vec<FlowMetrics>,
-    /// (flow, stream, message number) → (queued at ns, bytes).
-    in_flight_msgs: BTreeMap<(usize, u16, u32), (u64, u32)>,
+    /// (flow, stream, message number) → (queued at, bytes).
+    in_flight_msgs: BTreeMap<(usize, u16, u32), (Time, u32)>,
     /// Per-message rows: flow, stream, number, queued ns, latency ns, bytes.
     message_log: Vec<crate::metrics::MessageRecord>,
     next_packet_id: u64,
@@ -171,10 +176,10 @@ impl Sim {
 
     /// Run until the end; returns the number of events processed.
     pub(crate) fn run(&mut self) -> Result<u64, SimError> {
-        let mut last_t = 0u64;
+        let mut last_t = Time::ZERO;
         let mut same_t = 0u64;
         while let Some(t) = self.queue.peek_time() {
-            if t > self.end_ns {
+            if t > self.end {
                 break;
             }
             let Some((t, ev)) = self.queue.pop() else {
@@ -184,14 +189,15 @@ impl Sim {
                 same_t += 1;
                 if same_t > MAX_EVENTS_PER_INSTANT {
                     return Err(self.fail(format!(
-                        "livelock: over {MAX_EVENTS_PER_INSTANT} events at t = {t} ns"
+                        "livelock: over {MAX_EVENTS_PER_INSTANT} events at t = {} ns",
+                        t.as_nanos()
                     )));
                 }
             } else {
                 last_t = t;
                 same_t = 0;
             }
-            self.now = Time::from_nanos(t);
+            self.now = t;
             match ev {
                 Ev::FlowStart(f) => self.start_flow(f)?,
                 Ev::Timer(s) => {
@@ -200,7 +206,7 @@ impl Sim {
                         match self.slots[s].armed {
                             Some(a) if a <= t => {
                                 self.slots[s].armed = None;
-                                self.slots[s].ep.handle_timeout(Time::from_nanos(t));
+                                self.slots[s].ep.handle_timeout(t);
                                 self.service(s)?;
                             }
                             Some(a) => {
@@ -226,7 +232,7 @@ impl Sim {
                 Ev::Hint(f, hint) => {
                     let c = self.flows[f].client;
                     if let Some(h) = self.slots[c].handle {
-                        self.slots[c].ep.link_hint(h, Time::from_nanos(t), &hint);
+                        self.slots[c].ep.link_hint(h, t, &hint);
                         self.service(c)?;
                     }
                 }
@@ -234,14 +240,14 @@ impl Sim {
                 Ev::RouteTick => {
                     if let Some(w) = self.wireless.as_mut() {
                         let next = w.tick(t);
-                        if next <= self.end_ns {
+                        if next <= self.end {
                             self.queue.push(next, Ev::RouteTick);
                         }
                     }
                 }
             }
         }
-        self.now = Time::from_nanos(self.end_ns);
+        self.now = self.end;
         Ok(self.queue.processed())
     }
 
@@ -263,7 +269,7 @@ impl Sim {
         self.flows[f].started = true;
         let apps = self.flows[f].apps.clone();
         for a in apps {
-            let at = self.apps[a].start_ns.max(self.now.as_nanos());
+            let at = self.apps[a].start.max(self.now);
             self.queue.push(at, Ev::App(a));
         }
         self.service(c)
@@ -314,11 +320,7 @@ impl Sim {
                 }
             }
         }
-        let now_ns = self.now.as_nanos();
-        let next = self.slots[s]
-            .ep
-            .poll_timeout()
-            .map(|t| t.as_nanos().max(now_ns));
+        let next = self.slots[s].ep.poll_timeout().map(|t| t.max(now));
         let slot = &mut self.slots[s];
         slot.armed = next;
         if let Some(t) = next {
@@ -337,11 +339,10 @@ impl Sim {
         let c = self.flows[flow].client;
         for i in 0..self.flows[flow].apps.len() {
             let a = self.flows[flow].apps[i];
-            if !self.apps[a].app.is_buffer_filling() || self.apps[a].start_ns > self.now.as_nanos()
-            {
+            if !self.apps[a].app.is_buffer_filling() || self.apps[a].start > self.now {
                 continue;
             }
-            while let Some(offer) = self.apps[a].app.top_up(self.now.as_nanos()) {
+            while let Some(offer) = self.apps[a].app.top_up(self.now) {
                 if !self.send(c, h, a, offer) {
                     break;
                 }
@@ -362,9 +363,7 @@ impl Sim {
         if self.zeros.len() < n {
             self.zeros = peregrine_proto::Bytes::from(vec![0; n]);
         }
-        let deadline = self.apps[a]
-            .deadline_ns
-            .map(|d| Time::from_nanos(self.now.as_nanos() + d));
+        let deadline = self.apps[a].deadline.map(|d| now + d);
         match self.slots[c].ep.send_message_with_deadline(
             h,
             now,
@@ -373,10 +372,8 @@ impl Sim {
             deadline,
         ) {
             Ok(id) => {
-                self.in_flight_msgs.insert(
-                    (flow, id.stream, id.number),
-                    (self.now.as_nanos(), offer.bytes),
-                );
+                self.in_flight_msgs
+                    .insert((flow, id.stream, id.number), (now, offer.bytes));
                 let sm = &mut self.metrics[flow].streams[si];
                 sm.messages_sent += 1;
                 sm.bytes_sent += u64::from(offer.bytes);
@@ -397,7 +394,7 @@ impl Sim {
         };
         let mut offers = std::mem::take(&mut self.offers);
         offers.clear();
-        let next = self.apps[a].app.fire(self.now.as_nanos(), &mut offers);
+        let next = self.apps[a].app.fire(self.now, &mut offers);
         for o in offers.iter() {
             // A timed application whose message the transport refuses
             // (buffer full) loses that message: it does not wait.
@@ -425,7 +422,7 @@ impl Sim {
                 if let Some((queued, size)) =
                     self.in_flight_msgs.remove(&(flow, id.stream, id.number))
                 {
-                    let lat = self.now.as_nanos() - queued;
+                    let lat = self.now.as_nanos() - queued.as_nanos();
                     if let Some(si) = m.streams.iter().position(|x| x.id == id.stream) {
                         let sm = &mut m.streams[si];
                         sm.messages_delivered += 1;
@@ -445,7 +442,7 @@ impl Sim {
                             flow,
                             stream: id.stream,
                             number: id.number,
-                            queued_ns: queued,
+                            queued_ns: queued.as_nanos(),
                             latency_ns: lat,
                             bytes: size,
                         });
@@ -468,17 +465,17 @@ impl Sim {
         if node == pkt.dst {
             // Loopback: deliver at once.
             let slot = self.store_packet(pkt);
-            self.queue.push(self.now.as_nanos(), Ev::Arrive(node, slot));
+            self.queue.push(self.now, Ev::Arrive(node, slot));
             return;
         }
-        let Some(hop) = self.router.next_hop(self.now.as_nanos(), node, pkt.dst) else {
+        let Some(hop) = self.router.next_hop(self.now, node, pkt.dst) else {
             self.drop_packet(&pkt, DropReason::NoRoute);
             return;
         };
         let l = hop.link;
         let mut pkt = pkt;
         pkt.next_hop = hop.node;
-        match self.links[l].enqueue(self.now.as_nanos(), pkt) {
+        match self.links[l].enqueue(self.now, pkt) {
             Ok(()) => self.advance_link(l),
             Err((p, reason)) => self.drop_packet(&p, reason),
         }
@@ -495,7 +492,7 @@ impl Sim {
 
     fn advance_link(&mut self, l: usize) {
         let mut out = std::mem::take(&mut self.out);
-        self.links[l].advance(self.now.as_nanos(), &mut out);
+        self.links[l].advance(self.now, &mut out);
         for (flow, bytes) in out.processed.drain(..) {
             self.metrics[flow].c.processed_bytes += u64::from(bytes);
         }
@@ -509,10 +506,10 @@ impl Sim {
         }
         for (at, flow, hint) in out.hints.drain(..) {
             self.queue
-                .push(at.max(self.now.as_nanos()), Ev::Hint(flow, Box::new(hint)));
+                .push(at.max(self.now), Ev::Hint(flow, Box::new(hint)));
         }
         self.out = out;
-        if let Some(w) = self.links[l].next_wake(self.now.as_nanos()) {
+        if let Some(w) = self.links[l].next_wake(self.now) {
             if self.link_wake[l] != Some(w) {
                 self.link_wake[l] = Some(w);
                 self.queue.push(w, Ev::LinkWake(l));
@@ -578,8 +575,8 @@ impl Sim {
                 sm.series_bytes.push(sm.bytes_delivered);
             }
         }
-        let next = self.now.as_nanos() + self.interval_ns;
-        if next <= self.end_ns {
+        let next = self.now + self.interval;
+        if next <= self.end {
             self.queue.push(next, Ev::Sample);
         }
     }

@@ -2,11 +2,12 @@
 //! events at the same instant run in the order they were scheduled —
 //! deterministic, whatever the heap's internal layout.
 
+use peregrine_cc::Time;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 struct Entry<E> {
-    time: u64,
+    time: Time,
     seq: u64,
     event: E,
 }
@@ -29,7 +30,7 @@ impl<E> Ord for Entry<E> {
     }
 }
 
-/// Events of type `E` at nanosecond times.
+/// Events of type `E` at instants ([`Time`]).
 pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
     next_seq: u64,
@@ -52,22 +53,22 @@ impl<E> EventQueue<E> {
         Self::default()
     }
 
-    /// Schedule `event` at `time` (ns).
-    pub fn push(&mut self, time: u64, event: E) {
+    /// Schedule `event` at `time`. O(log events).
+    pub fn push(&mut self, time: Time, event: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.heap.push(Entry { time, seq, event });
     }
 
-    /// The earliest event, if any.
-    pub fn pop(&mut self) -> Option<(u64, E)> {
+    /// The earliest event, if any. O(log events).
+    pub fn pop(&mut self) -> Option<(Time, E)> {
         let e = self.heap.pop()?;
         self.popped += 1;
         Some((e.time, e.event))
     }
 
-    /// The time of the earliest event.
-    pub fn peek_time(&self) -> Option<u64> {
+    /// The time of the earliest event. O(1).
+    pub fn peek_time(&self) -> Option<Time> {
         self.heap.peek().map(|e| e.time)
     }
 
@@ -94,11 +95,12 @@ mod tests {
     #[test]
     fn orders_by_time_then_insertion() {
         let mut q = EventQueue::new();
-        q.push(5, "c");
-        q.push(1, "a");
-        q.push(5, "d");
-        q.push(1, "b");
-        q.push(3, "x");
+        let t = Time::from_nanos;
+        q.push(t(5), "c");
+        q.push(t(1), "a");
+        q.push(t(5), "d");
+        q.push(t(1), "b");
+        q.push(t(3), "x");
         let order: Vec<&str> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, ["a", "b", "x", "c", "d"]);
         assert_eq!(q.processed(), 5);

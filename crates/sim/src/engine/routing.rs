@@ -6,6 +6,7 @@
 //! count) routes of a fixed wired topology computed once.
 
 use crate::scenario::model::LinkSpec;
+use peregrine_cc::Time;
 
 /// One forwarding decision: enqueue on link model `link`, addressed to
 /// neighbour `node` (a point-to-point direction always delivers to its
@@ -21,9 +22,9 @@ pub struct Hop {
 
 /// Chooses the next hop.
 pub trait Router {
-    /// The hop node `at` uses towards `dst` at `now` (ns), or `None`
+    /// The hop node `at` uses towards `dst` at `now`, or `None`
     /// without a route (the packet is dropped, reason `no_route`).
-    fn next_hop(&mut self, now: u64, at: usize, dst: usize) -> Option<Hop>;
+    fn next_hop(&mut self, now: Time, at: usize, dst: usize) -> Option<Hop>;
 }
 
 /// Shortest paths on a fixed topology (Dijkstra from every node; ties
@@ -104,7 +105,7 @@ impl StaticRoutes {
 }
 
 impl Router for StaticRoutes {
-    fn next_hop(&mut self, _now: u64, at: usize, dst: usize) -> Option<Hop> {
+    fn next_hop(&mut self, _now: Time, at: usize, dst: usize) -> Option<Hop> {
         self.next.get(at)?.get(dst).copied().flatten()
     }
 }

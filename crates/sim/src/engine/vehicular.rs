@@ -54,7 +54,7 @@ pub(crate) fn attach(
             };
             sim.links[2 * li + d] = Box::new(MmWaveLink::new(
                 std::sync::Arc::clone(cap),
-                dir.delay_ns,
+                std::time::Duration::from_nanos(dir.delay_ns),
                 limit,
             ));
         }
@@ -67,8 +67,8 @@ pub(crate) fn attach(
     .map_err(|e| fail(e.to_string()))?;
     for ev in &timeline.events {
         if let Some(h) = hints.on_event(ev) {
-            let at = h.deliver_at.as_nanos();
-            if at <= m.duration_ns && h.vehicle < v.config.vehicles {
+            let at = h.deliver_at;
+            if at.as_nanos() <= m.duration_ns && h.vehicle < v.config.vehicles {
                 sim.queue
                     .push(at, Ev::Hint(v.first_flow + h.vehicle, Box::new(h.hint)));
             }

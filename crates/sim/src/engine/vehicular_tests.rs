@@ -29,9 +29,9 @@ fn scenario(cc: &str, hints: &str) -> Scenario {
 /// 20 Mbit/s, down during [2 s, 2.2 s) for a blockage.
 fn timeline() -> ChannelTimeline {
     let mut c = CapacitySteps::new();
-    c.push(0, 20_000_000);
-    c.push(BLOCK_NS, 0);
-    c.push(BLOCK_NS + BLOCK_LEN_NS, 20_000_000);
+    c.push(Time::ZERO, 20_000_000);
+    c.push(Time::from_nanos(BLOCK_NS), 0);
+    c.push(Time::from_nanos(BLOCK_NS + BLOCK_LEN_NS), 20_000_000);
     ChannelTimeline {
         capacity: vec![Arc::new(c)],
         events: vec![FailureEvent {
@@ -55,7 +55,7 @@ fn mode_at(end_ns: u64) -> Option<&'static str> {
     let s = scenario("rtwtcp", "perfect");
     let mut sim = build::build(&s).expect("builds");
     attach(&mut sim, &s, &timeline()).expect("attaches");
-    sim.end_ns = end_ns;
+    sim.end = Time::from_nanos(end_ns);
     sim.run().expect("runs");
     let c = sim.flows[0].client;
     let h = sim.slots[c].handle.expect("connected");

@@ -20,9 +20,11 @@ use crate::world::link::LinkModel;
 use crate::world::medium::{Medium, MediumStats, SharedMedium, WifiNic};
 use crate::world::mobility::MobilityConfig;
 use crate::world::routing::Routing;
+use peregrine_cc::Time;
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::Duration;
 
 /// Routes over the shared medium's current tables.
 pub struct WirelessRouter {
@@ -30,7 +32,7 @@ pub struct WirelessRouter {
 }
 
 impl Router for WirelessRouter {
-    fn next_hop(&mut self, now: u64, at: usize, dst: usize) -> Option<Hop> {
+    fn next_hop(&mut self, now: Time, at: usize, dst: usize) -> Option<Hop> {
         let mut m = self.medium.borrow_mut();
         let Some(next) = m.routing().next_hop(at, dst) else {
             m.count_route_drop(false);
@@ -50,7 +52,8 @@ impl Router for WirelessRouter {
 /// The engine's handle on the wireless world.
 pub(crate) struct Wireless {
     pub(crate) medium: SharedMedium,
-    pub(crate) interval_ns: u64,
+    /// Time between route recomputations (at least 1 ns).
+    pub(crate) interval: Duration,
     /// (src, dst) of every flow.
     pub(crate) pairs: Vec<(usize, usize)>,
     /// Per flow: recomputations after which its destination was reachable.
@@ -101,7 +104,6 @@ pub(crate) fn build(
         )));
         link_names.push(format!("wifi/{name}"));
     }
-    let interval_ns = spec.routing.recompute_interval().as_nanos();
     Ok(Built {
         links,
         link_names,
@@ -110,7 +112,10 @@ pub(crate) fn build(
         }),
         wireless: Wireless {
             medium,
-            interval_ns: u64::try_from(interval_ns).unwrap_or(u64::MAX).max(1),
+            interval: spec
+                .routing
+                .recompute_interval()
+                .max(Duration::from_nanos(1)),
             reachable: vec![0; pairs.len()],
             pairs,
         },
@@ -119,7 +124,7 @@ pub(crate) fn build(
 
 impl Wireless {
     /// Recompute the routes at `now`; returns when to do it next.
-    pub(crate) fn tick(&mut self, now: u64) -> u64 {
+    pub(crate) fn tick(&mut self, now: Time) -> Time {
         let mut m = self.medium.borrow_mut();
         m.recompute_routes(now);
         for (f, &(s, d)) in self.pairs.iter().enumerate() {
@@ -127,7 +132,7 @@ impl Wireless {
                 self.reachable[f] += 1;
             }
         }
-        now.saturating_add(self.interval_ns)
+        now + self.interval
     }
 
     /// The world's results.

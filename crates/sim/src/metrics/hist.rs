@@ -6,6 +6,8 @@
 //! split into 1024 equal buckets, and a quantile reports the midpoint of
 //! its bucket (relative error at most 1/2048).
 
+use super::quantile::QuantileMethod;
+
 /// Mantissa bits per power of two.
 const BITS: u32 = 10;
 const SUB: u64 = 1 << BITS;
@@ -60,16 +62,16 @@ impl LogHistogram {
         (self.n > 0).then(|| self.sum as f64 / self.n as f64)
     }
 
-    /// The `q`-quantile (0–1) by nearest rank, as its bucket's midpoint.
+    /// The `q`-quantile (0–1) by nearest rank
+    /// ([`QuantileMethod::NearestRank`], as for a sorted sample), as its
+    /// bucket's midpoint. O(buckets).
     pub fn quantile(&self, q: f64) -> Option<u64> {
-        if self.n == 0 {
-            return None;
-        }
-        let rank = ((q.clamp(0.0, 1.0) * self.n as f64).ceil() as u64).clamp(1, self.n);
+        let index = QuantileMethod::NearestRank.index(self.n, q)?;
+        // The bucket holding the value of 0-based index `index`.
         let mut seen = 0;
         for (i, c) in self.counts.iter().enumerate() {
             seen += c;
-            if seen >= rank {
+            if seen > index {
                 return Some(midpoint(i));
             }
         }
@@ -96,11 +98,32 @@ mod tests {
             h.record(*v);
         }
         for q in [0.5, 0.95, 0.99] {
-            let exact = crate::metrics::percentile(&vals, q).expect("non-empty") as f64;
+            let exact = crate::metrics::quantile(&vals, q, QuantileMethod::NearestRank)
+                .expect("non-empty") as f64;
             let got = h.quantile(q).expect("non-empty") as f64;
             assert!((got / exact - 1.0).abs() < 5e-4, "q {q}: {got} vs {exact}");
         }
         assert_eq!(h.count(), 10_000);
+    }
+
+    proptest::proptest! {
+        /// Below 1024 every value has its own bucket: the histogram's
+        /// quantile is the sorted sample's, by the same rank rule.
+        #[test]
+        fn exact_buckets_agree_with_the_sorted_sample(
+            mut v in proptest::collection::vec(0u64..1024, 1..300),
+            q in 0.0f64..=1.0,
+        ) {
+            let mut h = LogHistogram::default();
+            for x in &v {
+                h.record(*x);
+            }
+            v.sort_unstable();
+            proptest::prop_assert_eq!(
+                h.quantile(q),
+                crate::metrics::quantile(&v, q, QuantileMethod::NearestRank)
+            );
+        }
     }
 
     #[test]

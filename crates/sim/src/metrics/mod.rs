@@ -18,11 +18,13 @@
 
 mod hist;
 pub mod output;
+pub mod quantile;
 mod stats;
 
 pub use hist::LogHistogram;
 pub use output::{round6, LatencySummary, MessageRecord, SimResults, StreamSummary};
-pub use stats::{jain_index, percentile};
+pub use quantile::{quantile, QuantileMethod};
+pub use stats::jain_index;
 
 /// Cumulative counters of one flow (the time series are their deltas).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

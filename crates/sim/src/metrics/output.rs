@@ -5,7 +5,8 @@
 //! Numbers are written with fixed precision in CSVs and JSON keys come
 //! in a fixed order, so two runs of one scenario are byte-identical.
 
-use super::stats::{jain_index, mean_std, percentile};
+use super::quantile::{quantile, QuantileMethod::NearestRank};
+use super::stats::{jain_index, mean_std};
 use super::{FlowCounters, FlowMetrics};
 use crate::world::link::LinkStats;
 use peregrine_proto::ConnectionStats;
@@ -215,7 +216,7 @@ impl LatencySummary {
         v.sort_unstable();
         let mean =
             (!v.is_empty()).then(|| v.iter().map(|x| *x as f64).sum::<f64>() / v.len() as f64);
-        let q = |p: f64| percentile(&v, p).map(|x| round6(ms(x as f64)));
+        let q = |p: f64| quantile(&v, p, NearestRank).map(|x| round6(ms(x as f64)));
         LatencySummary {
             count: v.len(),
             mean_ms: mean.map(|m| round6(ms(m))),
@@ -675,7 +676,7 @@ impl SimResults {
                 v.sort_unstable();
                 let mean = (!v.is_empty())
                     .then(|| v.iter().map(|x| *x as f64).sum::<f64>() / v.len() as f64);
-                let p = |q| fmt_opt(percentile(&v, q).map(|x| ms(x as f64)), 2);
+                let p = |q| fmt_opt(quantile(&v, q, NearestRank).map(|x| ms(x as f64)), 2);
                 let _ = writeln!(
                     s,
                     "{:<10} {:>6} {:<6} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>11}",

@@ -1,14 +1,5 @@
-//! Small statistics helpers used by the summaries.
-
-/// The `q`-quantile (0–1) of `sorted` by the nearest-rank method, or
-/// `None` for an empty slice.
-pub fn percentile(sorted: &[u64], q: f64) -> Option<u64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
-}
+//! Small statistics helpers used by the summaries (quantiles are in
+//! [`super::quantile`]).
 
 /// Jain's fairness index (Σx)² / (n · Σx²); 1 for perfectly equal shares,
 /// `None` for no flows or all zero.
@@ -37,16 +28,6 @@ pub fn mean_std(xs: &[f64]) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile(&v, 0.5), Some(50));
-        assert_eq!(percentile(&v, 0.95), Some(95));
-        assert_eq!(percentile(&v, 0.99), Some(99));
-        assert_eq!(percentile(&v, 1.0), Some(100));
-        assert_eq!(percentile(&[], 0.5), None);
-    }
 
     #[test]
     fn jain_of_equal_and_unequal_shares() {

@@ -18,7 +18,9 @@ use super::packet::Packet;
 use super::queue::DropTailQueue;
 pub use super::queue::QueueLimit;
 use super::trace::{MahimahiTrace, OPPORTUNITY_BYTES};
+use peregrine_cc::Time;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// How a direction serves its queue.
 #[derive(Debug)]
@@ -33,10 +35,10 @@ pub enum Server {
 #[derive(Debug)]
 pub struct PointToPoint {
     server: Server,
-    delay_ns: u64,
+    delay: Duration,
     queue: DropTailQueue,
     /// Rate server: the packet being serialized and when it finishes.
-    in_service: Option<(Packet, u64)>,
+    in_service: Option<(Packet, Time)>,
     /// Trace server: the next opportunity index, bytes left in the
     /// current one, bytes of the head packet already sent.
     next_opp: u64,
@@ -48,17 +50,18 @@ pub struct PointToPoint {
 }
 
 impl PointToPoint {
-    /// A direction with the given server, delay, queue limit, loss and outages.
+    /// A direction with the given server, propagation delay, queue
+    /// limit, loss and outages.
     pub fn new(
         server: Server,
-        delay_ns: u64,
+        delay: Duration,
         limit: QueueLimit,
         loss: LossModel,
         outages: Outages,
     ) -> PointToPoint {
         PointToPoint {
             server,
-            delay_ns,
+            delay,
             queue: DropTailQueue::new(limit),
             in_service: None,
             next_opp: 0,
@@ -71,7 +74,7 @@ impl PointToPoint {
     }
 
     /// A packet finished transmission at `t`: lose it or send it on.
-    fn finish(&mut self, t: u64, p: Packet, out: &mut LinkOutput) {
+    fn finish(&mut self, t: Time, p: Packet, out: &mut LinkOutput) {
         if self.outages.is_down(t) {
             self.stats.outage_drops += 1;
             out.dropped.push((p, DropReason::Outage));
@@ -81,11 +84,11 @@ impl PointToPoint {
         } else {
             self.stats.delivered_packets += 1;
             self.stats.delivered_bytes += u64::from(p.wire_bytes);
-            out.delivered.push((t + self.delay_ns, p));
+            out.delivered.push((t + self.delay, p));
         }
     }
 
-    fn advance_rate(&mut self, now: u64, rate_bps: u64, out: &mut LinkOutput) {
+    fn advance_rate(&mut self, now: Time, rate_bps: u64, out: &mut LinkOutput) {
         loop {
             let mut t = now;
             if let Some((_, fin)) = &self.in_service {
@@ -102,13 +105,13 @@ impl PointToPoint {
             }
             let Some(p) = self.queue.pop(out) else { return };
             let tx_ns = (u64::from(p.wire_bytes) * 8 * 1_000_000_000).div_ceil(rate_bps);
-            self.in_service = Some((p, t + tx_ns.max(1)));
+            self.in_service = Some((p, t + Duration::from_nanos(tx_ns.max(1))));
         }
     }
 
-    fn advance_trace(&mut self, now: u64, trace: &MahimahiTrace, out: &mut LinkOutput) {
+    fn advance_trace(&mut self, now: Time, trace: &MahimahiTrace, out: &mut LinkOutput) {
         while !self.queue.is_empty() {
-            let t = trace.opportunity_ns(self.next_opp);
+            let t = trace.opportunity(self.next_opp);
             if t > now {
                 return;
             }
@@ -144,7 +147,7 @@ impl PointToPoint {
 }
 
 impl LinkModel for PointToPoint {
-    fn enqueue(&mut self, now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), (Packet, DropReason)> {
         let was_empty = self.queue.is_empty();
         self.queue.push(pkt, &mut self.stats)?;
         if was_empty {
@@ -161,7 +164,7 @@ impl LinkModel for PointToPoint {
         Ok(())
     }
 
-    fn next_wake(&mut self, now: u64) -> Option<u64> {
+    fn next_wake(&mut self, now: Time) -> Option<Time> {
         match &self.server {
             Server::Rate(_) => {
                 if let Some((_, fin)) = &self.in_service {
@@ -176,21 +179,21 @@ impl LinkModel for PointToPoint {
                 if self.queue.is_empty() {
                     return None;
                 }
-                let at = t.opportunity_ns(self.next_opp).max(now);
+                let at = t.opportunity(self.next_opp).max(now);
                 if self.outages.is_down(at) {
                     // Skip the opportunities of the outage in one step.
                     let up = self.outages.up_at(at);
                     let first = t.first_at_or_after(up);
                     self.next_opp = self.next_opp.max(first);
                     self.opp_left = 0;
-                    return Some(t.opportunity_ns(self.next_opp).max(now));
+                    return Some(t.opportunity(self.next_opp).max(now));
                 }
                 Some(at)
             }
         }
     }
 
-    fn advance(&mut self, now: u64, out: &mut LinkOutput) {
+    fn advance(&mut self, now: Time, out: &mut LinkOutput) {
         match &self.server {
             Server::Rate(r) => {
                 let r = *r;

@@ -4,8 +4,10 @@
 //! `world::mmwave_link`), and the values it exchanges with its driver.
 //!
 //! A link model is a pure value in virtual time: it never reads a clock,
-//! sleeps or draws unseeded randomness. Its driver owns time and calls, in
-//! non-decreasing `now` (ns):
+//! sleeps or draws unseeded randomness. Every instant it sees or returns
+//! is a [`peregrine_cc::Time`] (the project's one time type, ns since an
+//! epoch its driver chooses), every span a [`std::time::Duration`]. Its
+//! driver owns time and calls, in non-decreasing `now`:
 //!
 //! 1. [`LinkModel::enqueue`] when a packet reaches the link (it is queued
 //!    in the link's [`DropTailQueue`](super::queue::DropTailQueue) or
@@ -17,14 +19,34 @@
 //!    serves its queue up to `now` and reports, in a [`LinkOutput`], what
 //!    left, what was lost and what arrives at the far end and when.
 //!
-//! The simulator's engine is one driver (it turns `next_wake` into an
-//! event and the arrivals into events at the next hop). A real-time
-//! emulator is meant to be another: enqueue with the wall-clock time
-//! since its start in ns, sleep until `next_wake`, `advance`, then hold
-//! each delivered packet until its arrival time — the same model, the
-//! same seeds, the same drops as in the simulator.
+//! The simulator's engine is one driver: it turns `next_wake` into an
+//! event and the arrivals into events at the next hop. A real-time
+//! driver (the emulator) runs the same trait from a wall clock:
+//!
+//! * fix an epoch (a monotonic `Instant` at start) and pass
+//!   `Time::from_nanos(elapsed since the epoch)` as `now` — never less
+//!   than the previous call's;
+//! * on each datagram, `advance(now)` first (to catch up on what fell
+//!   due while it slept: a late timer must not leave departed packets
+//!   in the queue when the new one is offered), then `enqueue(now,
+//!   packet)`, then `advance(now)`;
+//! * after every call, ask `next_wake(now)` and sleep until that instant
+//!   (or the next datagram, whichever comes first), then `advance`;
+//! * hold each packet of `LinkOutput::delivered` until its arrival time
+//!   and hand it on then; drain the output's vectors after each
+//!   `advance` (the model only appends).
+//!
+//! Waking late is allowed: `advance` does everything due at or before
+//! `now` and stamps departures and arrivals at the instants they were
+//! due, so a late timer delays the hand-over but not the model's own
+//! timeline. Given the same arrivals at the same instants and the same
+//! seeds, a real-time driver sees the drops and arrival times the
+//! simulator computes. The trait has no `Send` bound (the 802.11 interfaces share
+//! their medium through an `Rc`); the point-to-point, trace and mmWave
+//! links are `Send` and can be moved into a driver thread or task.
 
 use super::packet::Packet;
+use peregrine_cc::Time;
 
 /// Why a packet was dropped.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -58,17 +80,17 @@ impl DropReason {
 /// What a link did while advancing.
 #[derive(Debug, Default)]
 pub struct LinkOutput {
-    /// Packets that reached their `next_hop` node, with arrival times, ns.
-    pub delivered: Vec<(u64, Packet)>,
+    /// Packets that reach their `next_hop` node, with their arrival times.
+    pub delivered: Vec<(Time, Packet)>,
     /// Packets lost on the channel or to an outage.
     pub dropped: Vec<(Packet, DropReason)>,
     /// (flow, wire bytes) of forward DATA packets that left their
     /// sender's first-hop queue (seed 001's "processed load").
     pub processed: Vec<(usize, u32)>,
-    /// Link-layer hints for a flow's sender: (deliver at ns, flow, hint).
+    /// Link-layer hints for a flow's sender: (deliver at, flow, hint).
     /// Wireless channels emit them; the engine hands each to the flow's
     /// client endpoint (`Endpoint::link_hint`) at that time.
-    pub hints: Vec<(u64, usize, peregrine_cc::LinkHint)>,
+    pub hints: Vec<(Time, usize, peregrine_cc::LinkHint)>,
 }
 
 /// Counters of one link direction.
@@ -93,8 +115,9 @@ pub struct LinkStats {
 }
 
 /// One direction of a link, as a driver (the simulator's engine, or a
-/// real-time emulator) runs it. Every `now` is in ns since the start of
-/// the run and never decreases from one call to the next.
+/// real-time emulator — see the module documentation) runs it. Every
+/// `now` is an instant since the driver's epoch and never decreases from
+/// one call to the next.
 ///
 /// Implementations keep their queue in a
 /// [`DropTailQueue`](super::queue::DropTailQueue), draw channel loss from
@@ -104,17 +127,17 @@ pub struct LinkStats {
 pub trait LinkModel {
     /// Offer `pkt` at `now`: queued, or handed back with the reason
     /// (the queue was full). O(1) amortized in the links here.
-    fn enqueue(&mut self, now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)>;
+    fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), (Packet, DropReason)>;
     /// The next instant (≥ `now`) at which [`advance`](Self::advance) has
     /// work — the next departure or end of transmission — or `None` when
     /// the link is idle until the next `enqueue`. O(1) amortized (an
     /// outage or a trace gap is skipped in one step).
-    fn next_wake(&mut self, now: u64) -> Option<u64>;
+    fn next_wake(&mut self, now: Time) -> Option<Time>;
     /// Do everything due at or before `now`, appending to `out` what left
     /// the queue, what was lost and what arrives at the far end (with
     /// its arrival time, which may be later than `now`). O(packets
     /// served).
-    fn advance(&mut self, now: u64, out: &mut LinkOutput);
+    fn advance(&mut self, now: Time, out: &mut LinkOutput);
     /// Packets and bytes waiting in the queue. O(1).
     fn backlog(&self) -> (u64, u64);
     /// Counters. O(1).

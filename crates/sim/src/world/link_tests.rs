@@ -2,6 +2,11 @@ use super::*;
 use crate::rng::component_rng;
 use crate::scenario::model::LossSpec;
 
+/// `ns` nanoseconds after the epoch.
+fn t(ns: u64) -> Time {
+    Time::from_nanos(ns)
+}
+
 fn pkt(id: u64, bytes: u32) -> Packet {
     Packet {
         id,
@@ -23,7 +28,7 @@ fn pkt(id: u64, bytes: u32) -> Packet {
 fn link(server: Server, delay_ns: u64, limit: QueueLimit) -> PointToPoint {
     PointToPoint::new(
         server,
-        delay_ns,
+        Duration::from_nanos(delay_ns),
         limit,
         LossModel::new(LossSpec::None, component_rng(1, "l")),
         Outages::none(),
@@ -31,7 +36,8 @@ fn link(server: Server, delay_ns: u64, limit: QueueLimit) -> PointToPoint {
 }
 
 /// Drive a link until idle, returning (arrival ns, packet id).
-fn drain(l: &mut PointToPoint, mut now: u64) -> Vec<(u64, u64)> {
+fn drain(l: &mut PointToPoint, now_ns: u64) -> Vec<(u64, u64)> {
+    let mut now = t(now_ns);
     let mut got = Vec::new();
     let mut out = LinkOutput::default();
     l.advance(now, &mut out);
@@ -39,8 +45,8 @@ fn drain(l: &mut PointToPoint, mut now: u64) -> Vec<(u64, u64)> {
         now = w;
         l.advance(now, &mut out);
     }
-    for (t, p) in out.delivered {
-        got.push((t, p.id));
+    for (at, p) in out.delivered {
+        got.push((at.as_nanos(), p.id));
     }
     got
 }
@@ -56,7 +62,7 @@ fn fixed_rate_serializes_then_propagates() {
     // 1000 B at 8 Mbit/s = 1 ms; delay 5 ms.
     let mut l = link(Server::Rate(8_000_000), 5_000_000, PKTS);
     for i in 0..3 {
-        l.enqueue(0, pkt(i, 1000)).expect("room");
+        l.enqueue(t(0), pkt(i, 1000)).expect("room");
     }
     let got = drain(&mut l, 0);
     assert_eq!(got, vec![(6_000_000, 0), (7_000_000, 1), (8_000_000, 2)]);
@@ -73,10 +79,10 @@ fn drop_tail_in_packets_and_bytes_with_floor() {
             floor_packets: 0,
         },
     );
-    assert!(l.enqueue(0, pkt(0, 100)).is_ok());
-    assert!(l.enqueue(0, pkt(1, 100)).is_ok());
+    assert!(l.enqueue(t(0), pkt(0, 100)).is_ok());
+    assert!(l.enqueue(t(0), pkt(1, 100)).is_ok());
     assert_eq!(
-        l.enqueue(0, pkt(2, 100)).map_err(|(_, r)| r),
+        l.enqueue(t(0), pkt(2, 100)).map_err(|(_, r)| r),
         Err(DropReason::QueueFull)
     );
     // A byte limit of 0 (zero-delay BDP) still admits the floor of 3 packets.
@@ -90,22 +96,22 @@ fn drop_tail_in_packets_and_bytes_with_floor() {
         },
     );
     for i in 0..3 {
-        assert!(l.enqueue(0, pkt(i, 1500)).is_ok());
+        assert!(l.enqueue(t(0), pkt(i, 1500)).is_ok());
     }
-    assert!(l.enqueue(0, pkt(3, 1500)).is_err());
+    assert!(l.enqueue(t(0), pkt(3, 1500)).is_err());
     assert_eq!(l.stats().queue_drops, 1);
 }
 
 #[test]
 fn trace_opportunities_carry_1500_bytes_and_packets_span_them() {
     // Opportunities at 1, 1, 2, 5 ms; period 5 ms.
-    let t = Arc::new(MahimahiTrace::parse("1\n1\n2\n5\n").expect("valid"));
-    let mut l = link(Server::Trace(t), 0, PKTS);
+    let trace = Arc::new(MahimahiTrace::parse("1\n1\n2\n5\n").expect("valid"));
+    let mut l = link(Server::Trace(trace), 0, PKTS);
     // Four packets of 1000 B: the first opportunity (1500 B) sends packet
     // 0 and half of packet 1; the second (same ms) finishes packet 1 and
     // packet 2; the third (2 ms) sends packet 3 and wastes its remainder.
     for i in 0..4 {
-        l.enqueue(0, pkt(i, 1000)).expect("room");
+        l.enqueue(t(0), pkt(i, 1000)).expect("room");
     }
     let got = drain(&mut l, 0);
     assert_eq!(
@@ -118,7 +124,7 @@ fn trace_opportunities_carry_1500_bytes_and_packets_span_them() {
         ]
     );
     // A 4000 B packet uses parts of three opportunities.
-    l.enqueue(2_000_000, pkt(4, 4000)).expect("room");
+    l.enqueue(t(2_000_000), pkt(4, 4000)).expect("room");
     let got = drain(&mut l, 2_000_000);
     // Opportunities at 5 ms and then the next loop's 6, 6 ms.
     assert_eq!(got, vec![(6_000_000, 4)]);
@@ -126,15 +132,15 @@ fn trace_opportunities_carry_1500_bytes_and_packets_span_them() {
 
 #[test]
 fn trace_wastes_opportunities_on_an_empty_queue_and_loops() {
-    let t = Arc::new(MahimahiTrace::parse("1\n2\n4\n").expect("valid"));
-    let mut l = link(Server::Trace(t), 0, PKTS);
+    let trace = Arc::new(MahimahiTrace::parse("1\n2\n4\n").expect("valid"));
+    let mut l = link(Server::Trace(trace), 0, PKTS);
     // Arrives at 2.5 ms: the 1 and 2 ms opportunities are wasted; it
     // leaves at 4 ms. The next arrives at 4.5 ms: next opportunity is
     // 1 ms of the second loop = 5 ms.
-    l.enqueue(2_500_000, pkt(0, 1500)).expect("room");
+    l.enqueue(t(2_500_000), pkt(0, 1500)).expect("room");
     let got = drain(&mut l, 2_500_000);
     assert_eq!(got, vec![(4_000_000, 0)]);
-    l.enqueue(4_500_000, pkt(1, 1500)).expect("room");
+    l.enqueue(t(4_500_000), pkt(1, 1500)).expect("room");
     let got = drain(&mut l, 4_500_000);
     assert_eq!(got, vec![(5_000_000, 1)]);
     assert!(l.stats().wasted_opportunities >= 2);
@@ -153,15 +159,15 @@ fn outage_holds_the_queue_and_loses_what_is_on_the_wire() {
     };
     let mut l = PointToPoint::new(
         Server::Rate(8_000_000),
-        0,
+        Duration::ZERO,
         PKTS,
         LossModel::new(LossSpec::None, component_rng(1, "l")),
         Outages::new(&cfg, component_rng(1, "o")),
     );
     // Packet 0 (1 ms of serialization) is on the wire when the outage
     // starts at 0.5 ms: lost. Packet 1 waits and leaves at 10 ms.
-    l.enqueue(0, pkt(0, 1000)).expect("room");
-    l.enqueue(0, pkt(1, 1000)).expect("room");
+    l.enqueue(t(0), pkt(0, 1000)).expect("room");
+    l.enqueue(t(0), pkt(1, 1000)).expect("room");
     let got = drain(&mut l, 0);
     assert_eq!(got, vec![(11_000_000, 1)]);
     assert_eq!(l.stats().outage_drops, 1);
@@ -176,13 +182,13 @@ fn real_mahimahi_trace_mean_rate_if_present() {
         eprintln!("skipping: ../shared/traces/mahimahi not found beside the workspace");
         return;
     };
-    let t = MahimahiTrace::load(&p).expect("the shared trace parses");
-    assert!(t.opportunities() > 1000);
-    let r = t.mean_rate_bps();
+    let loaded = MahimahiTrace::load(&p).expect("the shared trace parses");
+    assert!(loaded.opportunities() > 1000);
+    let r = loaded.mean_rate_bps();
     // An LTE uplink: between 100 kbit/s and 100 Mbit/s.
     assert!(r > 1e5 && r < 1e8, "mean rate {r}");
     // Served through a link, a long backlog leaves at about that rate.
-    let trace = Arc::new(t);
+    let trace = Arc::new(loaded);
     let mut l = link(
         Server::Trace(Arc::clone(&trace)),
         0,
@@ -193,14 +199,14 @@ fn real_mahimahi_trace_mean_rate_if_present() {
         },
     );
     for i in 0..20_000 {
-        l.enqueue(0, pkt(i, 1500)).expect("room");
+        l.enqueue(t(0), pkt(i, 1500)).expect("room");
     }
     let got = drain(&mut l, 0);
     // One 1500-byte packet per opportunity, none wasted while backlogged.
     assert_eq!(got.len(), 20_000);
     assert_eq!(
         got.last().expect("delivered").0,
-        trace.opportunity_ns(19_999)
+        trace.opportunity(19_999).as_nanos()
     );
-    assert_eq!(got[0].0, trace.opportunity_ns(0));
+    assert_eq!(got[0].0, trace.opportunity(0).as_nanos());
 }

@@ -1,22 +1,28 @@
-//! Channel loss models of a link direction: Bernoulli and
-//! Gilbert-Elliott, each drawing from its own seeded generator (named
-//! `link/<name>/<dir>/loss`), optionally sparing non-DATA packets.
+//! The one channel-loss module of every link kind: Bernoulli and
+//! Gilbert-Elliott, each drawing from its own seeded generator, optionally
+//! sparing non-DATA packets.
+//!
+//! Point-to-point and trace links draw from a ChaCha12 stream named
+//! `link/<name>/<dir>/loss` ([`component_rng`](crate::rng::component_rng));
+//! the controller lab (`cclab`) draws its random loss from the core's
+//! SplitMix64 ([`SplitMix64`](crate::rng::SplitMix64)) — hence the
+//! generator parameter.
 
 use crate::rng::SimRng;
 use crate::scenario::model::LossSpec;
-use rand::RngExt;
+use rand::{Rng, RngExt};
 
-/// A loss model with its state.
+/// A loss model with its state, drawing from a generator of type `R`.
 #[derive(Debug)]
-pub struct LossModel {
+pub struct LossModel<R = SimRng> {
     spec: LossSpec,
     bad: bool,
-    rng: SimRng,
+    rng: R,
 }
 
-impl LossModel {
+impl<R: Rng> LossModel<R> {
     /// A model of `spec` drawing from `rng`.
-    pub fn new(spec: LossSpec, rng: SimRng) -> LossModel {
+    pub fn new(spec: LossSpec, rng: R) -> LossModel<R> {
         LossModel {
             spec,
             bad: false,
@@ -25,7 +31,11 @@ impl LossModel {
     }
 
     /// Whether the next packet (DATA or not) is lost. Packets the model
-    /// spares (`data_only`) draw nothing, so they do not shift the stream.
+    /// spares (`data_only`) draw nothing, so they do not shift the stream;
+    /// a Bernoulli model with `p = 0` draws nothing either. A Bernoulli
+    /// draw is one `f64` in `[0, 1)`, lost when below `p`; a
+    /// Gilbert-Elliott draw is a state transition, then a loss draw in
+    /// the new state. O(1).
     pub fn lose(&mut self, is_data: bool) -> bool {
         match self.spec {
             LossSpec::None => false,

@@ -38,6 +38,7 @@ use super::routing::Routing;
 use peregrine_cc::Time;
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::Duration;
 
 /// Counters of the wireless world.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -63,9 +64,9 @@ pub struct Medium {
     wifi: WifiChannel,
     mobility: Vec<Box<dyn Mobility>>,
     pos: Vec<Vec3>,
-    pos_at: Option<u64>,
-    /// Per node: the medium is sensed busy until this instant, ns.
-    busy_until: Vec<u64>,
+    pos_at: Option<Time>,
+    /// Per node: the medium is sensed busy until this instant.
+    busy_until: Vec<Time>,
     /// Per node: frames queued or on air.
     backlog: Vec<u64>,
     routing: Routing,
@@ -94,7 +95,7 @@ impl Medium {
             mobility,
             pos: vec![Vec3::ZERO; n],
             pos_at: None,
-            busy_until: vec![0; n],
+            busy_until: vec![Time::ZERO; n],
             backlog: vec![0; n],
             routing,
             stats: MediumStats::default(),
@@ -108,12 +109,11 @@ impl Medium {
 
     /// Every node's position at `now` (sampled at most once per instant;
     /// an earlier `now` than the last sample returns the last sample, as
-    /// models only move forward).
-    pub fn positions(&mut self, now: u64) -> &[Vec3] {
+    /// models only move forward). O(nodes) on a new instant, else O(1).
+    pub fn positions(&mut self, now: Time) -> &[Vec3] {
         if self.pos_at.is_none_or(|t| now > t) {
-            let t = Time::from_nanos(now);
             for (p, m) in self.pos.iter_mut().zip(self.mobility.iter_mut()) {
-                *p = m.position(t);
+                *p = m.position(now);
             }
             self.pos_at = Some(now);
         }
@@ -122,17 +122,16 @@ impl Medium {
 
     /// Whether `a` and `b` can exchange frames at `now` (the channel's
     /// routing criterion, shadowing included).
-    pub fn link_up(&mut self, now: u64, a: usize, b: usize) -> bool {
+    pub fn link_up(&mut self, now: Time, a: usize, b: usize) -> bool {
         self.positions(now);
         let (pa, pb) = (self.pos[a], self.pos[b]);
-        self.wifi
-            .in_range(Time::from_nanos(now), pa, pb, WifiChannel::link_id(a, b))
+        self.wifi.in_range(now, pa, pb, WifiChannel::link_id(a, b))
     }
 
     /// Recompute the routing tables from the connectivity at `now`.
-    pub fn recompute_routes(&mut self, now: u64) {
+    pub fn recompute_routes(&mut self, now: Time) {
         self.positions(now);
-        let t = Time::from_nanos(now);
+        let t = now;
         let (wifi, pos) = (&self.wifi, &self.pos);
         self.routing.recompute(t, |a, b| {
             wifi.in_range(t, pos[a], pos[b], WifiChannel::link_id(a, b))
@@ -160,9 +159,9 @@ impl Medium {
     }
 
     /// Put a frame of `bytes` from `from` to `to` on air at `now`: returns
-    /// (delivered, end of the exchange in ns) and holds the medium busy
-    /// until then around `from`.
-    fn transmit(&mut self, now: u64, from: usize, to: usize, bytes: usize) -> (bool, u64) {
+    /// (delivered, end of the exchange) and holds the medium busy until
+    /// then around `from`.
+    fn transmit(&mut self, now: Time, from: usize, to: usize, bytes: usize) -> (bool, Time) {
         self.positions(now);
         let pf = self.pos[from];
         let others = (0..self.pos.len())
@@ -170,17 +169,15 @@ impl Medium {
             .map(|j| self.pos[j]);
         let contenders = self.wifi.contenders(pf, others);
         let out = self.wifi.attempt(
-            Time::from_nanos(now),
+            now,
             pf,
             self.pos[to],
             WifiChannel::link_id(from, to),
             bytes,
             contenders,
         );
-        let air_ns = u64::try_from(out.airtime.as_nanos())
-            .unwrap_or(u64::MAX)
-            .max(1);
-        let end = now.saturating_add(air_ns);
+        let airtime = out.airtime.max(Duration::from_nanos(1));
+        let end = now + airtime;
         let range = self.wifi.carrier_sense_range_m();
         for j in 0..self.pos.len() {
             if j == from || self.pos[j].distance(pf) <= range {
@@ -191,7 +188,7 @@ impl Medium {
         // to free at `end` (they go first, in event order): DCF's
         // per-frame fairness among saturated stations, instead of the
         // sender capturing the medium with its whole queue.
-        self.busy_until[from] = self.busy_until[from].max(end.saturating_add(1));
+        self.busy_until[from] = self.busy_until[from].max(end + Duration::from_nanos(1));
         self.stats.frames += 1;
         self.stats.attempts += u64::from(out.attempts);
         self.stats.collisions += u64::from(out.collisions);
@@ -209,7 +206,7 @@ pub struct WifiNic {
     medium: SharedMedium,
     queue: DropTailQueue,
     /// The frame on air: (packet, delivered, end of the exchange).
-    on_air: Option<(Packet, bool, u64)>,
+    on_air: Option<(Packet, bool, Time)>,
     stats: LinkStats,
 }
 
@@ -225,7 +222,7 @@ impl WifiNic {
         }
     }
 
-    fn finish(&mut self, p: Packet, delivered: bool, end: u64, out: &mut LinkOutput) {
+    fn finish(&mut self, p: Packet, delivered: bool, end: Time, out: &mut LinkOutput) {
         self.medium.borrow_mut().backlog[self.node] -= 1;
         if delivered {
             self.stats.delivered_packets += 1;
@@ -239,13 +236,13 @@ impl WifiNic {
 }
 
 impl LinkModel for WifiNic {
-    fn enqueue(&mut self, _now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(&mut self, _now: Time, pkt: Packet) -> Result<(), (Packet, DropReason)> {
         self.queue.push(pkt, &mut self.stats)?;
         self.medium.borrow_mut().backlog[self.node] += 1;
         Ok(())
     }
 
-    fn next_wake(&mut self, now: u64) -> Option<u64> {
+    fn next_wake(&mut self, now: Time) -> Option<Time> {
         if let Some((_, _, end)) = &self.on_air {
             return Some(*end);
         }
@@ -255,7 +252,7 @@ impl LinkModel for WifiNic {
         Some(self.medium.borrow().busy_until[self.node].max(now))
     }
 
-    fn advance(&mut self, now: u64, out: &mut LinkOutput) {
+    fn advance(&mut self, now: Time, out: &mut LinkOutput) {
         loop {
             let mut t = now;
             if let Some((_, _, end)) = &self.on_air {
@@ -342,12 +339,16 @@ mod tests {
     /// Advance `nic` from wake to wake until idle; (arrival ns, id).
     fn drain(nic: &mut WifiNic) -> (Vec<(u64, u64)>, usize) {
         let mut out = LinkOutput::default();
-        let mut now = 0;
+        let mut now = Time::ZERO;
         while let Some(w) = nic.next_wake(now) {
             now = w;
             nic.advance(now, &mut out);
         }
-        let got = out.delivered.iter().map(|(t, p)| (*t, p.id)).collect();
+        let got = out
+            .delivered
+            .iter()
+            .map(|(t, p)| (t.as_nanos(), p.id))
+            .collect();
         (got, out.dropped.len())
     }
 
@@ -356,7 +357,7 @@ mod tests {
         let m = medium(&[0.0, 50.0]);
         let mut nic = WifiNic::new(0, Rc::clone(&m), 3);
         for id in 0..4 {
-            let r = nic.enqueue(0, pkt(id, 1));
+            let r = nic.enqueue(Time::ZERO, pkt(id, 1));
             assert_eq!(r.is_ok(), id < 3, "packet {id}");
         }
         assert_eq!(nic.stats().queue_drops, 1);
@@ -378,10 +379,10 @@ mod tests {
     fn a_node_out_of_range_is_not_reached_and_a_neighbour_defers() {
         // 0 and 1 close, 2 at 600 m: beyond range and carrier sense.
         let m = medium(&[0.0, 50.0, 600.0]);
-        assert!(m.borrow_mut().link_up(0, 0, 1));
-        assert!(!m.borrow_mut().link_up(0, 0, 2));
+        assert!(m.borrow_mut().link_up(Time::ZERO, 0, 1));
+        assert!(!m.borrow_mut().link_up(Time::ZERO, 0, 2));
         let mut far = WifiNic::new(0, Rc::clone(&m), 10);
-        far.enqueue(0, pkt(9, 2)).expect("queued");
+        far.enqueue(Time::ZERO, pkt(9, 2)).expect("queued");
         let (got, dropped) = drain(&mut far);
         assert!(got.is_empty());
         assert_eq!(dropped, 1);
@@ -389,11 +390,12 @@ mod tests {
         assert_eq!(m.borrow().stats().attempts, 7, "every MAC retry spent");
         // Node 0 on air holds the medium for node 1 (carrier sense), not 2.
         let mut a = WifiNic::new(0, Rc::clone(&m), 10);
-        a.enqueue(1_000_000_000, pkt(1, 1)).expect("queued");
+        let one_s = Time::from_millis(1_000);
+        a.enqueue(one_s, pkt(1, 1)).expect("queued");
         let mut out = LinkOutput::default();
-        a.advance(1_000_000_000, &mut out);
+        a.advance(one_s, &mut out);
         let busy = m.borrow().busy_until.clone();
-        assert!(busy[1] > 1_000_000_000 && busy[0] > busy[1]);
-        assert!(busy[2] < 1_000_000_000);
+        assert!(busy[1] > one_s && busy[0] > busy[1]);
+        assert!(busy[2] < one_s);
     }
 }

@@ -15,13 +15,15 @@
 use super::link::{DropReason, LinkModel, LinkOutput, LinkStats};
 use super::packet::Packet;
 use super::queue::{DropTailQueue, QueueLimit};
+use peregrine_cc::Time;
 use std::sync::Arc;
+use std::time::Duration;
 
-/// A capacity step function: `(from ns, bit/s)` in increasing time, the
-/// first at 0; 0 bit/s means down.
+/// A capacity step function: `(from, bit/s)` in increasing time, the
+/// first at the epoch; 0 bit/s means down.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CapacitySteps {
-    steps: Vec<(u64, u64)>,
+    steps: Vec<(Time, u64)>,
 }
 
 impl CapacitySteps {
@@ -30,44 +32,47 @@ impl CapacitySteps {
         CapacitySteps::default()
     }
 
-    /// Capacity `bps` from `at_ns` on. Calls must come in non-decreasing
+    /// Capacity `bps` from `at` on. Calls must come in non-decreasing
     /// time; a repeated capacity is not stored, a repeated time replaces.
-    pub fn push(&mut self, at_ns: u64, bps: u64) {
+    /// O(1).
+    pub fn push(&mut self, at: Time, bps: u64) {
         if let Some(last) = self.steps.last_mut() {
             if last.1 == bps {
                 return;
             }
-            if last.0 >= at_ns {
+            if last.0 >= at {
                 last.1 = bps;
                 return;
             }
         }
-        self.steps.push((at_ns, bps));
+        self.steps.push((at, bps));
     }
 
     /// The steps.
-    pub fn steps(&self) -> &[(u64, u64)] {
+    pub fn steps(&self) -> &[(Time, u64)] {
         &self.steps
     }
 
     /// Index of the step in force at `t` (None before the first).
-    fn index(&self, t: u64) -> Option<usize> {
+    fn index(&self, t: Time) -> Option<usize> {
         self.steps.partition_point(|s| s.0 <= t).checked_sub(1)
     }
 
-    /// Capacity at `t`, bit/s.
-    pub fn at(&self, t: u64) -> u64 {
+    /// Capacity at `t`, bit/s. O(log steps).
+    pub fn at(&self, t: Time) -> u64 {
         self.index(t).map_or(0, |i| self.steps[i].1)
     }
 
     /// When the step in force at `t` ends (the next change), if it does.
-    pub fn change_after(&self, t: u64) -> Option<u64> {
+    /// O(log steps).
+    pub fn change_after(&self, t: Time) -> Option<Time> {
         let next = self.index(t).map_or(0, |i| i + 1);
         self.steps.get(next).map(|s| s.0)
     }
 
     /// The first instant ≥ `t` with a positive capacity, if any.
-    pub fn up_at(&self, t: u64) -> Option<u64> {
+    /// O(log steps + steps skipped).
+    pub fn up_at(&self, t: Time) -> Option<Time> {
         if self.at(t) > 0 {
             return Some(t);
         }
@@ -75,9 +80,13 @@ impl CapacitySteps {
         self.steps[from..].iter().find(|s| s.1 > 0).map(|s| s.0)
     }
 
-    /// Time spent down in `[0, end)`, ns.
-    pub fn down_ns(&self, end: u64) -> u64 {
-        let mut down = self.steps.first().map_or(end, |s| s.0.min(end));
+    /// Time spent down in `[epoch, end)`. O(steps).
+    pub fn down_time(&self, end: Time) -> Duration {
+        let mut down = self
+            .steps
+            .first()
+            .map_or(end, |s| s.0.min(end))
+            .saturating_duration_since(Time::ZERO);
         for (i, s) in self.steps.iter().enumerate() {
             if s.0 >= end {
                 break;
@@ -95,20 +104,21 @@ impl CapacitySteps {
 #[derive(Debug)]
 pub struct MmWaveLink {
     capacity: Arc<CapacitySteps>,
-    delay_ns: u64,
+    delay: Duration,
     queue: DropTailQueue,
     /// The packet on the air, when it finishes (or is lost), and whether
     /// an outage cuts it.
-    in_service: Option<(Packet, u64, bool)>,
+    in_service: Option<(Packet, Time, bool)>,
     stats: LinkStats,
 }
 
 impl MmWaveLink {
-    /// A direction following `capacity`, with `delay` and a drop-tail limit.
-    pub fn new(capacity: Arc<CapacitySteps>, delay_ns: u64, limit: QueueLimit) -> MmWaveLink {
+    /// A direction following `capacity`, with a propagation `delay` and a
+    /// drop-tail limit.
+    pub fn new(capacity: Arc<CapacitySteps>, delay: Duration, limit: QueueLimit) -> MmWaveLink {
         MmWaveLink {
             capacity,
-            delay_ns,
+            delay,
             queue: DropTailQueue::new(limit),
             in_service: None,
             stats: LinkStats::default(),
@@ -117,11 +127,11 @@ impl MmWaveLink {
 }
 
 impl LinkModel for MmWaveLink {
-    fn enqueue(&mut self, _now: u64, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(&mut self, _now: Time, pkt: Packet) -> Result<(), (Packet, DropReason)> {
         self.queue.push(pkt, &mut self.stats)
     }
 
-    fn next_wake(&mut self, now: u64) -> Option<u64> {
+    fn next_wake(&mut self, now: Time) -> Option<Time> {
         if let Some((_, at, _)) = &self.in_service {
             return Some(*at);
         }
@@ -131,7 +141,7 @@ impl LinkModel for MmWaveLink {
         self.capacity.up_at(now)
     }
 
-    fn advance(&mut self, now: u64, out: &mut LinkOutput) {
+    fn advance(&mut self, now: Time, out: &mut LinkOutput) {
         loop {
             let mut t = now;
             if let Some((_, at, _)) = &self.in_service {
@@ -146,7 +156,7 @@ impl LinkModel for MmWaveLink {
                     } else {
                         self.stats.delivered_packets += 1;
                         self.stats.delivered_bytes += u64::from(p.wire_bytes);
-                        out.delivered.push((at + self.delay_ns, p));
+                        out.delivered.push((at + self.delay, p));
                     }
                 }
             }
@@ -160,7 +170,7 @@ impl LinkModel for MmWaveLink {
             let tx_ns = (u64::from(p.wire_bytes) * 8 * 1_000_000_000)
                 .div_ceil(rate)
                 .max(1);
-            let fin = t + tx_ns;
+            let fin = t + Duration::from_nanos(tx_ns);
             // An outage starting before the packet is through cuts it.
             let cut_at = self
                 .capacity
@@ -185,7 +195,11 @@ impl LinkModel for MmWaveLink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use peregrine_cc::Time;
+
+    /// `ns` nanoseconds after the epoch.
+    fn t(ns: u64) -> Time {
+        Time::from_nanos(ns)
+    }
 
     fn pkt(id: u64) -> Packet {
         Packet {
@@ -207,10 +221,10 @@ mod tests {
 
     fn steps() -> Arc<CapacitySteps> {
         let mut c = CapacitySteps::new();
-        c.push(0, 8_000_000); // 1000 B in 1 ms
-        c.push(10_000_000, 0);
-        c.push(10_000_000, 0);
-        c.push(20_000_000, 16_000_000);
+        c.push(t(0), 8_000_000); // 1000 B in 1 ms
+        c.push(t(10_000_000), 0);
+        c.push(t(10_000_000), 0);
+        c.push(t(20_000_000), 16_000_000);
         Arc::new(c)
     }
 
@@ -218,20 +232,20 @@ mod tests {
     fn steps_answer_capacity_changes_and_down_time() {
         let c = steps();
         assert_eq!(c.steps().len(), 3);
-        assert_eq!(c.at(9_999_999), 8_000_000);
-        assert_eq!(c.at(10_000_000), 0);
-        assert_eq!(c.change_after(0), Some(10_000_000));
-        assert_eq!(c.up_at(12_000_000), Some(20_000_000));
-        assert_eq!(c.up_at(5), Some(5));
-        assert_eq!(c.down_ns(30_000_000), 10_000_000);
-        assert_eq!(CapacitySteps::new().up_at(0), None);
+        assert_eq!(c.at(t(9_999_999)), 8_000_000);
+        assert_eq!(c.at(t(10_000_000)), 0);
+        assert_eq!(c.change_after(t(0)), Some(t(10_000_000)));
+        assert_eq!(c.up_at(t(12_000_000)), Some(t(20_000_000)));
+        assert_eq!(c.up_at(t(5)), Some(t(5)));
+        assert_eq!(c.down_time(t(30_000_000)), Duration::from_nanos(10_000_000));
+        assert_eq!(CapacitySteps::new().up_at(t(0)), None);
     }
 
     #[test]
     fn the_queue_holds_through_an_outage_and_the_packet_on_air_is_lost() {
         let mut l = MmWaveLink::new(
             steps(),
-            500,
+            Duration::from_nanos(500),
             QueueLimit {
                 packets: Some(100),
                 bytes: None,
@@ -241,19 +255,19 @@ mod tests {
         let mut out = LinkOutput::default();
         // Start at 9.5 ms: the first packet (1 ms) runs into the outage.
         for i in 0..3 {
-            l.enqueue(9_500_000, pkt(i)).unwrap();
+            l.enqueue(t(9_500_000), pkt(i)).unwrap();
         }
-        l.advance(9_500_000, &mut out);
-        assert_eq!(l.next_wake(9_500_000), Some(10_000_000));
-        l.advance(10_000_000, &mut out);
+        l.advance(t(9_500_000), &mut out);
+        assert_eq!(l.next_wake(t(9_500_000)), Some(t(10_000_000)));
+        l.advance(t(10_000_000), &mut out);
         assert_eq!(out.dropped.len(), 1);
         assert_eq!(out.dropped[0].1, DropReason::Outage);
         // Nothing moves until the link is back, then at the new rate (0.5 ms).
-        assert_eq!(l.next_wake(10_000_000), Some(20_000_000));
-        l.advance(20_000_000, &mut out);
-        assert_eq!(l.next_wake(20_000_000), Some(20_500_000));
-        l.advance(21_000_000, &mut out);
-        let at: Vec<u64> = out.delivered.iter().map(|(t, _)| *t).collect();
+        assert_eq!(l.next_wake(t(10_000_000)), Some(t(20_000_000)));
+        l.advance(t(20_000_000), &mut out);
+        assert_eq!(l.next_wake(t(20_000_000)), Some(t(20_500_000)));
+        l.advance(t(21_000_000), &mut out);
+        let at: Vec<u64> = out.delivered.iter().map(|(a, _)| a.as_nanos()).collect();
         assert_eq!(at, vec![20_500_500, 21_000_500]);
         assert_eq!(l.stats().outage_drops, 1);
         assert_eq!(l.backlog(), (0, 0));

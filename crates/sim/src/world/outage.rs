@@ -1,4 +1,5 @@
-//! Link outages: scheduled windows and random on/off periods.
+//! The one link-outage module: scheduled windows and random on/off
+//! periods.
 //!
 //! While a direction is down its queue holds (arrivals are still
 //! enqueued up to the limit) and nothing is transmitted; a packet whose
@@ -7,16 +8,20 @@
 //! exponential down times (mean `mean_down`), drawn lazily from the
 //! direction's own generator (`link/<name>/<dir>/outage`) as time
 //! advances, so a run's outages depend only on the seed and the name.
+//! (The mmWave access link's outages are not drawn here: they come from
+//! its recorded channel, a capacity of 0 in its `CapacitySteps`.)
 
 use crate::rng::SimRng;
 use crate::scenario::config::OutageConfig;
+use peregrine_cc::Time;
 use rand::RngExt;
 use std::collections::VecDeque;
+use std::time::Duration;
 
-/// Down windows `[start, end)` in ns, generated as needed.
+/// Down windows `[start, end)`, generated as needed.
 #[derive(Debug)]
 pub struct Outages {
-    scheduled: Vec<(u64, u64)>,
+    scheduled: Vec<(Time, Time)>,
     random: Option<RandomOutages>,
 }
 
@@ -25,24 +30,24 @@ struct RandomOutages {
     mean_up_ns: f64,
     mean_down_ns: f64,
     rng: SimRng,
-    windows: VecDeque<(u64, u64)>,
-    generated_to: u64,
+    windows: VecDeque<(Time, Time)>,
+    generated_to: Time,
 }
 
 impl RandomOutages {
-    fn exp(&mut self, mean: f64) -> u64 {
+    fn exp(&mut self, mean_ns: f64) -> Duration {
         let u: f64 = self.rng.random();
         // -ln(1-u) with u in [0,1): finite; at least 1 ns so time advances.
-        ((-(1.0 - u).ln()) * mean).max(1.0) as u64
+        Duration::from_nanos(((-(1.0 - u).ln()) * mean_ns).max(1.0) as u64)
     }
 
     /// Generate windows until one ends after `t`.
-    fn cover(&mut self, t: u64) {
+    fn cover(&mut self, t: Time) {
         while self.generated_to <= t {
             let up = self.exp(self.mean_up_ns);
             let down = self.exp(self.mean_down_ns);
-            let start = self.generated_to.saturating_add(up);
-            let end = start.saturating_add(down);
+            let start = self.generated_to + up;
+            let end = start + down;
             self.windows.push_back((start, end));
             self.generated_to = end;
         }
@@ -50,10 +55,13 @@ impl RandomOutages {
 }
 
 impl Outages {
-    /// Outages of `cfg`; random ones draw from `rng`.
+    /// Outages of `cfg`; random ones draw from `rng`. O(windows log windows).
     pub fn new(cfg: &OutageConfig, rng: SimRng) -> Outages {
-        let mut scheduled: Vec<(u64, u64)> =
-            cfg.scheduled.iter().map(|w| (w.start.0, w.end.0)).collect();
+        let mut scheduled: Vec<(Time, Time)> = cfg
+            .scheduled
+            .iter()
+            .map(|w| (Time::from_nanos(w.start.0), Time::from_nanos(w.end.0)))
+            .collect();
         scheduled.sort_unstable();
         let random = match (cfg.mean_up, cfg.mean_down) {
             (Some(u), Some(d)) => Some(RandomOutages {
@@ -61,7 +69,7 @@ impl Outages {
                 mean_down_ns: d.0 as f64,
                 rng,
                 windows: VecDeque::new(),
-                generated_to: 0,
+                generated_to: Time::ZERO,
             }),
             _ => None,
         };
@@ -76,14 +84,14 @@ impl Outages {
         }
     }
 
-    /// Whether there are outages at all.
+    /// Whether there are outages at all. O(1).
     pub fn is_empty(&self) -> bool {
         self.scheduled.is_empty() && self.random.is_none()
     }
 
     /// The window containing `t`, if any. Calls must come with
     /// non-decreasing `t` (old random windows are forgotten).
-    fn containing(&mut self, t: u64) -> Option<(u64, u64)> {
+    fn containing(&mut self, t: Time) -> Option<(Time, Time)> {
         if let Some(w) = self.scheduled.iter().find(|(s, e)| *s <= t && t < *e) {
             return Some(*w);
         }
@@ -97,13 +105,15 @@ impl Outages {
         None
     }
 
-    /// Whether the direction is down at `t`.
-    pub fn is_down(&mut self, t: u64) -> bool {
+    /// Whether the direction is down at `t`. O(scheduled windows) plus
+    /// the random windows generated up to `t`, amortized.
+    pub fn is_down(&mut self, t: Time) -> bool {
         !self.is_empty() && self.containing(t).is_some()
     }
 
-    /// When a direction down at `t` comes back up (`t` itself if it is up).
-    pub fn up_at(&mut self, t: u64) -> u64 {
+    /// When a direction down at `t` comes back up (`t` itself if it is
+    /// up). Cost as [`is_down`](Self::is_down), per window crossed.
+    pub fn up_at(&mut self, t: Time) -> Time {
         let mut at = t;
         while let Some((_, end)) = self.containing(at) {
             at = end;
@@ -111,8 +121,9 @@ impl Outages {
         at
     }
 
-    /// The start of the next outage strictly after `t`, if any.
-    pub fn next_down_after(&mut self, t: u64) -> Option<u64> {
+    /// The start of the next outage strictly after `t`, if any. Cost as
+    /// [`is_down`](Self::is_down).
+    pub fn next_down_after(&mut self, t: Time) -> Option<Time> {
         let s = self
             .scheduled
             .iter()
@@ -150,12 +161,13 @@ mod tests {
             ..OutageConfig::default()
         };
         let mut o = Outages::new(&cfg, component_rng(1, "o"));
-        assert!(!o.is_down(99));
-        assert!(o.is_down(100));
-        assert_eq!(o.up_at(150), 200);
-        assert!(!o.is_down(200));
-        assert_eq!(o.next_down_after(50), Some(100));
-        assert_eq!(o.next_down_after(100), None);
+        let t = Time::from_nanos;
+        assert!(!o.is_down(t(99)));
+        assert!(o.is_down(t(100)));
+        assert_eq!(o.up_at(t(150)), t(200));
+        assert!(!o.is_down(t(200)));
+        assert_eq!(o.next_down_after(t(50)), Some(t(100)));
+        assert_eq!(o.next_down_after(t(100)), None);
     }
 
     #[test]
@@ -166,7 +178,9 @@ mod tests {
             ..OutageConfig::default()
         };
         let mut o = Outages::new(&cfg, component_rng(3, "o"));
-        let down = (0..200_000u64).filter(|i| o.is_down(i * 1000)).count();
+        let down = (0..200_000u64)
+            .filter(|i| o.is_down(Time::from_micros(*i)))
+            .count();
         let frac = down as f64 / 200_000.0;
         assert!((frac - 0.1).abs() < 0.02, "down fraction {frac}");
     }

@@ -90,13 +90,28 @@ impl DropTailQueue {
     /// recorded in `out.processed` (once: it is then marked as having
     /// left). O(1).
     pub fn pop(&mut self, out: &mut LinkOutput) -> Option<Packet> {
-        let mut p = self.packets.pop_front()?;
-        self.bytes -= u64::from(p.wire_bytes);
+        let mut p = self.pop_front()?;
         if p.forward && p.is_data && !p.left_first_hop {
             out.processed.push((p.flow, p.wire_bytes));
         }
         p.left_first_hop = true;
         Some(p)
+    }
+
+    /// Take the head without the processed-load accounting of
+    /// [`pop`](Self::pop), for drivers that have none (the controller
+    /// lab's bottleneck). O(1).
+    pub fn pop_front(&mut self) -> Option<Packet> {
+        let p = self.packets.pop_front()?;
+        self.bytes -= u64::from(p.wire_bytes);
+        Some(p)
+    }
+
+    /// Empty the queue (a route flush), handing back what it held in
+    /// order. O(packets held).
+    pub fn drain(&mut self) -> impl Iterator<Item = Packet> + '_ {
+        self.bytes = 0;
+        self.packets.drain(..)
     }
 
     /// The head packet, if any. O(1).

@@ -8,6 +8,7 @@
 //! per opportunity, so a packet larger than what is left of one
 //! opportunity uses parts of several (see [`super::link`]).
 
+use peregrine_cc::Time;
 use std::io::Read;
 use std::path::Path;
 use thiserror::Error;
@@ -108,21 +109,23 @@ impl MahimahiTrace {
         self.ms.len() as f64 * f64::from(OPPORTUNITY_BYTES) * 8.0 / (self.period_ms as f64 / 1000.0)
     }
 
-    /// The time of opportunity `k` (counting across loops), ns.
-    pub fn opportunity_ns(&self, k: u64) -> u64 {
+    /// The instant of opportunity `k` (counting across loops, from the
+    /// epoch), saturating. O(1).
+    pub fn opportunity(&self, k: u64) -> Time {
         let n = self.ms.len() as u64;
         let ms = (k / n)
             .saturating_mul(self.period_ms)
             .saturating_add(self.ms[(k % n) as usize]);
-        ms.saturating_mul(1_000_000)
+        Time::from_millis(ms)
     }
 
-    /// The index of the first opportunity at or after `t_ns`.
-    pub fn first_at_or_after(&self, t_ns: u64) -> u64 {
+    /// The index of the first opportunity at or after `t`. O(log
+    /// opportunities per period).
+    pub fn first_at_or_after(&self, t: Time) -> u64 {
         let n = self.ms.len() as u64;
         // Opportunity times are whole milliseconds: the first at or after
         // t is the first at or after ceil(t / 1 ms).
-        let t_ms = t_ns.div_ceil(1_000_000);
+        let t_ms = t.as_nanos().div_ceil(1_000_000);
         let cycle = t_ms / self.period_ms;
         let within = t_ms % self.period_ms;
         let i = self.ms.partition_point(|&m| m < within) as u64;
@@ -139,16 +142,17 @@ mod tests {
         let t = MahimahiTrace::parse("1\n1\n3\n\n4\n").expect("valid trace");
         assert_eq!(t.opportunities(), 4);
         assert_eq!(t.period_ms(), 4);
-        assert_eq!(t.opportunity_ns(0), 1_000_000);
-        assert_eq!(t.opportunity_ns(1), 1_000_000);
-        assert_eq!(t.opportunity_ns(3), 4_000_000);
+        let ms = Time::from_millis;
+        assert_eq!(t.opportunity(0), ms(1));
+        assert_eq!(t.opportunity(1), ms(1));
+        assert_eq!(t.opportunity(3), ms(4));
         // Second loop: offsets + 4 ms.
-        assert_eq!(t.opportunity_ns(4), 5_000_000);
-        assert_eq!(t.opportunity_ns(7), 8_000_000);
-        assert_eq!(t.first_at_or_after(0), 0);
-        assert_eq!(t.first_at_or_after(1_000_000), 0);
-        assert_eq!(t.first_at_or_after(1_000_001), 2);
-        assert_eq!(t.first_at_or_after(4_500_000), 4);
+        assert_eq!(t.opportunity(4), ms(5));
+        assert_eq!(t.opportunity(7), ms(8));
+        assert_eq!(t.first_at_or_after(Time::ZERO), 0);
+        assert_eq!(t.first_at_or_after(ms(1)), 0);
+        assert_eq!(t.first_at_or_after(Time::from_nanos(1_000_001)), 2);
+        assert_eq!(t.first_at_or_after(Time::from_micros(4_500)), 4);
         // 4 opportunities of 1500 B per 4 ms = 12 Mbit/s.
         assert!((t.mean_rate_bps() - 12e6).abs() < 1.0);
     }

@@ -142,7 +142,7 @@ impl ChannelTimeline {
             events.extend(channel.drain_events());
             for (i, cap) in caps.iter_mut().enumerate() {
                 let l = channel.link(i);
-                cap.push(t, if l.up { l.capacity_bps } else { 0 });
+                cap.push(now, if l.up { l.capacity_bps } else { 0 });
             }
             if t >= duration_ns {
                 break;

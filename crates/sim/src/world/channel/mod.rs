@@ -74,15 +74,10 @@ pub fn noise_floor_dbm(bandwidth_hz: f64, noise_figure_db: f64) -> f64 {
     -174.0 + 10.0 * bandwidth_hz.log10() + noise_figure_db
 }
 
-/// SplitMix64 finaliser: a fixed bijective mixer used to derive
-/// random-access draws (shadowing at a given link and time) from a key
+/// SplitMix64's mixer (the project's one, [`peregrine_proto::rng::mix64`]):
+/// random-access draws (shadowing at a given link and time) hash a key
 /// that itself comes from a component generator.
-pub(crate) fn mix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+pub(crate) use peregrine_proto::rng::mix64;
 
 /// A standard normal deviate that is a pure function of `h` (Box–Muller on
 /// two 53-bit uniforms derived from it).
