@@ -3,7 +3,7 @@
 //! A listener must not become a reflector (answering a forged START with
 //! more bytes than it received, towards a victim's address) nor a memory
 //! sink (a flood of forged STARTs, each holding a connection). This module
-//! is the endpoint's policy; `connection/admission.rs` keeps the
+//! is the endpoint's policy; `connection/lifecycle/admission.rs` keeps the
 //! per-connection budget it sets.
 //!
 //! * **Stateless retry token** (as QUIC's Retry):

@@ -111,25 +111,11 @@ use rand::SeedableRng;
 /// `seed`. The name must be stable across runs (never an address in
 /// memory or an iteration order of a hash map); different names give
 /// unrelated streams.
+///
+/// The key comes from [`crate::rng::stream_key`], the project's one
+/// `(seed, name)` derivation, the same the simulator uses. O(len(name)).
 pub fn seeded_rng(seed: u64, name: &str) -> ChaCha8Rng {
-    // FNV-1a folds the name to 64 bits; SplitMix64 then spreads (seed,
-    // name) into a 256-bit ChaCha key.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    let mut state = seed ^ h.rotate_left(29) ^ 0x5eed_0f9e_7e91_0e00;
-    let mut key = [0u8; 32];
-    for chunk in key.chunks_exact_mut(8) {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        chunk.copy_from_slice(&z.to_le_bytes());
-    }
-    ChaCha8Rng::from_seed(key)
+    ChaCha8Rng::from_seed(crate::rng::stream_key(seed, name))
 }
 
 #[cfg(test)]
@@ -145,7 +131,8 @@ mod tests {
         assert_ne!(a, seeded_rng(1, "pipe:b->a").next_u64());
         // Pinned (key derivation and the ChaCha8 output): a change here
         // changes every recorded run.
-        assert_eq!(seeded_rng(0, "").get_seed()[..4], [58, 64, 130, 153]);
-        assert_eq!(seeded_rng(0, "").next_u64(), 16_578_762_843_689_033_399);
+        assert_eq!(seeded_rng(0, "").get_seed(), crate::rng::stream_key(0, ""));
+        assert_eq!(seeded_rng(0, "").get_seed()[..4], [34, 240, 51, 105]);
+        assert_eq!(seeded_rng(0, "").next_u64(), 17_696_211_209_759_614_861);
     }
 }
