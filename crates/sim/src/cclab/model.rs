@@ -95,6 +95,8 @@ struct Lab<'a> {
     /// The bottleneck's queue (the packet in service stays at its head
     /// until it is through); a packet's `id` is its packet number.
     queue: DropTailQueue,
+    /// The queue's counters (`push` keeps them; the lab reports drops
+    /// as trace events instead).
     queue_stats: LinkStats,
     link_busy: bool,
     doomed: BTreeSet<u64>,

@@ -1,5 +1,6 @@
 //! [`DropTailQueue`]: the one transmit queue of every link model
-//! (point-to-point, trace, 802.11 interface, mmWave access link).
+//! (point-to-point, trace, 802.11 interface, mmWave access link) and of
+//! the controller lab's bottleneck (`cclab`).
 //!
 //! A FIFO of packets with a [`QueueLimit`] checked on arrival: a packet
 //! the limit refuses is handed back (tail drop), never an older one. The
