@@ -218,3 +218,48 @@ fn the_showcase_gives_one_row_per_scheduler() {
     assert!(read(&o.report).contains("![control-message latency per scheduler](latency_box.svg)"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `reproduce sltp`'s run function with the kernel's TCP only (an
+/// in-process echo over loopback: no subprocess, no hogs at 0 % load) at
+/// the smallest size; Peregrine's side needs the `peregrine perf` binary
+/// and is covered by the CLI's tests.
+#[test]
+fn sltp_tcp_only_gives_a_typed_summary() {
+    use peregrine_lab::reproduce::sltp::{self, report::Transport};
+    let dir = tempdir("sltp");
+    let opts = sltp::Options {
+        out: dir.clone(),
+        transports: vec![Transport::Tcp],
+        sizes: vec![1024],
+        loads: vec![0],
+        connections: Some(1),
+        echoes: Some(2),
+        command: "peregrine reproduce sltp --transports tcp".into(),
+        // Never started: no Peregrine point and no background load.
+        ..sltp::Options::new(PathBuf::from("/nonexistent/peregrine"))
+    };
+    let o = sltp::run(&opts, &Silent).expect("runs");
+    let s = &o.summary;
+    assert_eq!(s.seed, "003 (SLTP) §VI");
+    assert_eq!(
+        (s.run.sizes_bytes.as_slice(), s.run.loads_pct.as_slice()),
+        (&[1024][..], &[0][..])
+    );
+    assert!(s.failures.is_empty(), "{:?}", s.failures);
+    assert_eq!(s.points.len(), 1);
+    let p = &s.points[0];
+    assert_eq!((p.transport, p.load_pct, p.size_bytes), ("tcp", 0, 1024));
+    let t = p.network_time_ms.expect("round trips measured");
+    assert!(t.count == 2 && t.median > 0.0, "{t:?}");
+    assert!(p.probe.is_none());
+    // Every seed finding is there, beside what this run saw.
+    assert_eq!(s.findings.len(), 6);
+    assert!(s.findings.iter().all(|f| !f.ours.is_empty()));
+    let text = read(&dir.join("sltp/summary.json"));
+    assert_eq!(
+        text,
+        serde_json::to_string_pretty(s).expect("serializes") + "\n"
+    );
+    assert!(read(&o.report).contains("network_time_load0.svg"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
