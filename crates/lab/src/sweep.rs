@@ -381,19 +381,34 @@ fn write_report(
 mod tests {
     use super::*;
     use crate::Silent;
-    use serde_json::json;
 
     fn doc(text: &str) -> toml::Value {
         toml::Value::Table(text.parse::<toml::Table>().expect("test TOML is valid"))
     }
 
-    fn toy(d: &toml::Value, seed: u64) -> anyhow::Result<serde_json::Value> {
+    /// A toy run's record.
+    #[derive(Serialize)]
+    struct Toy {
+        goodput_mbps: f64,
+        delay_ms: f64,
+        cc: String,
+    }
+
+    /// A toy run: a pseudo-random but seed-determined record.
+    fn toy_typed(d: &toml::Value, seed: u64) -> anyhow::Result<Toy> {
         let cc = d["cc"].as_str().context("cc")?;
         let rate = d["rate"].as_integer().context("rate")? as f64;
         let noise = ((seed * 7919) % 101) as f64 / 100.0;
-        Ok(
-            json!({ "goodput_mbps": rate * if cc == "bbr" { 0.9 } else { 0.8 } + noise, "delay_ms": 40.0 + noise, "cc": cc }),
-        )
+        Ok(Toy {
+            goodput_mbps: rate * if cc == "bbr" { 0.9 } else { 0.8 } + noise,
+            delay_ms: 40.0 + noise,
+            cc: cc.to_string(),
+        })
+    }
+
+    /// The toy's record as JSON (as the engine's summaries come).
+    fn toy(d: &toml::Value, seed: u64) -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::to_value(toy_typed(d, seed)?)?)
     }
 
     fn dir(name: &str) -> PathBuf {
@@ -510,26 +525,12 @@ mod tests {
     /// A typed record gives the very files its JSON form gives.
     #[test]
     fn a_typed_record_writes_what_its_json_writes() {
-        #[derive(Serialize)]
-        struct Toy {
-            goodput_mbps: f64,
-            delay_ms: f64,
-            cc: String,
-        }
-        let typed = |d: &toml::Value, seed: u64| -> anyhow::Result<Toy> {
-            let v = toy(d, seed)?;
-            Ok(Toy {
-                goodput_mbps: v["goodput_mbps"].as_f64().context("goodput")?,
-                delay_ms: v["delay_ms"].as_f64().context("delay")?,
-                cc: v["cc"].as_str().context("cc")?.to_string(),
-            })
-        };
         let base = doc(BASE);
         let args = SweepOptions::default();
         let files = |name: &str, typed_run: bool| {
             let out = dir(name);
             let f = if typed_run {
-                run_sweep_to_dir("Toy", "", &base, &args, &out, &Silent, typed)
+                run_sweep_to_dir("Toy", "", &base, &args, &out, &Silent, toy_typed)
                     .map(|f| (f.csv, f.json, f.runs, f.report))
             } else {
                 run_sweep_to_dir("Toy", "", &base, &args, &out, &Silent, toy)

@@ -69,7 +69,7 @@ fn cell(s: Option<Summary>, decimals: usize) -> Cell {
 
 /// Per-second series `series` of flow 0, averaged over seeds (non-finite
 /// values left out).
-fn per_second(runs: &[RunRecord], series: fn(&FlowRecord) -> &[f64]) -> Vec<(f64, f64)> {
+fn per_second(runs: &[RunRecord], series: PerSecond) -> Vec<(f64, f64)> {
     let n = runs
         .iter()
         .map(|r| r.flows.first().map_or(0, |f| series(f).len()))
@@ -109,6 +109,9 @@ fn flow0(r: &RunRecord, pick: impl Fn(&FlowRecord) -> Option<f64>) -> Option<f64
 
 /// A figure of one flow of one run.
 type Pick = fn(&FlowRecord) -> Option<f64>;
+
+/// A per-second series of one flow of one run.
+type PerSecond = fn(&FlowRecord) -> &[f64];
 
 fn chart_err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("chart: {e}")
@@ -312,7 +315,7 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
     r.image("Fig. 4", &p);
 
     // Fig. 3 and 5.
-    let per_s: [(fn(&FlowRecord) -> &[f64], _, _, _); 2] = [
+    let per_s: [(PerSecond, _, _, _); 2] = [
         (
             |f| &f.throughput_mbps_per_s,
             "fig3_throughput_per_s.svg",
