@@ -134,27 +134,52 @@ impl GridPoint {
     }
 }
 
-/// The grid, every world × hint accuracy × controller × load, in that
-/// nesting order: urban/random and loads 0.6 and 1.0 only when `quick`.
-pub fn grid(quick: bool) -> Vec<GridPoint> {
-    let worlds: &[World] = if quick { &SCENARIOS[3..] } else { &SCENARIOS };
-    let loads: &[f64] = if quick { &[0.6, 1.0] } else { &LOADS };
-    let mut points = Vec::new();
-    for &world in worlds {
-        for hints in HINTS {
-            for cc in CONTROLLERS {
-                for &load in loads {
-                    points.push(GridPoint {
-                        world,
-                        hints,
-                        cc,
-                        load,
-                    });
-                }
+/// The size of the grid: its worlds and loads (every hint accuracy and
+/// controller are always run).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The worlds, in report order.
+    pub worlds: Vec<World>,
+    /// The normalized loads.
+    pub loads: Vec<f64>,
+}
+
+impl Plan {
+    /// Every world and load; with `quick` urban/random at loads 0.6 and 1.0.
+    pub fn of(quick: bool) -> Plan {
+        if quick {
+            Plan {
+                worlds: SCENARIOS[3..].to_vec(),
+                loads: vec![0.6, 1.0],
+            }
+        } else {
+            Plan {
+                worlds: SCENARIOS.to_vec(),
+                loads: LOADS.to_vec(),
             }
         }
     }
-    points
+
+    /// The grid: every world × hint accuracy × controller × load, in that
+    /// nesting order. O(points).
+    pub fn points(&self) -> Vec<GridPoint> {
+        let mut points = Vec::new();
+        for &world in &self.worlds {
+            for hints in HINTS {
+                for cc in CONTROLLERS {
+                    for &load in &self.loads {
+                        points.push(GridPoint {
+                            world,
+                            hints,
+                            cc,
+                            load,
+                        });
+                    }
+                }
+            }
+        }
+        points
+    }
 }
 
 /// Options of the reproduction (`peregrine reproduce mmwave-cvn`).
@@ -317,17 +342,8 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         duration_s.is_finite() && duration_s > 0.0 && duration_s <= 3600.0,
         "--duration-s must be in (0, 3600]"
     );
-    let worlds: Vec<World> = if args.quick {
-        SCENARIOS[3..].to_vec()
-    } else {
-        SCENARIOS.to_vec()
-    };
-    let loads: Vec<f64> = if args.quick {
-        vec![0.6, 1.0]
-    } else {
-        LOADS.to_vec()
-    };
-    let points = grid(args.quick);
+    let plan = Plan::of(args.quick);
+    let points = plan.points();
     let duration = Dur::from_secs_f64(duration_s);
     let how = PlanRuns {
         seeds: args.seeds.max(1),
@@ -382,8 +398,8 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let dir = args.out.join("mmwave-cvn");
     std::fs::create_dir_all(dir.join("plots"))
         .with_context(|| format!("cannot create {}", dir.display()))?;
-    let keys: Vec<String> = worlds.iter().map(World::key).collect();
-    let summary = summary_json(&results, &keys, &loads);
+    let keys: Vec<String> = plan.worlds.iter().map(World::key).collect();
+    let summary = summary_json(&results, &keys, &plan.loads);
     let text = serde_json::to_string_pretty(&summary)? + "\n";
     std::fs::write(dir.join("summary.json"), text)
         .with_context(|| format!("cannot write {}/summary.json", dir.display()))?;
@@ -391,7 +407,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         dir: &dir,
         results: &results,
         keys: &keys,
-        loads: &loads,
+        loads: &plan.loads,
         timelines: &counts,
         duration_s,
         seeds: how.seeds,
@@ -616,9 +632,9 @@ mod grid_tests {
 
     #[test]
     fn the_quick_grid_is_urban_random_at_two_loads() {
-        let quick = grid(true);
+        let quick = Plan::of(true).points();
         assert_eq!(quick.len(), HINTS.len() * CONTROLLERS.len() * 2);
         assert!(quick.iter().all(|p| p.world.key() == "urban_random"));
-        assert_eq!(grid(false).len(), 4 * 3 * 4 * 6);
+        assert_eq!(Plan::of(false).points().len(), 4 * 3 * 4 * 6);
     }
 }
