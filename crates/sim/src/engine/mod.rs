@@ -24,7 +24,7 @@ pub(crate) mod vehicular;
 pub mod wireless;
 
 use crate::apps::{App, Offer};
-use crate::metrics::{FlowMetrics, FlowSample};
+use crate::metrics::{FlowMetrics, FlowSample, SumCount};
 use crate::world::link::{DropReason, LinkModel, LinkOutput};
 use crate::world::packet::Packet;
 use peregrine_cc::Time;
@@ -555,7 +555,7 @@ impl Sim {
             let m = &mut self.metrics[f];
             let delta = crate::metrics::output::delta(&m.c, &m.last);
             m.last = m.c.clone();
-            let (sum, n) = std::mem::take(&mut m.interval_delay);
+            let SumCount { sum, count: n } = std::mem::take(&mut m.interval_delay_ns);
             let cma = m.cwnd_cma();
             m.samples.push(FlowSample {
                 time_ns: self.now.as_nanos(),

@@ -358,7 +358,7 @@ impl SimResults {
                     },
                     "jitter_ms": {
                         "rfc3550": r6(ms(m.jitter_ns)),
-                        "mean_abs": opt((m.jitter_abs_sum.1 > 0).then(|| ms(m.jitter_abs_sum.0 / m.jitter_abs_sum.1 as f64))),
+                        "mean_abs": opt(m.jitter_abs_ns.mean().map(ms)),
                     },
                     "messages_delivered": m.c.messages_delivered,
                     "completion_s": opt(f.completion_ns().map(|c| c as f64 / 1e9)),

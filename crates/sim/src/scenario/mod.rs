@@ -120,6 +120,27 @@ impl Scenario {
         })
     }
 
+    /// Validate a configuration built in code, with the checks a file
+    /// gets; `origin` names it in errors. A `vehicular` table is expanded
+    /// into its links and flows here ([`vehicular::expand_config`]), so
+    /// pass the configuration as written, not the `config` of a built
+    /// scenario (which already holds the expansion). Cost: validation,
+    /// O(size of the scenario).
+    pub fn from_config(
+        mut config: ScenarioConfig,
+        origin: &str,
+    ) -> Result<Scenario, ScenarioError> {
+        let vehicular = vehicular::expand_config(&mut config, origin)?;
+        let mut model = validate::validate(&config, origin)?;
+        model.vehicular = vehicular;
+        Ok(Scenario {
+            config,
+            origin: origin.to_string(),
+            model,
+            base_dir: None,
+        })
+    }
+
     /// Resolve relative file paths against `dir` (and the folders above it).
     pub fn with_base_dir(mut self, dir: &Path) -> Scenario {
         self.base_dir = Some(dir.to_path_buf());
