@@ -198,10 +198,8 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
                 let s = slots.len();
                 let seed = component_rng(m.seed, &format!("endpoint/shared/{}", m.nodes[n]))
                     .random::<u64>();
-                let cfg = super::groups::shared_endpoint_config(
-                    server_config,
-                    shared.members_at[n],
-                );
+                let cfg =
+                    super::groups::shared_endpoint_config(server_config, shared.members_at[n]);
                 slots.push(Slot {
                     ep: Endpoint::new(cfg, seed),
                     node: n,

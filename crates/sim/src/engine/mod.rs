@@ -422,7 +422,11 @@ impl Sim {
     fn on_event(&mut self, s: usize, h: ConnectionHandle, ev: Event) {
         let flow = if self.slots[s].shared {
             // One endpoint, many flows: the connection's peer names the flow.
-            match self.slots[s].ep.remote(h).and_then(|a| self.flow_of_peer(a)) {
+            match self.slots[s]
+                .ep
+                .remote(h)
+                .and_then(|a| self.flow_of_peer(a))
+            {
                 Some(f) => f,
                 None => return,
             }

@@ -166,11 +166,7 @@ impl GroupResult {
                 d.id, d.app, d.members, d.messages_delivered, d.messages_sent, p
             );
             if !d.worst.is_empty() {
-                let w: Vec<String> = d
-                    .worst
-                    .iter()
-                    .map(|(n, p)| format!("{n} {p:.2}"))
-                    .collect();
+                let w: Vec<String> = d.worst.iter().map(|(n, p)| format!("{n} {p:.2}")).collect();
                 let _ = writeln!(s, "    worst p99: {}", w.join(", "));
             }
         }

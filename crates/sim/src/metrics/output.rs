@@ -652,12 +652,20 @@ impl SimResults {
             self.duration_ns as f64 / 1e9,
             self.events
         );
-        let _ = writeln!(s);
-        let _ = writeln!(s, "{:<10} {:<9} {:>9} {:>9} {:>7} {:>11} {:>11} {:>10} {:>9} {:>9} {:>9} {:>6} {:>6} {:>5}",
-            "flow", "cc", "tx pkts", "rx pkts", "PDR %", "thru Mb/s", "good Mb/s", "proc Mb/s", "delay ms", "p99 ms", "jitter", "qdrop", "chdrop", "RTOs");
         // Group members are shown as their group's digest (below).
         let member = |i: usize| self.groups.iter().any(|g| g.flows.contains(&i));
-        for f in self.flows.iter().enumerate().filter(|(i, _)| !member(*i)).map(|(_, f)| f) {
+        if self.groups.is_empty() || (0..self.flows.len()).any(|i| !member(i)) {
+            let _ = writeln!(s);
+            let _ = writeln!(s, "{:<10} {:<9} {:>9} {:>9} {:>7} {:>11} {:>11} {:>10} {:>9} {:>9} {:>9} {:>6} {:>6} {:>5}",
+                "flow", "cc", "tx pkts", "rx pkts", "PDR %", "thru Mb/s", "good Mb/s", "proc Mb/s", "delay ms", "p99 ms", "jitter", "qdrop", "chdrop", "RTOs");
+        }
+        for f in self
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !member(*i))
+            .map(|(_, f)| f)
+        {
             let _ = writeln!(s, "{:<10} {:<9} {:>9} {:>9} {:>7} {:>11.3} {:>11.3} {:>10.3} {:>9} {:>9} {:>9.3} {:>6} {:>6} {:>5}",
                 f.name, f.cc, f.metrics.c.tx_packets, f.metrics.c.rx_packets,
                 fmt_opt(f.pdr().map(|p| p * 100.0), 2),

@@ -233,12 +233,12 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Expansion, ScenarioError>
         let fields: GroupFields = typed(Value::Table(own), &p, origin)?;
         let name = match tpl.remove("name") {
             Some(Value::String(s)) if !s.is_empty() && !s.contains("{i}") => s,
-            Some(Value::String(s)) if s.contains("{i}") => {
-                return err(
-                    format!("{p}.name"),
-                    format!("{s:?}: the group's name must not contain {{i}} (members are named <name><i>)"),
-                )
-            }
+            Some(Value::String(s)) if s.contains("{i}") => return err(
+                format!("{p}.name"),
+                format!(
+                    "{s:?}: the group's name must not contain {{i}} (members are named <name><i>)"
+                ),
+            ),
             Some(_) => {
                 return err(
                     format!("{p}.name"),
@@ -253,10 +253,7 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Expansion, ScenarioError>
             }
         };
         if names.contains(&name) {
-            return err(
-                format!("{p}.name"),
-                format!("{name:?} names two groups"),
-            );
+            return err(format!("{p}.name"), format!("{name:?} names two groups"));
         }
         names.push(name.clone());
         let dst = match tpl.get("dst") {
@@ -335,7 +332,11 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Expansion, ScenarioError>
             if sel.offset >= sel.every {
                 return err(
                     format!("{sp}.offset"),
-                    format!("{} (allowed: 0 to every − 1 = {})", sel.offset, sel.every - 1),
+                    format!(
+                        "{} (allowed: 0 to every − 1 = {})",
+                        sel.offset,
+                        sel.every - 1
+                    ),
                 );
             }
             s.entry("id").or_insert(Value::Integer(j as i64));
@@ -513,7 +514,10 @@ rate = "2Mbps"
             "flow_groups.0.link.rate"
         );
         assert_eq!(bad("flow_groups.0.link.a=\"x\"").0, "flow_groups.0.link.a");
-        assert_eq!(bad("flow_groups.0.start_spacing=\"1 parsec\"").0, "flow_groups.0.start_spacing");
+        assert_eq!(
+            bad("flow_groups.0.start_spacing=\"1 parsec\"").0,
+            "flow_groups.0.start_spacing"
+        );
         assert_eq!(bad("flow_groups.0.name=\"d{i}\"").0, "flow_groups.0.name");
     }
 
