@@ -7,7 +7,9 @@
 //! the sans-IO interface: after every input (`handle_datagram`,
 //! `handle_timeout`, an application's `send_message`) the engine drains
 //! `poll_transmit`, reads `poll_event`, and arms the one timer
-//! `poll_timeout` asks for. Datagrams become [`Packet`]s that hop from
+//! `poll_timeout` asks for. The members of a `[[flow_groups]]` table
+//! share one server endpoint per server node instead (`groups.rs`).
+//! Datagrams become [`Packet`]s that hop from
 //! node to node through [`LinkModel`]s chosen by a [`Router`].
 //!
 //! Determinism: nothing iterates a hash map; every random source is a

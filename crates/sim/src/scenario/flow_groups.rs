@@ -109,7 +109,8 @@ impl Expansion {
     /// `flow_groups.0.streams.1.rate`, member named in the message);
     /// other errors unchanged. O(path length).
     pub fn remap(&self, mut e: ScenarioError) -> ScenarioError {
-        let parts: Vec<&str> = e.field.split('.').collect();
+        let written = e.field.clone();
+        let parts: Vec<&str> = written.split('.').collect();
         let index = |s: Option<&&str>| s.and_then(|x| x.parse::<usize>().ok());
         match (parts.first().copied(), index(parts.get(1))) {
             (Some("flows"), Some(k)) if k >= self.first_flow => {
@@ -118,7 +119,9 @@ impl Expansion {
                 };
                 let mut field = format!("flow_groups.{g}");
                 let mut rest = &parts[2..];
+                let mut also: &[&str] = &GROUP_KEYS;
                 if rest.first() == Some(&"streams") {
+                    also = &STREAM_KEYS;
                     field.push_str(".streams");
                     if let Some(j) = index(rest.get(1)) {
                         let t = streams.get(j).copied().unwrap_or(j);
@@ -133,7 +136,12 @@ impl Expansion {
                     field.push_str(p);
                 }
                 e.field = field;
-                e.message = format!("{} (member {i})", e.message);
+                if e.message.starts_with("unknown field") && rest.len() == 1 {
+                    // serde lists the flow's fields; a group has these too.
+                    e.message = format!("{}, or {}", e.message, also.join(", "));
+                } else {
+                    e.message = format!("{} (member {i})", e.message);
+                }
             }
             (Some("links"), Some(k)) if k >= self.first_link => {
                 let Some(g) = self.link_group.get(k - self.first_link) else {
@@ -233,12 +241,14 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Expansion, ScenarioError>
         let fields: GroupFields = typed(Value::Table(own), &p, origin)?;
         let name = match tpl.remove("name") {
             Some(Value::String(s)) if !s.is_empty() && !s.contains("{i}") => s,
-            Some(Value::String(s)) if s.contains("{i}") => return err(
-                format!("{p}.name"),
-                format!(
+            Some(Value::String(s)) if s.contains("{i}") => {
+                return err(
+                    format!("{p}.name"),
+                    format!(
                     "{s:?}: the group's name must not contain {{i}} (members are named <name><i>)"
                 ),
-            ),
+                )
+            }
             Some(_) => {
                 return err(
                     format!("{p}.name"),
@@ -495,7 +505,9 @@ rate = "2Mbps"
         assert_eq!(bad("flow_groups.0.cc=\"bbrr\"").0, "flow_groups.0.cc");
         assert_eq!(bad("flow_groups.0.dst=\"g{i}\"").0, "flow_groups.0.dst");
         assert_eq!(bad("flow_groups.0.dst=\"moon\"").0, "flow_groups.0.dst");
-        assert_eq!(bad("flow_groups.0.colour=1").0, "flow_groups.0.colour");
+        let (field, msg) = bad("flow_groups.0.colour=1");
+        assert_eq!(field, "flow_groups.0.colour");
+        assert!(msg.ends_with("or count, start_spacing, link"), "{msg}");
         assert_eq!(
             bad("flow_groups.0.streams.1.every=0").0,
             "flow_groups.0.streams.1.every"
