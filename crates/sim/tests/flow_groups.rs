@@ -145,3 +145,40 @@ fn a_bad_group_field_is_named() {
     );
     assert_eq!(err("flow_groups.0.dst=\"d{i}\"").field, "flow_groups.0.dst");
 }
+
+#[test]
+fn encrypted_members_and_a_hand_written_flow_share_the_server_node() {
+    // A hand-written flow to the same node keeps its own server endpoint;
+    // the members all authenticate the one shared endpoint's key.
+    let doc = format!(
+        "{SWARM}\n[[flows]]\nname = \"relay\"\nsrc = \"air\"\ndst = \"ground\"\n[[flows.streams]]\napp = \"cbr\"\nrate = \"64kbps\"\n"
+    );
+    for pattern in ["ik", "xx", "ikpsk2", "nnpsk0"] {
+        let set = [
+            format!("flow_groups.0.security=\"{pattern}\""),
+            "flow_groups.0.count=5".to_string(),
+            "duration=1s".to_string(),
+        ];
+        let s = Scenario::from_toml_str(&doc, "swarm.toml", &set).unwrap_or_else(|e| panic!("{e}"));
+        let r = run(&s).unwrap_or_else(|e| panic!("{pattern}: {e}"));
+        assert_eq!(r.flows.len(), 6);
+        assert_eq!(r.flows[0].name, "relay");
+        assert_eq!(r.groups[0].flows, 1..6);
+        assert_eq!(r.groups[0].server_accepted, 5, "{pattern}");
+        for f in &r.flows {
+            assert!(f.metrics.connected_ns.is_some(), "{pattern}: {}", f.name);
+            assert!(
+                f.metrics.streams[0].messages_delivered > 0,
+                "{pattern}: {}",
+                f.name
+            );
+        }
+        let sealed = r.flows[1].stats.as_ref().map(|s| s.security.packets_sealed);
+        assert!(
+            sealed.is_some_and(|n| n > 0),
+            "{pattern}: members are encrypted"
+        );
+        // The console still lists the hand-written flow.
+        assert!(r.print_table().contains("\nrelay "), "{pattern}");
+    }
+}
