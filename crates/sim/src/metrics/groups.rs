@@ -107,7 +107,7 @@ impl GroupResult {
         out
     }
 
-    /// The group in `summary.json` (`flow_groups[i]`).
+    /// The group in `summary.json` (`flow_groups[i]`). Cost of [`Self::digest`].
     pub fn to_json(&self, flows: &[FlowResult]) -> Value {
         let streams: Vec<Value> = self
             .digest(flows)
@@ -139,7 +139,7 @@ impl GroupResult {
         })
     }
 
-    /// The console digest: one paragraph per group.
+    /// The console digest: one paragraph per group. Cost of [`Self::digest`].
     pub fn print(&self, flows: &[FlowResult], s: &mut String) {
         let connected = self
             .flows
@@ -174,7 +174,8 @@ impl GroupResult {
 }
 
 /// `streams.csv`: one row per stream of every flow (members and
-/// hand-written), with its message latency summary.
+/// hand-written), with its message latency summary. O(flows · groups +
+/// messages · log messages).
 pub fn streams_csv(flows: &[FlowResult], groups: &[GroupResult]) -> String {
     let mut s = String::from(
         "flow,group,stream,app,messages_sent,messages_delivered,messages_abandoned,latency_ms_mean,latency_ms_p50,latency_ms_p95,latency_ms_p99,latency_ms_max\n",
