@@ -124,6 +124,26 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
         verbose: args.verbose,
     })
     .context("peregrine emu")?;
+    if args.verbose {
+        for (c, name) in outcome.counters.iter().zip(["uplink", "downlink"]) {
+            eprintln!(
+                "peregrine emu: {name}: {} packets in, {} out ({} bytes), {} dropped by the link; \
+                 written {:.1} µs late on average, {:.1} µs at most, {} more than 1 ms late{}",
+                c.read_packets,
+                c.written_packets,
+                c.written_bytes,
+                c.model_drops,
+                c.late_ns_sum as f64 / c.written_packets.max(1) as f64 / 1e3,
+                c.late_ns_max as f64 / 1e3,
+                c.late_over_1ms,
+                if c.realtime {
+                    ""
+                } else {
+                    " (not real-time: SCHED_FIFO refused)"
+                }
+            );
+        }
+    }
     for w in &outcome.warnings {
         eprintln!("peregrine emu: warning: {w}");
     }
