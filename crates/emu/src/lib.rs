@@ -125,6 +125,19 @@ pub fn run(options: &Options) -> anyhow::Result<Outcome> {
     // SAFETY: a descriptor we just created and own.
     let stop = Arc::new(unsafe { OwnedFd::from_raw_fd(efd) });
     let start = Instant::now();
+    if let Some(f) = &log_file {
+        // The model's time 0 on CLOCK_MONOTONIC (the clock every process
+        // shares), so measurements taken elsewhere can be lined up.
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        let ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+        use std::io::Write as _;
+        writeln!(&**f, "# start_monotonic_ns {ns}").context("writing the log")?;
+    }
     let spawn = |dir: Dir, d: BuiltDirection, src: &Arc<OwnedFd>, dst: &Arc<OwnedFd>| {
         let f = Forwarder {
             dir,

@@ -6,6 +6,7 @@
 //! # uplink: 12.000 Mbit/s, delay 20.000 ms, queue unbounded, loss none, outages none
 //! # uplink rate_bps 12000000        (or: # uplink trace /abs/path, # uplink unlimited)
 //! # uplink delay_ns 20000000
+//! # start_monotonic_ns 81234567890   (time 0 of the lines below on CLOCK_MONOTONIC)
 //! u 1234567 + 1500                   arrival at the link: direction, time (ns since start), bytes
 //! u 1234567 - 1500 845000            departure from the link (before the propagation delay):
 //!                                    time, bytes, time spent queued and in transmission (ns)

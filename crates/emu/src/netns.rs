@@ -161,10 +161,17 @@ pub fn open_tun(name: &str) -> anyhow::Result<OwnedFd> {
         )
     };
     if raw < 0 {
-        bail!(
-            "cannot open /dev/net/tun ({}): the kernel's TUN driver is needed (modprobe tun)",
-            errno()
-        );
+        let e = errno();
+        if e.raw_os_error() == Some(libc::EACCES) {
+            // SAFETY: geteuid has no preconditions.
+            let uid = unsafe { libc::geteuid() };
+            bail!(
+                "cannot open /dev/net/tun ({e}): peregrine emu needs root, or a /dev/net/tun \
+                 that every user may read and write (mode 0666, as most distributions ship \
+                 it) for its user-namespace mode (effective uid here {uid})"
+            );
+        }
+        bail!("cannot open /dev/net/tun ({e}): the kernel's TUN driver is needed (modprobe tun)");
     }
     // SAFETY: `raw` is a descriptor we just opened and own.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
