@@ -18,7 +18,7 @@ export CARGO_PROFILE_DEV_DEBUG=0
 cargo build --release -q -p peregrine-cli
 export PEREGRINE=$PWD/target/release/peregrine
 # The small probe program is the emulator test's executable.
-export PROBE=$(cargo test -q -p peregrine-cli --test emu --no-run 2>&1 |
+export PROBE=$(cargo test -p peregrine-cli --test emu --no-run 2>&1 |
   sed -n 's/.*Executable tests\/emu.rs (\(.*\))/\1/p')
 [ -x "$PROBE" ] || { echo "cannot find the probe (tests/emu.rs executable)"; exit 1; }
 TMP=$(mktemp -d)
