@@ -8,6 +8,9 @@
 //! a TCP sender/receiver with SHA-256, a UDP echo and pinger, a UDP
 //! blaster and sink), so no other binary is needed.
 
+// The probe is a real-network program: sockets and the wall clock.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
