@@ -72,6 +72,7 @@ const TESTS: &[Test] = &[
         trace_link_delivers_what_the_trace_allows,
     ),
     ("nested_delays_add_up", nested_delays_add_up),
+    ("scenario_link_loss_and_exit_status", scenario_link_loss_and_exit_status),
 ];
 
 /// Why these tests cannot run here, if they cannot.
@@ -295,6 +296,52 @@ exit $status
     println!(
         "    RTT through 3 levels {top:.2} ms (34 asked), level 2 to its host {mid:.2} ms (10)"
     );
+}
+
+fn scenario_link_loss_and_exit_status() {
+    // `--link FILE.toml:links.N` takes the scenario's link (15 ms each
+    // way); `--loss 1` loses everything; the command's exit status is
+    // the emulator's.
+    let dir = std::env::temp_dir().join(format!("pg-emu-link-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let scenario = dir.join("s.toml");
+    std::fs::write(
+        &scenario,
+        r#"duration = "1s"
+seed = 3
+[[links]]
+a = "ue"
+b = "server"
+rate = "10Mbps"
+delay = "15ms"
+[[flows]]
+src = "ue"
+dst = "server"
+[[flows.streams]]
+app = "bulk"
+"#,
+    )
+    .expect("write scenario");
+    let out = in_namespace(&format!(
+        r#"
+        $RT "$PROBE" probe udp-echo 5006 &
+        echo=$!
+        "$PEREGRINE" emu --link {s}:links.0 -- sh -c '$RT "$PROBE" probe udp-ping $PEREGRINE_EMU_HOST:5006 10 20 100'
+        "$PEREGRINE" emu --loss 1 -- sh -c '$RT "$PROBE" probe udp-ping $PEREGRINE_EMU_HOST:5006 5 20 100 | sed s/^ping/lossy/'
+        "$PEREGRINE" emu --delay 1ms -- sh -c 'exit 7'
+        echo "status=$?"
+        "$PEREGRINE" emu --link {s}:links.5 -- true 2>&1 | sed s/^/bad-link:/
+        kill $echo
+        "#,
+        s = scenario.display()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let rtt = num(&out, "ping", "p50_ms");
+    assert!((30.0..=34.0).contains(&rtt), "median RTT {rtt} ms, the scenario link gives 30:\n{out}");
+    assert_eq!(num(&out, "lossy", "received"), 0.0, "--loss 1 let packets through:\n{out}");
+    assert!(out.contains("status=7"), "exit status not passed on:\n{out}");
+    assert!(out.contains("links.5: the scenario has 1 link(s)"), "{out}");
+    println!("    scenario link median RTT {rtt:.2} ms (30), --loss 1 delivered nothing, exit 7 passed on");
 }
 
 // ---------------------------------------------------------------- probe
