@@ -72,7 +72,10 @@ const TESTS: &[Test] = &[
         trace_link_delivers_what_the_trace_allows,
     ),
     ("nested_delays_add_up", nested_delays_add_up),
-    ("scenario_link_loss_and_exit_status", scenario_link_loss_and_exit_status),
+    (
+        "scenario_link_loss_and_exit_status",
+        scenario_link_loss_and_exit_status,
+    ),
 ];
 
 /// Why these tests cannot run here, if they cannot.
@@ -337,9 +340,19 @@ app = "bulk"
     ));
     let _ = std::fs::remove_dir_all(&dir);
     let rtt = num(&out, "ping", "p50_ms");
-    assert!((30.0..=34.0).contains(&rtt), "median RTT {rtt} ms, the scenario link gives 30:\n{out}");
-    assert_eq!(num(&out, "lossy", "received"), 0.0, "--loss 1 let packets through:\n{out}");
-    assert!(out.contains("status=7"), "exit status not passed on:\n{out}");
+    assert!(
+        (30.0..=34.0).contains(&rtt),
+        "median RTT {rtt} ms, the scenario link gives 30:\n{out}"
+    );
+    assert_eq!(
+        num(&out, "lossy", "received"),
+        0.0,
+        "--loss 1 let packets through:\n{out}"
+    );
+    assert!(
+        out.contains("status=7"),
+        "exit status not passed on:\n{out}"
+    );
     assert!(out.contains("links.5: the scenario has 1 link(s)"), "{out}");
     println!("    scenario link median RTT {rtt:.2} ms (30), --loss 1 delivered nothing, exit 7 passed on");
 }
