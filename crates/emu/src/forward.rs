@@ -294,3 +294,96 @@ impl Forwarder {
 pub fn reason_name(why: DropReason) -> &'static str {
     why.name()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use peregrine_sim::world::link::{PointToPoint, QueueLimit, Server};
+    use peregrine_sim::world::loss::LossModel;
+    use peregrine_sim::world::outage::Outages;
+    use std::os::fd::FromRawFd;
+
+    /// A connected pair of datagram sockets (packet boundaries kept,
+    /// like a TUN device), the first end non-blocking.
+    fn dgram_pair() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: socketpair writes two descriptors into `fds`.
+        let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) };
+        assert_eq!(r, 0, "socketpair: {}", std::io::Error::last_os_error());
+        // SAFETY: both descriptors were just created and are owned here.
+        unsafe {
+            libc::fcntl(fds[0], libc::F_SETFL, libc::O_NONBLOCK);
+            (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
+        }
+    }
+
+    /// The driver, without namespaces or TUN: packets written into one
+    /// socket pair come out of the other after the model's delay, paced
+    /// at its rate, and the stop eventfd ends the thread.
+    #[test]
+    fn forwards_with_the_models_delay_and_rate() {
+        let (src_driver, src_test) = dgram_pair();
+        let (dst_driver, dst_test) = dgram_pair();
+        // SAFETY: eventfd has no memory preconditions.
+        let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK) };
+        assert!(efd >= 0);
+        // SAFETY: a descriptor we just created and own.
+        let stop = Arc::new(unsafe { OwnedFd::from_raw_fd(efd) });
+        let delay_ns = 10_000_000;
+        let model = PointToPoint::new(
+            // 1000-byte packets at 8 Mbit/s: one per ms.
+            Server::Rate(8_000_000),
+            delay_ns,
+            QueueLimit {
+                packets: None,
+                bytes: None,
+                floor_packets: 0,
+            },
+            LossModel::new(
+                peregrine_sim::scenario::model::LossSpec::None,
+                peregrine_sim::rng::component_rng(1, "t"),
+            ),
+            Outages::none(),
+        );
+        let f = Forwarder {
+            dir: Dir::Uplink,
+            model: Box::new(model),
+            delay_ns,
+            src: Arc::new(src_driver),
+            dst: Arc::new(dst_driver),
+            stop: Arc::clone(&stop),
+            log: None,
+            start: Instant::now(),
+        };
+        let h = std::thread::spawn(move || f.run());
+        let t0 = Instant::now();
+        let pkt = [7u8; 1000];
+        for _ in 0..20 {
+            // SAFETY: writing 1000 initialised bytes.
+            let w = unsafe { libc::write(src_test.as_raw_fd(), pkt.as_ptr().cast(), pkt.len()) };
+            assert_eq!(w, 1000);
+        }
+        let mut got = Vec::new();
+        let mut buf = [0u8; 2048];
+        for _ in 0..20 {
+            // SAFETY: reading into a 2048-byte buffer (blocking end).
+            let n = unsafe { libc::read(dst_test.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            assert_eq!(n, 1000);
+            got.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+        let one: u64 = 1;
+        // SAFETY: 8 bytes to our eventfd.
+        unsafe { libc::write(stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        let c = h.join().expect("no panic").expect("no device error");
+        assert_eq!(
+            (c.read_packets, c.written_packets, c.model_drops),
+            (20, 20, 0)
+        );
+        // First packet: 1 ms of transmission + 10 ms of delay; then one
+        // per ms. Lower bounds are exact (never early); upper bounds are
+        // loose, for busy machines.
+        assert!(got[0] >= 11.0 && got[0] < 40.0, "first at {} ms", got[0]);
+        // The 20th leaves after 20 ms of transmission: paced, not burst.
+        assert!(got[19] >= 30.0 && got[19] < 80.0, "last at {} ms", got[19]);
+    }
+}
