@@ -128,7 +128,9 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
         for (c, name) in outcome.counters.iter().zip(["uplink", "downlink"]) {
             eprintln!(
                 "peregrine emu: {name}: {} packets in, {} out ({} bytes), {} dropped by the link; \
-                 written {:.1} µs late on average, {:.1} µs at most, {} more than 1 ms late{}",
+                 written {:.1} µs late on average, {:.1} µs at most, {} more than 1 ms late{}; \
+                 model: {} queue drops, largest queue {} packets, {} trace opportunities wasted \
+                 on an empty queue",
                 c.read_packets,
                 c.written_packets,
                 c.written_bytes,
@@ -140,7 +142,10 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
                     ""
                 } else {
                     " (not real-time: SCHED_FIFO refused)"
-                }
+                },
+                c.model.queue_drops,
+                c.model.max_queue_packets,
+                c.model.wasted_opportunities
             );
         }
     }

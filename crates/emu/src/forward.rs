@@ -86,6 +86,8 @@ pub struct DirCounters {
     pub late_over_1ms: u64,
     /// Whether the thread ran in the real-time scheduling class.
     pub realtime: bool,
+    /// The link model's own counters at the end.
+    pub model: peregrine_sim::world::link::LinkStats,
 }
 
 /// One direction: a link model between two devices.
@@ -286,6 +288,7 @@ impl Forwarder {
         if let Some(l) = self.log.as_mut() {
             l.flush()?;
         }
+        c.model = self.model.stats().clone();
         Ok(c)
     }
 }
