@@ -87,8 +87,8 @@ pub fn series(d: &DirLog, trace: Option<&MahimahiTrace>) -> DirSeries {
         .filter_map(|i| {
             let c = match (trace, d.rate_bps) {
                 (Some(t), _) => {
-                    let lo = t.first_at_or_after(i as u64 * BIN_NS);
-                    let hi = t.first_at_or_after((i as u64 + 1) * BIN_NS);
+                    let lo = t.first_at_or_after(crate::clock::to_model(i as u64 * BIN_NS));
+                    let hi = t.first_at_or_after(crate::clock::to_model((i as u64 + 1) * BIN_NS));
                     mbps((hi - lo) * u64::from(OPPORTUNITY_BYTES))
                 }
                 (None, Some(r)) => r as f64 / 1e6,

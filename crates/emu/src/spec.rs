@@ -417,7 +417,7 @@ fn make(
         // An unlimited direction: 1 Pbit/s serves any packet in 1 ns,
         // far above what the emulator can carry.
         server.unwrap_or(Server::Rate(UNLIMITED_BPS)),
-        delay_ns,
+        std::time::Duration::from_nanos(delay_ns),
         limit,
         LossModel::new(loss, component_rng(seed, &format!("{rng_name}/loss"))),
         Outages::new(outages, component_rng(seed, &format!("{rng_name}/outage"))),
