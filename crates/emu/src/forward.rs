@@ -336,7 +336,7 @@ mod tests {
         let model = PointToPoint::new(
             // 1000-byte packets at 8 Mbit/s: one per ms.
             Server::Rate(8_000_000),
-            delay_ns,
+            std::time::Duration::from_nanos(delay_ns),
             QueueLimit {
                 packets: None,
                 bytes: None,
