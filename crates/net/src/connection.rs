@@ -327,6 +327,7 @@ impl Connection {
                     Err(SendError::BufferFull) | Err(SendError::WouldBlock { .. }) => {
                         if let Some(c) = st.conns.get_mut(&h) {
                             c.send_waiting = true;
+                            st.send_waiters.insert(h);
                         }
                         Look::Wait
                     }

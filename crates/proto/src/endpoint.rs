@@ -50,7 +50,9 @@ use std::net::SocketAddr;
 mod admission;
 mod mobility;
 mod security;
+mod set;
 mod stats;
+mod timers;
 
 pub use stats::EndpointStats;
 
@@ -104,11 +106,14 @@ pub struct Endpoint {
     handshake_rng: HandshakeRng,
     now: Time,
     next_handle: u64,
-    pub(crate) connections: BTreeMap<ConnectionHandle, Connection>,
+    /// The connections, with the queues of those that have something to
+    /// send or report and their deadlines (set.rs).
+    pub(crate) connections: set::ConnectionSet,
     by_id: BTreeMap<u16, ConnectionHandle>,
     by_peer: BTreeMap<(SocketAddr, u16), ConnectionHandle>,
     stateless: VecDeque<(SocketAddr, Vec<u8>)>,
-    cursor: u64,
+    /// Connections due in `handle_timeout` (reused: no list per timer).
+    due: Vec<ConnectionHandle>,
     closed_stats: VecDeque<(ConnectionHandle, ConnectionStats)>,
     stats: EndpointStats,
     pool: BufferPool,
@@ -133,11 +138,11 @@ impl Endpoint {
             },
             now: Time::ZERO,
             next_handle: 0,
-            connections: BTreeMap::new(),
+            connections: set::ConnectionSet::default(),
             by_id: BTreeMap::new(),
             by_peer: BTreeMap::new(),
             stateless: VecDeque::new(),
-            cursor: 0,
+            due: Vec::new(),
             closed_stats: VecDeque::new(),
             stats: EndpointStats {
                 pool_ceiling_bytes: config.memory_ceiling_bytes as u64,
@@ -210,7 +215,7 @@ impl Endpoint {
         if let Some(p) = peer {
             self.by_peer.insert(p, handle);
         }
-        self.connections.insert(handle, conn);
+        self.connections.insert(handle, conn, peer);
         handle
     }
 
@@ -389,19 +394,32 @@ impl Endpoint {
         }
     }
 
-    /// The next event of any connection.
+    /// The next event of any connection: those of one connection in
+    /// order, connections in the order they came to have events.
+    /// O(log n) amortized: only connections with events are visited (a
+    /// queue of them, kept as connections change), never a scan of all.
     pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
-        let mut found = None;
-        for (h, c) in self.connections.iter_mut() {
-            if let Some(ev) = c.poll_event() {
-                found = Some((*h, ev));
-                break;
+        self.connections.settle();
+        while let Some(h) = self.connections.front_ev() {
+            let ev = self.connections.get_mut(&h).and_then(Connection::poll_event);
+            match ev {
+                Some(ev) => {
+                    self.reap(h);
+                    return Some((h, ev));
+                }
+                None => self.connections.done_ev(),
             }
         }
-        if let Some((h, _)) = &found {
-            self.reap(*h);
-        }
-        found
+        None
+    }
+
+    /// Connections visited so far by the loops of `poll_transmit`,
+    /// `handle_timeout`, `poll_event` and `poll_timeout` (a test-only
+    /// figure: a turn with one active connection must visit O(1) of them,
+    /// whatever the count held).
+    #[doc(hidden)]
+    pub fn connections_visited(&self) -> u64 {
+        self.connections.visited
     }
 
     fn reap(&mut self, handle: ConnectionHandle) {
@@ -414,10 +432,16 @@ impl Endpoint {
         }
         self.pool_sync(handle);
         self.forget_half_open(handle);
-        if let Some(c) = self.connections.remove(&handle) {
+        if let Some((c, peer)) = self.connections.remove(&handle) {
             self.pool_release(handle, c.pool_accounted());
             self.by_id.remove(&c.local_id());
-            self.by_peer.retain(|_, h| *h != handle);
+            if let Some(p) = peer {
+                // Only if it still names this connection (a later one
+                // from the same peer and id may have replaced it).
+                if self.by_peer.get(&p) == Some(&handle) {
+                    self.by_peer.remove(&p);
+                }
+            }
             self.closed_stats.push_back((handle, c.stats()));
             while self.closed_stats.len() > CLOSED_STATS_KEPT {
                 self.closed_stats.pop_front();
@@ -653,31 +677,29 @@ impl Endpoint {
                 size: bytes.len(),
             });
         }
-        // Round robin, starting after the connection that sent last (no
-        // allocation: this runs once per datagram).
-        let mut key = self.cursor;
-        for _ in 0..self.connections.len() {
-            let next = self
+        // Only connections touched since they last had nothing to send
+        // are visited, round robin (one that sent goes to the back).
+        self.connections.settle();
+        while let Some(handle) = self.connections.pop_tx() {
+            let sent = self
                 .connections
-                .range(ConnectionHandle(key)..)
-                .next()
-                .or_else(|| self.connections.iter().next())
-                .map(|(h, _)| *h);
-            let Some(handle) = next else { break };
-            key = handle.0.saturating_add(1);
-            let Some(c) = self.connections.get_mut(&handle) else {
-                continue;
-            };
-            if let Some(size) = c.poll_transmit(now, buf) {
-                self.cursor = key;
-                let Some(size) = c.seal_outgoing(buf, size) else {
+                .get_untracked(&handle)
+                .and_then(|c| c.poll_transmit(now, buf));
+            if let Some(size) = sent {
+                // Its deadline and events are re-keyed at the next settle.
+                let sealed = self
+                    .connections
+                    .get_mut(&handle)
+                    .and_then(|c| c.seal_outgoing(buf, size).map(|n| (n, c.transmit_destination())));
+                let Some((size, destination)) = sealed else {
                     // No keys yet: the datagram cannot leave (recovery
                     // treats it as lost). Try the next one.
                     self.pool_sync(handle);
                     buf.clear();
                     continue;
                 };
-                let destination = c.transmit_destination();
+                // It may have more: back of the queue.
+                self.connections.requeue_tx(handle);
                 self.note_sent(handle, size);
                 self.pool_sync(handle);
                 self.reap(handle);
@@ -687,42 +709,45 @@ impl Endpoint {
                     size,
                 });
             }
+            // Nothing to send: off the queue until something touches it;
+            // its deadline and events are re-keyed here.
             self.note_held(handle);
             self.pool_sync(handle);
             self.reap(handle);
+            self.connections.refresh(handle, false);
+            self.connections.untouch(handle);
         }
         buf.clear();
         None
     }
 
     fn poll_timeout_inner(&mut self) -> Option<Time> {
-        self.connections
-            .values()
-            .filter_map(Connection::poll_timeout)
-            .chain(self.half_open_timeout())
-            .min()
+        self.connections.settle();
+        let conn = self.connections.timers.next().map(|(t, _)| t);
+        let half_open = self.half_open_timeout();
+        match (conn, half_open) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn handle_timeout_inner(&mut self, now: Time) {
         let now = self.tick(now);
+        self.connections.settle();
         self.expire_half_open(now);
-        // Walk the connections in handle order without listing the due
-        // ones first (this runs on every timer, often once per packet).
-        let mut key = 0;
-        while let Some(handle) = self
-            .connections
-            .range(ConnectionHandle(key)..)
-            .find(|(_, c)| c.poll_timeout().is_some_and(|t| t <= now))
-            .map(|(h, _)| *h)
-        {
+        // Only the due connections, each once (a connection whose timer is
+        // still due after its handler runs waits for the next call).
+        let mut due = std::mem::take(&mut self.due);
+        while let Some(handle) = self.connections.timers.pop_due(now) {
+            due.push(handle);
+        }
+        for handle in due.drain(..) {
+            self.connections.visit();
             if let Some(c) = self.connections.get_mut(&handle) {
                 c.handle_timeout(now);
             }
             self.pool_sync(handle);
-            match handle.0.checked_add(1) {
-                Some(k) => key = k,
-                None => break,
-            }
         }
+        self.due = due;
     }
 }

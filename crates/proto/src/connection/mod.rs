@@ -142,6 +142,10 @@ pub struct Connection {
     advertised: BTreeMap<u16, u32>,
     /// Streams whose messages the application does not read for now.
     held: BTreeSet<u16>,
+    /// Messages of held streams taken off `events` by `poll_event` (so
+    /// it never rescans them), per stream in order; back at the front of
+    /// `events` when their stream is released.
+    parked: BTreeMap<u16, VecDeque<Event>>,
     /// Where the next ACK's credit section starts (rotation).
     credit_cursor: u16,
     packet_size: u16,
@@ -210,6 +214,7 @@ impl Connection {
             delivered: Vec::new(),
             advertised: BTreeMap::new(),
             held: BTreeSet::new(),
+            parked: BTreeMap::new(),
             credit_cursor: 0,
             start: StartProgress {
                 pending: false,
@@ -432,22 +437,29 @@ impl Connection {
     }
 
     /// The next event for the application.
+    /// O(1) amortized: a held stream's message is parked once, not
+    /// rescanned at every call.
     pub(crate) fn poll_event(&mut self) -> Option<Event> {
-        let at = if self.held.is_empty() {
-            0
-        } else {
-            let at = self.events.iter().position(|e| {
-                !matches!(e, Event::MessageReceived { stream, .. } if self.held.contains(stream))
-            })?;
-            // The end of the connection never overtakes a held message: an
-            // application told "closed" must have been handed every message
-            // first (the runtime reads "closed, inbox empty" as the end).
-            if at > 0 && matches!(self.events[at], Event::PeerClosed | Event::Closed { .. }) {
-                return None;
+        while let Some(Event::MessageReceived { stream, .. }) = self.events.front() {
+            if !self.held.contains(stream) {
+                break;
             }
-            at
-        };
-        let ev = self.events.remove(at)?;
+            let stream = *stream;
+            let ev = self.events.pop_front()?;
+            self.parked.entry(stream).or_default().push_back(ev);
+        }
+        // The end of the connection never overtakes a held message: an
+        // application told "closed" must have been handed every message
+        // first (the runtime reads "closed, inbox empty" as the end).
+        if !self.parked.is_empty()
+            && matches!(
+                self.events.front(),
+                Some(Event::PeerClosed | Event::Closed { .. })
+            )
+        {
+            return None;
+        }
+        let ev = self.events.pop_front()?;
         if let Event::MessageReceived { id, .. } = &ev {
             self.on_app_read(*id);
         }
@@ -470,7 +482,17 @@ impl Connection {
             self.held.insert(stream);
         } else {
             self.held.remove(&stream);
+            // Its parked messages came before everything still queued.
+            for ev in self.parked.remove(&stream).into_iter().flatten().rev() {
+                self.events.push_front(ev);
+            }
         }
+    }
+
+    /// Whether `poll_event` may have something (the endpoint's queue of
+    /// connections with events).
+    pub(crate) fn has_events(&self) -> bool {
+        !self.events.is_empty()
     }
 
     /// A delivered message waits for the application.
