@@ -46,7 +46,8 @@ enum Command {
 /// (`peregrine bench endpoint`'s KiB per connection); otherwise one
 /// relaxed load per allocation.
 #[global_allocator]
-static ALLOC: peregrine_lab::bench::alloc::CountingAlloc = peregrine_lab::bench::alloc::CountingAlloc;
+static ALLOC: peregrine_lab::bench::alloc::CountingAlloc =
+    peregrine_lab::bench::alloc::CountingAlloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

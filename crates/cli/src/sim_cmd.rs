@@ -211,9 +211,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             runs,
             set,
         } => (scenario, runs, set),
-        BenchCommand::Endpoint { connections, json } => {
-            return bench_endpoint(connections, json)
-        }
+        BenchCommand::Endpoint { connections, json } => return bench_endpoint(connections, json),
     };
     let scenario = match scenario {
         Some(p) => Scenario::from_file(&p, &set)?,

@@ -124,6 +124,8 @@ pub struct Endpoint {
 impl Endpoint {
     /// An endpoint whose every random choice (connection ids, SYNC_NO,
     /// probe ids) derives from `seed`.
+    ///
+    /// Complexity: O(1).
     pub fn new(config: EndpointConfig, seed: u64) -> Endpoint {
         Endpoint {
             rng: SeededRng::new(seed).fork("endpoint"),
@@ -160,6 +162,8 @@ impl Endpoint {
     }
 
     /// Start accepting connections, configured as `server`.
+    ///
+    /// Complexity: O(1).
     pub fn accept(&mut self, server: ConnectionConfig) -> Result<(), ConfigError> {
         server.validate()?;
         server.validate_security(false)?;
@@ -168,12 +172,17 @@ impl Endpoint {
     }
 
     /// Stop accepting connections (STARTs are rejected with `refused`).
+    ///
+    /// Complexity: O(1).
     pub fn stop_accepting(&mut self) {
         self.config.server = None;
     }
 
     /// Open a connection to `remote`: its START leaves at the next
     /// `poll_transmit`. Messages may be queued at once.
+    ///
+    /// Complexity: O(log n) (n: connections held), plus the handshake's first key
+    /// operations for a protected connection.
     pub fn connect(
         &mut self,
         now: Time,
@@ -241,7 +250,8 @@ impl Endpoint {
     ///
     /// `bytes` is any [`MessageData`]: a `bytes::Bytes` (or `Vec<u8>`) is
     /// kept without a copy, its blocks sent as slices of it; a borrowed
-    /// slice is copied once, when accepted. O(log streams + log messages).
+    /// slice is copied once, when accepted. O(log n + log streams + log
+    /// messages), n: connections held.
     pub fn send_message(
         &mut self,
         handle: ConnectionHandle,
@@ -255,6 +265,8 @@ impl Endpoint {
     /// Queue a message that is useless after `deadline`: if the peer has
     /// not acknowledged all of it by then, it is dropped, reported with
     /// [`Event::MessageAbandoned`] and skipped by the receiver.
+    ///
+    /// Complexity: O(log n + log streams + log messages).
     pub fn send_message_with_deadline(
         &mut self,
         handle: ConnectionHandle,
@@ -270,6 +282,8 @@ impl Endpoint {
     /// Open a stream with `config`, or change an open one (priority class
     /// 0–3, weight, reliability mode, buffer limit). Either side may open
     /// streams; the receiver needs no configuration.
+    ///
+    /// Complexity: O(log n + log streams).
     pub fn open_stream(
         &mut self,
         handle: ConnectionHandle,
@@ -287,6 +301,8 @@ impl Endpoint {
 
     /// Switch the connection's stream scheduler; queued data carries over.
     /// Returns false for an unknown connection.
+    ///
+    /// Complexity: O(log n) plus the scheduler's rebuild over the connection's streams.
     pub fn set_scheduler(
         &mut self,
         handle: ConnectionHandle,
@@ -304,6 +320,8 @@ impl Endpoint {
     }
 
     /// Close gracefully: finish sending, then END / END + FIN.
+    ///
+    /// Complexity: O(log n).
     pub fn close(&mut self, handle: ConnectionHandle, now: Time) {
         let now = self.tick(now);
         if let Some(c) = self.connections.get_mut(&handle) {
@@ -313,6 +331,8 @@ impl Endpoint {
     }
 
     /// Abort: tell the peer with REMOTE_RESET and close at once.
+    ///
+    /// Complexity: O(log n).
     pub fn abort(&mut self, handle: ConnectionHandle, now: Time) {
         let now = self.tick(now);
         if let Some(c) = self.connections.get_mut(&handle) {
@@ -323,6 +343,8 @@ impl Endpoint {
 
     /// Replace the congestion controller of a connection (it restarts from
     /// its initial window). Returns `false` for an unknown handle.
+    ///
+    /// Complexity: O(log n).
     pub fn set_controller(&mut self, handle: ConnectionHandle, now: Time, cc: CcConfig) -> bool {
         let now = self.tick(now);
         match self.connections.get_mut(&handle) {
@@ -335,6 +357,8 @@ impl Endpoint {
     }
 
     /// Hand a link-layer hint (blockage, handover, …) to a connection's controller.
+    ///
+    /// Complexity: O(log n).
     pub fn link_hint(&mut self, handle: ConnectionHandle, now: Time, hint: &LinkHint) {
         let now = self.tick(now);
         if let Some(c) = self.connections.get_mut(&handle) {
@@ -343,6 +367,8 @@ impl Endpoint {
     }
 
     /// A snapshot of a connection (also for the last closed ones).
+    ///
+    /// Complexity: O(log n) (+ the 64 closed ones kept).
     pub fn stats(&self, handle: ConnectionHandle) -> Option<ConnectionStats> {
         if let Some(c) = self.connections.get(&handle) {
             return Some(c.stats());
@@ -354,26 +380,36 @@ impl Endpoint {
     }
 
     /// The life-cycle state of a connection still held.
+    ///
+    /// Complexity: O(log n).
     pub fn state(&self, handle: ConnectionHandle) -> Option<ConnectionState> {
         self.connections.get(&handle).map(Connection::state)
     }
 
     /// The peer address of a connection still held.
+    ///
+    /// Complexity: O(log n).
     pub fn remote(&self, handle: ConnectionHandle) -> Option<SocketAddr> {
         self.connections.get(&handle).map(Connection::remote)
     }
 
     /// Connections held (closed ones are released once their events are read).
+    ///
+    /// Complexity: O(1).
     pub fn connection_count(&self) -> usize {
         self.connections.len()
     }
 
     /// Handles of the connections held, ascending.
+    ///
+    /// Complexity: O(n): it lists them all.
     pub fn handles(&self) -> Vec<ConnectionHandle> {
         self.connections.keys().copied().collect()
     }
 
     /// Endpoint-wide counters.
+    ///
+    /// Complexity: O(1).
     pub fn endpoint_stats(&self) -> &EndpointStats {
         &self.stats
     }
@@ -384,6 +420,9 @@ impl Endpoint {
     /// `initial_stream_credit`) stops growing; nor the connection's
     /// `PeerClosed` / `Closed` queued behind them (the end of a connection
     /// never overtakes a message). Whether the connection exists.
+    ///
+    /// Complexity: O(log n + log streams); releasing a stream moves its parked
+    /// messages back, O(their count).
     pub fn hold_stream(&mut self, handle: ConnectionHandle, stream: u16, held: bool) -> bool {
         match self.connections.get_mut(&handle) {
             Some(c) => {
@@ -401,7 +440,10 @@ impl Endpoint {
     pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
         self.connections.settle();
         while let Some(h) = self.connections.front_ev() {
-            let ev = self.connections.get_mut(&h).and_then(Connection::poll_event);
+            let ev = self
+                .connections
+                .get_mut(&h)
+                .and_then(Connection::poll_event);
             match ev {
                 Some(ev) => {
                     self.reap(h);
@@ -592,6 +634,12 @@ impl Endpoint {
     }
 }
 
+/// Complexities (n: connections held): `handle_datagram` O(log n) plus the
+/// connection's own work; `poll_transmit` O(log n) per connection it
+/// visits, and it visits only those touched since they last had nothing
+/// to send; `poll_timeout` O(log n) after settling the touched
+/// connections (O(log n) each); `handle_timeout` O(log n) per due
+/// connection (and per expired half-open one), none for the others.
 impl SansIo for Endpoint {
     fn handle_datagram(
         &mut self,
@@ -687,10 +735,10 @@ impl Endpoint {
                 .and_then(|c| c.poll_transmit(now, buf));
             if let Some(size) = sent {
                 // Its deadline and events are re-keyed at the next settle.
-                let sealed = self
-                    .connections
-                    .get_mut(&handle)
-                    .and_then(|c| c.seal_outgoing(buf, size).map(|n| (n, c.transmit_destination())));
+                let sealed = self.connections.get_mut(&handle).and_then(|c| {
+                    c.seal_outgoing(buf, size)
+                        .map(|n| (n, c.transmit_destination()))
+                });
                 let Some((size, destination)) = sealed else {
                     // No keys yet: the datagram cannot leave (recovery
                     // treats it as lost). Try the next one.
@@ -738,7 +786,7 @@ impl Endpoint {
         // Only the due connections, each once (a connection whose timer is
         // still due after its handler runs waits for the next call).
         let mut due = std::mem::take(&mut self.due);
-        while let Some(handle) = self.connections.timers.pop_due(now) {
+        while let Some(handle) = self.connections.pop_due(now) {
             due.push(handle);
         }
         for handle in due.drain(..) {

@@ -16,6 +16,9 @@ use std::time::Duration;
 
 const CONNECTIONS: usize = 2_000;
 
+/// Events one endpoint reported, with their connection.
+type Events = Vec<(ConnectionHandle, Event)>;
+
 fn server_addr() -> SocketAddr {
     SocketAddr::from(([10, 0, 0, 1], 4433))
 }
@@ -26,11 +29,7 @@ fn client_addr() -> SocketAddr {
 
 /// Run both endpoints at `now` until neither has a datagram to send;
 /// the events each reported.
-fn exchange(
-    now: Time,
-    client: &mut Endpoint,
-    server: &mut Endpoint,
-) -> (Vec<(ConnectionHandle, Event)>, Vec<(ConnectionHandle, Event)>) {
+fn exchange(now: Time, client: &mut Endpoint, server: &mut Endpoint) -> (Events, Events) {
     let mut buf = Vec::new();
     let (mut cev, mut sev) = (Vec::new(), Vec::new());
     loop {

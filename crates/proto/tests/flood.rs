@@ -340,7 +340,10 @@ fn flood_100k_forged_starts_leave_an_insecure_listener_bounded_and_a_legitimate_
     // empty) and the stateless queue.
     // (The bound scales with the threshold: 2,048 by default since the
     // connection limit became 65,535, docs/scaling.md.)
-    assert!(max_mem < (threshold + 1) * (8 << 10) + (1 << 20), "{max_mem}");
+    assert!(
+        max_mem < (threshold + 1) * (8 << 10) + (1 << 20),
+        "{max_mem}"
+    );
 }
 
 #[test]
@@ -381,7 +384,10 @@ fn flood_100k_replayed_and_forged_secure_starts_stay_bounded_amplification_free_
     net.amplification_free(Some(client_addr())).unwrap();
     // (The bound scales with the threshold: 2,048 by default since the
     // connection limit became 65,535, docs/scaling.md.)
-    assert!(max_mem < (threshold + 1) * (8 << 10) + (1 << 20), "{max_mem}");
+    assert!(
+        max_mem < (threshold + 1) * (8 << 10) + (1 << 20),
+        "{max_mem}"
+    );
 }
 
 #[test]

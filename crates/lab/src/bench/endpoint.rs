@@ -33,7 +33,7 @@ use peregrine_proto::{
 };
 use serde::Serialize;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -177,9 +177,10 @@ fn index_of(a: SocketAddr) -> Option<usize> {
     }
 }
 
-/// A datagram on the wire: arrival, sequence (FIFO among equal
-/// arrivals), destination endpoint, source address, bytes.
-type InFlight = Reverse<(Time, u64, usize, SocketAddr, Vec<u8>)>;
+/// A datagram on the wire: arrival, destination endpoint, source
+/// address, bytes. One delay for all: arrivals are in sending order, so
+/// the wire is a FIFO.
+type InFlight = (Time, usize, SocketAddr, Vec<u8>);
 
 struct World {
     endpoints: Vec<Endpoint>,
@@ -187,8 +188,10 @@ struct World {
     /// differ are stale).
     armed: Vec<Option<Time>>,
     timers: BinaryHeap<Reverse<(Time, usize)>>,
-    wire: BinaryHeap<InFlight>,
-    seq: u64,
+    wire: VecDeque<InFlight>,
+    /// Datagram buffers to reuse (the bench allocates none per datagram
+    /// once warm, so its own cost does not grow with the count).
+    spare: Vec<Vec<u8>>,
     buf: Vec<u8>,
     answered: usize,
     closed: usize,
@@ -207,14 +210,10 @@ impl World {
             let ep = &mut self.endpoints[i];
             while let Some(t) = ep.poll_transmit(now, &mut self.buf) {
                 let dest = index_of(t.destination).ok_or("a datagram to an unknown address")?;
-                self.seq += 1;
-                self.wire.push(Reverse((
-                    now + ONE_WAY_DELAY,
-                    self.seq,
-                    dest,
-                    from,
-                    self.buf[..t.size].to_vec(),
-                )));
+                let mut d = self.spare.pop().unwrap_or_default();
+                d.clear();
+                d.extend_from_slice(&self.buf[..t.size]);
+                self.wire.push_back((now + ONE_WAY_DELAY, dest, from, d));
             }
             let mut acted = false;
             while let Some((h, ev)) = ep.poll_event() {
@@ -290,8 +289,8 @@ fn run_one(n: usize, counting: bool) -> Result<Run, BenchError> {
         armed: vec![None; endpoints.len()],
         endpoints,
         timers: BinaryHeap::new(),
-        wire: BinaryHeap::new(),
-        seq: 0,
+        wire: VecDeque::new(),
+        spare: Vec::new(),
         buf: Vec::with_capacity(2048),
         answered: 0,
         closed: 0,
@@ -302,7 +301,7 @@ fn run_one(n: usize, counting: bool) -> Result<Run, BenchError> {
     let give_up = Time::ZERO + OPEN_GAP * n as u32 + IDLE + Duration::from_secs(120);
     loop {
         let open_at = (opened < n).then(|| Time::ZERO + OPEN_GAP * opened as u32);
-        let wire_at = w.wire.peek().map(|Reverse((t, ..))| *t);
+        let wire_at = w.wire.front().map(|(t, ..)| *t);
         let timer = w.next_timer();
         let now = [open_at, wire_at, timer.map(|(t, _)| t)]
             .into_iter()
@@ -329,10 +328,11 @@ fn run_one(n: usize, counting: bool) -> Result<Run, BenchError> {
             opened += 1;
             w.service(c, now).map_err(&fail)?;
         } else if wire_at == Some(now) {
-            let Some(Reverse((_, _, dest, from, mut bytes))) = w.wire.pop() else {
+            let Some((_, dest, from, mut bytes)) = w.wire.pop_front() else {
                 continue;
             };
             w.endpoints[dest].handle_datagram(now, from, None, &mut bytes);
+            w.spare.push(bytes);
             w.service(dest, now).map_err(&fail)?;
         } else if let Some((t, i)) = timer {
             w.armed[i] = None;

@@ -373,6 +373,8 @@ impl Endpoint {
     /// Whether a connection's peer address is proven (`None`: unknown
     /// handle). Only a server-side connection accepted without a valid
     /// retry token starts unproven; its first valid packet proves it.
+    ///
+    /// Complexity: O(log n).
     pub fn address_validated(&self, handle: ConnectionHandle) -> Option<bool> {
         self.connections
             .get(&handle)
@@ -383,6 +385,8 @@ impl Endpoint {
     /// queues, bytes: every connection's
     /// structure, buffers and pending events, the stateless queue and the
     /// half-open set. For flood tests and monitoring; not exact.
+    ///
+    /// Complexity: O(n): it visits every connection (monitoring, not a hot path).
     pub fn memory_estimate(&self) -> usize {
         let conns: usize = self
             .connections

@@ -15,11 +15,15 @@
 //! Lookup by handle is a B-tree (O(log n)); connections are boxed so the
 //! tree's nodes stay small and moving an entry moves a pointer.
 
-use super::timers::TimerQueue;
+use super::timers::TimerOrder;
 use super::ConnectionHandle;
 use crate::connection::Connection;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
+
+/// A connection's key in the endpoint's `by_peer` map: the peer's
+/// address and connection id.
+pub(crate) type PeerKey = (SocketAddr, u16);
 
 /// One connection and its bookkeeping.
 #[derive(Debug)]
@@ -27,13 +31,15 @@ struct Slot {
     conn: Box<Connection>,
     /// Its key in the endpoint's `by_peer` map (accepted connections), so
     /// reaping removes exactly that entry instead of scanning the map.
-    peer: Option<(SocketAddr, u16)>,
+    peer: Option<PeerKey>,
     /// In `touched`, not settled yet.
     touched: bool,
     /// In `tx_ready`.
     in_tx: bool,
     /// In `ev_ready`.
     in_ev: bool,
+    /// The deadline it is armed with in `timers`.
+    armed: Option<peregrine_cc::Time>,
 }
 
 /// The connections of one endpoint, with the queues of the active ones.
@@ -42,8 +48,9 @@ pub(crate) struct ConnectionSet {
     map: BTreeMap<ConnectionHandle, Slot>,
     /// Connections called into since the last settle.
     touched: Vec<ConnectionHandle>,
-    /// Each connection's next deadline.
-    pub(crate) timers: TimerQueue<ConnectionHandle>,
+    /// Each connection's next deadline (the deadline itself is in its
+    /// slot).
+    pub(crate) timers: TimerOrder<ConnectionHandle>,
     /// Connections that may have a datagram to send, in round-robin order
     /// (a connection that sent goes to the back).
     tx_ready: VecDeque<ConnectionHandle>,
@@ -98,7 +105,7 @@ impl ConnectionSet {
         &mut self,
         handle: ConnectionHandle,
         conn: Connection,
-        peer: Option<(SocketAddr, u16)>,
+        peer: Option<PeerKey>,
     ) {
         self.map.insert(
             handle,
@@ -108,6 +115,7 @@ impl ConnectionSet {
                 touched: true,
                 in_tx: false,
                 in_ev: false,
+                armed: None,
             },
         );
         self.touched.push(handle);
@@ -118,9 +126,9 @@ impl ConnectionSet {
     pub(crate) fn remove(
         &mut self,
         handle: &ConnectionHandle,
-    ) -> Option<(Box<Connection>, Option<(SocketAddr, u16)>)> {
+    ) -> Option<(Box<Connection>, Option<PeerKey>)> {
         let slot = self.map.remove(handle)?;
-        self.timers.remove(*handle);
+        self.timers.rearm(*handle, slot.armed, None);
         Some((slot.conn, slot.peer))
     }
 
@@ -130,7 +138,9 @@ impl ConnectionSet {
         let Some(slot) = self.map.get_mut(&handle) else {
             return;
         };
-        self.timers.set(handle, slot.conn.poll_timeout());
+        let t = slot.conn.poll_timeout();
+        self.timers.rearm(handle, slot.armed, t);
+        slot.armed = t;
         if tx && !slot.in_tx {
             slot.in_tx = true;
             self.tx_ready.push_back(handle);
@@ -214,6 +224,16 @@ impl ConnectionSet {
                 slot.in_ev = false;
             }
         }
+    }
+
+    /// Take off a connection whose deadline is at or before `now`
+    /// (earliest first). O(log n).
+    pub(crate) fn pop_due(&mut self, now: peregrine_cc::Time) -> Option<ConnectionHandle> {
+        let h = self.timers.pop_due(now)?;
+        if let Some(slot) = self.map.get_mut(&h) {
+            slot.armed = None;
+        }
+        Some(h)
     }
 
     /// Count a connection visited by a loop other than the queues'.

@@ -6,9 +6,10 @@
 //! `poll_timeout` is the first entry and `handle_timeout` visits only the
 //! due ones — not a minimum over, or a walk through, every connection.
 //!
-//! An ordered set of `(deadline, key)` beside a map `key → deadline`:
-//! `set`, `remove` and `pop_due` are O(log n), `next` is O(log n) (the
-//! B-tree's first leaf), and a key is never in the queue twice, so no
+//! An ordered set of `(deadline, key)` ([`TimerOrder`]; the caller keeps
+//! each key's armed deadline, or [`TimerQueue`] keeps them in a map):
+//! re-arming and `pop_due` are O(log n), `next` is O(log n) (the
+//! B-tree's first leaf), and a key is never in the order twice, so no
 //! stale entries pile up (a binary heap with lazy deletion would need
 //! periodic rebuilding; quinn-proto's per-connection timer table and
 //! s2n-quic's timer wheel solve the same problem).
@@ -16,17 +17,74 @@
 use peregrine_cc::Time;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Deadlines by key, ordered by time (ties by key).
+/// Keys ordered by deadline (ties by key), each armed at most once; the
+/// caller keeps each key's armed deadline (a connection keeps it in its
+/// slot, so re-arming an unchanged deadline costs no tree operation).
+#[derive(Debug, Clone)]
+pub(crate) struct TimerOrder<K> {
+    order: BTreeSet<(Time, K)>,
+}
+
+impl<K: Ord + Copy> Default for TimerOrder<K> {
+    fn default() -> Self {
+        TimerOrder {
+            order: BTreeSet::new(),
+        }
+    }
+}
+
+impl<K: Ord + Copy> TimerOrder<K> {
+    /// Move `key` from the deadline it was armed with (`old`, as the
+    /// caller recorded it) to `new` (`None`: disarmed). O(log n) when they
+    /// differ, O(1) when not.
+    pub(crate) fn rearm(&mut self, key: K, old: Option<Time>, new: Option<Time>) {
+        if old == new {
+            return;
+        }
+        if let Some(o) = old {
+            self.order.remove(&(o, key));
+        }
+        if let Some(t) = new {
+            self.order.insert((t, key));
+        }
+    }
+
+    /// The earliest deadline and its key. O(log n).
+    pub(crate) fn next(&self) -> Option<(Time, K)> {
+        self.order.first().copied()
+    }
+
+    /// Take off and return a key whose deadline is at or before `now`
+    /// (earliest first); the caller records it as disarmed. O(log n).
+    pub(crate) fn pop_due(&mut self, now: Time) -> Option<K> {
+        let &(t, key) = self.order.first()?;
+        if t > now {
+            return None;
+        }
+        self.order.pop_first();
+        Some(key)
+    }
+
+    /// Keys armed.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.order.len()
+    }
+}
+
+/// Deadlines by key, ordered by time: a [`TimerOrder`] that also keeps
+/// each key's deadline (for callers with no slot of their own, as the
+/// half-open set).
 #[derive(Debug, Clone)]
 pub(crate) struct TimerQueue<K> {
-    order: BTreeSet<(Time, K)>,
+    order: TimerOrder<K>,
     at: BTreeMap<K, Time>,
 }
 
 impl<K: Ord + Copy> Default for TimerQueue<K> {
     fn default() -> Self {
         TimerQueue {
-            order: BTreeSet::new(),
+            order: TimerOrder::default(),
             at: BTreeMap::new(),
         }
     }
@@ -34,21 +92,13 @@ impl<K: Ord + Copy> Default for TimerQueue<K> {
 
 impl<K: Ord + Copy> TimerQueue<K> {
     /// Arm `key` at `deadline`, or disarm it (`None`). O(log n); nothing
-    /// changes when the deadline is the one already armed.
+    /// changes in the order when the deadline is the one already armed.
     pub(crate) fn set(&mut self, key: K, deadline: Option<Time>) {
         let old = match deadline {
             Some(t) => self.at.insert(key, t),
             None => self.at.remove(&key),
         };
-        if old == deadline {
-            return;
-        }
-        if let Some(o) = old {
-            self.order.remove(&(o, key));
-        }
-        if let Some(t) = deadline {
-            self.order.insert((t, key));
-        }
+        self.order.rearm(key, old, deadline);
     }
 
     /// Disarm `key`. O(log n).
@@ -69,17 +119,13 @@ impl<K: Ord + Copy> TimerQueue<K> {
 
     /// The earliest deadline and its key. O(log n).
     pub(crate) fn next(&self) -> Option<(Time, K)> {
-        self.order.first().copied()
+        self.order.next()
     }
 
     /// Disarm and return a key whose deadline is at or before `now`
     /// (earliest first). O(log n).
     pub(crate) fn pop_due(&mut self, now: Time) -> Option<K> {
-        let &(t, key) = self.order.first()?;
-        if t > now {
-            return None;
-        }
-        self.order.pop_first();
+        let key = self.order.pop_due(now)?;
         self.at.remove(&key);
         Some(key)
     }
@@ -168,6 +214,7 @@ mod tests {
                 let want_next = model.iter().map(|(k, d)| (*d, *k)).min();
                 prop_assert_eq!(q.next(), want_next);
                 prop_assert_eq!(q.len(), model.len());
+                prop_assert_eq!(q.order.len(), model.len(), "no stale entries");
                 for (k, d) in &model {
                     prop_assert_eq!(q.get(*k), Some(*d));
                 }
