@@ -32,8 +32,7 @@ use peregrine_proto::{
     ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, SansIo, Time,
 };
 use serde::Serialize;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -184,10 +183,11 @@ type InFlight = (Time, usize, SocketAddr, Vec<u8>);
 
 struct World {
     endpoints: Vec<Endpoint>,
-    /// The timer each endpoint was last armed with (heap entries that
-    /// differ are stale).
+    /// The timer each endpoint is armed with.
     armed: Vec<Option<Time>>,
-    timers: BinaryHeap<Reverse<(Time, usize)>>,
+    /// The same, ordered (exact: an endpoint is in it at most once, so it
+    /// never fills with stale entries as the server's timer moves).
+    timers: BTreeSet<(Time, usize)>,
     wire: VecDeque<InFlight>,
     /// Datagram buffers to reuse (the bench allocates none per datagram
     /// once warm, so its own cost does not grow with the count).
@@ -239,24 +239,27 @@ impl World {
             }
         }
         let t = self.endpoints[i].poll_timeout();
-        if t != self.armed[i] {
-            self.armed[i] = t;
-            if let Some(t) = t {
-                self.timers.push(Reverse((t, i)));
-            }
-        }
+        self.arm(i, t);
         Ok(())
     }
 
-    /// The next armed (not stale) timer.
-    fn next_timer(&mut self) -> Option<(Time, usize)> {
-        while let Some(&Reverse((t, i))) = self.timers.peek() {
-            if self.armed[i] == Some(t) {
-                return Some((t, i));
-            }
-            self.timers.pop();
+    /// Arm endpoint `i`'s timer at `t` (`None`: disarm).
+    fn arm(&mut self, i: usize, t: Option<Time>) {
+        if t == self.armed[i] {
+            return;
         }
-        None
+        if let Some(old) = self.armed[i] {
+            self.timers.remove(&(old, i));
+        }
+        if let Some(t) = t {
+            self.timers.insert((t, i));
+        }
+        self.armed[i] = t;
+    }
+
+    /// The earliest armed timer.
+    fn next_timer(&self) -> Option<(Time, usize)> {
+        self.timers.first().copied()
     }
 }
 
@@ -288,7 +291,7 @@ fn run_one(n: usize, counting: bool) -> Result<Run, BenchError> {
     let mut w = World {
         armed: vec![None; endpoints.len()],
         endpoints,
-        timers: BinaryHeap::new(),
+        timers: BTreeSet::new(),
         wire: VecDeque::new(),
         spare: Vec::new(),
         buf: Vec::with_capacity(2048),
@@ -335,7 +338,7 @@ fn run_one(n: usize, counting: bool) -> Result<Run, BenchError> {
             w.spare.push(bytes);
             w.service(dest, now).map_err(&fail)?;
         } else if let Some((t, i)) = timer {
-            w.armed[i] = None;
+            w.arm(i, None);
             w.endpoints[i].handle_timeout(t);
             w.service(i, now).map_err(&fail)?;
         }
