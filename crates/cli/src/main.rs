@@ -30,7 +30,7 @@ enum Command {
     Wire(wire_cmd::WireArgs),
     /// Run one simulation scenario (TOML) and write its results.
     Sim(sim_cmd::SimArgs),
-    /// Benchmarks: `peregrine bench sim`.
+    /// Benchmarks: `peregrine bench sim`, `peregrine bench endpoint`.
     Bench(sim_cmd::BenchArgs),
     /// Write a static keypair (FILE, FILE.pub) or a fleet pre-shared key (--psk).
     Keygen(keygen_cmd::KeygenArgs),
@@ -44,6 +44,13 @@ enum Command {
     #[command(hide = true)]
     Hog(reproduce::HogArgs),
 }
+
+/// Counts live heap bytes only while a benchmark enables it
+/// (`peregrine bench endpoint`'s KiB per connection); otherwise one
+/// relaxed load per allocation.
+#[global_allocator]
+static ALLOC: peregrine_lab::bench::alloc::CountingAlloc =
+    peregrine_lab::bench::alloc::CountingAlloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
