@@ -254,7 +254,10 @@ pub fn bench(args: BenchArgs) -> Result<()> {
 /// Run `peregrine bench endpoint` (the work is `peregrine_lab::bench::endpoint`).
 fn bench_endpoint(connections: Vec<usize>, json: bool) -> Result<()> {
     use peregrine_lab::bench::endpoint;
-    let outcome = endpoint::run(&endpoint::Options { connections })?;
+    let outcome = endpoint::run(&endpoint::Options {
+        connections,
+        ..endpoint::Options::default()
+    })?;
     if json {
         crate::out(&format!("{}\n", serde_json::to_string(&outcome)?))
     } else {

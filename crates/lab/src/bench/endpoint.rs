@@ -14,7 +14,14 @@
 //! 3. when every answer has arrived, all connections stay idle, sending
 //!    keep-alives, for [`IDLE`] (60 simulated seconds).
 //!
-//! Reported per N: the wall-clock seconds of the whole run, microseconds
+//! Each count is run several times — at least [`MIN_REPETITIONS`], and
+//! until [`MIN_CONNECTIONS_PER_COUNT`] connections have been opened in
+//! all — and the median wall time is reported: a 1,000-connection run
+//! lasts a tenth of a second, short enough for one scheduler hiccup on a
+//! shared machine to swing it by 2×, which would make the growth figure
+//! below meaningless.
+//!
+//! Reported per N: the wall-clock seconds of the whole run (the median), microseconds
 //! per connection (wall time / N: the figure whose growth from 1,000 to
 //! 50,000 connections shows whether the endpoint's work per connection
 //! stays constant), and KiB per connection held by the server endpoint
@@ -46,20 +53,29 @@ pub const OPEN_GAP: Duration = Duration::from_micros(50);
 pub const ONE_WAY_DELAY: Duration = Duration::from_millis(10);
 /// Idle time after the last answer, with keep-alives.
 pub const IDLE: Duration = Duration::from_secs(60);
+/// Fewest runs of each count (the median of them is reported).
+pub const MIN_REPETITIONS: usize = 3;
+/// Runs of a count repeat until this many connections were opened in all
+/// (the default of [`Options::min_connections_per_count`]).
+pub const MIN_CONNECTIONS_PER_COUNT: usize = 50_000;
 /// Bytes of each message (one each way per connection).
 pub const MESSAGE_BYTES: usize = 1024;
 
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Connection counts, one run each, in this order.
+    /// Connection counts, in this order.
     pub connections: Vec<usize>,
+    /// Each count repeats until this many connections were opened in all
+    /// (and at least [`MIN_REPETITIONS`] times).
+    pub min_connections_per_count: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             connections: DEFAULT_CONNECTIONS.to_vec(),
+            min_connections_per_count: MIN_CONNECTIONS_PER_COUNT,
         }
     }
 }
@@ -69,13 +85,16 @@ impl Default for Options {
 pub struct Run {
     /// Connections opened on the server endpoint.
     pub connections: usize,
-    /// Wall-clock seconds of the whole run (open, exchange, idle).
+    /// Wall-clock seconds of the whole run (open, exchange, idle): the
+    /// median of `repetitions` runs.
     pub seconds: f64,
     /// `seconds` × 10⁶ / `connections`.
     pub us_per_connection: f64,
     /// Server heap per connection at the end of the idle phase, KiB
     /// (`null` when the allocator is not counting).
     pub kib_per_connection: Option<f64>,
+    /// How many runs of this count the median is taken over.
+    pub repetitions: usize,
 }
 
 /// Every run (`{"runs": [...]}` in JSON).
@@ -148,9 +167,36 @@ pub fn run(options: &Options) -> Result<Outcome, BenchError> {
     let runs = options
         .connections
         .iter()
-        .map(|&n| run_one(n, counting))
+        .map(|&n| run_count(n, options.min_connections_per_count, counting))
         .collect::<Result<_, _>>()?;
     Ok(Outcome { runs })
+}
+
+/// Run count `n` [`repetitions_for`] times; the median wall time.
+fn run_count(n: usize, min_total: usize, counting: bool) -> Result<Run, BenchError> {
+    let reps = repetitions_for(n, min_total);
+    let mut seconds = Vec::with_capacity(reps);
+    let mut last = None;
+    for _ in 0..reps {
+        let r = run_one(n, counting)?;
+        seconds.push(r.seconds);
+        last = Some(r);
+    }
+    seconds.sort_by(f64::total_cmp);
+    let median = seconds[seconds.len() / 2];
+    let last = last.expect("at least one repetition");
+    Ok(Run {
+        seconds: median,
+        us_per_connection: median * 1e6 / n as f64,
+        repetitions: reps,
+        ..last
+    })
+}
+
+/// How many times count `n` runs: at least [`MIN_REPETITIONS`], and
+/// enough to open `min_total` connections in all. O(1).
+pub fn repetitions_for(n: usize, min_total: usize) -> usize {
+    min_total.div_ceil(n.max(1)).max(MIN_REPETITIONS)
 }
 
 fn server_addr() -> SocketAddr {
@@ -365,6 +411,7 @@ fn run_one(n: usize, counting: bool) -> Result<Run, BenchError> {
         seconds,
         us_per_connection: seconds * 1e6 / n as f64,
         kib_per_connection,
+        repetitions: 1,
     })
 }
 
@@ -376,11 +423,13 @@ mod tests {
     fn a_small_run_completes_and_reports_its_figures() {
         let out = run(&Options {
             connections: vec![50],
+            min_connections_per_count: 0,
         })
         .expect("a healthy run");
         assert_eq!(out.runs.len(), 1);
         let r = &out.runs[0];
         assert_eq!(r.connections, 50);
+        assert_eq!(r.repetitions, MIN_REPETITIONS);
         assert!(r.seconds > 0.0 && r.us_per_connection > 0.0);
         // The test binary does not install the counting allocator.
         assert_eq!(r.kib_per_connection, None);
@@ -397,23 +446,34 @@ mod tests {
                 "connections",
                 "seconds",
                 "us_per_connection",
-                "kib_per_connection"
+                "kib_per_connection",
+                "repetitions"
             ]
         );
         assert!(out.table().contains("| 50 |"));
     }
 
     #[test]
+    fn small_counts_repeat_until_enough_connections() {
+        assert_eq!(repetitions_for(1_000, MIN_CONNECTIONS_PER_COUNT), 50);
+        assert_eq!(repetitions_for(10_000, MIN_CONNECTIONS_PER_COUNT), 5);
+        assert_eq!(repetitions_for(50_000, MIN_CONNECTIONS_PER_COUNT), 3);
+        assert_eq!(repetitions_for(7, 0), MIN_REPETITIONS);
+    }
+
+    #[test]
     fn counts_are_checked_before_running() {
         assert!(matches!(
             run(&Options {
-                connections: vec![0]
+                connections: vec![0],
+                ..Options::default()
             }),
             Err(BenchError::BadCount(0))
         ));
         assert!(matches!(
             run(&Options {
-                connections: vec![70_000]
+                connections: vec![70_000],
+                ..Options::default()
             }),
             Err(BenchError::TooMany(70_000, 65_535))
         ));
