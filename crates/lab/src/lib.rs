@@ -26,6 +26,7 @@
 pub mod cclab;
 pub mod charts;
 pub mod keyed;
+pub mod parquet;
 pub mod plot;
 pub mod progress;
 pub mod published;
