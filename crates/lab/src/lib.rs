@@ -27,13 +27,13 @@ pub mod cclab;
 pub mod charts;
 pub mod keyed;
 pub mod parquet;
+pub mod plan;
 pub mod plot;
 pub mod progress;
 pub mod published;
 pub mod report;
 pub mod reproduce;
 pub mod showcase;
-pub mod stats;
 pub mod sweep;
 
 pub use keyed::Keyed;

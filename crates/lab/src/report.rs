@@ -218,7 +218,7 @@ impl Table {
 }
 
 /// One row of a "published vs ours" comparison.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Comparison {
     /// What is compared (`WFQ, 2 packets, 0 % loss`).
     pub item: String,

@@ -15,11 +15,16 @@ use crate::charts::{self, ChartText, Samples};
 use crate::report::{Cell, Report, Table};
 use anyhow::Context;
 use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
+use peregrine_sim::scenario::units::{Dur, Rate};
+use peregrine_sim::scenario::ScenarioConfig;
 use peregrine_sim::{run as run_sim, Scenario};
 use std::path::{Path, PathBuf};
 
 /// The embedded scenario.
 const DRONE: &str = include_str!("../../../scenarios/drone-control.toml");
+
+/// Where the embedded scenario came from, for errors.
+const ORIGIN: &str = "scenarios/drone-control.toml (embedded)";
 
 /// The schedulers compared, in table order.
 pub const SCHEDULERS: [&str; 3] = ["rr", "abs", "edf"];
@@ -54,33 +59,20 @@ pub struct Outcome {
 /// Run the showcase (three 30 s simulations) and write `dir/report.md`
 /// with its box plot (the command uses `out/showcase`).
 pub fn run(dir: &Path) -> anyhow::Result<Outcome> {
-    let (trace_note, base) = match crate::published::find_shared(TRACE) {
+    let template = Scenario::from_toml_str(DRONE, ORIGIN, &[])?.config;
+    let (trace_note, trace) = match crate::published::find_shared(TRACE) {
         Ok(p) => (
             format!("the real MAVLink trace (shared/{TRACE})"),
-            vec![format!(
-                "flows.0.streams.0.path={}",
-                toml::Value::String(p.display().to_string())
-            )],
+            Some(p.display().to_string()),
         ),
         Err(_) => (
             format!("a stand-in CBR stream of 200-byte messages at 0.2 Mbit/s (shared/{TRACE} not found)"),
-            vec![
-                "flows.0.streams.0.app=cbr".to_string(),
-                "flows.0.streams.0.path=".to_string(),
-                "flows.0.streams.0.message_bytes=200".to_string(),
-                "flows.0.streams.0.rate=200kbps".to_string(),
-            ],
+            None,
         ),
     };
     let mut rows = Vec::new();
     for scheduler in SCHEDULERS {
-        let mut set = base.clone();
-        set.push(format!("flows.0.scheduler={scheduler}"));
-        if scheduler == "edf" {
-            // EDF orders by deadline: the control stream gets one, bulk none.
-            set.push("flows.0.streams.0.deadline=1s".into());
-        }
-        let scenario = build(&set)?;
+        let scenario = setup(&template, trace.as_deref(), scheduler)?;
         let r = run_sim(&scenario)?;
         let mut lat = r.message_latencies_ms(0, 0);
         lat.sort_by(f64::total_cmp);
@@ -161,11 +153,36 @@ pub fn run(dir: &Path) -> anyhow::Result<Outcome> {
     })
 }
 
-/// The embedded scenario with `set` applied.
-fn build(set: &[String]) -> anyhow::Result<Scenario> {
-    Ok(Scenario::from_toml_str(
-        DRONE,
-        "scenarios/drone-control.toml (embedded)",
-        set,
-    )?)
+/// The embedded scenario under `scheduler`, its control stream replaying
+/// the drone trace at `trace` (absolute), or without one a 0.2 Mbit/s
+/// stream of 200-byte messages; under EDF the control stream gets a 1 s
+/// deadline (bulk none). O(1).
+fn setup(
+    template: &ScenarioConfig,
+    trace: Option<&str>,
+    scheduler: &str,
+) -> anyhow::Result<Scenario> {
+    let mut config = template.clone();
+    let flow = config
+        .flows
+        .first_mut()
+        .context("scenarios/drone-control.toml has a flow")?;
+    flow.scheduler = scheduler.to_string();
+    let control = flow
+        .streams
+        .first_mut()
+        .context("scenarios/drone-control.toml has a control stream")?;
+    match trace {
+        Some(path) => control.path = Some(path.to_string()),
+        None => {
+            control.app = "cbr".into();
+            control.path = None;
+            control.message_bytes = Some(200);
+            control.rate = Some(Rate(200_000));
+        }
+    }
+    if scheduler == "edf" {
+        control.deadline = Some(Dur(1_000_000_000));
+    }
+    Ok(Scenario::from_config(config, ORIGIN)?)
 }

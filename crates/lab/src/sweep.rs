@@ -31,6 +31,7 @@ use anyhow::Context;
 use peregrine_sim::experiment::{
     self, aggregate::format_significant, spec::value_label, Aggregate, SweepOutcome, SweepSpec,
 };
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// How many keys the report tabulates and plots (all are in the CSV).
@@ -133,9 +134,9 @@ impl SweepOptions {
     }
 }
 
-/// What [`run_sweep_to_dir`] wrote and computed.
+/// What [`run_sweep_to_dir`] wrote and computed; `R` is a run's record.
 #[derive(Debug, Clone)]
-pub struct SweepFiles {
+pub struct SweepFiles<R> {
     /// `out/sweep.csv`.
     pub csv: PathBuf,
     /// `out/sweep.json`.
@@ -146,18 +147,25 @@ pub struct SweepFiles {
     pub parquet: PathBuf,
     /// `out/report.md`.
     pub report: PathBuf,
-    /// Every run's summary.
-    pub outcome: SweepOutcome,
+    /// Every run's record, in (point, seed) order.
+    pub outcome: SweepOutcome<R>,
     /// The per-point statistics.
     pub aggregate: Aggregate,
 }
 
 /// Run the sweep of `base` (its `[sweep]` table with `args` laid over it)
 /// through `run`, reporting to `progress`, and write `sweep.csv`,
-/// `sweep.json`, `runs.jsonl`, `report.md` and `plots/` into `out_dir`.
+/// `sweep.json`, `runs.jsonl`, `runs.parquet`, `report.md` and `plots/`
+/// into `out_dir`.
 /// `description` (Markdown: the scenario, the command line) opens the
 /// report's "What was run" section; it may be empty.
-pub fn run_sweep_to_dir<F>(
+///
+/// A run returns any serializable record `R` (a typed struct, or the
+/// engine's summary as `serde_json::Value`); the statistics cover every
+/// number in its serialized form, named by JSON pointer, in field order,
+/// and `runs.jsonl` holds the records as serialized. Cost: the
+/// runs, then O(runs × numbers per record) to aggregate.
+pub fn run_sweep_to_dir<R, F>(
     title: &str,
     description: &str,
     base: &toml::Value,
@@ -165,9 +173,10 @@ pub fn run_sweep_to_dir<F>(
     out_dir: &Path,
     progress: &dyn Progress,
     run: F,
-) -> anyhow::Result<SweepFiles>
+) -> anyhow::Result<SweepFiles<R>>
 where
-    F: Fn(&toml::Value, u64) -> anyhow::Result<serde_json::Value> + Sync,
+    R: Serialize + Send,
+    F: Fn(&toml::Value, u64) -> anyhow::Result<R> + Sync,
 {
     let spec = args.spec(base)?;
     std::fs::create_dir_all(out_dir)
@@ -182,7 +191,8 @@ where
     );
     progress.finish();
     let outcome = result.map_err(|e| anyhow::anyhow!("{e:#}"))?;
-    let aggregate = experiment::aggregate(&outcome);
+    let json_outcome = as_json(&outcome)?;
+    let aggregate = experiment::aggregate(&json_outcome);
     let write = |name: &str, text: &str| -> anyhow::Result<PathBuf> {
         let path = out_dir.join(name);
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
@@ -190,9 +200,9 @@ where
     };
     let csv = write("sweep.csv", &aggregate.to_csv())?;
     let json = write("sweep.json", &aggregate.to_json_string())?;
-    let runs = write("runs.jsonl", &runs_jsonl(&outcome))?;
+    let runs = write("runs.jsonl", &runs_jsonl(&outcome)?)?;
     let parquet_path = out_dir.join("runs.parquet");
-    let bytes = crate::parquet::runs_parquet(&outcome, &aggregate)?;
+    let bytes = crate::parquet::runs_parquet(&json_outcome, &aggregate)?;
     std::fs::write(&parquet_path, bytes)
         .with_context(|| format!("cannot write {}", parquet_path.display()))?;
     let report = write_report(title, description, &spec, &aggregate, out_dir)?;
@@ -207,21 +217,55 @@ where
     })
 }
 
+/// `outcome` with every record in its JSON form (what the simulator's
+/// aggregation reads).
+fn as_json<R: Serialize>(
+    outcome: &SweepOutcome<R>,
+) -> anyhow::Result<SweepOutcome<serde_json::Value>> {
+    let runs = outcome
+        .runs
+        .iter()
+        .map(|runs| {
+            runs.iter()
+                .map(serde_json::to_value)
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .context("a run's record does not serialize to JSON")?;
+    Ok(SweepOutcome {
+        spec: outcome.spec.clone(),
+        points: outcome.points.clone(),
+        base_seed: outcome.base_seed,
+        runs,
+    })
+}
+
+/// A line of `runs.jsonl`.
+#[derive(Serialize)]
+struct RunLine<'a, R> {
+    /// The grid point's label.
+    point: &'a str,
+    /// The run's seed.
+    seed: u64,
+    /// Its record.
+    summary: &'a R,
+}
+
 /// One JSON line per run, in (point, seed) order.
-fn runs_jsonl(outcome: &SweepOutcome) -> String {
+fn runs_jsonl<R: Serialize>(outcome: &SweepOutcome<R>) -> anyhow::Result<String> {
     let mut text = String::new();
     for (point, runs) in outcome.points.iter().zip(&outcome.runs) {
         for (i, summary) in runs.iter().enumerate() {
-            let line = serde_json::json!({
-                "point": point.label,
-                "seed": outcome.seed(i),
-                "summary": summary,
-            });
-            text.push_str(&line.to_string());
+            let line = RunLine {
+                point: &point.label,
+                seed: outcome.seed(i),
+                summary,
+            };
+            text.push_str(&serde_json::to_string(&line).context("runs.jsonl")?);
             text.push('\n');
         }
     }
-    text
+    Ok(text)
 }
 
 /// Whether point labels are short and few enough to label chart bars.
@@ -349,19 +393,34 @@ fn write_report(
 mod tests {
     use super::*;
     use crate::Silent;
-    use serde_json::json;
 
     fn doc(text: &str) -> toml::Value {
         toml::Value::Table(text.parse::<toml::Table>().expect("test TOML is valid"))
     }
 
-    fn toy(d: &toml::Value, seed: u64) -> anyhow::Result<serde_json::Value> {
+    /// A toy run's record.
+    #[derive(Serialize)]
+    struct Toy {
+        goodput_mbps: f64,
+        delay_ms: f64,
+        cc: String,
+    }
+
+    /// A toy run: a pseudo-random but seed-determined record.
+    fn toy_typed(d: &toml::Value, seed: u64) -> anyhow::Result<Toy> {
         let cc = d["cc"].as_str().context("cc")?;
         let rate = d["rate"].as_integer().context("rate")? as f64;
         let noise = ((seed * 7919) % 101) as f64 / 100.0;
-        Ok(
-            json!({ "goodput_mbps": rate * if cc == "bbr" { 0.9 } else { 0.8 } + noise, "delay_ms": 40.0 + noise, "cc": cc }),
-        )
+        Ok(Toy {
+            goodput_mbps: rate * if cc == "bbr" { 0.9 } else { 0.8 } + noise,
+            delay_ms: 40.0 + noise,
+            cc: cc.to_string(),
+        })
+    }
+
+    /// The toy's record as JSON (as the engine's summaries come).
+    fn toy(d: &toml::Value, seed: u64) -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::to_value(toy_typed(d, seed)?)?)
     }
 
     fn dir(name: &str) -> PathBuf {
@@ -476,6 +535,29 @@ mod tests {
             "{report}"
         );
         assert!(svg.contains("cc=cubic,rate=10") && svg.contains("mean ± 95 % CI"));
+    }
+
+    /// A typed record gives the very files its JSON form gives.
+    #[test]
+    fn a_typed_record_writes_what_its_json_writes() {
+        let base = doc(BASE);
+        let args = SweepOptions::default();
+        let files = |name: &str, typed_run: bool| {
+            let out = dir(name);
+            let f = if typed_run {
+                run_sweep_to_dir("Toy", "", &base, &args, &out, &Silent, toy_typed)
+                    .map(|f| (f.csv, f.json, f.runs, f.report))
+            } else {
+                run_sweep_to_dir("Toy", "", &base, &args, &out, &Silent, toy)
+                    .map(|f| (f.csv, f.json, f.runs, f.report))
+            };
+            let (csv, json, runs, report) = f.unwrap();
+            let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+            let texts = [read(&csv), read(&json), read(&runs), read(&report)];
+            let _ = std::fs::remove_dir_all(&out);
+            texts
+        };
+        assert_eq!(files("typed", true), files("json", false));
     }
 
     #[test]

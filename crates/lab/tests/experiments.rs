@@ -50,6 +50,19 @@ fn quic_sched_tiny_gives_table1_and_is_deterministic() {
         .and_then(|s| s.get("16"))
         .and_then(|l| l.get("0"));
     assert!(abs16.is_some_and(|g| *g > 0.0), "{abs16:?}");
+    // Table 1 cell by cell as published-vs-ours rows, ours as in the summary.
+    assert_eq!(o.comparisons.len(), 2 * 4 * 3);
+    let first = &o.comparisons[0];
+    assert_eq!(first.item, "WFQ, 2 packets, 0 % loss");
+    let wfq2 = t1
+        .get("wfq")
+        .and_then(|s| s.get("2"))
+        .and_then(|l| l.get("0"));
+    let ours = first.ours.expect("our gain");
+    assert!(
+        wfq2.is_some_and(|g| (g - ours).abs() < 1e-4),
+        "{wfq2:?} vs {ours}"
+    );
     // The file is the typed summary, serialized (and reads back as one).
     let text = read(&o.dir.join("summary.json"));
     let typed = serde_json::to_string_pretty(&o.summary).expect("serializes") + "\n";
@@ -102,6 +115,12 @@ fn fanet_small_gives_every_controller_and_the_report() {
     }
     // One seed: no confidence interval.
     assert!(s.ci95.iter().all(|(_, ci)| ci.pdr.is_none()));
+    // Fig. 4 as published-vs-ours rows, ours the summary's throughput.
+    let items: Vec<&str> = o.comparisons.iter().map(|c| c.item.as_str()).collect();
+    assert_eq!(items, fanet::CONTROLLERS);
+    for (c, (_, m)) in o.comparisons.iter().zip(s.controllers.iter()) {
+        assert_eq!(c.ours, m.throughput_pct, "{}", c.item);
+    }
     let text = read(&o.dir.join("summary.json"));
     let v: serde_json::Value = serde_json::from_str(&text).expect("json");
     let keys: Vec<&String> = v["controllers"]["cubic"]
@@ -188,6 +207,11 @@ fn mmwave_cvn_quick_gives_the_contract_shape_and_is_deterministic() {
             }
         }
     }
+    // Seed 004's six findings beside ours; the quick grid has no rural
+    // world, so the rural-vs-urban finding has no value of ours.
+    assert_eq!(o.comparisons.len(), 6);
+    assert!(o.comparisons.iter().all(|c| c.published.is_some()));
+    assert!(o.comparisons[1].item.starts_with("rural") && o.comparisons[1].ours.is_none());
     let text = read(&o.dir.join("summary.json"));
     // The file is the typed summary, serialized (and reads back as one).
     let typed = serde_json::to_string_pretty(&o.summary).expect("serializes") + "\n";
@@ -216,5 +240,50 @@ fn the_showcase_gives_one_row_per_scheduler() {
         assert!(o.console.contains(s), "no row {s}: {}", o.console);
     }
     assert!(read(&o.report).contains("![control-message latency per scheduler](latency_box.svg)"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `reproduce sltp`'s run function with the kernel's TCP only (an
+/// in-process echo over loopback: no subprocess, no hogs at 0 % load) at
+/// the smallest size; Peregrine's side needs the `peregrine perf` binary
+/// and is covered by the CLI's tests.
+#[test]
+fn sltp_tcp_only_gives_a_typed_summary() {
+    use peregrine_lab::reproduce::sltp::{self, report::Transport};
+    let dir = tempdir("sltp");
+    let opts = sltp::Options {
+        out: dir.clone(),
+        transports: vec![Transport::Tcp],
+        sizes: vec![1024],
+        loads: vec![0],
+        connections: Some(1),
+        echoes: Some(2),
+        command: "peregrine reproduce sltp --transports tcp".into(),
+        // Never started: no Peregrine point and no background load.
+        ..sltp::Options::new(PathBuf::from("/nonexistent/peregrine"))
+    };
+    let o = sltp::run(&opts, &Silent).expect("runs");
+    let s = &o.summary;
+    assert_eq!(s.seed, "003 (SLTP) §VI");
+    assert_eq!(
+        (s.run.sizes_bytes.as_slice(), s.run.loads_pct.as_slice()),
+        (&[1024][..], &[0][..])
+    );
+    assert!(s.failures.is_empty(), "{:?}", s.failures);
+    assert_eq!(s.points.len(), 1);
+    let p = &s.points[0];
+    assert_eq!((p.transport, p.load_pct, p.size_bytes), ("tcp", 0, 1024));
+    let t = p.network_time_ms.expect("round trips measured");
+    assert!(t.count == 2 && t.median > 0.0, "{t:?}");
+    assert!(p.probe.is_none());
+    // Every seed finding is there, beside what this run saw.
+    assert_eq!(s.findings.len(), 6);
+    assert!(s.findings.iter().all(|f| !f.ours.is_empty()));
+    let text = read(&dir.join("sltp/summary.json"));
+    assert_eq!(
+        text,
+        serde_json::to_string_pretty(s).expect("serializes") + "\n"
+    );
+    assert!(read(&o.report).contains("network_time_load0.svg"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -18,9 +18,13 @@ fn every_example_scenario_runs() {
     let shared =
         peregrine_sim::scenario::find_upwards(&dir, Path::new("../shared/traces")).is_some();
     for p in names {
-        let s =
-            Scenario::from_file(&p, &["duration=1s".to_string()]).unwrap_or_else(|e| panic!("{e}"));
         let text = std::fs::read_to_string(&p).expect("readable");
+        let mut set = vec!["duration=1s".to_string()];
+        if text.contains("[[flow_groups]]") {
+            // A swarm's size belongs in a benchmark run, not in the tests.
+            set.push("flow_groups.0.count=50".to_string());
+        }
+        let s = Scenario::from_file(&p, &set).unwrap_or_else(|e| panic!("{e}"));
         if text.contains("../shared/") && !shared {
             eprintln!("skipping {}: ../shared/traces not found", p.display());
             continue;

@@ -151,6 +151,9 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
     let mut flows = Vec::new();
     let mut apps = Vec::new();
     let mut metrics = Vec::new();
+    let shared = super::groups::SharedServers::new(m);
+    // Per node, the slot of its shared server endpoint once created.
+    let mut shared_slot: Vec<Option<usize>> = vec![None; m.nodes.len()];
     for (f, fs) in m.flows.iter().enumerate() {
         let mut config = ConnectionConfig {
             cc: fs.cc.clone(),
@@ -166,7 +169,10 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         };
         let mut server_config = config.clone();
         if let Some(pattern) = fs.security {
-            let (c, s) = super::security::flow_security(m.seed, f, pattern);
+            let (c, s) = match shared.node_of_flow[f] {
+                Some(n) => super::groups::member_security(m.seed, f, &m.nodes[n], pattern),
+                None => super::security::flow_security(m.seed, f, pattern),
+            };
             config.security = Some(c);
             server_config.security = Some(s);
         }
@@ -183,20 +189,51 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             armed: None,
             scheduled: None,
             handle: None,
+            shared: false,
         });
         by_addr.insert((fs.src, p), client);
-        let server = slots.len();
-        slots.push(Slot {
-            ep: Endpoint::new(EndpointConfig::server(server_config), ep_seed("server")),
-            node: fs.dst,
-            port: p,
-            flow: f,
-            client: false,
-            armed: None,
-            scheduled: None,
-            handle: None,
-        });
-        by_addr.insert((fs.dst, p), server);
+        let server = match (shared.node_of_flow[f], shared_slot[fs.dst]) {
+            (Some(_), Some(s)) => s,
+            (Some(n), None) => {
+                // The first member aimed at `n` creates its endpoint; the
+                // others' server settings are the same (validated).
+                let s = slots.len();
+                let seed = component_rng(m.seed, &format!("endpoint/shared/{}", m.nodes[n]))
+                    .random::<u64>();
+                let cfg =
+                    super::groups::shared_endpoint_config(server_config, shared.members_at[n]);
+                slots.push(Slot {
+                    ep: Endpoint::new(cfg, seed),
+                    node: n,
+                    port: super::groups::SHARED_PORT,
+                    flow: f,
+                    client: false,
+                    armed: None,
+                    scheduled: None,
+                    handle: None,
+                    shared: true,
+                });
+                by_addr.insert((n, super::groups::SHARED_PORT), s);
+                shared_slot[n] = Some(s);
+                s
+            }
+            (None, _) => {
+                let s = slots.len();
+                slots.push(Slot {
+                    ep: Endpoint::new(EndpointConfig::server(server_config), ep_seed("server")),
+                    node: fs.dst,
+                    port: p,
+                    flow: f,
+                    client: false,
+                    armed: None,
+                    scheduled: None,
+                    handle: None,
+                    shared: false,
+                });
+                by_addr.insert((fs.dst, p), s);
+                s
+            }
+        };
         let mut fm = FlowMetrics::default();
         let mut app_ids = Vec::new();
         let mut streams = Vec::new();
@@ -341,7 +378,27 @@ impl Sim {
             .collect();
         let mut messages = std::mem::take(&mut self.message_log);
         messages.sort_unstable();
+        let groups = m
+            .flow_groups
+            .iter()
+            .map(|g| {
+                let node = g.flows.clone().next().map_or(0, |f| m.flows[f].dst);
+                let ep = self
+                    .by_addr
+                    .get(&(node, super::groups::SHARED_PORT))
+                    .map(|&s| &self.slots[s].ep);
+                crate::metrics::groups::GroupResult {
+                    name: g.name.clone(),
+                    dst: g.dst.clone(),
+                    flows: g.flows.clone(),
+                    server_connections: ep.map_or(0, |e| e.connection_count()),
+                    server_accepted: ep.map_or(0, |e| e.endpoint_stats().connections_accepted),
+                    server_rejects: ep.map_or(0, |e| e.endpoint_stats().rejects_sent),
+                }
+            })
+            .collect();
         SimResults {
+            groups,
             wireless: self.wireless.as_ref().map(|w| w.result()),
             name: scenario.name(),
             seed: m.seed,

@@ -7,7 +7,9 @@
 //! the sans-IO interface: after every input (`handle_datagram`,
 //! `handle_timeout`, an application's `send_message`) the engine drains
 //! `poll_transmit`, reads `poll_event`, and arms the one timer
-//! `poll_timeout` asks for. Datagrams become [`Packet`]s that hop from
+//! `poll_timeout` asks for. The members of a `[[flow_groups]]` table
+//! share one server endpoint per server node instead (`groups.rs`).
+//! Datagrams become [`Packet`]s that hop from
 //! node to node through [`LinkModel`]s chosen by a [`Router`].
 //!
 //! Determinism: nothing iterates a hash map; every random source is a
@@ -17,6 +19,7 @@
 //! independent of how often a timer is re-armed.
 
 pub(crate) mod build;
+mod groups;
 pub mod queue;
 pub mod routing;
 mod security;
@@ -24,7 +27,7 @@ pub(crate) mod vehicular;
 pub mod wireless;
 
 use crate::apps::{App, Offer};
-use crate::metrics::{FlowMetrics, FlowSample};
+use crate::metrics::{FlowMetrics, FlowSample, SumCount};
 use crate::world::link::{DropReason, LinkModel, LinkOutput};
 use crate::world::packet::Packet;
 use peregrine_cc::Time;
@@ -81,6 +84,9 @@ struct Slot {
     /// request pushes a new event; a later one waits for this to fire).
     scheduled: Option<Time>,
     handle: Option<ConnectionHandle>,
+    /// A `[[flow_groups]]` server endpoint serving many flows (`flow` is
+    /// then only its first member; see `groups.rs`).
+    shared: bool,
 }
 
 /// One application bound to a stream of a flow.
@@ -287,6 +293,11 @@ impl Sim {
             let dst = node_of(&tx.destination);
             let is_data = Packet::datagram_is_data(&self.buf[..tx.size]);
             let slot = &self.slots[s];
+            let flow = if slot.shared {
+                self.flow_of_peer(tx.destination).unwrap_or(flow)
+            } else {
+                flow
+            };
             let pkt = Packet {
                 id: self.next_packet_id,
                 flow,
@@ -407,8 +418,20 @@ impl Sim {
         self.service(c)
     }
 
-    fn on_event(&mut self, s: usize, _h: ConnectionHandle, ev: Event) {
-        let flow = self.slots[s].flow;
+    fn on_event(&mut self, s: usize, h: ConnectionHandle, ev: Event) {
+        let flow = if self.slots[s].shared {
+            // One endpoint, many flows: the connection's peer names the flow.
+            match self.slots[s]
+                .ep
+                .remote(h)
+                .and_then(|a| self.flow_of_peer(a))
+            {
+                Some(f) => f,
+                None => return,
+            }
+        } else {
+            self.slots[s].flow
+        };
         match ev {
             Event::Connected if self.slots[s].client => {
                 self.metrics[flow]
@@ -555,7 +578,7 @@ impl Sim {
             let m = &mut self.metrics[f];
             let delta = crate::metrics::output::delta(&m.c, &m.last);
             m.last = m.c.clone();
-            let (sum, n) = std::mem::take(&mut m.interval_delay);
+            let SumCount { sum, count: n } = std::mem::take(&mut m.interval_delay_ns);
             let cma = m.cwnd_cma();
             m.samples.push(FlowSample {
                 time_ns: self.now.as_nanos(),

@@ -16,6 +16,7 @@
 //! engine reads cwnd after each interaction with the sender's endpoint.
 //! Time series are sampled every `metrics.interval`.
 
+pub mod groups;
 mod hist;
 pub mod output;
 pub mod quantile;
@@ -111,6 +112,22 @@ impl StreamMetrics {
     }
 }
 
+/// A running sum and the number of its terms, for a mean taken later.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SumCount<T> {
+    /// The sum of the terms.
+    pub sum: T,
+    /// How many terms were added.
+    pub count: u64,
+}
+
+impl SumCount<f64> {
+    /// The mean of the terms, or `None` before the first. O(1).
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum / self.count as f64)
+    }
+}
+
 /// Everything measured for one flow.
 #[derive(Clone, Debug, Default)]
 pub struct FlowMetrics {
@@ -120,12 +137,12 @@ pub struct FlowMetrics {
     pub last: FlowCounters,
     /// One-way delays of received DATA packets, ns.
     pub delays: LogHistogram,
-    /// Sum and count of delays in the current interval.
-    pub interval_delay: (u128, u64),
+    /// Sum and count of delays in the current interval, ns.
+    pub interval_delay_ns: SumCount<u128>,
     /// RFC 3550 jitter estimate, ns.
     pub jitter_ns: f64,
-    /// Sum of |ΔD| and count, ns.
-    pub jitter_abs_sum: (f64, u64),
+    /// Sum and count of |ΔD| (transit-time differences), ns.
+    pub jitter_abs_ns: SumCount<f64>,
     last_transit: Option<i128>,
     /// The latest cwnd seen and the CMA state (sum of |Δ|, changes).
     pub cwnd_last: Option<u64>,
@@ -148,15 +165,15 @@ impl FlowMetrics {
         self.c.rx_bytes += u64::from(wire_bytes);
         let d = now.saturating_sub(sent);
         self.delays.record(d);
-        self.interval_delay.0 += u128::from(d);
-        self.interval_delay.1 += 1;
+        self.interval_delay_ns.sum += u128::from(d);
+        self.interval_delay_ns.count += 1;
         // RFC 3550 §6.4.1: D = transit difference; J += (|D| − J) / 16.
         let transit = i128::from(now) - i128::from(sent);
         if let Some(prev) = self.last_transit {
             let dd = (transit - prev).unsigned_abs() as f64;
             self.jitter_ns += (dd - self.jitter_ns) / 16.0;
-            self.jitter_abs_sum.0 += dd;
-            self.jitter_abs_sum.1 += 1;
+            self.jitter_abs_ns.sum += dd;
+            self.jitter_abs_ns.count += 1;
         }
         self.last_transit = Some(transit);
     }
@@ -206,7 +223,8 @@ mod tests {
         let j1 = 4.0 / 16.0;
         let j2 = j1 + (4.0 - j1) / 16.0;
         assert!((m.jitter_ns - j2).abs() < 1e-9);
-        assert_eq!(m.jitter_abs_sum, (8.0, 2));
+        assert_eq!(m.jitter_abs_ns, SumCount { sum: 8.0, count: 2 });
+        assert_eq!(m.jitter_abs_ns.mean(), Some(4.0));
         assert_eq!(m.c.rx_packets, 3);
     }
 }

@@ -123,6 +123,8 @@ pub struct SimResults {
     pub messages: Vec<MessageRecord>,
     /// The wireless world's routes and MAC counters (wireless scenarios).
     pub wireless: Option<crate::engine::wireless::WirelessResult>,
+    /// The `[[flow_groups]]` (empty without groups).
+    pub groups: Vec<super::groups::GroupResult>,
 }
 
 fn ms(ns: f64) -> f64 {
@@ -358,7 +360,7 @@ impl SimResults {
                     },
                     "jitter_ms": {
                         "rfc3550": r6(ms(m.jitter_ns)),
-                        "mean_abs": opt((m.jitter_abs_sum.1 > 0).then(|| ms(m.jitter_abs_sum.0 / m.jitter_abs_sum.1 as f64))),
+                        "mean_abs": opt(m.jitter_abs_ns.mean().map(ms)),
                     },
                     "messages_delivered": m.c.messages_delivered,
                     "completion_s": opt(f.completion_ns().map(|c| c as f64 / 1e9)),
@@ -436,12 +438,18 @@ impl SimResults {
         if let (Some(w), Some(obj)) = (&self.wireless, out.as_object_mut()) {
             obj.insert("wireless".to_string(), w.to_json());
         }
+        // Likewise only scenarios with flow groups carry their digest.
+        if let (false, Some(obj)) = (self.groups.is_empty(), out.as_object_mut()) {
+            let groups: Vec<Value> = self.groups.iter().map(|g| g.to_json(&self.flows)).collect();
+            obj.insert("flow_groups".to_string(), Value::Array(groups));
+        }
         out
     }
 
     /// Write `summary.json`, `flows.csv`, `links.csv`, `timeseries.csv`,
     /// `stream_timeseries.csv`, `link_timeseries.csv` and `messages.csv`
-    /// into `dir`.
+    /// into `dir`; with flow groups also `streams.csv` (one row per
+    /// stream of every flow).
     pub fn write_to(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let mut json =
@@ -457,6 +465,12 @@ impl SimResults {
         std::fs::write(dir.join("links.csv"), self.links_csv())?;
         std::fs::write(dir.join("link_timeseries.csv"), self.link_timeseries_csv())?;
         std::fs::write(dir.join("messages.csv"), self.messages_csv())?;
+        if !self.groups.is_empty() {
+            std::fs::write(
+                dir.join("streams.csv"),
+                super::groups::streams_csv(&self.flows, &self.groups),
+            )?;
+        }
         Ok(())
     }
 
@@ -639,10 +653,20 @@ impl SimResults {
             self.duration_ns as f64 / 1e9,
             self.events
         );
-        let _ = writeln!(s);
-        let _ = writeln!(s, "{:<10} {:<9} {:>9} {:>9} {:>7} {:>11} {:>11} {:>10} {:>9} {:>9} {:>9} {:>6} {:>6} {:>5}",
-            "flow", "cc", "tx pkts", "rx pkts", "PDR %", "thru Mb/s", "good Mb/s", "proc Mb/s", "delay ms", "p99 ms", "jitter", "qdrop", "chdrop", "RTOs");
-        for f in &self.flows {
+        // Group members are shown as their group's digest (below).
+        let member = |i: usize| self.groups.iter().any(|g| g.flows.contains(&i));
+        if self.groups.is_empty() || (0..self.flows.len()).any(|i| !member(i)) {
+            let _ = writeln!(s);
+            let _ = writeln!(s, "{:<10} {:<9} {:>9} {:>9} {:>7} {:>11} {:>11} {:>10} {:>9} {:>9} {:>9} {:>6} {:>6} {:>5}",
+                "flow", "cc", "tx pkts", "rx pkts", "PDR %", "thru Mb/s", "good Mb/s", "proc Mb/s", "delay ms", "p99 ms", "jitter", "qdrop", "chdrop", "RTOs");
+        }
+        for f in self
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !member(*i))
+            .map(|(_, f)| f)
+        {
             let _ = writeln!(s, "{:<10} {:<9} {:>9} {:>9} {:>7} {:>11.3} {:>11.3} {:>10.3} {:>9} {:>9} {:>9.3} {:>6} {:>6} {:>5}",
                 f.name, f.cc, f.metrics.c.tx_packets, f.metrics.c.rx_packets,
                 fmt_opt(f.pdr().map(|p| p * 100.0), 2),
@@ -653,7 +677,9 @@ impl SimResults {
         let streams: Vec<_> = self
             .flows
             .iter()
-            .flat_map(|f| f.metrics.streams.iter().map(move |st| (f, st)))
+            .enumerate()
+            .filter(|(i, _)| !member(*i))
+            .flat_map(|(_, f)| f.metrics.streams.iter().map(move |st| (f, st)))
             .collect();
         if streams.len() > 1 || streams.iter().any(|(_, st)| st.app != "bulk") {
             let _ = writeln!(s);
@@ -692,6 +718,10 @@ impl SimResults {
                     fmt_opt(st.completed_ns.map(|c| (c - st.start_ns) as f64 / 1e9), 3)
                 );
             }
+        }
+        for g in &self.groups {
+            let _ = writeln!(s);
+            g.print(&self.flows, &mut s);
         }
         let fair = self.fairness();
         if !fair.is_empty() {

@@ -19,6 +19,7 @@
 //! show the path as written.
 
 pub mod config;
+pub mod flow_groups;
 pub mod model;
 pub mod overrides;
 pub mod units;
@@ -105,11 +106,38 @@ impl Scenario {
     /// Deserialize and validate a TOML document.
     pub fn from_value(mut doc: toml::Value, origin: &str) -> Result<Scenario, ScenarioError> {
         let vehicular = vehicular::expand(&mut doc, origin)?;
+        let groups = flow_groups::expand(&mut doc, origin)?;
         let config: ScenarioConfig = serde_path_to_error::deserialize(doc).map_err(|e| {
             let field = dotted(e.path());
             let inner = e.into_inner();
-            ScenarioError::new(origin, field, inner.message().to_string())
+            groups.remap(ScenarioError::new(
+                origin,
+                field,
+                inner.message().to_string(),
+            ))
         })?;
+        let mut model = validate::validate(&config, origin).map_err(|e| groups.remap(e))?;
+        model.vehicular = vehicular;
+        model.flow_groups = groups.groups;
+        Ok(Scenario {
+            config,
+            origin: origin.to_string(),
+            model,
+            base_dir: None,
+        })
+    }
+
+    /// Validate a configuration built in code, with the checks a file
+    /// gets; `origin` names it in errors. A `vehicular` table is expanded
+    /// into its links and flows here ([`vehicular::expand_config`]), so
+    /// pass the configuration as written, not the `config` of a built
+    /// scenario (which already holds the expansion). Cost: validation,
+    /// O(size of the scenario).
+    pub fn from_config(
+        mut config: ScenarioConfig,
+        origin: &str,
+    ) -> Result<Scenario, ScenarioError> {
+        let vehicular = vehicular::expand_config(&mut config, origin)?;
         let mut model = validate::validate(&config, origin)?;
         model.vehicular = vehicular;
         Ok(Scenario {

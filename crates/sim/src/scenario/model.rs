@@ -32,6 +32,9 @@ pub struct Model {
     pub wireless: Option<super::wireless::WirelessSpec>,
     /// The vehicular world, if the scenario has a `[vehicular]` table.
     pub vehicular: Option<super::vehicular::VehicularModel>,
+    /// The `[[flow_groups]]`: which flows share one server endpoint
+    /// (empty without groups).
+    pub flow_groups: Vec<super::flow_groups::FlowGroupSpec>,
 }
 
 /// One point-to-point link.

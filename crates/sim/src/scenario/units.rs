@@ -6,7 +6,7 @@
 //! engine never carries a float time; the parse is exact for decimal
 //! inputs up to nanosecond / bit resolution.
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
 /// A duration in a scenario file, held as nanoseconds.
@@ -121,6 +121,41 @@ impl<'de> Deserialize<'de> for Rate {
     }
 }
 
+impl Dur {
+    /// `s` seconds, to the nearest nanosecond (exact for decimal inputs
+    /// of up to 9 decimals below about 9 × 10⁶ s). O(1).
+    pub fn from_secs_f64(s: f64) -> Dur {
+        Dur((s * 1e9).round() as u64)
+    }
+
+    /// `ms` milliseconds. O(1).
+    pub fn from_millis(ms: u64) -> Dur {
+        Dur(ms.saturating_mul(1_000_000))
+    }
+}
+
+impl Rate {
+    /// `mbps` Mbit/s. O(1).
+    pub fn from_mbps(mbps: u64) -> Rate {
+        Rate(mbps.saturating_mul(1_000_000))
+    }
+}
+
+/// Written as `"<n>ns"`, which reads back exactly.
+impl Serialize for Dur {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}ns", self.0))
+    }
+}
+
+/// Written as `"<n>bps"`, which reads back exactly (a TOML integer could
+/// not hold every `u64`).
+impl Serialize for Rate {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}bps", self.0))
+    }
+}
+
 impl fmt::Display for Dur {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}s", self.0 as f64 / 1e9)
@@ -171,5 +206,22 @@ mod tests {
         assert_eq!(t.r, Rate(5_000_000));
         let t: T = toml::from_str("d = 0.25\nr = \"5Mbps\"").expect("valid document");
         assert_eq!(t.d, Dur(250_000_000));
+    }
+
+    #[test]
+    fn durations_and_rates_write_what_reads_back() {
+        for ns in [0, 1, 20_000_000, u64::MAX] {
+            let text = serde_json::to_string(&Dur(ns)).expect("serializes");
+            let back = parse_duration(text.trim_matches('"')).expect("parses");
+            assert_eq!(back, Dur(ns));
+        }
+        for bps in [1, 5_000_000, u64::MAX] {
+            let text = serde_json::to_string(&Rate(bps)).expect("serializes");
+            assert_eq!(parse_rate(text.trim_matches('"')), Ok(Rate(bps)));
+        }
+        assert_eq!(Dur::from_secs_f64(0.1), Dur(100_000_000));
+        assert_eq!(Dur::from_secs_f64(30.0), Dur(30_000_000_000));
+        assert_eq!(Dur::from_millis(20), Dur(20_000_000));
+        assert_eq!(Rate::from_mbps(50), Rate(50_000_000));
     }
 }

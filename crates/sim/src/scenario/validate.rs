@@ -239,6 +239,7 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
         flows,
         wireless,
         vehicular: None,
+        flow_groups: Vec::new(),
     })
 }
 

@@ -23,7 +23,7 @@ use super::units::{Dur, Rate};
 use super::ScenarioError;
 use crate::world::channel::hints::HintMode;
 use crate::world::channel::mmwave::{Environment, MmWaveConfig};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::Value;
 
 fn d_environment() -> Environment {
@@ -90,7 +90,9 @@ fn d_traffic() -> String {
 }
 
 /// `[vehicular]`: see the module documentation and `docs/scenarios.md`.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+/// Serializes as the table it was read from (for scenarios built in
+/// code, [`expand_config`]).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct VehicularConfig {
     /// `rural` or `urban` (obstacle density preset); default `urban`.
@@ -159,6 +161,34 @@ pub struct VehicularConfig {
     /// `cbr` (the offered load) or `bulk` (always backlogged); default `cbr`.
     #[serde(default = "d_traffic")]
     pub traffic: String,
+}
+
+impl Default for VehicularConfig {
+    /// The table with every field left out (the defaults listed above).
+    fn default() -> Self {
+        VehicularConfig {
+            environment: d_environment(),
+            mobility: d_mobility(),
+            vehicles: d_vehicles(),
+            area_m: d_area(),
+            base_stations: d_sites(),
+            speed_min_mps: d_speed_min(),
+            speed_max_mps: d_speed_max(),
+            block_size_m: d_block(),
+            cc: d_cc(),
+            load: d_load(),
+            reference_rate: d_reference_rate(),
+            rate_scale: d_one(),
+            core_delay: d_ms(),
+            core_rate: d_core_rate(),
+            rlc_buffer_bytes: d_rlc(),
+            hints: d_hints(),
+            hint_delay: d_ms(),
+            step: d_ms(),
+            payload_bytes: d_payload(),
+            traffic: d_traffic(),
+        }
+    }
 }
 
 /// How vehicles move.
@@ -378,6 +408,47 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
     }))
 }
 
+/// The typed form of [`expand`], for a configuration built in code: if
+/// `config` has a `vehicular` table, its validated form, and `config` with
+/// the generated links and flows appended after its own. The generation
+/// is [`expand`]'s own (the table is written to a TOML document and
+/// expanded there), so a scenario built in code and the same scenario
+/// read from a file are the same. O(vehicles).
+pub fn expand_config(
+    config: &mut super::ScenarioConfig,
+    origin: &str,
+) -> Result<Option<VehicularModel>, ScenarioError> {
+    let Some(v) = &config.vehicular else {
+        return Ok(None);
+    };
+    let internal =
+        |e: &dyn std::fmt::Display| ScenarioError::new(origin, "vehicular", e.to_string());
+    let table = Value::try_from(v).map_err(|e| internal(&e))?;
+    let mut doc = table_doc(table);
+    let Some(mut model) = expand(&mut doc, origin)? else {
+        return Ok(None);
+    };
+    /// What [`expand`] appended to the document.
+    #[derive(Deserialize)]
+    struct Generated {
+        links: Vec<super::config::LinkConfig>,
+        flows: Vec<super::config::FlowConfig>,
+    }
+    let generated: Generated = doc.try_into().map_err(|e| internal(&e))?;
+    model.first_access_link += config.links.len();
+    model.first_flow += config.flows.len();
+    config.links.extend(generated.links);
+    config.flows.extend(generated.flows);
+    Ok(Some(model))
+}
+
+/// A document holding only `vehicular = table`.
+fn table_doc(table: Value) -> Value {
+    let mut doc = toml::Table::new();
+    doc.insert("vehicular".to_string(), table);
+    Value::Table(doc)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,5 +498,26 @@ mod tests {
         assert_eq!(v.channel.capacity_cap_bps, 100_000_000);
         assert_eq!(v.config.offered_rate_bps(), 50_000_000);
         assert_eq!(v.config.environment, Environment::Rural);
+    }
+
+    #[test]
+    fn a_typed_table_expands_as_the_same_file_does() {
+        let file = Scenario::from_toml_str(DOC, "t", &[]).unwrap();
+        let mut cfg = crate::scenario::ScenarioConfig::new(Dur(1_000_000_000), 3);
+        cfg.vehicular = Some(VehicularConfig {
+            vehicles: 3,
+            ..VehicularConfig::default()
+        });
+        let built = Scenario::from_config(cfg, "t").unwrap();
+        assert_eq!(format!("{:?}", built.config), format!("{:?}", file.config));
+        assert_eq!(format!("{:?}", built.model), format!("{:?}", file.model));
+        // The table reads back as written (every field, floats exactly).
+        let v = VehicularConfig {
+            rate_scale: 0.025,
+            load: 0.6,
+            ..VehicularConfig::default()
+        };
+        let back: VehicularConfig = Value::try_from(&v).unwrap().try_into().unwrap();
+        assert_eq!(back, v);
     }
 }

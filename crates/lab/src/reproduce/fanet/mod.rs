@@ -9,23 +9,27 @@
 //! and re-form all the time while the swarm stays mostly connected.
 //!
 //! Two cases, each for the 13 controllers × N seeds, through the sweep
-//! runner (`peregrine_sim::experiment::run_sweep`, parallel):
+//! runner ([`crate::plan::run_plan`], parallel):
 //! * **primary**: one bulk flow uav0 → uav1, the eight others relaying and
 //!   moving — the case whose numbers seed 001 publishes (its throughput
 //!   percentages are received packets × 588 B × 8 / (100 s × 5 Mbit/s));
 //! * **extended**: 5 simultaneous bulk flows (uav0→1, 2→3, …, 8→9).
 //!
 //! Output, in `DIR/fanet/`: `summary.json` (primary case, means over seeds
-//! and a sibling `ci95`), `report.md` with its charts in `plots/`, and
-//! `runs.jsonl` (every run's measurements).
+//! and a sibling `ci95`: [`FanetSummary`]), `report.md` with its charts in
+//! `plots/`, and `runs.jsonl` (every run's measurements: a [`RunRecord`]
+//! per line).
 
+use crate::plan::{run_plan, PlanRuns};
 use crate::progress::Progress;
+use crate::report::Comparison;
 use crate::Keyed;
 use anyhow::Context as _;
-use peregrine_sim::experiment::{run_sweep, Summary, SweepOutcome, SweepSpec};
+use peregrine_sim::experiment::Summary;
+use peregrine_sim::scenario::units::Dur;
+use peregrine_sim::scenario::ScenarioConfig;
 use peregrine_sim::{Scenario, SimResults};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 use std::path::PathBuf;
 
 /// The controllers of seed 001, in its order, plus S-HTCP.
@@ -99,38 +103,44 @@ pub struct Outcome {
     pub runs: usize,
     /// What the command prints.
     pub console: String,
+    /// Fig. 4, throughput per controller beside seed 001's (`published`
+    /// is `None` where its numbers are unavailable).
+    pub comparisons: Vec<Comparison>,
 }
 
-/// The scenario of one case: `flows` bulk flows uav(2i) → uav(2i+1).
-pub fn scenario_text(duration: &str, flows: usize) -> String {
-    let mut s = format!(
-        r#"name = "fanet"
-duration = "{duration}"
-seed = {BASE_SEED}
+/// `scenarios/fanet.toml`, embedded: the world every run of both cases uses.
+pub const FANET_TOML: &str = include_str!("../../../../../scenarios/fanet.toml");
 
-[metrics]
-interval = "1s"
-per_message = false
-
-[wireless]
-box_m = [300.0, 300.0, 100.0]
-queue_packets = 100
-channel = {{ data_rate_mbps = 5.0 }}
-routing = {{ recompute_interval_s = 1.0 }}
-mobility = {{ model = "gauss_markov", mean_speed_mps = 20.0, alpha = 0.85, update_interval_s = 0.1 }}
-"#
+/// The scenario of one case: `scenarios/fanet.toml` run for `duration`
+/// with `flows` bulk flows `bulk<i>`: uav(2i) → uav(2i+1), each a copy of
+/// the file's flow. Fails only if the embedded file is invalid or `flows`
+/// exceeds the file's 5 node pairs. O(nodes + flows).
+pub fn scenario(duration: Dur, flows: usize) -> anyhow::Result<ScenarioConfig> {
+    let file = Scenario::from_toml_str(FANET_TOML, "scenarios/fanet.toml (embedded)", &[])
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut config = file.config;
+    anyhow::ensure!(
+        2 * flows <= config.nodes.len(),
+        "the fanet world has {} nodes, too few for {flows} flows",
+        config.nodes.len()
     );
-    for i in 0..10 {
-        s.push_str(&format!("\n[[nodes]]\nname = \"uav{i}\"\n"));
-    }
-    for f in 0..flows {
-        s.push_str(&format!(
-            "\n[[flows]]\nname = \"bulk{f}\"\nsrc = \"uav{}\"\ndst = \"uav{}\"\ncc = \"newreno\"\nstartup = \"slow_start\"\npayload_bytes = 536\n\n[[flows.streams]]\napp = \"bulk\"\n",
-            2 * f,
-            2 * f + 1
-        ));
-    }
-    s
+    let template = config
+        .flows
+        .first()
+        .cloned()
+        .context("scenarios/fanet.toml has a flow")?;
+    config.duration = duration;
+    config.seed = BASE_SEED;
+    config.flows = (0..flows)
+        .map(|f| {
+            let mut flow = template.clone();
+            flow.name = Some(format!("bulk{f}"));
+            flow.src = format!("uav{}", 2 * f);
+            flow.dst = format!("uav{}", 2 * f + 1);
+            flow
+        })
+        .collect();
+    Ok(config)
 }
 
 /// Seconds of a duration written `100s`, `30 s` or `100`.
@@ -146,32 +156,107 @@ fn parse_duration_s(text: &str) -> anyhow::Result<f64> {
     Ok(s)
 }
 
-/// One run: copy flow 0's controller to every flow, simulate, measure.
-fn run_one(doc: &toml::Value, _seed: u64) -> anyhow::Result<Value> {
-    let mut doc = doc.clone();
-    if let Some(flows) = doc.get_mut("flows").and_then(toml::Value::as_array_mut) {
-        let cc = flows
-            .first()
-            .and_then(|f| f.get("cc"))
-            .cloned()
-            .context("the fanet scenario has a flow")?;
-        for f in flows.iter_mut() {
-            if let Some(t) = f.as_table_mut() {
-                t.insert("cc".into(), cc.clone());
-            }
-        }
+/// One run: `config` with every flow under controller `cc`, seeded `seed`.
+fn run_one(config: &ScenarioConfig, cc: &str, seed: u64) -> anyhow::Result<RunRecord> {
+    let mut config = config.clone();
+    config.seed = seed;
+    for f in &mut config.flows {
+        f.cc = cc.to_string();
     }
-    let scenario = Scenario::from_value(doc, "fanet").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let scenario = Scenario::from_config(config, "fanet").map_err(|e| anyhow::anyhow!("{e}"))?;
     let res = peregrine_sim::run(&scenario).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(measure(&res))
 }
 
-/// The measurements of one run (one object per flow, and the swarm's).
-pub fn measure(res: &SimResults) -> Value {
+/// One run's measurements: a line of `runs.jsonl` (its `run`), fields in
+/// the order written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Simulated events.
+    pub events: u64,
+    /// Route changes over all ordered pairs of nodes.
+    pub route_changes_total: u64,
+    /// The wireless world's counters (`None`: not a wireless scenario).
+    pub wireless: Option<WirelessRecord>,
+    /// Per flow, in configuration order.
+    pub flows: Vec<FlowRecord>,
+}
+
+/// The wireless world's counters of one run (the `wireless` object of
+/// the engine's `summary.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WirelessRecord {
+    /// Route recomputations.
+    pub route_recomputations: u64,
+    /// Route changes over all ordered pairs of nodes.
+    pub route_changes_total: u64,
+    /// Per flow, the routes of its (source, destination) pair.
+    pub flows: Vec<RouteRecord>,
+    /// Frames put on the medium.
+    pub frames: u64,
+    /// MAC transmission attempts.
+    pub mac_attempts: u64,
+    /// Attempts lost to collisions.
+    pub mac_collisions: u64,
+    /// Frames dropped after the last MAC attempt.
+    pub mac_drops: u64,
+    /// Packets dropped for want of a route.
+    pub no_route_drops: u64,
+    /// Packets dropped on a route that broke under them.
+    pub broken_route_drops: u64,
+}
+
+/// The routes of one flow's (source, destination) pair.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RouteRecord {
+    /// Times its path changed (including becoming (un)reachable).
+    pub route_changes: u64,
+    /// Fraction of recomputations after which the destination was
+    /// reachable, 6 decimals.
+    pub reachable_fraction: f64,
+}
+
+/// One flow's measurements in one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowRecord {
+    /// DATA packets sent.
+    pub tx_packets: u64,
+    /// DATA packets received.
+    pub rx_packets: u64,
+    /// Packet delivery ratio, received / sent (0 if none sent).
+    pub pdr: f64,
+    /// Received packets × 588 B × 8 over the run, % of 5 Mbit/s (seed 001's throughput).
+    pub throughput_pct: f64,
+    /// Packets that left the sender's queue, the same way.
+    pub processed_pct: f64,
+    /// Mean one-way delay, ms.
+    pub delay_ms_mean: Option<f64>,
+    /// Mean |ΔD| jitter between consecutive packets, ms.
+    pub jitter_ms_mean: Option<f64>,
+    /// Seed 001 Eq. 6 (cumulative moving average of |Δcwnd|) at the end, bytes.
+    pub cwnd_cma_final: f64,
+    /// Mean of the sampled cwnd, bytes.
+    pub cwnd_mean: Option<f64>,
+    /// Standard deviation of the sampled cwnd, bytes.
+    pub cwnd_std: Option<f64>,
+    /// Queue and channel drops.
+    pub drops: u64,
+    /// Route changes of the flow's (source, destination) pair.
+    pub route_changes: u64,
+    /// Fraction of recomputations with the destination reachable.
+    pub reachable_fraction: Option<f64>,
+    /// Throughput per sampling interval, Mbit/s (588-byte packets).
+    pub throughput_mbps_per_s: Vec<f64>,
+    /// Drops per second, per sampling interval.
+    pub drops_per_s: Vec<f64>,
+}
+
+/// The measurements of one run. O(flows × samples).
+pub fn measure(res: &SimResults) -> RunRecord {
     let dur_s = res.duration_ns as f64 / 1e9;
     let pct = |packets: f64| 100.0 * packets * SEED_PACKET_BYTES * 8.0 / (dur_s * CHANNEL_RATE_BPS);
     let w = res.wireless.as_ref();
-    let flows: Vec<Value> = res
+    let flows = res
         .flows
         .iter()
         .enumerate()
@@ -187,78 +272,126 @@ pub fn measure(res: &SimResults) -> Value {
             let cw_s = Summary::of(&cw);
             let interval_s = res.interval_ns as f64 / 1e9;
             let routes = w.and_then(|w| w.flows.get(i));
-            json!({
-                "tx_packets": c.tx_packets,
-                "rx_packets": c.rx_packets,
-                "pdr": if c.tx_packets > 0 { c.rx_packets as f64 / c.tx_packets as f64 } else { 0.0 },
-                "throughput_pct": pct(c.rx_packets as f64),
-                "processed_pct": pct(c.processed_bytes as f64 / per_packet),
-                "delay_ms_mean": f.delay_mean_ms(),
-                "jitter_ms_mean": (m.jitter_abs_sum.1 > 0).then(|| m.jitter_abs_sum.0 / m.jitter_abs_sum.1 as f64 / 1e6),
-                "cwnd_cma_final": m.cwnd_cma(),
-                "cwnd_mean": cw_s.map(|s| s.mean),
-                "cwnd_std": cw_s.and_then(|s| s.std),
-                "drops": c.queue_drops + c.channel_drops,
-                "route_changes": routes.map_or(0, |r| r.route_changes),
-                "reachable_fraction": routes.map(|r| r.reachable_fraction),
-                "throughput_mbps_per_s": m.samples.iter().map(|s| s.delta.rx_packets as f64 * SEED_PACKET_BYTES * 8.0 / interval_s / 1e6).collect::<Vec<_>>(),
-                "drops_per_s": m.samples.iter().map(|s| (s.delta.queue_drops + s.delta.channel_drops) as f64 / interval_s).collect::<Vec<_>>(),
-            })
+            let (abs_jitter_sum_ns, jitter_samples) = (m.jitter_abs_ns.sum, m.jitter_abs_ns.count);
+            FlowRecord {
+                tx_packets: c.tx_packets,
+                rx_packets: c.rx_packets,
+                pdr: if c.tx_packets > 0 {
+                    c.rx_packets as f64 / c.tx_packets as f64
+                } else {
+                    0.0
+                },
+                throughput_pct: pct(c.rx_packets as f64),
+                processed_pct: pct(c.processed_bytes as f64 / per_packet),
+                delay_ms_mean: f.delay_mean_ms(),
+                jitter_ms_mean: (jitter_samples > 0)
+                    .then(|| abs_jitter_sum_ns / jitter_samples as f64 / 1e6),
+                cwnd_cma_final: m.cwnd_cma(),
+                cwnd_mean: cw_s.map(|s| s.mean),
+                cwnd_std: cw_s.and_then(|s| s.std),
+                drops: c.queue_drops + c.channel_drops,
+                route_changes: routes.map_or(0, |r| r.route_changes),
+                reachable_fraction: routes.map(|r| r.reachable_fraction),
+                throughput_mbps_per_s: m
+                    .samples
+                    .iter()
+                    .map(|s| s.delta.rx_packets as f64 * SEED_PACKET_BYTES * 8.0 / interval_s / 1e6)
+                    .collect(),
+                drops_per_s: m
+                    .samples
+                    .iter()
+                    .map(|s| (s.delta.queue_drops + s.delta.channel_drops) as f64 / interval_s)
+                    .collect(),
+            }
         })
         .collect();
-    json!({
-        "events": res.events,
-        "route_changes_total": w.map_or(0, |w| w.route_changes_total),
-        "wireless": w.map(|w| w.to_json()),
-        "flows": flows,
-    })
+    RunRecord {
+        events: res.events,
+        route_changes_total: w.map_or(0, |w| w.route_changes_total),
+        wireless: w.map(|w| WirelessRecord {
+            route_recomputations: w.recomputations,
+            route_changes_total: w.route_changes_total,
+            flows: w
+                .flows
+                .iter()
+                .map(|f| RouteRecord {
+                    route_changes: f.route_changes,
+                    // As the engine's summary.json rounds it.
+                    reachable_fraction: (f.reachable_fraction * 1e6).round() / 1e6,
+                })
+                .collect(),
+            frames: w.stats.frames,
+            mac_attempts: w.stats.attempts,
+            mac_collisions: w.stats.collisions,
+            mac_drops: w.stats.mac_drops,
+            no_route_drops: w.stats.no_route_drops,
+            broken_route_drops: w.stats.broken_route_drops,
+        }),
+        flows,
+    }
 }
 
 /// One case's outcome: runs[controller][seed].
 pub struct CaseRuns {
-    /// The scenario text (controller and seed overridden per run).
-    pub scenario: String,
-    /// Per controller (in [`CONTROLLERS`] order), per seed, [`measure`]'s value.
-    pub runs: Vec<Vec<Value>>,
+    /// The scenario (controller and seed set per run).
+    pub scenario: ScenarioConfig,
+    /// Per controller (in [`CONTROLLERS`] order), per seed, [`measure`]'s record.
+    pub runs: Vec<Vec<RunRecord>>,
 }
 
 fn run_case(
-    text: String,
+    config: ScenarioConfig,
     seeds: u32,
     threads: usize,
     progress: &dyn Progress,
-    (offset, total): (usize, usize),
+    offset: usize,
+    total: usize,
 ) -> anyhow::Result<CaseRuns> {
-    let base: toml::Value = toml::from_str(&text).context("the fanet scenario")?;
-    let list = CONTROLLERS.join(",");
-    let spec = SweepSpec::from_cli(&[format!("flows.0.cc={list}")], Some(seeds))?;
+    let how = PlanRuns {
+        seeds,
+        base_seed: BASE_SEED,
+        threads,
+    };
     let cb = |done: usize, _: usize| progress.update(offset + done, total);
-    let outcome: SweepOutcome =
-        run_sweep(&base, &spec, threads, &cb, run_one).map_err(|e| anyhow::anyhow!("{e:#}"))?;
-    anyhow::ensure!(outcome.base_seed == BASE_SEED, "unexpected base seed");
+    let outcome = run_plan(
+        &CONTROLLERS,
+        how,
+        &cb,
+        |cc| format!("fanet, {} flow(s), {cc}", config.flows.len()),
+        |cc, seed| run_one(&config, cc, seed),
+    )?;
     Ok(CaseRuns {
-        scenario: text,
+        scenario: config,
         runs: outcome.runs,
     })
 }
 
-/// The per-controller keys of `summary.json`, in order.
-pub const SUMMARY_KEYS: [&str; 6] = [
-    "pdr",
-    "throughput_pct",
-    "delay_ms_mean",
-    "jitter_ms_mean",
-    "cwnd_cma_final",
-    "route_changes",
-];
-
-/// Mean and summary of `key` of flow `flow` over the seeds of one controller.
-pub fn stat(runs: &[Value], flow: usize, key: &str) -> Option<Summary> {
+/// Summary over the seeds of one controller of `pick` of flow `flow`
+/// (non-finite values, written `null`, are left out).
+pub fn stat(
+    runs: &[RunRecord],
+    flow: usize,
+    pick: impl Fn(&FlowRecord) -> Option<f64>,
+) -> Option<Summary> {
     let xs: Vec<f64> = runs
         .iter()
-        .filter_map(|r| r["flows"][flow][key].as_f64())
+        .filter_map(|r| pick(r.flows.get(flow)?))
+        .filter(|x| x.is_finite())
         .collect();
     Summary::of(&xs)
+}
+
+/// A line of `runs.jsonl`: one run of one case.
+#[derive(Debug, Serialize)]
+struct RunLine<'a> {
+    /// `primary` or `extended`.
+    case: &'a str,
+    /// The controller.
+    cc: &'a str,
+    /// The run's seed.
+    seed: u64,
+    /// What it measured.
+    run: &'a RunRecord,
 }
 
 /// One controller's figures in `summary.json` (a mean over seeds, or its
@@ -293,14 +426,14 @@ pub fn summary_json(primary: &CaseRuns) -> FanetSummary {
     let mut means = Keyed::new();
     let mut cis = Keyed::new();
     for (c, runs) in CONTROLLERS.iter().zip(&primary.runs) {
-        let s = |k: &str| stat(runs, 0, k);
+        let s = |pick: fn(&FlowRecord) -> Option<f64>| stat(runs, 0, pick);
         let figures = |f: &dyn Fn(Summary) -> Option<f64>| ControllerFigures {
-            pdr: s(SUMMARY_KEYS[0]).and_then(f),
-            throughput_pct: s(SUMMARY_KEYS[1]).and_then(f),
-            delay_ms_mean: s(SUMMARY_KEYS[2]).and_then(f),
-            jitter_ms_mean: s(SUMMARY_KEYS[3]).and_then(f),
-            cwnd_cma_final: s(SUMMARY_KEYS[4]).and_then(f),
-            route_changes: s(SUMMARY_KEYS[5]).and_then(f),
+            pdr: s(|r| Some(r.pdr)).and_then(f),
+            throughput_pct: s(|r| Some(r.throughput_pct)).and_then(f),
+            delay_ms_mean: s(|r| r.delay_ms_mean).and_then(f),
+            jitter_ms_mean: s(|r| r.jitter_ms_mean).and_then(f),
+            cwnd_cma_final: s(|r| Some(r.cwnd_cma_final)).and_then(f),
+            route_changes: s(|r| Some(r.route_changes as f64)).and_then(f),
         };
         means.push(*c, figures(&|s| Some(s.mean)));
         cis.push(*c, figures(&|s| s.ci95));
@@ -321,7 +454,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         None if args.quick => 30.0,
         None => 100.0,
     };
-    let duration = format!("{dur_s}s");
+    let duration = Dur::from_secs_f64(dur_s);
     let dir = args.out.join("fanet");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let total = 2 * CONTROLLERS.len() * seeds as usize;
@@ -332,18 +465,20 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let started = std::time::Instant::now();
     let half = total / 2;
     let primary = run_case(
-        scenario_text(&duration, 1),
+        scenario(duration, 1)?,
         seeds,
         args.threads,
         progress,
-        (0, total),
+        0,
+        total,
     )?;
     let extended = run_case(
-        scenario_text(&duration, 5),
+        scenario(duration, 5)?,
         seeds,
         args.threads,
         progress,
-        (half, total),
+        half,
+        total,
     )?;
     progress.finish();
     let wall_s = started.elapsed().as_secs_f64();
@@ -358,10 +493,15 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     write("summary.json", &summary)?;
     let mut lines = String::new();
     for (case, r) in [("primary", &primary), ("extended", &extended)] {
-        for (c, runs) in CONTROLLERS.iter().zip(&r.runs) {
-            for (i, v) in runs.iter().enumerate() {
-                let row = json!({"case": case, "cc": c, "seed": BASE_SEED + i as u64, "run": v});
-                lines.push_str(&row.to_string());
+        for (cc, runs) in CONTROLLERS.iter().zip(&r.runs) {
+            for (i, run) in runs.iter().enumerate() {
+                let line = RunLine {
+                    case,
+                    cc,
+                    seed: BASE_SEED + i as u64,
+                    run,
+                };
+                lines.push_str(&serde_json::to_string(&line).context("runs.jsonl")?);
                 lines.push('\n');
             }
         }
@@ -370,7 +510,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let events: u64 = [&primary, &extended]
         .iter()
         .flat_map(|r| r.runs.iter().flatten())
-        .filter_map(|v| v["events"].as_u64())
+        .map(|r| r.events)
         .sum();
     let ctx = report::Context {
         dir: dir.clone(),
@@ -379,7 +519,10 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         command: args.command.clone(),
         events,
     };
-    let report = report::write(&ctx, &primary, &extended)?;
+    let report::Written {
+        path: report,
+        comparisons,
+    } = report::write(&ctx, &primary, &extended)?;
     let console = format!(
         "reproduce fanet: {} runs ({} controllers × {seeds} seeds × 2 cases, {dur_s} s each), {events} events in {wall_s:.1} s wall ({:.0} events/s)\nwrote {}, {}\n",
         total,
@@ -395,5 +538,67 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         events,
         runs: total,
         console,
+        comparisons,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed world is the document this reproduction was written as
+    /// before it used `scenarios/fanet.toml` (the same runs, byte for byte).
+    #[test]
+    fn the_scenario_is_the_former_document() {
+        let mut text = String::from(
+            "name = \"fanet\"\nduration = \"30s\"\nseed = 1\n[metrics]\ninterval = \"1s\"\nper_message = false\n\
+             [wireless]\nbox_m = [300.0, 300.0, 100.0]\nqueue_packets = 100\nchannel = { data_rate_mbps = 5.0 }\n\
+             routing = { recompute_interval_s = 1.0 }\n\
+             mobility = { model = \"gauss_markov\", mean_speed_mps = 20.0, alpha = 0.85, update_interval_s = 0.1 }\n",
+        );
+        for i in 0..10 {
+            text.push_str(&format!("[[nodes]]\nname = \"uav{i}\"\n"));
+        }
+        for f in 0..5 {
+            text.push_str(&format!(
+                "[[flows]]\nname = \"bulk{f}\"\nsrc = \"uav{}\"\ndst = \"uav{}\"\ncc = \"newreno\"\n\
+                 startup = \"slow_start\"\npayload_bytes = 536\n[[flows.streams]]\napp = \"bulk\"\n",
+                2 * f,
+                2 * f + 1
+            ));
+        }
+        let former = Scenario::from_toml_str(&text, "fanet", &[]).unwrap();
+        let typed = scenario(Dur::from_secs_f64(30.0), 5).unwrap();
+        let typed = Scenario::from_config(typed, "fanet").unwrap();
+        assert_eq!(
+            format!("{:?}", typed.config),
+            format!("{:?}", former.config)
+        );
+        assert_eq!(format!("{:?}", typed.model), format!("{:?}", former.model));
+        assert!(scenario(Dur(1), 6).is_err());
+    }
+
+    /// A run's record serializes field by field as `runs.jsonl` has it,
+    /// and reads back.
+    #[test]
+    fn a_record_keeps_the_runs_jsonl_shape() {
+        let config = scenario(Dur::from_secs_f64(2.0), 1).unwrap();
+        let r = run_one(&config, "cubic", 1).unwrap();
+        assert_eq!(r.flows.len(), 1);
+        let f = &r.flows[0];
+        assert!(f.tx_packets >= f.rx_packets && f.rx_packets > 0, "{f:?}");
+        assert_eq!(f.throughput_mbps_per_s.len(), 2);
+        let w = r.wireless.as_ref().expect("a wireless world");
+        assert_eq!(w.flows.len(), 1);
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(
+            text.starts_with("{\"events\":")
+                && text.contains(",\"wireless\":{\"route_recomputations\":"),
+            "{text}"
+        );
+        // serde_json reads floats to within an ulp: compare the exact parts.
+        let back: RunRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!((back.events, &back.wireless), (r.events, &r.wireless));
+        assert_eq!(back.flows[0].rx_packets, f.rx_packets);
+    }
 }

@@ -5,12 +5,11 @@
 //! a paragraph on the differences. Output depends on the runs only (no
 //! wall-clock times, no host names).
 
-use super::{stat, CaseRuns, CONTROLLERS};
+use super::{stat, CaseRuns, FlowRecord, RunRecord, CONTROLLERS};
 use crate::charts::{bar_chart, time_series, BarSeries, ChartText, Series};
 use crate::published::{self, MdTable};
 use crate::report::{published_vs_ours, Cell, Comparison, Report, Table};
 use peregrine_sim::experiment::Summary;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// What the report needs besides the runs.
@@ -68,18 +67,20 @@ fn cell(s: Option<Summary>, decimals: usize) -> Cell {
     s.map_or(Cell::Missing, |s| Cell::mean_ci(s.mean, s.ci95, decimals))
 }
 
-/// Per-second series of `key` of flow 0, averaged over seeds.
-fn per_second(runs: &[Value], key: &str) -> Vec<(f64, f64)> {
+/// Per-second series `series` of flow 0, averaged over seeds (non-finite
+/// values left out).
+fn per_second(runs: &[RunRecord], series: PerSecond) -> Vec<(f64, f64)> {
     let n = runs
         .iter()
-        .map(|r| r["flows"][0][key].as_array().map_or(0, Vec::len))
+        .map(|r| r.flows.first().map_or(0, |f| series(f).len()))
         .min()
         .unwrap_or(0);
     (0..n)
         .map(|i| {
             let xs: Vec<f64> = runs
                 .iter()
-                .filter_map(|r| r["flows"][0][key][i].as_f64())
+                .filter_map(|r| series(r.flows.first()?).get(i).copied())
+                .filter(|x| x.is_finite())
                 .collect();
             (
                 (i + 1) as f64,
@@ -89,11 +90,28 @@ fn per_second(runs: &[Value], key: &str) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Summary over seeds of a whole-run value computed by `f`.
-fn over_runs(runs: &[Value], f: impl Fn(&Value) -> Option<f64>) -> Option<Summary> {
-    let xs: Vec<f64> = runs.iter().filter_map(f).collect();
+/// Summary over seeds of a whole-run value computed by `f` (non-finite
+/// values left out).
+fn over_runs(runs: &[RunRecord], f: impl Fn(&RunRecord) -> Option<f64>) -> Option<Summary> {
+    let xs: Vec<f64> = runs
+        .iter()
+        .filter_map(f)
+        .filter(|x| x.is_finite())
+        .collect();
     Summary::of(&xs)
 }
+
+/// `pick` of flow 0 of a run, if finite (the value a reader of
+/// `runs.jsonl` finds: non-finite numbers are written `null`).
+fn flow0(r: &RunRecord, pick: impl Fn(&FlowRecord) -> Option<f64>) -> Option<f64> {
+    pick(r.flows.first()?).filter(|x| x.is_finite())
+}
+
+/// A figure of one flow of one run.
+type Pick = fn(&FlowRecord) -> Option<f64>;
+
+/// A per-second series of one flow of one run.
+type PerSecond = fn(&FlowRecord) -> &[f64];
 
 fn chart_err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("chart: {e}")
@@ -114,7 +132,7 @@ fn bars(
 /// Per controller: mean over seeds of `pick` (0 if none) and its 95 % CI.
 fn series_of(
     primary: &CaseRuns,
-    pick: impl Fn(&Value) -> Option<f64>,
+    pick: impl Fn(&RunRecord) -> Option<f64>,
 ) -> (Vec<f64>, Vec<Option<f64>>) {
     let stats: Vec<Option<Summary>> = primary
         .runs
@@ -127,8 +145,16 @@ fn series_of(
     )
 }
 
-/// Write the report; returns its path.
-pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::Result<PathBuf> {
+/// What [`write`] wrote: the report and the published-vs-ours rows in it.
+pub struct Written {
+    /// `report.md`.
+    pub path: PathBuf,
+    /// Fig. 4: throughput per controller beside seed 001's.
+    pub comparisons: Vec<Comparison>,
+}
+
+/// Write the report. Cost: the charts, O(controllers × seeds × samples).
+pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::Result<Written> {
     std::fs::create_dir_all(ctx.dir.join("plots"))?;
     let table1: Option<MdTable> = published::load().ok().and_then(|doc| {
         doc.tables_under("Seed 001")
@@ -164,20 +190,24 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
         2 * CONTROLLERS.len() * ctx.seeds as usize,
     ));
     r.code("sh", &ctx.command);
-    r.paragraph("The primary scenario (every run sets `flows.0.cc` and `seed`):");
-    r.code("toml", primary.scenario.trim());
+    r.paragraph(&format!(
+        "The world is `scenarios/fanet.toml` (below) run for {} s; every run sets the controller \
+         of every flow and `seed`. The primary case runs its one flow (named `bulk0`), the \
+         extended case {} copies of it (`bulk0` … `bulk4`, uav0 → uav1, uav2 → uav3, …).",
+        ctx.duration_s,
+        extended.scenario.flows.len()
+    ));
+    r.code("toml", super::FANET_TOML.trim());
     if table1.is_none() {
         r.paragraph("Published numbers unavailable: `shared/docs/seed-results.md` was not found (set `PEREGRINE_SHARED`).");
     }
 
     // Routes.
     let nr = &primary.runs[0];
-    let total = over_runs(nr, |v| v["route_changes_total"].as_f64());
-    let pair = over_runs(nr, |v| v["flows"][0]["route_changes"].as_f64());
+    let total = over_runs(nr, |v| Some(v.route_changes_total as f64));
+    let pair = over_runs(nr, |v| flow0(v, |f| Some(f.route_changes as f64)));
     let reach = over_runs(nr, |v| {
-        v["flows"][0]["reachable_fraction"]
-            .as_f64()
-            .map(|x| 100.0 * x)
+        flow0(v, |f| f.reachable_fraction).map(|x| 100.0 * x)
     });
     let mut t = Table::new(["quantity", "mean ± 95 % CI over seeds"]);
     t.row([
@@ -206,13 +236,15 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
         "no-route drops",
     ]);
     for (c, runs) in CONTROLLERS.iter().zip(&primary.runs) {
-        let w = |k: &'static str| over_runs(runs, move |v| v["wireless"][k].as_f64());
+        let w = |k: fn(&super::WirelessRecord) -> u64| {
+            over_runs(runs, move |v| v.wireless.as_ref().map(|w| k(w) as f64))
+        };
         t.row([
             Cell::Text((*c).into()),
-            cell(w("mac_collisions"), 0),
-            cell(w("mac_drops"), 0),
-            cell(w("broken_route_drops"), 0),
-            cell(w("no_route_drops"), 0),
+            cell(w(|w| w.mac_collisions), 0),
+            cell(w(|w| w.mac_drops), 0),
+            cell(w(|w| w.broken_route_drops), 0),
+            cell(w(|w| w.no_route_drops), 0),
         ]);
     }
     r.paragraph("Where packets were lost besides the queues (primary case, per run):");
@@ -229,13 +261,13 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
         "PDR % ours",
     ]);
     for (c, runs) in CONTROLLERS.iter().zip(&primary.runs) {
-        let pdr = over_runs(runs, |v| v["flows"][0]["pdr"].as_f64().map(|x| 100.0 * x));
+        let pdr = over_runs(runs, |v| flow0(v, |f| Some(f.pdr)).map(|x| 100.0 * x));
         t.row([
             Cell::Text((*c).into()),
             Cell::opt(pubnum(c, "Tx packets"), 0),
-            cell(stat(runs, 0, "tx_packets"), 0),
+            cell(stat(runs, 0, |f| Some(f.tx_packets as f64)), 0),
             Cell::opt(pubnum(c, "Rx packets"), 0),
-            cell(stat(runs, 0, "rx_packets"), 0),
+            cell(stat(runs, 0, |f| Some(f.rx_packets as f64)), 0),
             Cell::opt(pubnum(c, "PDR"), 2),
             cell(pdr, 2),
         ]);
@@ -248,7 +280,7 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
         .iter()
         .zip(&primary.runs)
         .map(|(c, runs)| {
-            let s = stat(runs, 0, "throughput_pct");
+            let s = stat(runs, 0, |f| Some(f.throughput_pct));
             Comparison {
                 item: (*c).into(),
                 published: pubnum(c, "throughput"),
@@ -260,8 +292,8 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
     r.heading(2, "Fig. 4: throughput and processed load, % of the 5 Mbit/s rate")
         .paragraph("Throughput % = received packets × 588 B × 8 / (duration × 5 Mbit/s), seed 001's definition; processed load counts the packets that left the sender's transmit queue the same way.")
         .table(Some("Throughput, % of the channel rate"), &published_vs_ours("controller", &rows, 2));
-    let (thr, thr_ci) = series_of(primary, |v| v["flows"][0]["throughput_pct"].as_f64());
-    let (pl, pl_ci) = series_of(primary, |v| v["flows"][0]["processed_pct"].as_f64());
+    let (thr, thr_ci) = series_of(primary, |v| flow0(v, |f| Some(f.throughput_pct)));
+    let (pl, pl_ci) = series_of(primary, |v| flow0(v, |f| Some(f.processed_pct)));
     let pub_thr: Vec<f64> = CONTROLLERS
         .iter()
         .map(|c| pubnum(c, "throughput").unwrap_or(0.0))
@@ -283,20 +315,21 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
     r.image("Fig. 4", &p);
 
     // Fig. 3 and 5.
-    for (key, file, title, y) in [
+    let per_s: [(PerSecond, _, _, _); 2] = [
         (
-            "throughput_mbps_per_s",
+            |f| &f.throughput_mbps_per_s,
             "fig3_throughput_per_s.svg",
             "Throughput per second, mean over seeds (Fig. 3)",
             "throughput (Mbit/s)",
         ),
         (
-            "drops_per_s",
+            |f| &f.drops_per_s,
             "fig5_drops_per_s.svg",
             "Packet drops per second, mean over seeds (Fig. 5)",
             "drops (packets/s)",
         ),
-    ] {
+    ];
+    for (key, file, title, y) in per_s {
         let series: Vec<Series> = CONTROLLERS
             .iter()
             .zip(&primary.runs)
@@ -321,13 +354,13 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
     for (c, runs) in CONTROLLERS.iter().zip(&primary.runs) {
         t.row([
             Cell::Text((*c).into()),
-            cell(stat(runs, 0, "cwnd_cma_final"), 0),
-            cell(stat(runs, 0, "cwnd_mean"), 0),
-            cell(stat(runs, 0, "cwnd_std"), 0),
+            cell(stat(runs, 0, |f| Some(f.cwnd_cma_final)), 0),
+            cell(stat(runs, 0, |f| f.cwnd_mean), 0),
+            cell(stat(runs, 0, |f| f.cwnd_std), 0),
             Cell::opt(pubnum(c, "mean delay"), 2),
-            cell(stat(runs, 0, "delay_ms_mean"), 2),
+            cell(stat(runs, 0, |f| f.delay_ms_mean), 2),
             Cell::opt(published_jitter(c), 2),
-            cell(stat(runs, 0, "jitter_ms_mean"), 3),
+            cell(stat(runs, 0, |f| f.jitter_ms_mean), 3),
         ]);
     }
     r.heading(2, "Figs. 6–9: cwnd volatility (CMA, Eq. 6), cwnd mean ± std, delay and jitter")
@@ -338,34 +371,34 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
             "fig6_cwnd_cma.svg",
             "cwnd CMA (Fig. 6)",
             "CMA of |Δcwnd| (bytes)",
-            "cwnd_cma_final",
+            (|f| Some(f.cwnd_cma_final)) as Pick,
             None,
         ),
         (
             "fig7_cwnd_mean_std.svg",
             "cwnd mean ± std (Fig. 7)",
             "cwnd (bytes)",
-            "cwnd_mean",
-            Some("cwnd_std"),
+            |f| f.cwnd_mean,
+            Some((|f| f.cwnd_std) as Pick),
         ),
         (
             "fig8_delay.svg",
             "Mean one-way delay (Fig. 8)",
             "delay (ms)",
-            "delay_ms_mean",
+            |f| f.delay_ms_mean,
             None,
         ),
         (
             "fig9_jitter.svg",
             "Mean jitter (Fig. 9)",
             "jitter (ms)",
-            "jitter_ms_mean",
+            |f| f.jitter_ms_mean,
             None,
         ),
     ] {
-        let (v, e) = series_of(primary, |x| x["flows"][0][key].as_f64());
+        let (v, e) = series_of(primary, |x| flow0(x, key));
         let e = match err_key {
-            Some(k) => series_of(primary, |x| x["flows"][0][k].as_f64())
+            Some(k) => series_of(primary, |x| flow0(x, k))
                 .0
                 .into_iter()
                 .map(Some)
@@ -391,14 +424,23 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
         "S-HTCP vs H-TCP",
         "published",
     ]);
-    for (label, key, published) in [
-        ("throughput (% of 5 Mbit/s)", "throughput_pct", "+3.8942 %"),
-        ("packet drops per run", "drops", "74 vs 77 (S-HTCP fewer)"),
-        ("mean delay (ms)", "delay_ms_mean", "lower (figure)"),
-        ("mean jitter (ms)", "jitter_ms_mean", "lower (figure)"),
-        ("cwnd CMA (B)", "cwnd_cma_final", "lower (figure)"),
-        ("cwnd mean (B)", "cwnd_mean", "higher (figure)"),
-    ] {
+    let quantities: [(&str, Pick, &str); 6] = [
+        (
+            "throughput (% of 5 Mbit/s)",
+            |f| Some(f.throughput_pct),
+            "+3.8942 %",
+        ),
+        (
+            "packet drops per run",
+            |f| Some(f.drops as f64),
+            "74 vs 77 (S-HTCP fewer)",
+        ),
+        ("mean delay (ms)", |f| f.delay_ms_mean, "lower (figure)"),
+        ("mean jitter (ms)", |f| f.jitter_ms_mean, "lower (figure)"),
+        ("cwnd CMA (B)", |f| Some(f.cwnd_cma_final), "lower (figure)"),
+        ("cwnd mean (B)", |f| f.cwnd_mean, "higher (figure)"),
+    ];
+    for (label, key, published) in quantities {
         let (a, b) = (stat(h, 0, key), stat(s, 0, key));
         let rel = mean(a)
             .zip(mean(b))
@@ -424,11 +466,16 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
         "mean jitter (ms)",
         "mean cwnd CMA (B)",
     ]);
-    let n_flows = |v: &Value| v["flows"].as_array().map_or(0, Vec::len);
-    let avg = |v: &Value, k: &str| {
-        let xs: Vec<f64> = (0..n_flows(v))
-            .filter_map(|f| v["flows"][f][k].as_f64())
-            .collect();
+    // Over the flows of a run, the finite values of `k`.
+    let finite = |v: &RunRecord, k: Pick| -> Vec<f64> {
+        v.flows
+            .iter()
+            .filter_map(k)
+            .filter(|x| x.is_finite())
+            .collect()
+    };
+    let avg = |v: &RunRecord, k: Pick| {
+        let xs = finite(v, k);
         (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
     };
     for (c, runs) in CONTROLLERS.iter().zip(&extended.runs) {
@@ -436,18 +483,17 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
             Cell::Text((*c).into()),
             cell(
                 over_runs(runs, |v| {
-                    Some(
-                        (0..n_flows(v))
-                            .filter_map(|f| v["flows"][f]["throughput_pct"].as_f64())
-                            .sum(),
-                    )
+                    Some(finite(v, |f| Some(f.throughput_pct)).iter().sum())
                 }),
                 2,
             ),
-            cell(over_runs(runs, |v| avg(v, "pdr").map(|x| 100.0 * x)), 2),
-            cell(over_runs(runs, |v| avg(v, "delay_ms_mean")), 2),
-            cell(over_runs(runs, |v| avg(v, "jitter_ms_mean")), 3),
-            cell(over_runs(runs, |v| avg(v, "cwnd_cma_final")), 0),
+            cell(
+                over_runs(runs, |v| avg(v, |f| Some(f.pdr)).map(|x| 100.0 * x)),
+                2,
+            ),
+            cell(over_runs(runs, |v| avg(v, |f| f.delay_ms_mean)), 2),
+            cell(over_runs(runs, |v| avg(v, |f| f.jitter_ms_mean)), 3),
+            cell(over_runs(runs, |v| avg(v, |f| Some(f.cwnd_cma_final))), 0),
         ]);
     }
     r.heading(2, "Extended case: 5 simultaneous flows")
@@ -457,7 +503,7 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
     let thr_all: Vec<f64> = primary
         .runs
         .iter()
-        .filter_map(|runs| mean(stat(runs, 0, "throughput_pct")))
+        .filter_map(|runs| mean(stat(runs, 0, |f| Some(f.throughput_pct))))
         .collect();
     let (lo, hi) = thr_all
         .iter()
@@ -483,5 +529,8 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
          collisions use Bianchi's saturated model (no hidden terminals), so contention at light load \
          is over-estimated."
     ));
-    Ok(r.write()?)
+    Ok(Written {
+        path: r.write()?,
+        comparisons: rows,
+    })
 }

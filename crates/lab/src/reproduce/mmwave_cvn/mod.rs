@@ -19,11 +19,15 @@
 //! 1.0 offers 50 Mbit/s per vehicle) and runs last [`DURATION_S`]
 //! seconds, so the default grid takes minutes on two cores.
 
+use crate::plan::{run_plan, PlanRuns};
 use crate::progress::Progress;
+use crate::report::Comparison;
 use crate::Keyed;
 use anyhow::Context;
-use peregrine_sim::experiment::{self, SweepSpec};
-use peregrine_sim::world::channel::mmwave::{FailureCounts, FailureKind};
+use peregrine_sim::scenario::units::{Dur, Rate};
+use peregrine_sim::scenario::vehicular::VehicularConfig;
+use peregrine_sim::scenario::ScenarioConfig;
+use peregrine_sim::world::channel::mmwave::{Environment, FailureCounts, FailureKind};
 use peregrine_sim::world::vehicles::ChannelTimeline;
 use peregrine_sim::{run_with_timeline, Scenario};
 use serde::{Deserialize, Serialize};
@@ -43,13 +47,140 @@ pub const CONTROLLERS: [&str; 4] = ["rtwtcp", "cubic", "compound", "bbr"];
 pub const HINTS: [&str; 3] = ["perfect", "noisy", "absent"];
 /// Normalized loads.
 pub const LOADS: [f64; 6] = [0.2, 0.4, 0.6, 0.8, 1.0, 1.2];
-/// (environment, mobility) in report order.
-pub const SCENARIOS: [(&str, &str); 4] = [
-    ("rural", "manhattan"),
-    ("rural", "random"),
-    ("urban", "manhattan"),
-    ("urban", "random"),
+/// The worlds, in report order.
+pub const SCENARIOS: [World; 4] = [
+    World {
+        environment: Environment::Rural,
+        mobility: "manhattan",
+    },
+    World {
+        environment: Environment::Rural,
+        mobility: "random",
+    },
+    World {
+        environment: Environment::Urban,
+        mobility: "manhattan",
+    },
+    World {
+        environment: Environment::Urban,
+        mobility: "random",
+    },
 ];
+
+/// An area preset and a mobility model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct World {
+    /// Obstacle density preset.
+    pub environment: Environment,
+    /// `manhattan` or `random` (the `vehicular.mobility` names).
+    pub mobility: &'static str,
+}
+
+impl World {
+    /// `<environment>_<mobility>`: the world's key in `summary.json`.
+    pub fn key(&self) -> String {
+        format!("{}_{}", self.environment.as_str(), self.mobility)
+    }
+}
+
+/// One point of the grid: a world, a hint accuracy, a controller and a
+/// normalized load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GridPoint {
+    /// The world.
+    pub world: World,
+    /// Hint accuracy (one of [`HINTS`]).
+    pub hints: &'static str,
+    /// The controller of every vehicle's flow (one of [`CONTROLLERS`]).
+    pub cc: &'static str,
+    /// Offered load per vehicle, a fraction of the reference rate.
+    pub load: f64,
+}
+
+impl GridPoint {
+    /// The point's scenario, `duration` long (seed 1; each run sets its
+    /// own): 20 vehicles with every rate scaled by [`RATE_SCALE`], the
+    /// 2 Gbit/s reference rate, a 1 ms core, 1400-byte packets, the
+    /// senders sampled every 20 ms. O(1).
+    pub fn scenario(&self, duration: Dur) -> ScenarioConfig {
+        let mut s = ScenarioConfig::new(duration, 1);
+        s.name = Some("mmwave-cvn".into());
+        s.metrics.interval = Dur::from_millis(20);
+        s.metrics.per_message = false;
+        s.vehicular = Some(VehicularConfig {
+            environment: self.world.environment,
+            mobility: self.world.mobility.into(),
+            hints: self.hints.into(),
+            cc: self.cc.into(),
+            load: self.load,
+            vehicles: 20,
+            rate_scale: RATE_SCALE,
+            reference_rate: Rate(2_000_000_000),
+            core_delay: Dur::from_millis(1),
+            payload_bytes: 1400,
+            ..VehicularConfig::default()
+        });
+        s
+    }
+
+    /// Where the point's figures sit in `summary.json`.
+    fn key(&self) -> PointKey {
+        PointKey {
+            scenario: self.world.key(),
+            hints: self.hints.to_string(),
+            cc: self.cc.to_string(),
+            load: load_key(self.load),
+        }
+    }
+}
+
+/// The size of the grid: its worlds and loads (every hint accuracy and
+/// controller are always run).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The worlds, in report order.
+    pub worlds: Vec<World>,
+    /// The normalized loads.
+    pub loads: Vec<f64>,
+}
+
+impl Plan {
+    /// Every world and load; with `quick` urban/random at loads 0.6 and 1.0.
+    pub fn of(quick: bool) -> Plan {
+        if quick {
+            Plan {
+                worlds: SCENARIOS[3..].to_vec(),
+                loads: vec![0.6, 1.0],
+            }
+        } else {
+            Plan {
+                worlds: SCENARIOS.to_vec(),
+                loads: LOADS.to_vec(),
+            }
+        }
+    }
+
+    /// The grid: every world × hint accuracy × controller × load, in that
+    /// nesting order. O(points).
+    pub fn points(&self) -> Vec<GridPoint> {
+        let mut points = Vec::new();
+        for &world in &self.worlds {
+            for hints in HINTS {
+                for cc in CONTROLLERS {
+                    for &load in &self.loads {
+                        points.push(GridPoint {
+                            world,
+                            hints,
+                            cc,
+                            load,
+                        });
+                    }
+                }
+            }
+        }
+        points
+    }
+}
 
 /// Options of the reproduction (`peregrine reproduce mmwave-cvn`).
 #[derive(Debug, Clone)]
@@ -93,6 +224,9 @@ pub struct Outcome {
     pub events: u64,
     /// What the command prints (with the wall time: never written to a file).
     pub console: String,
+    /// Seed 004's findings beside ours (`ours` is `None` where the grid
+    /// lacks the worlds a finding needs, e.g. `--quick`).
+    pub comparisons: Vec<Comparison>,
 }
 
 /// One run's measurements.
@@ -104,19 +238,19 @@ struct RunResult {
     cwnd_v0: Vec<(f64, f64)>,
 }
 
-fn base_document(duration_s: f64) -> String {
-    format!(
-        "name = \"mmwave-cvn\"\nduration = \"{duration_s}s\"\nseed = 1\n\
-         [metrics]\ninterval = \"20ms\"\nper_message = false\n\
-         [vehicular]\nvehicles = 20\nrate_scale = {RATE_SCALE}\n\
-         reference_rate = \"2Gbps\"\ncore_delay = \"1ms\"\npayload_bytes = 1400\n"
-    )
-}
-
 type Cache = Mutex<BTreeMap<(String, String, u64), Arc<ChannelTimeline>>>;
 
-fn run_one(doc: &toml::Value, cache: &Cache) -> anyhow::Result<RunResult> {
-    let s = Scenario::from_value(doc.clone(), "mmwave-cvn")?;
+/// One run of `point`, `duration` long, seeded `seed`, its channel
+/// recorded once per (world, seed) in `cache`.
+fn run_one(
+    point: &GridPoint,
+    duration: Dur,
+    seed: u64,
+    cache: &Cache,
+) -> anyhow::Result<RunResult> {
+    let mut config = point.scenario(duration);
+    config.seed = seed;
+    let s = Scenario::from_config(config, "mmwave-cvn")?;
     let m = &s.model;
     let v = m
         .vehicular
@@ -175,19 +309,21 @@ fn run_one(doc: &toml::Value, cache: &Cache) -> anyhow::Result<RunResult> {
     })
 }
 
-/// (scenario key, hints, cc, load label) → mean over seeds; cwnd of seed 1.
-type Results = BTreeMap<(String, String, String, String), RunResult>;
+/// Where a point's figures sit in `summary.json`: world key
+/// (`urban_random`), hint accuracy, controller and load key (`load_0.6`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct PointKey {
+    scenario: String,
+    hints: String,
+    cc: String,
+    load: String,
+}
+
+/// Per point: the means over seeds; cwnd of seed 1.
+type Results = BTreeMap<PointKey, RunResult>;
 
 fn load_key(load: f64) -> String {
     format!("load_{load:.1}")
-}
-
-fn label(v: &toml::Value) -> String {
-    match v {
-        toml::Value::String(s) => s.clone(),
-        toml::Value::Float(f) => format!("{f:.1}"),
-        other => other.to_string(),
-    }
 }
 
 /// Run the reproduction, reporting to `progress`, and write
@@ -206,76 +342,46 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         duration_s.is_finite() && duration_s > 0.0 && duration_s <= 3600.0,
         "--duration-s must be in (0, 3600]"
     );
-    let scenarios: Vec<(&str, &str)> = if args.quick {
-        vec![("urban", "random")]
-    } else {
-        SCENARIOS.to_vec()
-    };
-    let loads: Vec<f64> = if args.quick {
-        vec![0.6, 1.0]
-    } else {
-        LOADS.to_vec()
-    };
-    let base: toml::Value = toml::from_str(&base_document(duration_s))?;
-    let strs = |xs: &[&str]| {
-        xs.iter()
-            .map(|x| toml::Value::String(x.to_string()))
-            .collect()
-    };
-    let mut envs: Vec<&str> = scenarios.iter().map(|s| s.0).collect();
-    envs.dedup();
-    let mut mobs: Vec<&str> = scenarios.iter().map(|s| s.1).collect();
-    mobs.sort_unstable();
-    mobs.dedup();
-    let spec = SweepSpec {
-        grid: vec![
-            ("vehicular.environment".into(), strs(&envs)),
-            ("vehicular.mobility".into(), strs(&mobs)),
-            ("vehicular.hints".into(), strs(&HINTS)),
-            ("vehicular.cc".into(), strs(&CONTROLLERS)),
-            (
-                "vehicular.load".into(),
-                loads.iter().map(|l| toml::Value::Float(*l)).collect(),
-            ),
-        ],
+    let plan = Plan::of(args.quick);
+    let points = plan.points();
+    let duration = Dur::from_secs_f64(duration_s);
+    let how = PlanRuns {
         seeds: args.seeds.max(1),
+        base_seed: 1,
+        threads: args.threads,
     };
+    let runs = points.len() * how.seeds as usize;
     let cache: Cache = Mutex::new(BTreeMap::new());
-    progress.start("mmwave-cvn", spec.run_count());
-    let outcome = experiment::run_sweep(
-        &base,
-        &spec,
-        args.threads,
+    progress.start("mmwave-cvn", runs);
+    let outcome = run_plan(
+        &points,
+        how,
         &|done, total| progress.update(done, total),
-        |doc, _seed| run_one(doc, &cache),
+        |p| {
+            format!(
+                "mmwave-cvn {} hints {} {} load {}",
+                p.world.key(),
+                p.hints,
+                p.cc,
+                p.load
+            )
+        },
+        |p, seed| run_one(p, duration, seed, &cache),
     );
     progress.finish();
-    let outcome = outcome.map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    let outcome = outcome?;
     let mut results = Results::new();
     let mut events = 0u64;
-    for (p, runs) in outcome.points.iter().zip(&outcome.runs) {
-        let o: Vec<String> = p.overrides.iter().map(|(_, v)| label(v)).collect();
-        let parsed: &[RunResult] = runs;
-        events += parsed.iter().map(|r| r.events).sum::<u64>();
-        let n = parsed.len().max(1) as f64;
+    for (point, runs) in points.iter().zip(&outcome.runs) {
+        events += runs.iter().map(|r| r.events).sum::<u64>();
+        let n = runs.len().max(1) as f64;
         let mean = RunResult {
-            throughput_mbps: parsed.iter().map(|r| r.throughput_mbps).sum::<f64>() / n,
-            rtt_ms: parsed.iter().map(|r| r.rtt_ms).sum::<f64>() / n,
+            throughput_mbps: runs.iter().map(|r| r.throughput_mbps).sum::<f64>() / n,
+            rtt_ms: runs.iter().map(|r| r.rtt_ms).sum::<f64>() / n,
             events: 0,
-            cwnd_v0: parsed
-                .first()
-                .map(|r| r.cwnd_v0.clone())
-                .unwrap_or_default(),
+            cwnd_v0: runs.first().map(|r| r.cwnd_v0.clone()).unwrap_or_default(),
         };
-        results.insert(
-            (
-                format!("{}_{}", o[0], o[1]),
-                o[2].clone(),
-                o[3].clone(),
-                format!("load_{}", o[4]),
-            ),
-            mean,
-        );
+        results.insert(point.key(), mean);
     }
     let counts = cache
         .into_inner()
@@ -292,8 +398,8 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let dir = args.out.join("mmwave-cvn");
     std::fs::create_dir_all(dir.join("plots"))
         .with_context(|| format!("cannot create {}", dir.display()))?;
-    let keys: Vec<String> = scenarios.iter().map(|(e, m)| format!("{e}_{m}")).collect();
-    let summary = summary_json(&results, &keys, &loads);
+    let keys: Vec<String> = plan.worlds.iter().map(World::key).collect();
+    let summary = summary_json(&results, &keys, &plan.loads);
     let text = serde_json::to_string_pretty(&summary)? + "\n";
     std::fs::write(dir.join("summary.json"), text)
         .with_context(|| format!("cannot write {}/summary.json", dir.display()))?;
@@ -301,19 +407,19 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         dir: &dir,
         results: &results,
         keys: &keys,
-        loads: &loads,
+        loads: &plan.loads,
         timelines: &counts,
         duration_s,
-        seeds: spec.seeds,
+        seeds: how.seeds,
         quick: args.quick,
     };
-    let report = report::write(&ctx)?;
+    let (report, comparisons) = report::write(&ctx)?;
     let wall = started.elapsed().as_secs_f64();
     let console = format!(
         "wrote {} and {}/summary.json\n{} runs, {} events in {:.1} s wall ({:.0} events/s)\n",
         report.display(),
         dir.display(),
-        spec.run_count(),
+        runs,
         events,
         wall,
         events as f64 / wall.max(1e-9)
@@ -322,9 +428,10 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         summary,
         dir,
         report,
-        runs: spec.run_count(),
+        runs,
         events,
         console,
+        comparisons,
     })
 }
 
@@ -355,10 +462,13 @@ fn summary_json(results: &Results, keys: &[String], loads: &[f64]) -> MmwaveSumm
                 let mut lm = Keyed::new();
                 for l in loads {
                     let lk = load_key(*l);
-                    let r = results
-                        .get(&(k.clone(), h.to_string(), cc.to_string(), lk.clone()))
-                        .cloned()
-                        .unwrap_or_default();
+                    let key = PointKey {
+                        scenario: k.clone(),
+                        hints: h.to_string(),
+                        cc: cc.to_string(),
+                        load: lk.clone(),
+                    };
+                    let r = results.get(&key).cloned().unwrap_or_default();
                     lm.push(
                         lk,
                         PointFigures {
@@ -390,12 +500,12 @@ struct ReportCtx<'a> {
 
 impl ReportCtx<'_> {
     fn get(&self, scen: &str, hints: &str, cc: &str, load: f64) -> Option<&RunResult> {
-        self.results.get(&(
-            scen.to_string(),
-            hints.to_string(),
-            cc.to_string(),
-            load_key(load),
-        ))
+        self.results.get(&PointKey {
+            scenario: scen.to_string(),
+            hints: hints.to_string(),
+            cc: cc.to_string(),
+            load: load_key(load),
+        })
     }
 
     /// Mean over loads (those passing `keep`) of `f` for one curve.
@@ -453,12 +563,12 @@ mod tests {
     fn summary_keys_follow_the_contract() {
         let mut r = Results::new();
         r.insert(
-            (
-                "urban_random".into(),
-                "perfect".into(),
-                "rtwtcp".into(),
-                "load_1.0".into(),
-            ),
+            PointKey {
+                scenario: "urban_random".into(),
+                hints: "perfect".into(),
+                cc: "rtwtcp".into(),
+                load: "load_1.0".into(),
+            },
             RunResult {
                 throughput_mbps: 3.5,
                 rtt_ms: 4.0,
@@ -479,5 +589,52 @@ mod tests {
         );
         assert_eq!(load_key(0.2), "load_0.2");
         assert_eq!(load_key(1.0), "load_1.0");
+    }
+}
+
+#[cfg(test)]
+mod grid_tests {
+    use super::*;
+
+    /// A typed grid point is the document (and overrides) this
+    /// reproduction was written as before (the same runs, byte for byte).
+    #[test]
+    fn a_point_is_the_former_document() {
+        let text = "name = \"mmwave-cvn\"\nduration = \"3s\"\nseed = 1\n\
+             [metrics]\ninterval = \"20ms\"\nper_message = false\n\
+             [vehicular]\nvehicles = 20\nrate_scale = 0.025\n\
+             reference_rate = \"2Gbps\"\ncore_delay = \"1ms\"\npayload_bytes = 1400\n";
+        let sets = [
+            "vehicular.environment=\"rural\"",
+            "vehicular.mobility=\"random\"",
+            "vehicular.hints=\"noisy\"",
+            "vehicular.cc=\"bbr\"",
+            "vehicular.load=0.6",
+        ]
+        .map(String::from);
+        let former = Scenario::from_toml_str(text, "mmwave-cvn", &sets).unwrap();
+        let point = GridPoint {
+            world: SCENARIOS[1],
+            hints: "noisy",
+            cc: "bbr",
+            load: 0.6,
+        };
+        let typed = Scenario::from_config(point.scenario(Dur::from_secs_f64(3.0)), "mmwave-cvn");
+        let typed = typed.unwrap();
+        assert_eq!(
+            format!("{:?}", typed.config),
+            format!("{:?}", former.config)
+        );
+        assert_eq!(format!("{:?}", typed.model), format!("{:?}", former.model));
+        assert_eq!(point.key().scenario, "rural_random");
+        assert_eq!(point.key().load, "load_0.6");
+    }
+
+    #[test]
+    fn the_quick_grid_is_urban_random_at_two_loads() {
+        let quick = Plan::of(true).points();
+        assert_eq!(quick.len(), HINTS.len() * CONTROLLERS.len() * 2);
+        assert!(quick.iter().all(|p| p.world.key() == "urban_random"));
+        assert_eq!(Plan::of(false).points().len(), 4 * 3 * 4 * 6);
     }
 }

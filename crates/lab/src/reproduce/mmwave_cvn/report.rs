@@ -77,8 +77,9 @@ fn table_by_load(
     t
 }
 
-/// Write `report.md` (and its charts) into `ctx.dir`.
-pub(super) fn write(ctx: &ReportCtx<'_>) -> anyhow::Result<PathBuf> {
+/// Write `report.md` (and its charts) into `ctx.dir`; its path and the
+/// published-vs-ours rows in it.
+pub(super) fn write(ctx: &ReportCtx<'_>) -> anyhow::Result<(PathBuf, Vec<Comparison>)> {
     let mut rep = Report::new(
         "Seed 004 reproduction: RTW-TCP for connected vehicles on mmWave",
         ctx.dir,
@@ -265,7 +266,7 @@ pub(super) fn write(ctx: &ReportCtx<'_>) -> anyhow::Result<PathBuf> {
     let rows = comparisons(ctx);
     rep.table(None, &published_vs_ours("finding (%)", &rows, 1));
     rep.paragraph(&differences(&rows));
-    Ok(rep.write()?)
+    Ok((rep.write()?, rows))
 }
 
 fn comparisons(ctx: &ReportCtx<'_>) -> Vec<Comparison> {

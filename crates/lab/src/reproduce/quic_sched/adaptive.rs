@@ -5,16 +5,33 @@
 //! `adaptive_buffer.svg`, a table in the report).
 
 use super::setups;
-use super::{r4, run_points, write, AdaptiveRow, Options, Part, Plan};
+use super::{r4, run_points, write, AdaptiveRow, AdaptiveSize, Options, Part, Plan, SetUp};
 use crate::charts::{self, BarSeries, ChartText};
 use crate::progress::Progress;
 use crate::published;
 use crate::report::{Cell, Report, Table};
-use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Completion times of (stream 0, stream 1) by (trace, target, delay, buffer bits).
-type Done = BTreeMap<(String, u64, u64, u64), (Option<f64>, Option<f64>)>;
+/// One set-up of §4.3.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct AdaptivePoint {
+    /// The trace's file name.
+    trace: &'static str,
+    /// The adaptive scheduler's target, Mbit/s.
+    target_mbps: u64,
+    /// One-way delay, ms.
+    delay_ms: u64,
+    /// Queue, × BDP.
+    buffer_bdp: f64,
+}
+
+/// What a §4.3 run measured: its set-up and the completion time of each
+/// stream, s, unrounded (`None`: not finished).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct AdaptiveRun {
+    point: AdaptivePoint,
+    completion_s: [Option<f64>; 2],
+}
 
 /// Run part (c), add its section to `report` and return its `summary.json` entry.
 pub(super) fn adaptive_part(
@@ -25,41 +42,54 @@ pub(super) fn adaptive_part(
     report: &mut Report,
 ) -> anyhow::Result<Part<Vec<AdaptiveRow>>> {
     report.heading(2, "(c) §4.3: the adaptive scheduler over mmWave traces");
-    let (bytes, duration) = plan.adaptive;
-    let (targets, delays, buffers) = &plan.grid;
+    let AdaptiveSize {
+        bytes,
+        duration_s: duration,
+    } = plan.adaptive;
+    let grid = &plan.grid;
+    let (targets, delays, buffers) = (&grid.targets_mbps, &grid.delays_ms, &grid.buffers_bdp);
     let mid_delay = if delays.contains(&10) { 10 } else { delays[0] };
-    let mut docs = Vec::new();
-    let mut rows = Vec::new();
+    let mut setups = Vec::new();
+    let mut points = Vec::new();
     for (ti, rel) in plan.traces.iter().enumerate() {
         let Ok(path) = published::find_shared(rel) else {
             report.paragraph(&format!("Skipped `shared/{rel}`: not found."));
             continue;
         };
+        let name = rel.rsplit('/').next().unwrap_or(rel);
         for &t in targets {
             for &d in delays {
                 for &b in buffers {
                     if ti > 0 && (d != mid_delay || b != 1.0) {
                         continue;
                     }
-                    rows.push((*rel, t, d, b));
-                    docs.push(setups::adaptive(
-                        &path.display().to_string(),
-                        t,
-                        d,
-                        b,
-                        bytes,
-                        duration,
-                    )?);
+                    points.push(AdaptivePoint {
+                        trace: name,
+                        target_mbps: t,
+                        delay_ms: d,
+                        buffer_bdp: b,
+                    });
+                    setups.push(SetUp {
+                        label: format!("§4.3 {name}, target {t} Mbit/s, {d} ms, {b} × BDP"),
+                        config: setups::adaptive(
+                            &path.display().to_string(),
+                            t,
+                            d,
+                            b,
+                            bytes,
+                            duration,
+                        ),
+                    });
                 }
             }
         }
     }
-    if docs.is_empty() {
+    if setups.is_empty() {
         return Ok(Part::Skipped {
             skipped: "no mmWave trace found".into(),
         });
     }
-    let (outcome, _) = run_points("§4.3 adaptive", &docs, 1, args, progress, false)?;
+    let outcome = run_points("§4.3 adaptive", &setups, 1, args, progress, false)?;
     let mut csv = String::from("trace,target_mbps,delay_ms,buffer_bdp,stream0_completion_s,stream1_completion_s,transfer_mbps\n");
     let mut t = Table::new([
         "trace",
@@ -71,15 +101,20 @@ pub(super) fn adaptive_part(
         "transfer rate (Mbit/s)",
     ]);
     let mut out = Vec::new();
-    let mut done = BTreeMap::new();
-    for (p, (rel, target, delay, buffer)) in rows.iter().enumerate() {
+    let mut done = Vec::new();
+    for (p, point) in points.iter().enumerate() {
         let r = &outcome.runs[p][0];
         let c = |s: usize| r.streams.get(s)?.completion_s;
         // Both files over the time the later one took.
         let g = c(0)
             .zip(c(1))
             .map(|(a, b)| 2.0 * bytes as f64 * 8.0 / a.max(b) / 1e6);
-        let name = rel.rsplit('/').next().unwrap_or(rel);
+        let AdaptivePoint {
+            trace: name,
+            target_mbps: target,
+            delay_ms: delay,
+            buffer_bdp: buffer,
+        } = *point;
         let f = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.3}"));
         csv.push_str(&format!(
             "{name},{target},{delay},{buffer},{},{},{}\n",
@@ -89,22 +124,22 @@ pub(super) fn adaptive_part(
         ));
         t.row([
             Cell::Text(name.to_string()),
-            Cell::num(*target as f64, 0),
-            Cell::num(*delay as f64, 0),
-            Cell::num(*buffer, 1),
+            Cell::num(target as f64, 0),
+            Cell::num(delay as f64, 0),
+            Cell::num(buffer, 1),
             Cell::opt(c(0), 3),
             Cell::opt(c(1), 3),
             Cell::opt(g, 1),
         ]);
-        done.insert(
-            (name.to_string(), *target, *delay, buffer.to_bits()),
-            (c(0), c(1)),
-        );
+        done.push(AdaptiveRun {
+            point: *point,
+            completion_s: [c(0), c(1)],
+        });
         out.push(AdaptiveRow {
             trace: name.to_string(),
-            target_mbps: *target,
-            delay_ms: *delay,
-            buffer_bdp: *buffer,
+            target_mbps: target,
+            delay_ms: delay,
+            buffer_bdp: buffer,
             completion_s: [c(0).map(r4), c(1).map(r4)],
             transfer_mbps: g.map(r4),
         });
@@ -178,8 +213,22 @@ pub(super) fn adaptive_part(
 }
 
 /// A completion time from the §4.3 results (0 when absent or unfinished).
-fn pick(done: &Done, trace: &str, target: u64, delay: u64, buffer: f64, stream: usize) -> f64 {
-    done.get(&(trace.to_string(), target, delay, buffer.to_bits()))
-        .and_then(|(a, b)| if stream == 0 { *a } else { *b })
+fn pick(
+    done: &[AdaptiveRun],
+    trace: &str,
+    target_mbps: u64,
+    delay_ms: u64,
+    buffer_bdp: f64,
+    stream: usize,
+) -> f64 {
+    done.iter()
+        .find(|r| {
+            let p = &r.point;
+            p.trace == trace
+                && p.target_mbps == target_mbps
+                && p.delay_ms == delay_ms
+                && p.buffer_bdp.to_bits() == buffer_bdp.to_bits()
+        })
+        .and_then(|r| r.completion_s.get(stream).copied().flatten())
         .unwrap_or(0.0)
 }

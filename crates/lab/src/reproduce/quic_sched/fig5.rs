@@ -6,12 +6,15 @@
 //! it differs from the seed.
 
 use super::setups;
-use super::{prio_means, r4, run_points, write, Fig5Row, Options, Part, Plan, FIG5_SCHEDULERS};
+use super::{
+    prio_means, r4, run_points, write, Fig5Row, Options, Part, Plan, RunSize, SetUp,
+    FIG5_SCHEDULERS,
+};
 use crate::charts::{self, ChartText, Samples};
 use crate::progress::Progress;
 use crate::published;
 use crate::report::{Cell, Report, Table};
-use crate::stats::quantile;
+use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
 use crate::Keyed;
 use peregrine_sim::experiment::Summary;
 use std::path::Path;
@@ -38,12 +41,19 @@ pub(super) fn fig5_part(
             });
         }
     };
-    let (duration, seeds) = plan.fig5;
-    let docs = FIG5_SCHEDULERS
+    let RunSize {
+        duration_s: duration,
+        seeds,
+    } = plan.fig5;
+    let trace_path = trace.display().to_string();
+    let setups: Vec<SetUp> = FIG5_SCHEDULERS
         .iter()
-        .map(|s| setups::fig5(&trace.display().to_string(), s, duration))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let (outcome, lat) = run_points("Fig. 5", &docs, seeds, args, progress, true)?;
+        .map(|s| SetUp {
+            label: format!("Fig. 5 {s}"),
+            config: setups::fig5(&trace_path, s, duration),
+        })
+        .collect();
+    let outcome = run_points("Fig. 5", &setups, seeds, args, progress, true)?;
     let mut csv = String::from("scheduler,seed,latency_ms\n");
     let mut samples = Vec::new();
     let mut t = Table::new([
@@ -58,9 +68,9 @@ pub(super) fn fig5_part(
     let mut rows = Keyed::new();
     for (p, s) in FIG5_SCHEDULERS.iter().enumerate() {
         let mut all = Vec::new();
-        for i in 0..outcome.runs[p].len() {
+        for (i, run) in outcome.runs[p].iter().enumerate() {
             let seed = outcome.seed(i);
-            for v in lat.get(&(p, seed)).map(Vec::as_slice).unwrap_or(&[]) {
+            for v in &run.priority_latencies_ms {
                 csv.push_str(&format!("{s},{seed},{v:.3}\n"));
                 all.push(*v);
             }
@@ -81,7 +91,7 @@ pub(super) fn fig5_part(
         let bulk = Summary::of(&bulk);
         let mut sorted = all.clone();
         sorted.sort_by(f64::total_cmp);
-        let q = |f: f64| quantile(&sorted, f);
+        let q = |f: f64| quantile(&sorted, f, RoundedIndex);
         t.row([
             Cell::Text(s.to_string()),
             Cell::NumText(format!("{} / {sent}", all.len())),

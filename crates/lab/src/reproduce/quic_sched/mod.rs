@@ -17,10 +17,10 @@
 //! This module runs the command and part (b); parts (a) and (c) live in
 //! `fig5` and `adaptive`.
 //!
-//! Every set-up is a scenario document ([`setups`]) run
-//! by the engine; the runs of each part go through
-//! [`peregrine_sim::experiment::run_sweep`] (parallel, results in (point,
-//! seed) order, so the thread count never changes a byte of output).
+//! Every set-up is a typed scenario ([`setups`]) run by the engine; the
+//! runs of each part go through [`crate::plan::run_plan`] (the sweep
+//! runner: parallel, results in (set-up, seed) order, so the thread count
+//! never changes a byte of output).
 //!
 //! **Gain** (Table 1): for each seed, `1 − mean latency(scheduler) / mean
 //! latency(RR)` of the priority messages, the two runs sharing the seed
@@ -28,18 +28,19 @@
 //! 95 % CI.
 
 use crate::charts::{self, BarSeries, ChartText};
+use crate::plan::{run_plan, PlanRuns};
 use crate::progress::Progress;
 use crate::published;
 use crate::report::{Cell, Comparison, Report, Table};
 use crate::write_file as write;
 use crate::Keyed;
 use anyhow::Context;
-use peregrine_sim::experiment::{self, Summary, SweepOutcome, SweepSpec};
+use peregrine_sim::experiment::{Summary, SweepOutcome};
 use peregrine_sim::metrics::{round6, StreamSummary};
+use peregrine_sim::scenario::ScenarioConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 mod adaptive;
 mod fig5;
@@ -84,6 +85,10 @@ pub struct Outcome {
     pub report: PathBuf,
     /// What the command prints (Table 1 beside the seed's).
     pub console: String,
+    /// Table 1 cell by cell beside seed 002's numbers (`published` is
+    /// `None` where the seed gives none or its numbers are unavailable),
+    /// by scheduler, message size and loss.
+    pub comparisons: Vec<Comparison>,
 }
 
 /// The size of each part of the reproduction.
@@ -92,16 +97,54 @@ pub struct Plan {
     /// Name shown in the report (`default`, `quick`, …).
     pub mode: &'static str,
     /// Fig. 5: simulated seconds and seeds.
-    pub fig5: (u64, u32),
-    /// Table 1: simulated seconds, seeds and the priority-message period (ms).
-    pub table1: (u64, u32, u64),
+    pub fig5: RunSize,
+    /// Table 1: simulated seconds and seeds, and the priority-message period.
+    pub table1: Table1Size,
     /// §4.3: bytes per stream and simulated seconds (a cap).
-    pub adaptive: (u64, u64),
-    /// §4.3 grid: targets (Mbit/s), delays (ms), buffers (× BDP).
-    pub grid: (Vec<u64>, Vec<u64>, Vec<f64>),
+    pub adaptive: AdaptiveSize,
+    /// §4.3 grid: targets, delays and buffers.
+    pub grid: AdaptiveGrid,
     /// §4.3 traces (relative to the shared folder); only the first gets the
     /// whole grid, the others the middle point.
     pub traces: Vec<&'static str>,
+}
+
+/// Simulated seconds and seeds of each run of a part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSize {
+    /// Simulated seconds per run.
+    pub duration_s: u64,
+    /// Runs (seeds 1, 2, …) per set-up.
+    pub seeds: u32,
+}
+
+/// Table 1's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Table1Size {
+    /// Simulated seconds and seeds.
+    pub runs: RunSize,
+    /// A priority message every this many milliseconds.
+    pub period_ms: u64,
+}
+
+/// §4.3's size (one seed per set-up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdaptiveSize {
+    /// Bytes of each of the two files.
+    pub bytes: u64,
+    /// Simulated seconds per run (a cap: the files may finish earlier).
+    pub duration_s: u64,
+}
+
+/// §4.3's grid.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdaptiveGrid {
+    /// The adaptive scheduler's targets, Mbit/s.
+    pub targets_mbps: Vec<u64>,
+    /// One-way delays, ms.
+    pub delays_ms: Vec<u64>,
+    /// Queue sizes, × BDP.
+    pub buffers_bdp: Vec<f64>,
 }
 
 impl Plan {
@@ -111,40 +154,63 @@ impl Plan {
             "traces/mmwave_cc/walkandturn",
             "traces/lumos5g/mahimahi_gz/5g_trace_116_walking.mm.gz",
         ];
+        let runs = |duration_s, seeds| RunSize { duration_s, seeds };
+        let grid = |t: &[u64], d: &[u64], b: &[f64]| AdaptiveGrid {
+            targets_mbps: t.to_vec(),
+            delays_ms: d.to_vec(),
+            buffers_bdp: b.to_vec(),
+        };
         if args.tiny {
             return Plan {
                 mode: "tiny (tests)",
-                fig5: (4, 1),
-                table1: (4, 2, 500),
-                adaptive: (300_000, 4),
-                grid: (vec![50, 500], vec![10], vec![1.0]),
+                fig5: runs(4, 1),
+                table1: Table1Size {
+                    runs: runs(4, 2),
+                    period_ms: 500,
+                },
+                adaptive: AdaptiveSize {
+                    bytes: 300_000,
+                    duration_s: 4,
+                },
+                grid: grid(&[50, 500], &[10], &[1.0]),
                 traces: traces[..1].to_vec(),
             };
         }
         if args.quick {
             return Plan {
                 mode: "quick",
-                fig5: (20, 2),
-                table1: (20, 3, 500),
-                adaptive: (5_000_000, 20),
-                grid: (vec![50, 100, 500], vec![10], vec![1.0]),
+                fig5: runs(20, 2),
+                table1: Table1Size {
+                    runs: runs(20, 3),
+                    period_ms: 500,
+                },
+                adaptive: AdaptiveSize {
+                    bytes: 5_000_000,
+                    duration_s: 20,
+                },
+                grid: grid(&[50, 100, 500], &[10], &[1.0]),
                 traces: traces[..1].to_vec(),
             };
         }
         Plan {
             mode: if args.full { "full" } else { "default" },
-            fig5: (60, 5),
-            table1: (60, 10, 500),
-            adaptive: if args.full {
-                (1_000_000_000, 600)
-            } else {
-                (20_000_000, 60)
+            fig5: runs(60, 5),
+            table1: Table1Size {
+                runs: runs(60, 10),
+                period_ms: 500,
             },
-            grid: (
-                vec![50, 100, 500],
-                vec![0, 5, 10, 20],
-                vec![0.5, 1.0, 2.0, 5.0],
-            ),
+            adaptive: if args.full {
+                AdaptiveSize {
+                    bytes: 1_000_000_000,
+                    duration_s: 600,
+                }
+            } else {
+                AdaptiveSize {
+                    bytes: 20_000_000,
+                    duration_s: 60,
+                }
+            },
+            grid: grid(&[50, 100, 500], &[0, 5, 10, 20], &[0.5, 1.0, 2.0, 5.0]),
             traces,
         }
     }
@@ -165,55 +231,48 @@ pub struct PointRun {
     pub goodput_bps: f64,
     /// Flow 0's streams, in configuration order (stream 0: priority).
     pub streams: Vec<StreamSummary>,
+    /// The latency of every delivered priority message (stream 0 of flow
+    /// 0), ms, in message order; empty unless the part asked for them.
+    pub priority_latencies_ms: Vec<f64>,
 }
 
-/// Each run's priority-message latencies (ms), by (point, seed).
-pub type Latencies = BTreeMap<(usize, u64), Vec<f64>>;
+/// One set-up of a part: its scenario, named for errors.
+#[derive(Debug, Clone)]
+pub struct SetUp {
+    /// What the set-up is (`Table 1 wfq, 4 packets, 5 % loss`).
+    pub label: String,
+    /// Its scenario (each run sets the seed).
+    pub config: ScenarioConfig,
+}
 
-/// [`Latencies`] filled from the worker threads.
-type Side = Mutex<Latencies>;
-
-/// Run every document of `docs` with `seeds` seeds through the sweep
-/// runner (a grid over a `point` index), keeping each run's
-/// priority-message latencies (stream 0 of flow 0, ms) when `keep`.
+/// Run every set-up of `setups` with `seeds` seeds (1, 2, …) through the
+/// sweep runner, keeping each run's priority-message latencies when
+/// `keep_latencies`. `runs[p][i]` of the outcome is set-up `p` with seed
+/// `1 + i`.
 fn run_points(
     title: &str,
-    docs: &[toml::Value],
+    setups: &[SetUp],
     seeds: u32,
     args: &Options,
     progress: &dyn Progress,
-    keep: bool,
-) -> anyhow::Result<(SweepOutcome<PointRun>, Latencies)> {
-    let mut base = toml::Table::new();
-    base.insert("seed".into(), toml::Value::Integer(1));
-    base.insert("point".into(), toml::Value::Integer(0));
-    let base = toml::Value::Table(base);
-    let points: Vec<String> = (0..docs.len()).map(|i| i.to_string()).collect();
-    let spec = SweepSpec::from_cli(&[format!("point={}", points.join(","))], Some(seeds))?;
-    let side: Side = Mutex::new(BTreeMap::new());
-    progress.start(title, spec.run_count());
-    let result = experiment::run_sweep(
-        &base,
-        &spec,
-        args.threads,
+    keep_latencies: bool,
+) -> anyhow::Result<SweepOutcome<PointRun>> {
+    let how = PlanRuns {
+        seeds,
+        base_seed: 1,
+        threads: args.threads,
+    };
+    progress.start(title, setups.len() * seeds as usize);
+    let outcome = run_plan(
+        setups,
+        how,
         &|done, total| progress.update(done, total),
-        |d, seed| -> anyhow::Result<PointRun> {
-            let p = d["point"]
-                .as_integer()
-                .and_then(|p| usize::try_from(p).ok())
-                .context("point index")?;
-            let mut doc = docs.get(p).context("point index in range")?.clone();
-            if let toml::Value::Table(t) = &mut doc {
-                t.insert("seed".into(), toml::Value::Integer(seed as i64));
-            }
-            let scenario = peregrine_sim::Scenario::from_value(doc, title)?;
+        |s| s.label.clone(),
+        |s, seed| -> anyhow::Result<PointRun> {
+            let mut config = s.config.clone();
+            config.seed = seed;
+            let scenario = peregrine_sim::Scenario::from_config(config, title)?;
             let r = peregrine_sim::run(&scenario)?;
-            if keep {
-                let lat = r.message_latencies_ms(0, 0);
-                side.lock()
-                    .map_err(|_| anyhow::anyhow!("a run panicked"))?
-                    .insert((p, seed), lat);
-            }
             let streams = r.flows.first().map_or(0, |f| f.metrics.streams.len());
             Ok(PointRun {
                 goodput_bps: r
@@ -223,15 +282,16 @@ fn run_points(
                 streams: (0..streams)
                     .filter_map(|i| r.stream_summary(0, i))
                     .collect(),
+                priority_latencies_ms: if keep_latencies {
+                    r.message_latencies_ms(0, 0)
+                } else {
+                    Vec::new()
+                },
             })
         },
     );
     progress.finish();
-    let outcome = result.map_err(|e| anyhow::anyhow!("{e:#}"))?;
-    let side = side
-        .into_inner()
-        .map_err(|_| anyhow::anyhow!("a run panicked"))?;
-    Ok((outcome, side))
+    outcome
 }
 
 /// The priority stream's mean message latency (ms) of every seed of point `p`.
@@ -317,8 +377,8 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let mut report = Report::new("Seed 002 reproduced: stream schedulers", &dir);
     report.paragraph(&format!(
         "Generated by `peregrine reproduce quic-sched` ({} mode). Every set-up below is a scenario \
-         of the Peregrine simulator (the unmodified transport over a modelled link); the scenario \
-         documents are built in `crates/lab/src/reproduce/quic_sched/setups.rs`. Common to all: \
+         of the Peregrine simulator (the unmodified transport over a modelled link); the scenarios \
+         are built as typed values in `crates/lab/src/reproduce/quic_sched/setups.rs`. Common to all: \
          CUBIC with slow start, 1400-byte payloads, the priority stream is stream 0 (class 0; WFQ \
          weight 3), bulk streams class 3 (weight 1); EDF gives the priority stream a 1 s deadline, \
          aging bounds a stream's wait at 100 ms.",
@@ -348,6 +408,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         summary,
         dir,
         report: path,
+        comparisons: t1.comparisons,
     })
 }
 
@@ -355,8 +416,49 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
 struct Table1 {
     gains: Keyed<Keyed<Keyed<f64>>>,
     console: String,
-    /// (ours, published) for every cell that has both.
-    pairs: Vec<(f64, f64)>,
+    /// Every cell with its published number, by (size, scheduler, loss).
+    cells: Vec<Table1Cell>,
+    /// The cells as published-vs-ours rows, by (scheduler, size, loss).
+    comparisons: Vec<Comparison>,
+}
+
+/// One set-up of Table 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Table1Point {
+    /// `rr`, `wfq` or `abs`.
+    scheduler: &'static str,
+    /// Priority-message size, full packets.
+    packets: u64,
+    /// Loss on the data direction, %.
+    loss_pct: u64,
+}
+
+/// One cell of Table 1: a scheduler's gain over RR at one size and loss.
+#[derive(Debug, Clone, PartialEq)]
+struct Table1Cell {
+    point: Table1Point,
+    /// The gain over the seeds.
+    gain: Summary,
+    /// Seed 002's number, if it gives one.
+    published: Option<f64>,
+}
+
+impl Table1Cell {
+    /// The cell as a published-vs-ours row.
+    fn comparison(&self) -> Comparison {
+        let p = &self.point;
+        Comparison {
+            item: format!(
+                "{}, {} packets, {} % loss",
+                p.scheduler.to_uppercase(),
+                p.packets,
+                p.loss_pct
+            ),
+            published: self.published,
+            ours: Some(self.gain.mean),
+            ours_ci95: self.gain.ci95,
+        }
+    }
 }
 
 fn table1_part(
@@ -366,25 +468,39 @@ fn table1_part(
     dir: &Path,
     report: &mut Report,
 ) -> anyhow::Result<Table1> {
-    let (duration, seeds, period) = plan.table1;
+    let Table1Size {
+        runs: RunSize {
+            duration_s: duration,
+            seeds,
+        },
+        period_ms: period,
+    } = plan.table1;
     let scheds = ["rr", "wfq", "abs"];
-    let mut docs = Vec::new();
+    let mut setups = Vec::new();
     let mut index = BTreeMap::new();
-    for &pk in &TABLE1_PACKETS {
-        for &loss in &TABLE1_LOSS_PCT {
-            for s in scheds {
-                index.insert((s, pk, loss), docs.len());
-                docs.push(setups::table1(
-                    s,
-                    pk,
-                    loss as f64 / 100.0,
-                    duration,
-                    period,
-                )?);
+    for &packets in &TABLE1_PACKETS {
+        for &loss_pct in &TABLE1_LOSS_PCT {
+            for scheduler in scheds {
+                let point = Table1Point {
+                    scheduler,
+                    packets,
+                    loss_pct,
+                };
+                index.insert(point, setups.len());
+                setups.push(SetUp {
+                    label: format!("Table 1 {scheduler}, {packets} packets, {loss_pct} % loss"),
+                    config: setups::table1(
+                        scheduler,
+                        packets,
+                        loss_pct as f64 / 100.0,
+                        duration,
+                        period,
+                    )?,
+                });
             }
         }
     }
-    let (outcome, _) = run_points("Table 1", &docs, seeds, args, progress, false)?;
+    let outcome = run_points("Table 1", &setups, seeds, args, progress, false)?;
     let seed_doc = published::load();
     let seed_table = seed_doc
         .as_ref()
@@ -394,14 +510,23 @@ fn table1_part(
     let mut csv = String::from(
         "scheduler,packets,loss_pct,gain_mean,gain_ci95,seeds,latency_ms,rr_latency_ms,published\n",
     );
-    let mut cells: BTreeMap<(&str, u64, u64), (Summary, Option<f64>)> = BTreeMap::new();
+    let mut cells: BTreeMap<Table1Point, Table1Cell> = BTreeMap::new();
     for s in ["wfq", "abs"] {
         let mut by_size = Keyed::new();
         for &pk in &TABLE1_PACKETS {
             let mut by_loss = Keyed::new();
             for &loss in &TABLE1_LOSS_PCT {
-                let a = prio_means(&outcome, index[&(s, pk, loss)]);
-                let b = prio_means(&outcome, index[&("rr", pk, loss)]);
+                let point = Table1Point {
+                    scheduler: s,
+                    packets: pk,
+                    loss_pct: loss,
+                };
+                let rr = Table1Point {
+                    scheduler: "rr",
+                    ..point
+                };
+                let a = prio_means(&outcome, index[&point]);
+                let b = prio_means(&outcome, index[&rr]);
                 let gains: Vec<f64> = a
                     .iter()
                     .zip(&b)
@@ -429,7 +554,14 @@ fn table1_part(
                     publ.map_or(String::new(), |p| p.to_string())
                 ));
                 by_loss.push(loss.to_string(), r4(g.mean));
-                cells.insert((s, pk, loss), (g, publ));
+                cells.insert(
+                    point,
+                    Table1Cell {
+                        point,
+                        gain: g,
+                        published: publ,
+                    },
+                );
             }
             by_size.push(pk.to_string(), by_loss);
         }
@@ -444,16 +576,23 @@ fn table1_part(
             headers.push(format!("{s} {l} % (seed / ours)"));
         }
     }
+    let cell = |scheduler: &'static str, packets: u64, loss_pct: u64| {
+        &cells[&Table1Point {
+            scheduler,
+            packets,
+            loss_pct,
+        }]
+    };
     let mut t = Table::new(headers);
-    let mut pairs = Vec::new();
+    // By size, then scheduler, then loss: the table's order.
+    let mut by_size = Vec::new();
     for &pk in &TABLE1_PACKETS {
         let mut row = vec![Cell::num(pk as f64, 0)];
         for s in ["wfq", "abs"] {
             for &l in &TABLE1_LOSS_PCT {
-                let (g, publ) = &cells[&(s, pk, l)];
-                if let Some(p) = publ {
-                    pairs.push((g.mean, *p));
-                }
+                let c = cell(s, pk, l);
+                by_size.push(c.clone());
+                let (g, publ) = (&c.gain, c.published);
                 row.push(Cell::NumText(format!(
                     "{} / {:.3}{}",
                     publ.map_or("—".into(), |p| format!("{p:.3}")),
@@ -487,24 +626,20 @@ fn table1_part(
         Some("Seed 002 Table 1 beside ours (seed / ours ± 95 % CI)"),
         &t,
     );
-    if seed_table.is_some() {
-        let mut rows = Vec::new();
-        for s in ["wfq", "abs"] {
-            for &pk in &TABLE1_PACKETS {
-                for &l in &TABLE1_LOSS_PCT {
-                    let (g, publ) = &cells[&(s, pk, l)];
-                    rows.push(Comparison {
-                        item: format!("{}, {pk} packets, {l} % loss", s.to_uppercase()),
-                        published: *publ,
-                        ours: Some(g.mean),
-                        ours_ci95: g.ci95,
-                    });
-                }
+    // By scheduler, then size, then loss: the comparison's order.
+    let mut by_scheduler = Vec::new();
+    for s in ["wfq", "abs"] {
+        for &pk in &TABLE1_PACKETS {
+            for &l in &TABLE1_LOSS_PCT {
+                by_scheduler.push(cell(s, pk, l).comparison());
             }
         }
+    }
+    if seed_table.is_some() {
+        let rows = &by_scheduler;
         report.table(
             Some("Cell by cell: difference = ours − seed"),
-            &crate::report::published_vs_ours("cell", &rows, 3),
+            &crate::report::published_vs_ours("cell", rows, 3),
         );
     }
     let cats: Vec<String> = TABLE1_PACKETS
@@ -516,10 +651,10 @@ fn table1_part(
         let (mut v, mut e, mut p) = (Vec::new(), Vec::new(), Vec::new());
         for &pk in &TABLE1_PACKETS {
             for &l in &TABLE1_LOSS_PCT {
-                let (g, publ) = &cells[&(s, pk, l)];
-                v.push(g.mean);
-                e.push(g.ci95);
-                p.push(publ.unwrap_or(0.0));
+                let c = cell(s, pk, l);
+                v.push(c.gain.mean);
+                e.push(c.gain.ci95);
+                p.push(c.published.unwrap_or(0.0));
             }
         }
         series.push(BarSeries::new(format!("{} (ours)", s.to_uppercase()), v, e));
@@ -546,15 +681,19 @@ fn table1_part(
     Ok(Table1 {
         gains,
         console: t.render(),
-        pairs,
+        cells: by_size,
+        comparisons: by_scheduler,
     })
 }
 
 /// The paragraph on differences, with the measured agreement of Table 1.
 fn differences(t1: &Table1) -> String {
-    let n = t1.pairs.len();
-    let (mut below, mut mae) = (0, 0.0);
-    for (ours, publ) in &t1.pairs {
+    let (mut n, mut below, mut mae) = (0, 0, 0.0);
+    for c in &t1.cells {
+        let (ours, Some(publ)) = (c.gain.mean, c.published) else {
+            continue;
+        };
+        n += 1;
         if ours < publ {
             below += 1;
         }
@@ -590,23 +729,34 @@ mod tests {
             ..Options::default()
         };
         let default = Plan::of(&a);
-        assert_eq!(default.grid.0, [50, 100, 500]);
-        assert_eq!(default.grid.1, [0, 5, 10, 20]);
-        assert_eq!(default.grid.2, [0.5, 1.0, 2.0, 5.0]);
+        assert_eq!(default.grid.targets_mbps, [50, 100, 500]);
+        assert_eq!(default.grid.delays_ms, [0, 5, 10, 20]);
+        assert_eq!(default.grid.buffers_bdp, [0.5, 1.0, 2.0, 5.0]);
         a.quick = true;
         let quick = Plan::of(&a);
-        assert!(quick.table1.1 < default.table1.1 && quick.table1.0 < default.table1.0);
+        assert!(quick.table1.runs.seeds < default.table1.runs.seeds);
+        assert!(quick.table1.runs.duration_s < default.table1.runs.duration_s);
         a.quick = false;
         a.full = true;
-        assert_eq!(Plan::of(&a).adaptive.0, 1_000_000_000);
+        assert_eq!(Plan::of(&a).adaptive.bytes, 1_000_000_000);
     }
 
     #[test]
     fn differences_counts_cells_below_the_seed() {
+        let cell = |ours: f64, published: Option<f64>| Table1Cell {
+            point: Table1Point {
+                scheduler: "wfq",
+                packets: 2,
+                loss_pct: 0,
+            },
+            gain: Summary::of(&[ours]).expect("one value"),
+            published,
+        };
         let t1 = Table1 {
             gains: Keyed::new(),
             console: String::new(),
-            pairs: vec![(0.1, 0.2), (0.3, 0.2)],
+            cells: vec![cell(0.1, Some(0.2)), cell(0.5, None), cell(0.3, Some(0.2))],
+            comparisons: Vec::new(),
         };
         let text = differences(&t1);
         assert!(text.contains("over the 2 cells"), "{text}");

@@ -1,6 +1,6 @@
-//! The scenario documents of `peregrine reproduce quic-sched`, built in
-//! code as TOML text (the same schema as `scenarios/*.toml`, so every
-//! set-up can be copied into a file and run with `peregrine sim`).
+//! The scenarios of `peregrine reproduce quic-sched`, built in code as
+//! typed [`ScenarioConfig`] values (the schema of `scenarios/*.toml`, so
+//! every set-up can be written as a file and run with `peregrine sim`).
 //!
 //! Key choices, all stated in the report:
 //! * the link is `src = a → b = dst`, so the data direction is `up`; loss
@@ -16,6 +16,10 @@
 //!   scheduler of set-up (a) targets 1 Mbit/s (the link rate).
 
 use anyhow::Context;
+use peregrine_sim::scenario::config::{
+    DirConfig, FlowConfig, LinkConfig, LossConfig, QueueConfig, ScenarioConfig, StreamAppConfig,
+};
+use peregrine_sim::scenario::units::{Dur, Rate};
 
 /// Payload bytes of a full DATA packet (the engine's default).
 pub const PAYLOAD_BYTES: u64 = 1400;
@@ -23,78 +27,117 @@ pub const PAYLOAD_BYTES: u64 = 1400;
 /// Sender-side buffer of each bulk stream (bytes): four 16 KiB messages.
 pub const BULK_BUFFER_BYTES: u64 = 65_536;
 
-/// Scheduler-specific flow fields and stream-0 fields.
-fn scheduler_fields(scheduler: &str) -> (String, String) {
-    match scheduler {
-        "adaptive" => ("target_rate = \"1Mbps\"\n".into(), String::new()),
-        "aging" => ("aging_bound = \"100ms\"\n".into(), String::new()),
-        "edf" => (String::new(), "deadline = \"1s\"\n".into()),
-        _ => (String::new(), String::new()),
-    }
-}
-
-fn parse(text: &str) -> anyhow::Result<toml::Value> {
-    let table: toml::Table = text
-        .parse()
-        .with_context(|| format!("internal scenario is not valid TOML:\n{text}"))?;
-    Ok(toml::Value::Table(table))
+/// A scenario of `duration_s` seconds, seed 1 (each run sets its own),
+/// named `name`, recording every message when `per_message`.
+fn scenario(name: &str, duration_s: u64, per_message: bool) -> ScenarioConfig {
+    let mut s = ScenarioConfig::new(Dur(duration_s.saturating_mul(1_000_000_000)), 1);
+    s.name = Some(name.to_string());
+    s.metrics.per_message = per_message;
+    s
 }
 
 /// The 1 Mbit/s, 40 ms RTT, 1-BDP link of seed 002's ns-3 set-up, with
 /// Bernoulli loss `loss` on the data direction.
-fn seed002_link(loss: f64) -> String {
-    let mut s = String::from(
-        "[[links]]\nname = \"radio\"\na = \"uav\"\nb = \"gcs\"\nrate = \"1Mbps\"\ndelay = \"20ms\"\nqueue = { bdp = 1.0 }\n",
-    );
+fn seed002_link(loss: f64) -> LinkConfig {
+    let mut link = LinkConfig::new("uav", "gcs");
+    link.name = Some("radio".into());
+    link.rate = Some(Rate::from_mbps(1));
+    link.delay = Some(Dur::from_millis(20));
+    link.queue = Some(QueueConfig::bdp(1.0));
     if loss > 0.0 {
-        s.push_str(&format!(
-            "up = {{ loss = {{ model = \"bernoulli\", p = {loss} }} }}\n"
-        ));
+        link.up = Some(DirConfig {
+            loss: Some(LossConfig::bernoulli(loss)),
+            ..DirConfig::default()
+        });
     }
+    link
+}
+
+/// The connection `uav → gcs` (CUBIC, slow start) under `scheduler`, with
+/// its scheduler's setting: the adaptive scheduler targets 1 Mbit/s (the
+/// link rate), aging bounds a stream's wait at 100 ms.
+fn seed002_flow(scheduler: &str) -> FlowConfig {
+    let mut flow = FlowConfig::new("uav", "gcs");
+    flow.name = Some("uav".into());
+    flow.cc = "cubic".into();
+    flow.startup = "slow_start".into();
+    flow.scheduler = scheduler.into();
+    match scheduler {
+        "adaptive" => flow.target_rate = Some(Rate::from_mbps(1)),
+        "aging" => flow.aging_bound = Some(Dur::from_millis(100)),
+        _ => {}
+    }
+    flow
+}
+
+/// Stream `id`: `app` in priority class `priority` with WFQ weight `weight`.
+fn stream(id: u16, app: &str, priority: u8, weight: u32) -> StreamAppConfig {
+    let mut s = StreamAppConfig::new(app);
+    s.id = Some(id);
+    s.priority = priority;
+    s.weight = weight;
+    s
+}
+
+/// A bulk stream of class 3, weight 1, keeping [`BULK_BUFFER_BYTES`] queued.
+fn bulk_stream(id: u16) -> StreamAppConfig {
+    let mut s = stream(id, "bulk", 3, 1);
+    s.buffer_bytes = Some(BULK_BUFFER_BYTES);
     s
 }
 
 /// Fig. 5: one connection, the drone trace (`trace_path`, absolute) on
 /// stream 0 and nine bulk streams; WFQ gives 25 % to stream 0 (weight 3
-/// against 9 × 1).
-pub fn fig5(trace_path: &str, scheduler: &str, duration_s: u64) -> anyhow::Result<toml::Value> {
-    let (flow_extra, stream0_extra) = scheduler_fields(scheduler);
-    let mut s = format!(
-        "name = \"quic-sched-fig5\"\nduration = \"{duration_s}s\"\nseed = 1\n[metrics]\nper_message = true\n\n{}\n\
-         [[flows]]\nname = \"uav\"\nsrc = \"uav\"\ndst = \"gcs\"\ncc = \"cubic\"\nstartup = \"slow_start\"\nscheduler = \"{scheduler}\"\n{flow_extra}\n\
-         [[flows.streams]]\nid = 0\napp = \"trace\"\npath = {}\npriority = 0\nweight = 3\n{stream0_extra}\n",
-        seed002_link(0.0),
-        toml::Value::String(trace_path.to_string()),
-    );
-    for id in 1..10 {
-        s.push_str(&format!(
-            "[[flows.streams]]\nid = {id}\napp = \"bulk\"\npriority = 3\nweight = 1\nbuffer_bytes = {BULK_BUFFER_BYTES}\n\n"
-        ));
+/// against 9 × 1); EDF gives stream 0 a 1 s deadline. O(1).
+pub fn fig5(trace_path: &str, scheduler: &str, duration_s: u64) -> ScenarioConfig {
+    let mut s = scenario("quic-sched-fig5", duration_s, true);
+    s.links.push(seed002_link(0.0));
+    let mut flow = seed002_flow(scheduler);
+    let mut control = stream(0, "trace", 0, 3);
+    control.path = Some(trace_path.to_string());
+    if scheduler == "edf" {
+        control.deadline = Some(Dur(1_000_000_000));
     }
-    parse(&s)
+    flow.streams.push(control);
+    flow.streams.extend((1..10).map(bulk_stream));
+    s.flows.push(flow);
+    s
 }
 
 /// Table 1: two streams; stream 0 sends a message of `packets` full
-/// packets every `period_ms`, stream 1 is bulk; WFQ gives 75 % to stream
-/// 0 (weight 3 against 1); `loss` (0–1) on the data direction.
+/// packets every `period_ms` from t = 1 s, stream 1 is bulk; WFQ gives
+/// 75 % to stream 0 (weight 3 against 1); `loss` (0–1) on the data
+/// direction. Fails if the message does not fit a scenario's message
+/// size or `period_ms` is 0. O(1).
 pub fn table1(
     scheduler: &str,
     packets: u64,
     loss: f64,
     duration_s: u64,
     period_ms: u64,
-) -> anyhow::Result<toml::Value> {
+) -> anyhow::Result<ScenarioConfig> {
+    anyhow::ensure!(
+        period_ms > 0,
+        "Table 1: the message period must be positive"
+    );
     let message = packets * PAYLOAD_BYTES;
     // A message every period: rate = bits per message / period.
     let rate_bps = message * 8 * 1000 / period_ms;
-    let s = format!(
-        "name = \"quic-sched-table1\"\nduration = \"{duration_s}s\"\nseed = 1\n[metrics]\nper_message = true\n\n{}\n\
-         [[flows]]\nname = \"uav\"\nsrc = \"uav\"\ndst = \"gcs\"\ncc = \"cubic\"\nstartup = \"slow_start\"\nscheduler = \"{scheduler}\"\npayload_bytes = {PAYLOAD_BYTES}\n\n\
-         [[flows.streams]]\nid = 0\napp = \"cbr\"\nmessage_bytes = {message}\nrate = {rate_bps}\nstart = \"1s\"\npriority = 0\nweight = 3\n\n\
-         [[flows.streams]]\nid = 1\napp = \"bulk\"\npriority = 3\nweight = 1\nbuffer_bytes = {BULK_BUFFER_BYTES}\n",
-        seed002_link(loss),
+    let mut s = scenario("quic-sched-table1", duration_s, true);
+    s.links.push(seed002_link(loss));
+    let mut flow = seed002_flow(scheduler);
+    flow.payload_bytes = u32::try_from(PAYLOAD_BYTES).context("payload bytes")?;
+    let mut prio = stream(0, "cbr", 0, 3);
+    prio.message_bytes = Some(
+        u32::try_from(message)
+            .with_context(|| format!("Table 1: a message of {packets} packets is too large"))?,
     );
-    parse(&s)
+    prio.rate = Some(Rate(rate_bps));
+    prio.start = Some(Dur(1_000_000_000));
+    flow.streams.push(prio);
+    flow.streams.push(bulk_stream(1));
+    s.flows.push(flow);
+    Ok(s)
 }
 
 /// §4.3: a server sends two files of `bytes` each on two streams (stream 0
@@ -102,7 +145,7 @@ pub fn table1(
 /// the Mahimahi trace `trace_path` (absolute); uplink 50 Mbit/s; one-way
 /// delay `delay_ms`; a drop-tail queue of `buffer_bdp` × BDP (the trace's
 /// mean rate × 2 × delay, with the engine's queue floor); the adaptive
-/// scheduler with target `target_mbps`.
+/// scheduler with target `target_mbps`. O(1).
 pub fn adaptive(
     trace_path: &str,
     target_mbps: u64,
@@ -110,16 +153,33 @@ pub fn adaptive(
     buffer_bdp: f64,
     bytes: u64,
     duration_s: u64,
-) -> anyhow::Result<toml::Value> {
-    let s = format!(
-        "name = \"quic-sched-adaptive\"\nduration = \"{duration_s}s\"\nseed = 1\n[metrics]\ninterval = \"1s\"\nper_message = false\n\n\
-         [[links]]\nname = \"mmwave\"\na = \"ue\"\nb = \"server\"\ndelay = \"{delay_ms}ms\"\nqueue = {{ bdp = {buffer_bdp:?} }}\nup = {{ rate = \"50Mbps\" }}\ndown = {{ trace = {} }}\n\n\
-         [[flows]]\nname = \"download\"\nsrc = \"server\"\ndst = \"ue\"\ncc = \"cubic\"\nscheduler = \"adaptive\"\ntarget_rate = \"{target_mbps}Mbps\"\n\n\
-         [[flows.streams]]\nid = 0\napp = \"file\"\nbytes = {bytes}\npriority = 0\n\n\
-         [[flows.streams]]\nid = 1\napp = \"file\"\nbytes = {bytes}\npriority = 1\n",
-        toml::Value::String(trace_path.to_string()),
-    );
-    parse(&s)
+) -> ScenarioConfig {
+    let mut s = scenario("quic-sched-adaptive", duration_s, false);
+    let mut link = LinkConfig::new("ue", "server");
+    link.name = Some("mmwave".into());
+    link.delay = Some(Dur::from_millis(delay_ms));
+    link.queue = Some(QueueConfig::bdp(buffer_bdp));
+    link.up = Some(DirConfig {
+        rate: Some(Rate::from_mbps(50)),
+        ..DirConfig::default()
+    });
+    link.down = Some(DirConfig {
+        trace: Some(trace_path.to_string()),
+        ..DirConfig::default()
+    });
+    s.links.push(link);
+    let mut flow = FlowConfig::new("server", "ue");
+    flow.name = Some("download".into());
+    flow.cc = "cubic".into();
+    flow.scheduler = "adaptive".into();
+    flow.target_rate = Some(Rate::from_mbps(target_mbps));
+    for (id, priority) in [(0, 0), (1, 1)] {
+        let mut file = stream(id, "file", priority, 1);
+        file.bytes = Some(bytes);
+        flow.streams.push(file);
+    }
+    s.flows.push(flow);
+    s
 }
 
 #[cfg(test)]
@@ -130,25 +190,35 @@ mod tests {
     #[test]
     fn every_setup_validates() {
         for sched in ["rr", "wfq", "abs", "adaptive", "edf", "aging"] {
-            let doc = fig5("/nonexistent/drone.csv", sched, 10).unwrap();
-            let s = Scenario::from_value(doc, "fig5").unwrap();
+            let s =
+                Scenario::from_config(fig5("/nonexistent/drone.csv", sched, 10), "fig5").unwrap();
             assert_eq!(s.config.flows[0].streams.len(), 10);
         }
         for loss in [0.0, 0.05] {
-            let doc = table1("wfq", 16, loss, 10, 500).unwrap();
-            Scenario::from_value(doc, "table1").unwrap();
+            Scenario::from_config(table1("wfq", 16, loss, 10, 500).unwrap(), "table1").unwrap();
         }
-        let doc = adaptive("/nonexistent/trace", 100, 0, 0.5, 1_000_000, 10).unwrap();
-        Scenario::from_value(doc, "adaptive").unwrap();
+        let a = adaptive("/nonexistent/trace", 100, 0, 0.5, 1_000_000, 10);
+        Scenario::from_config(a, "adaptive").unwrap();
+        assert!(table1("wfq", 16, 0.0, 10, 0).is_err());
     }
 
+    /// The set-ups equal the TOML documents they were once written as.
     #[test]
-    fn table1_message_is_whole_packets_at_the_period() {
-        let doc = table1("rr", 4, 0.1, 10, 500).unwrap();
-        let stream = &doc["flows"][0]["streams"][0];
-        assert_eq!(stream["message_bytes"].as_integer(), Some(5600));
+    fn setups_are_the_documents_of_the_report() {
+        let doc = "name = \"quic-sched-table1\"\nduration = \"10s\"\nseed = 1\n[metrics]\nper_message = true\n\
+            [[links]]\nname = \"radio\"\na = \"uav\"\nb = \"gcs\"\nrate = \"1Mbps\"\ndelay = \"20ms\"\nqueue = { bdp = 1.0 }\n\
+            up = { loss = { model = \"bernoulli\", p = 0.1 } }\n\
+            [[flows]]\nname = \"uav\"\nsrc = \"uav\"\ndst = \"gcs\"\ncc = \"cubic\"\nstartup = \"slow_start\"\nscheduler = \"rr\"\npayload_bytes = 1400\n\
+            [[flows.streams]]\nid = 0\napp = \"cbr\"\nmessage_bytes = 5600\nrate = 89600\nstart = \"1s\"\npriority = 0\nweight = 3\n\
+            [[flows.streams]]\nid = 1\napp = \"bulk\"\npriority = 3\nweight = 1\nbuffer_bytes = 65536\n";
+        let file = Scenario::from_toml_str(doc, "t", &[]).unwrap();
+        let built = Scenario::from_config(table1("rr", 4, 0.1, 10, 500).unwrap(), "t").unwrap();
+        assert_eq!(format!("{:?}", built.config), format!("{:?}", file.config));
+        let stream = &built.config.flows[0].streams[0];
         // 5600 B × 8 bits every 0.5 s = 89 600 bit/s.
-        assert_eq!(stream["rate"].as_integer(), Some(89_600));
-        assert_eq!(doc["links"][0]["up"]["loss"]["p"].as_float(), Some(0.1));
+        assert_eq!(
+            (stream.message_bytes, stream.rate),
+            (Some(5600), Some(Rate(89_600)))
+        );
     }
 }

@@ -79,6 +79,8 @@ impl Options {
 pub struct Outcome {
     /// Everything measured (what `summary.json` and the report are made from).
     pub results: Results,
+    /// `summary.json` as written (the seed's findings beside ours included).
+    pub summary: report::SltpSummary,
     /// The report written.
     pub report: PathBuf,
 }
@@ -246,7 +248,11 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         failures,
     };
     let report = write_outputs(&results, &dir)?;
-    Ok(Outcome { results, report })
+    Ok(Outcome {
+        summary: report::summary_json(&results),
+        results,
+        report,
+    })
 }
 
 /// Write CSVs, `summary.json`, the SVG plots and `report.md` into `dir`;
@@ -429,6 +435,21 @@ mod tests {
             let len = std::fs::metadata(dir.join(f)).map(|m| m.len()).unwrap_or(0);
             assert!(len > 0, "{f} missing or empty");
         }
+        // summary.json is the typed summary, serialized.
+        let summary = report::summary_json(&r);
+        let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary readable");
+        assert_eq!(
+            text,
+            serde_json::to_string_pretty(&summary).expect("serializes") + "\n"
+        );
+        assert_eq!(summary.points.len(), r.measurements.len());
+        assert_eq!(summary.findings.len(), 6);
+        let p = summary
+            .points
+            .iter()
+            .find(|p| p.transport == "tcp" && p.load_pct == 100)
+            .expect("a TCP point at 100 % load");
+        assert!(p.network_time_ms.is_some() && p.probe.is_none(), "{p:?}");
         let md = std::fs::read_to_string(report).expect("report readable");
         assert!(md.contains("network_time_load100.svg"));
         let svg =

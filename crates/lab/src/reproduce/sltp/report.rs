@@ -353,28 +353,56 @@ pub fn findings(r: &Results) -> Vec<Finding> {
     out
 }
 
-/// `summary.json`: the run, the medians per point and the findings.
-pub fn summary_json(r: &Results) -> serde_json::Value {
-    let points: Vec<serde_json::Value> = r
-        .measurements
-        .iter()
-        .map(|m| {
-            serde_json::json!({
-                "transport": m.transport.name(),
-                "load_pct": m.load_pct,
-                "size_bytes": m.size_bytes,
-                "network_time_ms": m.summary(),
-                "probe": m.probe_median(),
+/// `summary.json`: the run, the medians per point and the findings (the
+/// seed's numbers beside ours), fields in the order written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SltpSummary {
+    /// Which seed and section this reproduces.
+    pub seed: &'static str,
+    /// How the run was made.
+    pub run: RunInfo,
+    /// One entry per measured (transport, load, size) point.
+    pub points: Vec<PointSummary>,
+    /// The seed's findings beside this run's numbers.
+    pub findings: Vec<Finding>,
+    /// Measurements that failed (one sentence each).
+    pub failures: Vec<String>,
+}
+
+/// One measured point in `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointSummary {
+    /// `peregrine` or `tcp`.
+    pub transport: &'static str,
+    /// Background CPU load, percent.
+    pub load_pct: u8,
+    /// Buffer sent and received back, bytes.
+    pub size_bytes: u64,
+    /// The round-trip times' summary.
+    pub network_time_ms: Option<Summary>,
+    /// The packet-pair probe's medians (Peregrine only).
+    pub probe: Option<ProbeReport>,
+}
+
+/// `summary.json` of `r`. O(points × round trips).
+pub fn summary_json(r: &Results) -> SltpSummary {
+    SltpSummary {
+        seed: "003 (SLTP) §VI",
+        run: r.info.clone(),
+        points: r
+            .measurements
+            .iter()
+            .map(|m| PointSummary {
+                transport: m.transport.name(),
+                load_pct: m.load_pct,
+                size_bytes: m.size_bytes,
+                network_time_ms: m.summary(),
+                probe: m.probe_median(),
             })
-        })
-        .collect();
-    serde_json::json!({
-        "seed": "003 (SLTP) §VI",
-        "run": r.info,
-        "points": points,
-        "findings": findings(r),
-        "failures": r.failures,
-    })
+            .collect(),
+        findings: findings(r),
+        failures: r.failures.clone(),
+    }
 }
 
 #[cfg(test)]
@@ -505,10 +533,10 @@ pub(crate) mod tests {
         );
         // Bandwidth over sizes >= 2 KiB: only 1 MiB at 100 % has a probe.
         assert!(f[3].ours.contains("0 %: -, 100 %: 50.0"), "{}", f[3].ours);
-        let json = summary_json(&fixture());
-        assert_eq!(json["points"].as_array().map(Vec::len), Some(7));
-        assert_eq!(json["run"]["machine"]["cores"], 2);
-        assert_eq!(json["failures"].as_array().map(Vec::len), Some(1));
-        assert!(json["points"][0]["network_time_ms"]["median"].is_number());
+        let summary = summary_json(&fixture());
+        assert_eq!(summary.points.len(), 7);
+        assert_eq!(summary.run.machine.cores, 2);
+        assert_eq!(summary.failures.len(), 1);
+        assert!(summary.points[0].network_time_ms.is_some());
     }
 }
