@@ -19,7 +19,7 @@ use peregrine_lab::reproduce::{fanet, mmwave_cvn, quic_sched};
 use peregrine_lab::Progress;
 use peregrine_sim::experiment::{self, Aggregate, SweepOutcome, SweepSpec};
 use peregrine_sim::scenario::overrides::set_path;
-use peregrine_sim::{Scenario, ScenarioError};
+use peregrine_sim::{Scenario, ScenarioError as SimScenarioError};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -30,8 +30,8 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 create_exception!(
-    _native,
-    PyScenarioError,
+    peregrine,
+    ScenarioError,
     PyValueError,
     "A scenario is invalid. `field` is the dotted path of the bad field (`flows.0.cc`), `origin` the file or label."
 );
@@ -39,8 +39,8 @@ create_exception!(
 /// The stream schedulers a flow's `scheduler` field accepts.
 const SCHEDULERS: [&str; 6] = ["rr", "wfq", "abs", "adaptive", "edf", "aging"];
 
-fn scenario_err(py: Python<'_>, e: &ScenarioError) -> PyErr {
-    let err = PyScenarioError::new_err(e.to_string());
+fn scenario_err(py: Python<'_>, e: &SimScenarioError) -> PyErr {
+    let err = ScenarioError::new_err(e.to_string());
     let value = err.value(py);
     let _ = value.setattr("field", e.field.clone());
     let _ = value.setattr("origin", e.origin.clone());
@@ -132,7 +132,7 @@ fn apply_set(
         let key: String = k.extract()?;
         let value = to_toml(&v, &key)?;
         set_path(doc, &key, value)
-            .map_err(|e| scenario_err(py, &ScenarioError::new(origin, key.clone(), e.to_string())))?;
+            .map_err(|e| scenario_err(py, &SimScenarioError::new(origin, key.clone(), e.to_string())))?;
     }
     Ok(())
 }
@@ -165,7 +165,7 @@ impl PyScenario {
     }
 
     /// The engine's scenario from one run's document.
-    fn build_with(&self, doc: &toml::Value) -> Result<Scenario, ScenarioError> {
+    fn build_with(&self, doc: &toml::Value) -> Result<Scenario, SimScenarioError> {
         let mut d = doc.clone();
         if let toml::Value::Table(t) = &mut d {
             // A `[sweep]` table describes a sweep; one run ignores it.
@@ -190,6 +190,16 @@ fn run_interruptible<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> PyResult<T> {
     let (tx, rx) = mpsc::channel();
+    // `allow_threads` needs a `Sync` borrow: the receiver is only ever
+    // used by this thread.
+    let rx = std::sync::Mutex::new(rx);
+    let recv = |timeout: Option<Duration>| {
+        let rx = rx.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match timeout {
+            Some(t) => rx.recv_timeout(t),
+            None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+        }
+    };
     let handle = std::thread::Builder::new()
         .name("peregrine-py".into())
         .spawn(move || {
@@ -197,7 +207,7 @@ fn run_interruptible<T: Send + 'static>(
         })
         .map_err(runtime)?;
     loop {
-        let got = py.allow_threads(|| rx.recv_timeout(Duration::from_millis(100)));
+        let got = py.allow_threads(|| recv(Some(Duration::from_millis(100))));
         match got {
             Ok(v) => {
                 let _ = handle.join();
@@ -214,7 +224,7 @@ fn run_interruptible<T: Send + 'static>(
             cancel.store(true, Ordering::SeqCst);
             // Let the runs in flight finish; none starts after the flag.
             py.allow_threads(|| {
-                let _ = rx.recv();
+                let _ = recv(None);
                 let _ = handle.join();
             });
             return Err(e);
@@ -242,7 +252,7 @@ impl PyScenario {
     ) -> PyResult<PyScenario> {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(&path)
-            .map_err(|e| scenario_err(py, &ScenarioError::new(&origin, "(file)", e.to_string())))?;
+            .map_err(|e| scenario_err(py, &SimScenarioError::new(&origin, "(file)", e.to_string())))?;
         let mut doc = parse_toml(py, &text, &origin)?;
         apply_set(py, &mut doc, &origin, set)?;
         PyScenario::new(py, doc, origin, path.parent().map(Path::to_path_buf))
@@ -355,7 +365,7 @@ fn parse_toml(py: Python<'_>, text: &str, origin: &str) -> PyResult<toml::Value>
                 .span()
                 .map(|sp| text[..sp.start.min(text.len())].matches('\n').count() + 1);
             let field = line.map_or("(document)".to_string(), |l| format!("line {l}"));
-            scenario_err(py, &ScenarioError::new(origin, field, e.message()))
+            scenario_err(py, &SimScenarioError::new(origin, field, e.message()))
         })
 }
 
@@ -493,14 +503,14 @@ impl PySweepPlan {
                 _ => {
                     return Err(scenario_err(
                         py,
-                        &ScenarioError::new(&scenario.origin, key, "a grid key needs a non-empty list of values"),
+                        &SimScenarioError::new(&scenario.origin, key, "a grid key needs a non-empty list of values"),
                     ))
                 }
             };
             keys.push((key, values));
         }
         let from_doc = SweepSpec::from_document(&scenario.doc)
-            .map_err(|e| scenario_err(py, &ScenarioError::new(&scenario.origin, "sweep", e.to_string())))?
+            .map_err(|e| scenario_err(py, &SimScenarioError::new(&scenario.origin, "sweep", e.to_string())))?
             .unwrap_or_default();
         let cli = SweepSpec {
             grid: keys,
@@ -628,7 +638,7 @@ impl PySweepPlan {
     /// Every run's document, built by the sweep runner itself (so the
     /// Ray backend runs exactly the documents the local backend runs).
     fn documents(&self) -> anyhow::Result<SweepOutcome<(toml::Value, u64)>> {
-        experiment::run_sweep::<_, (), _>(&self.scenario.doc, &self.spec, 1, &|_, _| {}, |d, s| {
+        experiment::run_sweep::<_, std::convert::Infallible, _>(&self.scenario.doc, &self.spec, 1, &|_, _| {}, |d, s| {
             Ok((d.clone(), s))
         })
         .map_err(|e| anyhow::anyhow!("{e:#}"))
@@ -840,6 +850,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
     m.add_function(wrap_pyfunction!(run_document, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce, m)?)?;
-    m.add("ScenarioError", m.py().get_type::<PyScenarioError>())?;
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     Ok(())
 }

@@ -49,7 +49,8 @@ def test_bad_scenario_names_the_field(dumbbell):
         Scenario.from_file(dumbbell, set={"flows.0.cc": "nosuchcc"})
     assert e.value.field == "flows.0.cc"
     assert "nosuchcc" in str(e.value) and "cubic" in str(e.value)
-    assert isinstance(e.value, ValueError)
+    assert isinstance(e.value, ValueError) and type(e.value).__name__ == "ScenarioError"
+    assert e.value.origin == str(dumbbell)
     d = Scenario.from_file(dumbbell).to_dict()
     d["links"][1]["rate"] = "fast"
     with pytest.raises(ScenarioError) as e:
@@ -70,7 +71,7 @@ def test_run_matches_summary_json_and_csvs(dumbbell, tmp_path):
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert r.summary == on_disk
     f = on_disk["flows"][0]
-    assert f["goodput_bps"] > 3e6, "5 Mbit/s bottleneck"
+    assert 1e6 < f["goodput_bps"] < 5e6, "below the 5 Mbit/s bottleneck, 1 % loss"
     # DataFrames agree with summary.json and with the CSV files.
     flows = r.flows
     assert list(flows["flow"]) == ["bulk"]
@@ -88,6 +89,7 @@ def test_run_matches_summary_json_and_csvs(dumbbell, tmp_path):
 MESSAGES = {
     "name": "cbr-beside-bulk",
     "duration": "3s",
+    "seed": 1,
     "links": [{"name": "radio", "a": "uav", "b": "gcs", "rate": "1Mbps", "delay": "20ms", "queue": {"bdp": 1.0}}],
     "flows": [
         {
@@ -171,9 +173,11 @@ def test_sweep_runs_and_aggregate(dumbbell, tmp_path):
     assert g["mean"] == pytest.approx(vals.mean(), rel=1e-8)
     assert g["std"] == pytest.approx(vals.std(ddof=1), rel=1e-8)
     assert g["ci95"] == pytest.approx(4.302652730 * vals.std(ddof=1) / math.sqrt(3), rel=1e-6)
-    # 10 Mbit/s beats 5 Mbit/s.
-    cubic = agg[agg.key == "/flows/0/goodput_bps"].set_index("point")["mean"]
-    assert cubic["flows.0.cc=cubic,links.1.rate=10Mbps"] > 1.5 * cubic["flows.0.cc=cubic,links.1.rate=5Mbps"]
+    # Every point's mean goodput is below its bottleneck rate.
+    goodput = agg[agg.key == "/flows/0/goodput_bps"].set_index("point")["mean"]
+    for point, g in goodput.items():
+        rate = 10e6 if point.endswith("10Mbps") else 5e6
+        assert 0.1 * rate < g < rate, (point, g)
     # The runs table round-trips through Parquet.
     p = sw.write_parquet(tmp_path / "runs.parquet")
     pd.testing.assert_frame_equal(pd.read_parquet(p), runs)
