@@ -47,7 +47,11 @@ fn grid_column(outcome: &SweepOutcome, k: usize) -> Column {
         .collect::<Option<Vec<_>>>()
     {
         Column::Double(v.into_iter().map(Some).collect())
-    } else if let Some(v) = values.iter().map(|v| v.as_bool()).collect::<Option<Vec<_>>>() {
+    } else if let Some(v) = values
+        .iter()
+        .map(|v| v.as_bool())
+        .collect::<Option<Vec<_>>>()
+    {
         Column::Bool(v)
     } else {
         Column::Text(values.iter().map(|v| value_label(v)).collect())
@@ -175,7 +179,11 @@ mod tests {
             .map(|c| c.name().to_string())
             .collect();
         assert_eq!(names, ["point", "seed", "cc", "rate", "/goodput", "/delay"]);
-        let rows: Vec<_> = reader.get_row_iter(None).unwrap().map(|r| r.unwrap()).collect();
+        let rows: Vec<_> = reader
+            .get_row_iter(None)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
         assert_eq!(rows.len(), 8);
         let row5: Vec<Field> = rows[5].get_column_iter().map(|(_, f)| f.clone()).collect();
         assert_eq!(

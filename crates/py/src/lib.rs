@@ -131,8 +131,12 @@ fn apply_set(
     for (k, v) in set.iter() {
         let key: String = k.extract()?;
         let value = to_toml(&v, &key)?;
-        set_path(doc, &key, value)
-            .map_err(|e| scenario_err(py, &SimScenarioError::new(origin, key.clone(), e.to_string())))?;
+        set_path(doc, &key, value).map_err(|e| {
+            scenario_err(
+                py,
+                &SimScenarioError::new(origin, key.clone(), e.to_string()),
+            )
+        })?;
     }
     Ok(())
 }
@@ -251,8 +255,9 @@ impl PyScenario {
         set: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyScenario> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| scenario_err(py, &SimScenarioError::new(&origin, "(file)", e.to_string())))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            scenario_err(py, &SimScenarioError::new(&origin, "(file)", e.to_string()))
+        })?;
         let mut doc = parse_toml(py, &text, &origin)?;
         apply_set(py, &mut doc, &origin, set)?;
         PyScenario::new(py, doc, origin, path.parent().map(Path::to_path_buf))
@@ -326,7 +331,9 @@ impl PyScenario {
     /// Simulate once (GIL released); returns the native results.
     #[pyo3(signature = (progress=false))]
     fn run(&self, py: Python<'_>, progress: bool) -> PyResult<PyResults> {
-        let scenario = self.build_with(&self.doc).map_err(|e| scenario_err(py, &e))?;
+        let scenario = self
+            .build_with(&self.doc)
+            .map_err(|e| scenario_err(py, &e))?;
         let start = Instant::now();
         if progress {
             stderr(py, &format!("peregrine: running {} …", scenario.name()))?;
@@ -503,14 +510,23 @@ impl PySweepPlan {
                 _ => {
                     return Err(scenario_err(
                         py,
-                        &SimScenarioError::new(&scenario.origin, key, "a grid key needs a non-empty list of values"),
+                        &SimScenarioError::new(
+                            &scenario.origin,
+                            key,
+                            "a grid key needs a non-empty list of values",
+                        ),
                     ))
                 }
             };
             keys.push((key, values));
         }
         let from_doc = SweepSpec::from_document(&scenario.doc)
-            .map_err(|e| scenario_err(py, &SimScenarioError::new(&scenario.origin, "sweep", e.to_string())))?
+            .map_err(|e| {
+                scenario_err(
+                    py,
+                    &SimScenarioError::new(&scenario.origin, "sweep", e.to_string()),
+                )
+            })?
             .unwrap_or_default();
         let cli = SweepSpec {
             grid: keys,
@@ -638,9 +654,13 @@ impl PySweepPlan {
     /// Every run's document, built by the sweep runner itself (so the
     /// Ray backend runs exactly the documents the local backend runs).
     fn documents(&self) -> anyhow::Result<SweepOutcome<(toml::Value, u64)>> {
-        experiment::run_sweep::<_, std::convert::Infallible, _>(&self.scenario.doc, &self.spec, 1, &|_, _| {}, |d, s| {
-            Ok((d.clone(), s))
-        })
+        experiment::run_sweep::<_, std::convert::Infallible, _>(
+            &self.scenario.doc,
+            &self.spec,
+            1,
+            &|_, _| {},
+            |d, s| Ok((d.clone(), s)),
+        )
         .map_err(|e| anyhow::anyhow!("{e:#}"))
     }
 }
@@ -685,8 +705,8 @@ impl PySweep {
 impl PySweep {
     /// The runs table as Parquet bytes (what `runs.parquet` holds).
     fn runs_parquet<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes =
-            peregrine_lab::parquet::runs_parquet(&self.outcome, &self.aggregate).map_err(runtime)?;
+        let bytes = peregrine_lab::parquet::runs_parquet(&self.outcome, &self.aggregate)
+            .map_err(runtime)?;
         Ok(PyBytes::new(py, &bytes))
     }
     /// `sweep.csv`: the per-point statistics.
@@ -699,7 +719,11 @@ impl PySweep {
     }
     /// The point labels (`cc=bbr,rate=20`), by point index.
     fn labels(&self) -> Vec<String> {
-        self.outcome.points.iter().map(|p| p.label.clone()).collect()
+        self.outcome
+            .points
+            .iter()
+            .map(|p| p.label.clone())
+            .collect()
     }
     /// Every run's summary JSON text, in (point, seed) order.
     fn summaries(&self) -> PyResult<Vec<String>> {
@@ -719,7 +743,9 @@ impl PySweep {
             .map(|(k, vs)| {
                 Ok((
                     k.clone(),
-                    vs.iter().map(|v| from_toml(py, v)).collect::<PyResult<_>>()?,
+                    vs.iter()
+                        .map(|v| from_toml(py, v))
+                        .collect::<PyResult<_>>()?,
                 ))
             })
             .collect()
