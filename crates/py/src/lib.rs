@@ -27,7 +27,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyT
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 create_exception!(
     peregrine,
@@ -334,7 +334,6 @@ impl PyScenario {
         let scenario = self
             .build_with(&self.doc)
             .map_err(|e| scenario_err(py, &e))?;
-        let start = Instant::now();
         if progress {
             stderr(py, &format!("peregrine: running {} …", scenario.name()))?;
         }
@@ -347,14 +346,7 @@ impl PyScenario {
         )?
         .map_err(runtime)?;
         if progress {
-            stderr(
-                py,
-                &format!(
-                    " done ({} events, {:.2} s)\n",
-                    results.events,
-                    start.elapsed().as_secs_f64()
-                ),
-            )?;
+            stderr(py, &format!(" done ({} events)\n", results.events))?;
         }
         Ok(PyResults { results })
     }
@@ -767,6 +759,8 @@ type Reproduced = (String, PathBuf, PathBuf);
 
 /// Run `peregrine reproduce NAME` (fanet, quic-sched, mmwave-cvn);
 /// `tiny`: seconds-long runs for tests.
+// The Python keyword arguments, one by one.
+#[allow(clippy::too_many_arguments)]
 #[pyfunction]
 #[pyo3(signature = (name, quick=true, seeds=None, out=PathBuf::from("out"), threads=0, progress=true, tiny=false))]
 fn reproduce(
