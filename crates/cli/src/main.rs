@@ -6,6 +6,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 mod cc_cmd;
+mod emu_cmd;
 mod keygen_cmd;
 mod perf_cmd;
 mod progress;
@@ -35,6 +36,8 @@ enum Command {
     Keygen(keygen_cmd::KeygenArgs),
     /// Measure Peregrine over real UDP (iperf-like server and client).
     Perf(perf_cmd::PerfArgs),
+    /// Run a command over an emulated link (the simulator's link model, live, in a network namespace).
+    Emu(emu_cmd::EmuArgs),
     /// Rerun a seed paper's experiments: `peregrine reproduce quic-sched`, `sltp`, ….
     Reproduce(reproduce::ReproduceArgs),
     /// Background CPU load for `reproduce sltp` (one duty-cycled busy loop).
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(args)) => sim_cmd::bench(args),
         Some(Command::Keygen(args)) => keygen_cmd::run(args),
         Some(Command::Perf(args)) => perf_cmd::run(args),
+        Some(Command::Emu(args)) => emu_cmd::run(args),
         Some(Command::Reproduce(args)) => reproduce::run(args),
         Some(Command::Hog(args)) => reproduce::hog(args),
     };
