@@ -12,7 +12,7 @@
 //! line gives `--sweep`/`--seeds`, every (grid point, seed) is run in
 //! parallel through [`peregrine_lab::sweep::run_sweep_to_dir`] (progress bar,
 //! mean and 95 % CI per point) and `DIR` (default
-//! `sim-out/<name>-sweep`) gets `sweep.csv`, `sweep.json`, `runs.jsonl`,
+//! `sim-out/<name>-sweep`) gets `sweep.csv`, `sweep.json`, `runs.jsonl`, `runs.parquet`,
 //! `report.md` and `plots/`. The `--set` overrides apply to the base
 //! document before the grid.
 
@@ -157,12 +157,13 @@ fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &toml::Value) -> Result<()> 
     )?;
     crate::out(&summary_table(&files.aggregate))?;
     crate::out(&format!(
-        "\n{} runs; wrote {}, {}, {}, {} and plots/\n",
+        "\n{} runs; wrote {}, {}, {}, {}, {} and plots/\n",
         files.outcome.runs.iter().map(Vec::len).sum::<usize>(),
         files.report.display(),
         files.csv.display(),
         files.json.display(),
         files.runs.display(),
+        files.parquet.display(),
     ))
 }
 
