@@ -26,6 +26,7 @@
 pub mod cclab;
 pub mod charts;
 pub mod keyed;
+pub mod netns;
 pub mod plan;
 pub mod plot;
 pub mod progress;

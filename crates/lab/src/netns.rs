@@ -1,0 +1,335 @@
+//! Two network namespaces joined by a shaped veth pair: a wire between two
+//! "hosts" on one machine (`peregrine reproduce sltp --ethernet`).
+//!
+//! # Address plan
+//!
+//! The server namespace holds `10.251.0.1/30`, the client namespace
+//! `10.251.0.2/30`, each on a device `pgwire0` (the two ends of one veth
+//! pair). The namespaces are new and private to one run, so these
+//! addresses never meet `peregrine emu`'s `10.250.0.0/24`, each other's
+//! (concurrent runs have their own namespaces), or any routed network:
+//! nothing is routed out of a namespace, and both namespaces (with the
+//! veth pair inside them) are deleted when the [`VethPair`] is dropped.
+//!
+//! # Why not `peregrine_emu::netns`
+//!
+//! The emulator makes an anonymous namespace for its command by
+//! `unshare(2)` and joins it to its parent through a TUN device it serves
+//! itself; here both ends are named namespaces the kernel joins with a
+//! veth pair and shapes with `tc`, so the only shared piece would be a
+//! four-line `ip` runner.
+//!
+//! # Clean-up
+//!
+//! Namespaces made with `ip netns add` outlive the process that made them,
+//! so they are deleted on every way out: [`Drop`] (normal return, errors,
+//! panics that unwind) and, on SIGINT, SIGTERM or SIGHUP, a signal thread
+//! started with the first pair that deletes every live pair's namespaces
+//! and exits with status 128 + the signal.
+
+use anyhow::{anyhow, bail, Context as _};
+use std::fs::File;
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, Once};
+
+/// One end of the wire.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The namespace the servers run in (`10.251.0.1`).
+    Server,
+    /// The namespace the clients run in (`10.251.0.2`).
+    Client,
+}
+
+/// The device name of both veth ends (each in its own namespace).
+pub const DEVICE: &str = "pgwire0";
+
+/// Two fresh network namespaces joined by a veth pair of `mtu_bytes`,
+/// shaped to `rate_bps` by a token bucket (`tc tbf`) on both ends, with
+/// segmentation offloads off so packets on the wire are at most one MTU.
+/// Deleted (namespaces, devices, qdiscs) when dropped.
+#[derive(Debug)]
+pub struct VethPair {
+    server_ns: String,
+    client_ns: String,
+    /// The MTU of both ends, bytes.
+    pub mtu_bytes: u32,
+    /// The shaping rate of each direction, bit/s.
+    pub rate_bps: u64,
+}
+
+/// Names of the namespaces that exist now (for the signal thread).
+static LIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static SIGNALS: Once = Once::new();
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+impl VethPair {
+    /// Create the pair: `ip netns add` × 2 (unique names `pgsltp-PID-N-s`
+    /// and `-c`), the veth pair, addresses, MTU, `tc tbf` on both ends.
+    /// Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2; without
+    /// them the error says which is missing. O(1) commands (~12 `ip`/`tc`).
+    pub fn create(mtu_bytes: u32, rate_bps: u64) -> anyhow::Result<VethPair> {
+        if !(576..=9000).contains(&mtu_bytes) {
+            bail!("mtu_bytes: {mtu_bytes} is outside 576 ..= 9000");
+        }
+        if rate_bps < 1_000_000 {
+            bail!("rate_bps: {rate_bps} is below 1 Mbit/s");
+        }
+        // SAFETY: geteuid has no preconditions.
+        let uid = unsafe { libc::geteuid() };
+        if uid != 0 {
+            bail!(
+                "--ethernet needs root: it creates two network namespaces joined by a veth pair \
+                 and shapes it with tc, which takes CAP_NET_ADMIN and CAP_SYS_ADMIN, and this \
+                 process runs as uid {uid}. Run it as root (sudo), or leave out --ethernet to \
+                 measure over loopback"
+            );
+        }
+        for tool in ["ip", "tc"] {
+            if Command::new(tool).arg("-V").output().is_err() {
+                bail!(
+                    "--ethernet needs `{tool}` (iproute2), which is not on PATH \
+                     (apt-get install iproute2)"
+                );
+            }
+        }
+        install_signal_cleanup();
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let base = format!("pgsltp-{}-{n}", std::process::id());
+        let pair = VethPair {
+            server_ns: format!("{base}-s"),
+            client_ns: format!("{base}-c"),
+            mtu_bytes,
+            rate_bps,
+        };
+        // From here on every early return drops `pair`, which deletes
+        // whatever was made so far.
+        for ns in [&pair.server_ns, &pair.client_ns] {
+            run("ip", &["netns", "add", ns]).context(
+                "--ethernet cannot create a network namespace (is the kernel built with \
+                 network namespaces, and is /run/netns writable?)",
+            )?;
+            LIVE.lock().unwrap_or_else(|e| e.into_inner()).push(ns.clone());
+        }
+        run(
+            "ip",
+            &[
+                "link", "add", DEVICE, "netns", &pair.server_ns, "type", "veth", "peer", "name",
+                DEVICE, "netns", &pair.client_ns,
+            ],
+        )
+        .context("--ethernet cannot create a veth pair (kernel module veth)")?;
+        let mtu = mtu_bytes.to_string();
+        // tbf's bucket: 1 ms at the rate, and never below 4 MTUs.
+        let burst = (rate_bps / 8 / 1000).max(4 * u64::from(mtu_bytes)).to_string();
+        let rate = rate_bps.to_string();
+        for side in [Side::Server, Side::Client] {
+            let ns = pair.name(side);
+            let addr = format!("{}/30", Self::addr(side));
+            run("ip", &["-n", ns, "link", "set", "lo", "up"])?;
+            run("ip", &["-n", ns, "addr", "add", &addr, "dev", DEVICE])?;
+            // gso_max_segs 1: the veth would otherwise carry TCP's (and
+            // UDP GSO's) 64 KiB super-packets, which a real NIC cuts into
+            // MTU-sized frames; one segment per packet is what the wire sees.
+            run(
+                "ip",
+                &[
+                    "-n", ns, "link", "set", DEVICE, "mtu", &mtu, "gso_max_size", &mtu,
+                    "gso_max_segs", "1", "up",
+                ],
+            )?;
+            run(
+                "tc",
+                &[
+                    "-n", ns, "qdisc", "add", "dev", DEVICE, "root", "tbf", "rate",
+                    &format!("{rate}bit"), "burst", &burst, "latency", "10ms",
+                ],
+            )
+            .context("--ethernet cannot shape the veth pair (tc tbf, kernel module sch_tbf)")?;
+        }
+        Ok(pair)
+    }
+
+    /// The namespace name of `side`.
+    pub fn name(&self, side: Side) -> &str {
+        match side {
+            Side::Server => &self.server_ns,
+            Side::Client => &self.client_ns,
+        }
+    }
+
+    /// The address of `side` on the wire.
+    pub fn addr(side: Side) -> Ipv4Addr {
+        match side {
+            Side::Server => Ipv4Addr::new(10, 251, 0, 1),
+            Side::Client => Ipv4Addr::new(10, 251, 0, 2),
+        }
+    }
+
+    /// `program` as a command that runs inside `side`'s namespace (the
+    /// child joins it between fork and exec, so its pid is the program's
+    /// own and killing it kills the program). O(1).
+    pub fn command(&self, side: Side, program: &Path) -> anyhow::Result<Command> {
+        let ns = self.open(side)?;
+        let mut cmd = Command::new(program);
+        // SAFETY: setns is async-signal-safe; the descriptor is moved into
+        // the closure, so it is open in the child until exec (where
+        // O_CLOEXEC closes it).
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Ok(cmd)
+    }
+
+    /// Run `f` on a new thread that has joined `side`'s namespace, and
+    /// return its result: sockets `f` opens live in that namespace (and
+    /// stay there, whichever thread uses them later). O(1) plus `f`.
+    pub fn run_in<T: Send>(
+        &self,
+        side: Side,
+        f: impl FnOnce() -> anyhow::Result<T> + Send,
+    ) -> anyhow::Result<T> {
+        let ns = self.open(side)?;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                // SAFETY: setns on this (new, single-purpose) thread only.
+                if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    return Err(anyhow!(
+                        "cannot join network namespace {}: {}",
+                        self.name(side),
+                        std::io::Error::last_os_error()
+                    ));
+                }
+                f()
+            })
+            .join()
+            .map_err(|_| anyhow!("a thread in namespace {} panicked", self.name(side)))?
+        })
+    }
+
+    fn open(&self, side: Side) -> anyhow::Result<File> {
+        let path = format!("/run/netns/{}", self.name(side));
+        File::open(&path).with_context(|| format!("cannot open {path}"))
+    }
+}
+
+impl Drop for VethPair {
+    fn drop(&mut self) {
+        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        for ns in [&self.server_ns, &self.client_ns] {
+            if let Some(i) = live.iter().position(|l| l == ns) {
+                live.swap_remove(i);
+                // Deleting a namespace deletes the veth end (and with it
+                // the peer) and its qdisc.
+                let _ = run("ip", &["netns", "del", ns]);
+            }
+        }
+    }
+}
+
+/// Run `tool ARGS…`, turning a failure into an error that quotes the
+/// command and what it printed.
+fn run(tool: &str, args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new(tool)
+        .args(args)
+        .output()
+        .map_err(|e| anyhow!("cannot run `{tool}` ({e}): iproute2 is needed"))?;
+    if !out.status.success() {
+        bail!(
+            "`{tool} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Block SIGINT, SIGTERM and SIGHUP in this thread (and so in every
+/// thread it starts from now on; children get a clean mask from std) and
+/// start a thread that waits for them, deletes the live namespaces and
+/// exits with 128 + the signal. Once per process.
+fn install_signal_cleanup() {
+    SIGNALS.call_once(|| {
+        // SAFETY: plain sigset manipulation on a local set.
+        let set = unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::sigaddset(&mut set, sig);
+            }
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            set
+        };
+        std::thread::spawn(move || {
+            let mut sig: libc::c_int = 0;
+            // SAFETY: `set` is initialised and `sig` a valid out-pointer.
+            if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
+                return;
+            }
+            let live = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
+            for ns in &live {
+                let _ = run("ip", &["netns", "del", ns]);
+            }
+            eprintln!(
+                "interrupted (signal {sig}); deleted network namespaces {}",
+                live.join(", ")
+            );
+            std::process::exit(128 + sig);
+        });
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_settings_name_the_field() {
+        let e = VethPair::create(100, 1_000_000_000).unwrap_err();
+        assert!(format!("{e:#}").contains("mtu_bytes"), "{e:#}");
+        let e = VethPair::create(1500, 10).unwrap_err();
+        assert!(format!("{e:#}").contains("rate_bps"), "{e:#}");
+    }
+
+    #[test]
+    fn pair_carries_tcp_and_is_deleted_on_drop() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 || !Path::new("/run").exists() {
+            println!("skipped: needs root for network namespaces");
+            return;
+        }
+        let pair = match VethPair::create(1500, 1_000_000_000) {
+            Ok(p) => p,
+            Err(e) => {
+                println!("skipped: network namespaces unavailable here: {e:#}");
+                return;
+            }
+        };
+        let names = [pair.name(Side::Server).to_string(), pair.name(Side::Client).to_string()];
+        let listener = pair
+            .run_in(Side::Server, || {
+                Ok(std::net::TcpListener::bind((VethPair::addr(Side::Server), 0))?)
+            })
+            .expect("bind in the server namespace");
+        let port = listener.local_addr().expect("bound").port();
+        pair.run_in(Side::Client, || {
+            Ok(std::net::TcpStream::connect((VethPair::addr(Side::Server), port))?)
+        })
+        .expect("connect from the client namespace");
+        drop(listener);
+        drop(pair);
+        for n in names {
+            assert!(!Path::new("/run/netns").join(&n).exists(), "{n} left behind");
+        }
+    }
+}
