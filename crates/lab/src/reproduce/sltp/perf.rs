@@ -131,8 +131,10 @@ impl PerfServer {
             .stderr(log_file)
             .spawn()
             .with_context(|| format!("cannot start {} perf server", bin.display()))?;
+        crate::netns::kill_on_signal(child.id());
         std::thread::sleep(Duration::from_millis(300));
         if let Some(status) = child.try_wait()? {
+            crate::netns::release_on_signal(child.id());
             let err = std::fs::read_to_string(log).unwrap_or_default();
             bail!(
                 "`{} perf server` exited at once ({status}): {}\n\
@@ -148,6 +150,7 @@ impl PerfServer {
 
 impl Drop for PerfServer {
     fn drop(&mut self) {
+        crate::netns::release_on_signal(self.child.id());
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -184,7 +187,7 @@ pub fn echo_client(
         if attempt > 0 {
             std::thread::sleep(Duration::from_millis(300));
         }
-        let out = command(bin, wire, Side::Client)?
+        let child = command(bin, wire, Side::Client)?
             .args([
                 "perf",
                 "client",
@@ -195,8 +198,16 @@ pub fn echo_client(
             .args(["--echo-size", &size_bytes.to_string()])
             .args(["--echo-count", &count.to_string(), "--json"])
             .stdin(Stdio::null())
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .with_context(|| format!("cannot run {} perf client", bin.display()))?;
+        // Registered so that an interrupted run does not leave it behind.
+        let pid = child.id();
+        crate::netns::kill_on_signal(pid);
+        let out = child.wait_with_output();
+        crate::netns::release_on_signal(pid);
+        let out = out.with_context(|| format!("cannot run {} perf client", bin.display()))?;
         if out.status.success() {
             let stdout = String::from_utf8_lossy(&out.stdout);
             return parse_echo(&stdout, size_bytes);
