@@ -216,7 +216,10 @@ fn reproduce_sltp_ethernet_measures_across_a_veth_pair() {
     }
     assert_eq!(summary["failures"], serde_json::json!([]), "{text}");
     let report = std::fs::read_to_string(out_dir.join("sltp/report.md")).expect("report");
-    assert!(report.contains("veth, MTU 1500 bytes, shaped to 1000 Mbit/s"), "{report}");
+    assert!(
+        report.contains("veth, MTU 1500 bytes, shaped to 1000 Mbit/s"),
+        "{report}"
+    );
     // The namespaces are gone with the process.
     let left: Vec<String> = std::fs::read_dir("/run/netns")
         .map(|d| {
@@ -227,6 +230,10 @@ fn reproduce_sltp_ethernet_measures_across_a_veth_pair() {
         })
         .unwrap_or_default();
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
-    assert!(started.elapsed().as_secs() < 60, "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "took {:?}",
+        started.elapsed()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

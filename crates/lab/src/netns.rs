@@ -120,13 +120,25 @@ impl VethPair {
                 "--ethernet cannot create a network namespace (is the kernel built with \
                  network namespaces, and is /run/netns writable?)",
             )?;
-            LIVE.lock().unwrap_or_else(|e| e.into_inner()).push(ns.clone());
+            LIVE.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(ns.clone());
         }
         run(
             "ip",
             &[
-                "link", "add", DEVICE, "netns", &pair.server_ns, "type", "veth", "peer", "name",
-                DEVICE, "netns", &pair.client_ns,
+                "link",
+                "add",
+                DEVICE,
+                "netns",
+                &pair.server_ns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                DEVICE,
+                "netns",
+                &pair.client_ns,
             ],
         )
         .context("--ethernet cannot create a veth pair (kernel module veth)")?;
@@ -150,15 +162,37 @@ impl VethPair {
             run(
                 "ip",
                 &[
-                    "-n", ns, "link", "set", DEVICE, "mtu", &mtu, "gso_max_size", &mtu,
-                    "gso_max_segs", "1", "up",
+                    "-n",
+                    ns,
+                    "link",
+                    "set",
+                    DEVICE,
+                    "mtu",
+                    &mtu,
+                    "gso_max_size",
+                    &mtu,
+                    "gso_max_segs",
+                    "1",
+                    "up",
                 ],
             )?;
             run(
                 "tc",
                 &[
-                    "-n", ns, "qdisc", "add", "dev", DEVICE, "root", "tbf", "rate",
-                    &format!("{rate}bit"), "burst", &burst, "latency", "10ms",
+                    "-n",
+                    ns,
+                    "qdisc",
+                    "add",
+                    "dev",
+                    DEVICE,
+                    "root",
+                    "tbf",
+                    "rate",
+                    &format!("{rate}bit"),
+                    "burst",
+                    &burst,
+                    "latency",
+                    "10ms",
                 ],
             )
             .context("--ethernet cannot shape the veth pair (tc tbf, kernel module sch_tbf)")?;
@@ -345,7 +379,12 @@ fn install_signal_cleanup() {
         });
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             // SAFETY: installs a handler that only calls write(2).
-            unsafe { libc::signal(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t) };
+            unsafe {
+                libc::signal(
+                    sig,
+                    on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+                )
+            };
         }
     });
 }
@@ -376,21 +415,33 @@ mod tests {
                 return;
             }
         };
-        let names = [pair.name(Side::Server).to_string(), pair.name(Side::Client).to_string()];
+        let names = [
+            pair.name(Side::Server).to_string(),
+            pair.name(Side::Client).to_string(),
+        ];
         let listener = pair
             .run_in(Side::Server, || {
-                Ok(std::net::TcpListener::bind((VethPair::addr(Side::Server), 0))?)
+                Ok(std::net::TcpListener::bind((
+                    VethPair::addr(Side::Server),
+                    0,
+                ))?)
             })
             .expect("bind in the server namespace");
         let port = listener.local_addr().expect("bound").port();
         pair.run_in(Side::Client, || {
-            Ok(std::net::TcpStream::connect((VethPair::addr(Side::Server), port))?)
+            Ok(std::net::TcpStream::connect((
+                VethPair::addr(Side::Server),
+                port,
+            ))?)
         })
         .expect("connect from the client namespace");
         drop(listener);
         drop(pair);
         for n in names {
-            assert!(!Path::new("/run/netns").join(&n).exists(), "{n} left behind");
+            assert!(
+                !Path::new("/run/netns").join(&n).exists(),
+                "{n} left behind"
+            );
         }
     }
 }

@@ -80,7 +80,8 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
         }
     }
     s.push_str("## Network time by load (seed Figs. 7, 9, 10)\n\n");
-    let _ = writeln!(
+    let _ =
+        writeln!(
         s,
         "Link: {}. Median round-trip time in ms; \"P/T\" is Peregrine's time over TCP's (below 1: \
          Peregrine faster); MB/s is both directions' bytes over the median round trip.\n",
@@ -261,6 +262,25 @@ mod tests {
         assert!(md.contains("| 100 % | 62 % |"), "{md}");
         // The fixture's probes differ: no ceiling note.
         assert!(!md.contains("same bandwidth"));
+        // The link every figure used is named, above the tables too.
+        assert!(
+            md.contains("**Link (every figure below used it)**: loopback"),
+            "{md}"
+        );
+        assert!(
+            md.contains("Link: loopback, MTU 65536 bytes, not shaped."),
+            "{md}"
+        );
+        let mut wire = r.clone();
+        wire.info.link = super::super::report::Link {
+            kind: LinkKind::Veth,
+            mtu_bytes: 1500,
+            rate_bps: Some(1e9),
+        };
+        let md_wire = report_md(&wire, &[]);
+        assert!(md_wire.contains("Link: veth, MTU 1500 bytes, shaped to 1000 Mbit/s."));
+        assert!(md_wire.contains("two network namespaces joined by a veth pair"));
+        assert!(!md_wire.contains("over loopback"), "{md_wire}");
         let mut same = r.clone();
         for m in &mut same.measurements {
             for p in &mut m.probes {

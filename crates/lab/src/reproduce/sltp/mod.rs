@@ -241,28 +241,25 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
                             probes: Vec::new(),
                         });
                     let outcome = match (t, &peregrine) {
-                        (Transport::Peregrine, Some(server)) => {
-                            perf::echo_client(
-                                &perf_bin,
-                                server.addr,
-                                size,
-                                plan.echoes,
-                                wire.as_ref(),
-                            )
-                            .map(|r| {
-                                m.probes.extend(r.probe);
-                                r.echo.map(|e| e.times_ms).unwrap_or_default()
-                            })
-                        }
+                        (Transport::Peregrine, Some(server)) => perf::echo_client(
+                            &perf_bin,
+                            server.addr,
+                            size,
+                            plan.echoes,
+                            wire.as_ref(),
+                        )
+                        .map(|r| {
+                            m.probes.extend(r.probe);
+                            r.echo.map(|e| e.times_ms).unwrap_or_default()
+                        }),
                         // Not reached (the server is started whenever Peregrine is
                         // planned), but an error is cheaper than a panic to keep so.
                         (Transport::Peregrine, None) => {
                             Err(anyhow::anyhow!("no perf server running"))
                         }
                         (Transport::Tcp, _) => {
-                            let echo = || {
-                                tcp_echo::echo_round_trips(tcp.addr, size as usize, plan.echoes)
-                            };
+                            let echo =
+                                || tcp_echo::echo_round_trips(tcp.addr, size as usize, plan.echoes);
                             match &wire {
                                 None => echo(),
                                 Some(w) => w.run_in(Side::Client, echo),

@@ -108,9 +108,9 @@ impl PerfServer {
     pub fn start(bin: &Path, log: &Path, wire: Option<&VethPair>) -> anyhow::Result<PerfServer> {
         let addr = match wire {
             None => free_udp_port(Ipv4Addr::LOCALHOST.into())?,
-            Some(w) => {
-                w.run_in(Side::Server, || free_udp_port(VethPair::addr(Side::Server).into()))?
-            }
+            Some(w) => w.run_in(Side::Server, || {
+                free_udp_port(VethPair::addr(Side::Server).into())
+            })?,
         };
         // A file, not a pipe: nobody reads the server's diagnostics while it
         // runs, and a full or closed pipe would stall or kill it.
