@@ -194,8 +194,9 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
          on Ethernet with segments of the same size as SLTP's (`--ethernet` measures that setting). ",
         LinkKind::Veth => "Here \
          both ends run on one host in two network namespaces joined by a veth pair with the seed's \
-         1,500-byte MTU and a 1 Gbit/s token-bucket bottleneck each way, with segment offloads off, so \
-         kernel TCP sends segments of Peregrine's datagram size as on the seed's Ethernet. There is still \
+         1,500-byte MTU and a 1 Gbit/s token-bucket bottleneck each way that cuts offloaded super-packets \
+         into frames, so kernel TCP's segments on the wire are of Peregrine's datagram size as on the \
+         seed's Ethernet. There is still \
          no NIC: the veth hands packets over in the kernel, both ends share this host's CPUs (and the \
          hog loads the sender and the receiver at once), and the shaper is software. ",
     });

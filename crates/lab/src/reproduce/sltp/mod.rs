@@ -206,6 +206,9 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     } else {
         None
     };
+    // The echo server's listener lives until the process exits; after the
+    // wire is dropped it keeps the (then unnamed) server namespace alive
+    // that long, and nothing else.
     let tcp = match &wire {
         None => tcp_echo::TcpEchoServer::start()?,
         Some(w) => w.run_in(Side::Server, || {

@@ -133,8 +133,9 @@ impl Link {
                 self.mtu_bytes
             ),
             LinkKind::Veth => format!(
-                "a veth pair between two network namespaces (`--ethernet`): MTU {} bytes, segment offloads off \
-                 (`gso_max_segs 1`), shaped to {} Mbit/s each way by `tc tbf` on both ends",
+                "a veth pair between two network namespaces (`--ethernet`): MTU {} bytes, shaped to {} Mbit/s \
+                 each way by `tc tbf` on both ends, whose 4-frame bucket cuts TSO/GSO super-packets into \
+                 MTU-sized frames as a NIC would",
                 self.mtu_bytes,
                 self.rate_bps.map_or("?".into(), |r| format!("{:.0}", r / 1e6))
             ),
