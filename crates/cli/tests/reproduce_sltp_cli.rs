@@ -29,7 +29,14 @@ fn reproduce_sltp_help() {
         &peregrine(&["reproduce", "sltp", "--help"]),
         "reproduce sltp --help",
     );
-    for flag in ["--quick", "--out", "--transports", "--sizes", "--loads"] {
+    for flag in [
+        "--quick",
+        "--out",
+        "--transports",
+        "--sizes",
+        "--loads",
+        "--ethernet",
+    ] {
         assert!(help.contains(flag), "help lacks {flag}:\n{help}");
     }
     let group = stdout_ok(&peregrine(&["reproduce", "--help"]), "reproduce --help");
@@ -171,7 +178,6 @@ fn reproduce_sltp_ethernet_measures_across_a_veth_pair() {
     }
     let dir = temp_dir("sltp-ethernet");
     let out_dir = dir.join("out");
-    let started = std::time::Instant::now();
     let out = peregrine(&[
         "reproduce",
         "sltp",
@@ -230,10 +236,5 @@ fn reproduce_sltp_ethernet_measures_across_a_veth_pair() {
         })
         .unwrap_or_default();
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
-    assert!(
-        started.elapsed().as_secs() < 60,
-        "took {:?}",
-        started.elapsed()
-    );
     let _ = std::fs::remove_dir_all(&dir);
 }
