@@ -35,8 +35,9 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
         s.push_str(
             "The servers (Peregrine's `perf server` and the TCP echo server) run in one namespace at \
              10.251.0.1 and the clients in the other at 10.251.0.2, so every byte crosses the shaped veth: \
-             kernel TCP's segments are at most 1,448 bytes of payload, the size of Peregrine's datagrams, \
-             as on the seed's Ethernet. The hogs run in the host's namespace (CPU load has no namespace).\n\n",
+             kernel TCP's segments carry at most 1,448 bytes of payload, the size of Peregrine's datagrams, \
+             as on the seed's Ethernet (offloaded super-packets longer than tbf's 4-frame bucket are cut into \
+             such frames; shorter ones pass whole, shaped by their bytes). The hogs run in the host's namespace (CPU load has no namespace).\n\n",
         );
     }
     s.push_str(
