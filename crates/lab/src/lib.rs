@@ -29,6 +29,7 @@ pub mod bench;
 pub mod cclab;
 pub mod charts;
 pub mod keyed;
+pub mod netns;
 pub mod parquet;
 pub mod plan;
 pub mod plot;

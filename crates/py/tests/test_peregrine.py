@@ -217,6 +217,10 @@ INTERRUPT = r"""
 import os, signal, sys, threading, time
 import peregrine
 s = peregrine.Scenario.from_file(sys.argv[1], set={"duration": "60s", "links.1.loss.p": 0.01})
+# Python leaves SIGINT alone when it starts with SIGINT ignored (a shell
+# does that to background jobs, e.g. a CI script started with `&`): make
+# Ctrl-C raise KeyboardInterrupt here whatever the parent did.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 start = time.perf_counter()
 try:
@@ -234,6 +238,7 @@ def test_keyboard_interrupt_stops_a_sweep(dumbbell):
         [sys.executable, "-c", INTERRUPT, str(dumbbell)], capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("interrupted"), (out.stdout, out.stderr)
     word, secs = out.stdout.split()
     assert word == "interrupted"
     assert float(secs) < 30, secs
