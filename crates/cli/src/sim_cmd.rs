@@ -1,4 +1,4 @@
-//! `peregrine sim SCENARIO.toml [--set key=value]… [--out DIR]
+//! `peregrine sim SCENARIO.toml [--set key=value]… [--out DIR] [--pcap DIR]
 //! [--sweep key=v1,v2,…]… [--seeds N]`, `peregrine bench sim` and
 //! `peregrine bench endpoint` (`peregrine_lab::bench::endpoint`): a thin
 //! layer over `peregrine_sim`.
@@ -21,7 +21,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use peregrine_lab::sweep::{run_sweep_to_dir, summary_table, SweepOptions};
 use peregrine_sim::scenario::overrides::{parse_assignment, set_path};
-use peregrine_sim::{run as run_sim, Scenario, ScenarioError};
+use peregrine_sim::{run as run_sim, run_with_options, RunOptions, Scenario, ScenarioError};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `peregrine sim`.
@@ -35,9 +35,15 @@ pub struct SimArgs {
     /// Where to write summary.json and the CSVs (default sim-out/<name>).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Print only the table; write nothing.
+    /// Print only the table; write nothing (but the --pcap captures, if asked).
     #[arg(long)]
     no_write: bool,
+    /// Write one pcapng capture per link direction into DIR
+    /// (`<link>.<up|down>.pcapng`): every datagram as it is offered to the
+    /// link, simulated timestamps, IPv4/UDP headers with the nodes'
+    /// addresses. Open with Wireshark and tools/wireshark/sltp.lua.
+    #[arg(long, value_name = "DIR")]
+    pcap: Option<PathBuf>,
     /// Sweep options (a sweep runs when any is given or the scenario has [sweep]).
     #[command(flatten)]
     sweep: SweepArgs,
@@ -70,10 +76,22 @@ pub fn run(args: SimArgs) -> Result<()> {
     let wants_sweep =
         !args.sweep.sweep.is_empty() || args.sweep.seeds.is_some() || doc.get("sweep").is_some();
     if wants_sweep {
+        if args.pcap.is_some() {
+            anyhow::bail!(
+                "--pcap captures one run; a sweep runs many: drop --sweep/--seeds (or the \
+                 scenario's [sweep] table) or drop --pcap"
+            );
+        }
         return run_sweep_cmd(&args, &origin, &doc);
     }
     let scenario = Scenario::from_file(&args.scenario, &args.set)?;
-    let results = run_sim(&scenario)?;
+    let options = RunOptions {
+        pcap_dir: args.pcap.clone(),
+    };
+    let results = run_with_options(&scenario, &options)?;
+    if let Some(dir) = &args.pcap {
+        eprintln!("wrote pcapng captures to {}", dir.display());
+    }
     crate::out(&results.print_table())?;
     if !args.no_write {
         let dir = args

@@ -209,3 +209,44 @@ fn a_sweep_table_in_the_scenario_runs_a_sweep() {
     assert!(csv.contains("links.0.rate=1Mbps"), "{csv}");
     assert!(csv.contains("links.0.rate=2Mbps"), "{csv}");
 }
+
+#[test]
+fn sim_pcap_writes_one_capture_per_link_direction_and_refuses_sweeps() {
+    let dir = tempdir("pcap");
+    let out = peregrine()
+        .args([
+            "sim",
+            "scenarios/dumbbell.toml",
+            "--set",
+            "duration=1s",
+            "--no-write",
+            "--pcap",
+        ])
+        .arg(&dir)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for link in ["access-s0", "bottleneck", "access-r0"] {
+        for d in ["up", "down"] {
+            let f = dir.join(format!("{link}.{d}.pcapng"));
+            let bytes = std::fs::read(&f).expect("capture written");
+            assert_eq!(&bytes[..4], &[0x0a, 0x0d, 0x0d, 0x0a], "{}", f.display());
+        }
+    }
+    let out = peregrine()
+        .args(["sim", "scenarios/dumbbell.toml", "--seeds", "2", "--pcap"])
+        .arg(&dir)
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--pcap captures one run; a sweep runs many"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -42,20 +42,7 @@ pub use scenario::{Scenario, ScenarioError};
 /// Simulate `scenario` to its end. A vehicular world's channel is
 /// recorded first ([`world::vehicles::ChannelTimeline::record`]).
 pub fn run(scenario: &Scenario) -> Result<SimResults, SimError> {
-    match &scenario.model.vehicular {
-        None => run_with_timeline(scenario, None),
-        Some(v) => {
-            let m = &scenario.model;
-            let tl = world::vehicles::ChannelTimeline::record(v, m.duration_ns, m.seed).map_err(
-                |e| SimError {
-                    scenario: scenario.name(),
-                    seed: m.seed,
-                    message: e.to_string(),
-                },
-            )?;
-            run_with_timeline(scenario, Some(&tl))
-        }
-    }
+    run_with_options(scenario, &RunOptions::default())
 }
 
 /// Simulate `scenario` with a vehicular world's channel already recorded
@@ -65,10 +52,52 @@ pub fn run_with_timeline(
     scenario: &Scenario,
     timeline: Option<&world::vehicles::ChannelTimeline>,
 ) -> Result<SimResults, SimError> {
+    run_inner(scenario, timeline, &RunOptions::default())
+}
+
+/// What a run writes besides its results (the command line's `--pcap`).
+/// None of it changes the results: a run with captures gives the same
+/// `SimResults` as one without.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Write one pcapng capture per link direction into this directory
+    /// (`<link>.<up|down>.pcapng`, `wifi.<node>.pcapng`): every datagram
+    /// as it is offered to the direction, simulated timestamps, wrapped
+    /// in IPv4/UDP with the nodes' addresses (`engine/capture.rs`).
+    pub pcap_dir: Option<std::path::PathBuf>,
+}
+
+/// [`run`] with [`RunOptions`].
+pub fn run_with_options(scenario: &Scenario, options: &RunOptions) -> Result<SimResults, SimError> {
+    match &scenario.model.vehicular {
+        None => run_inner(scenario, None, options),
+        Some(v) => {
+            let m = &scenario.model;
+            let tl = world::vehicles::ChannelTimeline::record(v, m.duration_ns, m.seed).map_err(
+                |e| SimError {
+                    scenario: scenario.name(),
+                    seed: m.seed,
+                    message: e.to_string(),
+                },
+            )?;
+            run_inner(scenario, Some(&tl), options)
+        }
+    }
+}
+
+fn run_inner(
+    scenario: &Scenario,
+    timeline: Option<&world::vehicles::ChannelTimeline>,
+    options: &RunOptions,
+) -> Result<SimResults, SimError> {
     let mut sim = engine::build::build(scenario)?;
     if let Some(tl) = timeline {
         engine::vehicular::attach(&mut sim, scenario, tl)?;
     }
+    if let Some(dir) = &options.pcap_dir {
+        sim.capture_into(dir)?;
+    }
     let events = sim.run()?;
+    sim.close_capture()?;
     Ok(sim.finish(scenario, events))
 }

@@ -316,6 +316,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         link_names,
         wireless,
         now: Time::ZERO,
+        capture: None,
     })
 }
 

@@ -19,6 +19,7 @@
 //! independent of how often a timer is re-armed.
 
 pub(crate) mod build;
+pub(crate) mod capture;
 mod groups;
 pub mod queue;
 pub mod routing;
@@ -153,6 +154,8 @@ pub(crate) struct Sim {
     wireless: Option<wireless::Wireless>,
     /// The engine's clock: the instant of the event being handled.
     now: Time,
+    /// `--pcap`: the captures of every link direction, if asked for.
+    pub(crate) capture: Option<capture::LinkCapture>,
 }
 
 fn addr(node: usize, port: u16) -> SocketAddr {
@@ -498,6 +501,9 @@ impl Sim {
         let l = hop.link;
         let mut pkt = pkt;
         pkt.next_hop = hop.node;
+        if let Some(c) = self.capture.as_mut() {
+            c.record(l, self.now, &pkt);
+        }
         match self.links[l].enqueue(self.now, pkt) {
             Ok(()) => self.advance_link(l),
             Err((p, reason)) => self.drop_packet(&p, reason),
@@ -601,6 +607,21 @@ impl Sim {
         let next = self.now + self.interval;
         if next <= self.end {
             self.queue.push(next, Ev::Sample);
+        }
+    }
+
+    /// Opens a capture per link direction in `dir` (`--pcap`).
+    pub(crate) fn capture_into(&mut self, dir: &std::path::Path) -> Result<(), SimError> {
+        let c = capture::LinkCapture::create(dir, &self.link_names).map_err(|e| self.fail(e))?;
+        self.capture = Some(c);
+        Ok(())
+    }
+
+    /// Flushes the captures, if any; returns the files written.
+    pub(crate) fn close_capture(&mut self) -> Result<Vec<std::path::PathBuf>, SimError> {
+        match self.capture.take() {
+            None => Ok(Vec::new()),
+            Some(c) => c.finish().map_err(|e| self.fail(e)),
         }
     }
 

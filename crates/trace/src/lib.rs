@@ -1,0 +1,21 @@
+//! # peregrine-trace — captures that the usual tools open
+//!
+//! When a transfer misbehaves, engineers open a packet capture in
+//! Wireshark or tshark. This crate writes what those tools read, for the
+//! simulator (`peregrine sim … --pcap DIR`: one capture per link
+//! direction, simulated timestamps) and the runtime alike:
+//!
+//! * [`pcapng`] — a streaming pcapng writer (section header, one
+//!   interface description per capture, enhanced packet blocks with
+//!   nanosecond timestamps) and [`pcapng::Ipv4Udp`], which wraps a UDP
+//!   payload in the IPv4 and UDP headers a dissector expects (link type
+//!   `LINKTYPE_IPV4`), so an SLTP datagram shows up as UDP between the
+//!   simulated nodes' addresses. `tools/wireshark/sltp.lua` decodes the
+//!   SLTP inside.
+//!
+//! Nothing here reads a clock or allocates per packet: the caller gives
+//! each packet's time, and the header buffer is reused.
+
+#![warn(missing_docs)]
+
+pub mod pcapng;
