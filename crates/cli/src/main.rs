@@ -10,6 +10,7 @@ mod emu_cmd;
 mod keygen_cmd;
 mod perf_cmd;
 mod progress;
+mod qlog_cmd;
 mod reproduce;
 mod sim_cmd;
 mod wire_cmd;
@@ -38,6 +39,8 @@ enum Command {
     Perf(perf_cmd::PerfArgs),
     /// Run a command over an emulated link (the simulator's link model, live, in a network namespace).
     Emu(emu_cmd::EmuArgs),
+    /// Read qlog files: `peregrine qlog plot FILE` draws the congestion view.
+    Qlog(qlog_cmd::QlogArgs),
     /// Rerun a seed paper's experiments: `peregrine reproduce quic-sched`, `sltp`, ….
     Reproduce(reproduce::ReproduceArgs),
     /// Background CPU load for `reproduce sltp` (one duty-cycled busy loop).
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Some(Command::Keygen(args)) => keygen_cmd::run(args),
         Some(Command::Perf(args)) => perf_cmd::run(args),
         Some(Command::Emu(args)) => emu_cmd::run(args),
+        Some(Command::Qlog(args)) => qlog_cmd::run(args),
         Some(Command::Reproduce(args)) => reproduce::run(args),
         Some(Command::Hog(args)) => reproduce::hog(args),
     };

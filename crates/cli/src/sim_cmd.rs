@@ -44,6 +44,11 @@ pub struct SimArgs {
     /// addresses. Open with Wireshark and tools/wireshark/sltp.lua.
     #[arg(long, value_name = "DIR")]
     pcap: Option<PathBuf>,
+    /// Write one qlog file (`.sqlog`, JSON-SEQ) per connection endpoint
+    /// into DIR: packets, losses, congestion metrics, events; open in
+    /// qvis or draw with `peregrine qlog plot`.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
     /// Sweep options (a sweep runs when any is given or the scenario has [sweep]).
     #[command(flatten)]
     sweep: SweepArgs,
@@ -76,21 +81,30 @@ pub fn run(args: SimArgs) -> Result<()> {
     let wants_sweep =
         !args.sweep.sweep.is_empty() || args.sweep.seeds.is_some() || doc.get("sweep").is_some();
     if wants_sweep {
-        if args.pcap.is_some() {
-            anyhow::bail!(
-                "--pcap captures one run; a sweep runs many: drop --sweep/--seeds (or the \
-                 scenario's [sweep] table) or drop --pcap"
-            );
+        for (flag, given) in [
+            ("--pcap", args.pcap.is_some()),
+            ("--qlog", args.qlog.is_some()),
+        ] {
+            if given {
+                anyhow::bail!(
+                    "{flag} records one run; a sweep runs many: drop --sweep/--seeds (or the \
+                     scenario's [sweep] table) or drop {flag}"
+                );
+            }
         }
         return run_sweep_cmd(&args, &origin, &doc);
     }
     let scenario = Scenario::from_file(&args.scenario, &args.set)?;
     let options = RunOptions {
         pcap_dir: args.pcap.clone(),
+        qlog_dir: args.qlog.clone(),
     };
     let results = run_with_options(&scenario, &options)?;
     if let Some(dir) = &args.pcap {
         eprintln!("wrote pcapng captures to {}", dir.display());
+    }
+    if let Some(dir) = &args.qlog {
+        eprintln!("wrote qlog files to {}", dir.display());
     }
     crate::out(&results.print_table())?;
     if !args.no_write {

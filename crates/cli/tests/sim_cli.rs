@@ -245,8 +245,62 @@ fn sim_pcap_writes_one_capture_per_link_direction_and_refuses_sweeps() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("--pcap captures one run; a sweep runs many"),
+        err.contains("--pcap records one run; a sweep runs many"),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sim_qlog_then_qlog_plot_draws_the_congestion_view() {
+    let dir = tempdir("qlog");
+    let out = peregrine()
+        .args([
+            "sim",
+            "scenarios/dumbbell.toml",
+            "--set",
+            "duration=2s",
+            "--no-write",
+            "--qlog",
+        ])
+        .arg(dir.join("q"))
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let client = std::fs::read_dir(dir.join("q"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("bulk-client-"))
+        .expect("the client's qlog");
+    let out = peregrine()
+        .args(["qlog", "plot"])
+        .arg(&client)
+        .arg("--out")
+        .arg(dir.join("plots"))
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stem = client.file_stem().unwrap().to_string_lossy().into_owned();
+    for kind in ["window", "rtt"] {
+        let svg = std::fs::read_to_string(dir.join("plots").join(format!("{stem}-{kind}.svg")))
+            .expect("svg written");
+        assert!(svg.contains("<svg") && svg.contains("time (s)"), "{kind}");
+    }
+    // Not a qlog file: one line naming it.
+    let out = peregrine()
+        .args(["qlog", "plot", "scenarios/dumbbell.toml"])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("dumbbell.toml"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

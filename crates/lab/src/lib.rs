@@ -35,6 +35,7 @@ pub mod plan;
 pub mod plot;
 pub mod progress;
 pub mod published;
+pub mod qlog_plot;
 pub mod report;
 pub mod reproduce;
 pub mod showcase;

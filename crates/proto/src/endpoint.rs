@@ -39,6 +39,7 @@ use crate::rng::SeededRng;
 use crate::sched::SchedulerConfig;
 use crate::send_helpers::write;
 use crate::streams::StreamConfig;
+use crate::trace::{Role, TraceFactory, TraceTarget};
 use crate::wire::{
     BarePayload, DatagramRepr, Flags, HeaderRepr, PacketType, Payload, RejectPayload, RejectReason,
     Tlv, PROTOCOL_VERSION,
@@ -119,6 +120,22 @@ pub struct Endpoint {
     pool: BufferPool,
     /// Retry tokens and half-open connections (admission.rs).
     admission: admission::Admission,
+    /// Makes each new connection's trace sink (`set_trace_factory`).
+    trace: TraceFactoryBox,
+}
+
+/// The optional trace factory (a newtype: `dyn TraceFactory` is not `Debug`).
+#[derive(Default)]
+struct TraceFactoryBox(Option<Box<dyn TraceFactory>>);
+
+impl std::fmt::Debug for TraceFactoryBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Some(TraceFactory)"
+        } else {
+            "None"
+        })
+    }
 }
 
 impl Endpoint {
@@ -152,8 +169,18 @@ impl Endpoint {
             },
             pool: BufferPool::new(config.memory_ceiling_bytes),
             admission: admission::Admission::new(&mut SeededRng::new(seed).fork("admission")),
+            trace: TraceFactoryBox::default(),
             config,
         }
+    }
+
+    /// Traces every connection created from now on: `factory` is asked
+    /// for a sink per connection (`crate::trace`; qlog files are
+    /// `peregrine-trace`'s). Connections already open stay untraced.
+    ///
+    /// Complexity: O(1).
+    pub fn set_trace_factory(&mut self, factory: Box<dyn TraceFactory>) {
+        self.trace.0 = Some(factory);
     }
 
     pub(crate) fn tick(&mut self, now: Time) -> Time {
@@ -218,6 +245,21 @@ impl Endpoint {
         mut conn: Connection,
     ) -> ConnectionHandle {
         conn.seed_path(self.path_rng.next_u64());
+        if let Some(f) = self.trace.0.as_mut() {
+            let target = TraceTarget {
+                role: if peer.is_some() {
+                    Role::Server
+                } else {
+                    Role::Client
+                },
+                local_id: id,
+                remote: conn.remote(),
+                created: self.now,
+            };
+            if let Some(sink) = f.sink(&target) {
+                conn.set_trace_sink(sink);
+            }
+        }
         let handle = ConnectionHandle(self.next_handle);
         self.next_handle += 1;
         self.by_id.insert(id, handle);
@@ -296,7 +338,9 @@ impl Endpoint {
             .connections
             .get_mut(&handle)
             .ok_or(SendError::UnknownConnection)?;
-        conn.configure_stream(now, stream, config)
+        conn.configure_stream(now, stream, config)?;
+        conn.trace_stream_opened(now, stream);
+        Ok(())
     }
 
     /// Switch the connection's stream scheduler; queued data carries over.
@@ -363,6 +407,7 @@ impl Endpoint {
         let now = self.tick(now);
         if let Some(c) = self.connections.get_mut(&handle) {
             c.handle_link_hint(now, hint);
+            c.trace_link_hint(now, hint);
         }
     }
 
@@ -446,6 +491,9 @@ impl Endpoint {
                 .and_then(Connection::poll_event);
             match ev {
                 Some(ev) => {
+                    if let Some(c) = self.connections.get_untracked(&h) {
+                        c.trace_app_event(&ev);
+                    }
                     self.reap(h);
                     return Some((h, ev));
                 }
@@ -702,7 +750,9 @@ impl Endpoint {
         match self.by_id.get(&h.dest_id).copied() {
             Some(handle) => {
                 if let Some(c) = self.connections.get_mut(&handle) {
+                    c.trace_received(now, &dg, bytes.len());
                     c.handle_datagram(now, remote, ecn, &dg);
+                    c.trace_metrics(now);
                 }
                 self.check_half_open(handle);
                 self.pool_sync(handle);
@@ -736,6 +786,7 @@ impl Endpoint {
             if let Some(size) = sent {
                 // Its deadline and events are re-keyed at the next settle.
                 let sealed = self.connections.get_mut(&handle).and_then(|c| {
+                    c.trace_sent(now, buf.get(..size).unwrap_or_default());
                     c.seal_outgoing(buf, size)
                         .map(|n| (n, c.transmit_destination()))
                 });
@@ -793,6 +844,7 @@ impl Endpoint {
             self.connections.visit();
             if let Some(c) = self.connections.get_mut(&handle) {
                 c.handle_timeout(now);
+                c.trace_metrics(now);
             }
             self.pool_sync(handle);
         }

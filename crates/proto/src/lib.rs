@@ -127,6 +127,7 @@ pub mod rng;
 pub mod sched;
 mod send_helpers;
 pub mod streams;
+pub mod trace;
 pub mod wire;
 
 /// The shared byte buffer messages are sent from (`bytes::Bytes`).

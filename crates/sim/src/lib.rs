@@ -55,7 +55,8 @@ pub fn run_with_timeline(
     run_inner(scenario, timeline, &RunOptions::default())
 }
 
-/// What a run writes besides its results (the command line's `--pcap`).
+/// What a run writes besides its results (the command line's `--pcap`
+/// and `--qlog`).
 /// None of it changes the results: a run with captures gives the same
 /// `SimResults` as one without.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,6 +66,10 @@ pub struct RunOptions {
     /// as it is offered to the direction, simulated timestamps, wrapped
     /// in IPv4/UDP with the nodes' addresses (`engine/capture.rs`).
     pub pcap_dir: Option<std::path::PathBuf>,
+    /// Write one qlog file (JSON-SEQ, `.sqlog`) per connection endpoint
+    /// into this directory: `<flow>-<client|server>-<id>.sqlog`, times in
+    /// simulated milliseconds (`peregrine_trace::qlog`).
+    pub qlog_dir: Option<std::path::PathBuf>,
 }
 
 /// [`run`] with [`RunOptions`].
@@ -96,6 +101,15 @@ fn run_inner(
     }
     if let Some(dir) = &options.pcap_dir {
         sim.capture_into(dir)?;
+    }
+    if let Some(dir) = &options.qlog_dir {
+        let names: Vec<String> = scenario
+            .model
+            .flows
+            .iter()
+            .map(|f| f.name.clone())
+            .collect();
+        sim.trace_into(dir, &names)?;
     }
     let events = sim.run()?;
     sim.close_capture()?;

@@ -88,6 +88,7 @@ fn captures_are_deterministic_and_do_not_change_results() {
         &s,
         &RunOptions {
             pcap_dir: Some(d1.clone()),
+            ..RunOptions::default()
         },
     )
     .unwrap();
@@ -95,6 +96,7 @@ fn captures_are_deterministic_and_do_not_change_results() {
         &s,
         &RunOptions {
             pcap_dir: Some(d2.clone()),
+            ..RunOptions::default()
         },
     )
     .unwrap();
@@ -198,6 +200,7 @@ fn tshark_with_the_dissector_reads_what_the_simulator_sent() {
         &scenario("none"),
         &RunOptions {
             pcap_dir: Some(dir.clone()),
+            ..RunOptions::default()
         },
     )
     .unwrap();
@@ -309,6 +312,7 @@ fn tshark_shows_sealed_payloads_as_protected() {
         &scenario("xx"),
         &RunOptions {
             pcap_dir: Some(dir.clone()),
+            ..RunOptions::default()
         },
     )
     .unwrap();

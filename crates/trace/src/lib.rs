@@ -12,6 +12,10 @@
 //!   `LINKTYPE_IPV4`), so an SLTP datagram shows up as UDP between the
 //!   simulated nodes' addresses. `tools/wireshark/sltp.lua` decodes the
 //!   SLTP inside.
+//! * [`qlog`] — a `TraceSink` for the core's trace stream
+//!   (`peregrine_proto::trace`) writing qlog JSON-SEQ (`.sqlog`, one file
+//!   per connection endpoint) with QUIC's event names where the meaning
+//!   is the same, so qvis draws it; [`qlog::QlogDir`] is the factory.
 //!
 //! Nothing here reads a clock or allocates per packet: the caller gives
 //! each packet's time, and the header buffer is reused.
@@ -19,3 +23,4 @@
 #![warn(missing_docs)]
 
 pub mod pcapng;
+pub mod qlog;

@@ -58,6 +58,7 @@ mod recovery_glue;
 pub mod recv;
 pub mod send;
 pub mod stats;
+mod trace;
 
 // The public paths of the modules that moved under a concern
 // (`connection::path`, `connection::group`, `connection::window`,
@@ -173,6 +174,8 @@ pub struct Connection {
     groups: group::GroupState,
     /// Handshake and packet keys (`None`: unencrypted).
     security: Option<crate::crypto::SecurityState>,
+    /// The trace sink, if this connection is traced (trace.rs).
+    tracer: Option<trace::Tracer>,
     /// Anti-amplification budget and the client's retry token (lifecycle/admission.rs).
     admission: admission::AdmissionState,
 }
@@ -241,6 +244,7 @@ impl Connection {
             path: path::PathState::default(),
             groups: group::GroupState::default(),
             security: None,
+            tracer: None,
             admission: admission::AdmissionState::default(),
         }
     }

@@ -617,6 +617,36 @@ impl Sim {
         Ok(())
     }
 
+    /// Traces every connection of the run as qlog into `dir` (`--qlog`):
+    /// one `.sqlog` per connection endpoint, named after its flow (the
+    /// flow's index too when flow names repeat) or, for a
+    /// `[[flow_groups]]` server, `<node>-shared`.
+    pub(crate) fn trace_into(
+        &mut self,
+        dir: &std::path::Path,
+        flow_names: &[String],
+    ) -> Result<(), SimError> {
+        let unique = flow_names
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            == flow_names.len();
+        for i in 0..self.slots.len() {
+            let slot = &self.slots[i];
+            let label = if slot.shared {
+                format!("node{}-shared", slot.node)
+            } else if unique {
+                flow_names[slot.flow].clone()
+            } else {
+                format!("{}-{}", slot.flow, flow_names[slot.flow])
+            };
+            let factory = peregrine_trace::qlog::QlogDir::new(dir, &label)
+                .map_err(|e| self.fail(format!("--qlog: cannot create {}: {e}", dir.display())))?;
+            self.slots[i].ep.set_trace_factory(Box::new(factory));
+        }
+        Ok(())
+    }
+
     /// Flushes the captures, if any; returns the files written.
     pub(crate) fn close_capture(&mut self) -> Result<Vec<std::path::PathBuf>, SimError> {
         match self.capture.take() {

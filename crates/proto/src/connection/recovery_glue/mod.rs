@@ -67,7 +67,8 @@ impl Connection {
         }
     }
 
-    pub(crate) fn apply(&mut self, out: RecoveryOutcome) {
+    pub(crate) fn apply(&mut self, out: RecoveryOutcome, trigger: crate::trace::LossTrigger) {
+        self.trace_lost(self.now, &out, trigger);
         self.send.on_acked_with(&out.acked_blocks, |_| {});
         self.send.on_lost(self.now, &out.lost_blocks);
         self.recovery.recycle(out);

@@ -5,6 +5,7 @@
 use crate::connection::recv::{self, RecvLimits};
 use crate::connection::{config, Connection, ConnectionState, Event, StartParams, ViolationKind};
 use crate::recovery::BlockRef;
+use crate::trace::LossTrigger;
 use crate::wire::{
     expand_packet_number, DatagramRepr, EchoPayload, Flags, MissingPackets, PacketType, Payload,
 };
@@ -215,7 +216,7 @@ impl Connection {
         match (h.pk_type, payload) {
             (PacketType::Ack, Payload::Ack(ack)) => {
                 let out = self.recovery.on_ack(now, ack, h.cn == 3);
-                self.apply(out);
+                self.apply(out, LossTrigger::Acknowledgement);
                 // ACK-of-ACK: what our acknowledged ACKs reported need not
                 // be reported again.
                 self.recv.on_peer_ack(now, ack);
@@ -253,7 +254,7 @@ impl Connection {
                     }
                 }
                 let out = self.recovery.on_nack(now, &missing);
-                self.apply(out);
+                self.apply(out, LossTrigger::Nack);
                 self.maybe_reprobe(now);
             }
             (PacketType::Echo | PacketType::Echo1 | PacketType::Echo2, Payload::Echo(e)) => {

@@ -439,7 +439,7 @@ impl Connection {
             return;
         }
         let out = self.recovery.on_timeout(now);
-        self.apply(out);
+        self.apply(out, crate::trace::LossTrigger::Timeout);
         self.expire_messages(now);
         if let Some(outcome) = self.probe.on_timeout(now) {
             self.on_probe_outcome(now, outcome);
