@@ -110,19 +110,19 @@ pub mod keys;
 mod socket;
 
 pub use connection::{Connection, Delivery};
-pub use events::{ConnectionEvent, MessageOutcome, EVENT_QUEUE_CAPACITY};
 pub use endpoint::{Endpoint, EndpointBuilder, Stats};
+pub use events::{ConnectionEvent, MessageOutcome, EVENT_QUEUE_CAPACITY};
 pub use socket::SocketCapabilities;
 
 pub use bytes::Bytes;
 pub use endpoint::aes_hardware;
 pub use peregrine_cc::{CcConfig, LinkHint, LinkHintKind};
+pub use peregrine_proto::connection::ViolationKind;
 pub use peregrine_proto::crypto::{
     AeadAlgorithm, AeadPreference, NoiseConfig, NoisePattern, PublicKey, SecurityConfig,
     SecurityStats, StaticKeypair,
 };
 pub use peregrine_proto::endpoint::EndpointStats;
-pub use peregrine_proto::connection::ViolationKind;
 pub use peregrine_proto::{
     AbandonReason, CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState,
     ConnectionStats, EndpointConfig, HintEffect, MessageData, MessageId, SchedulerConfig,

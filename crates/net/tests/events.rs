@@ -7,9 +7,9 @@
 //! stream's message from being queued.
 
 use peregrine::{
-    AbandonReason, CcConfig, CloseReason, ConnectionConfig, ConnectionEvent, Endpoint,
-    HintEffect, LinkHint, LinkHintKind, MessageOutcome, SendError, StreamConfig, ViolationKind,
-    WindowTarget, DEFAULT_STREAM_SEND_BUFFER_BYTES,
+    AbandonReason, CcConfig, CloseReason, ConnectionConfig, ConnectionEvent, Endpoint, HintEffect,
+    LinkHint, LinkHintKind, MessageOutcome, SendError, StreamConfig, ViolationKind, WindowTarget,
+    DEFAULT_STREAM_SEND_BUFFER_BYTES,
 };
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -387,18 +387,17 @@ async fn rtw_tcp_holds_its_window_through_an_announced_outage() {
     assert_eq!(during_b.cwnd_bytes, held);
     let sent_during = during_b.packets_sent - during_a.packets_sent;
     assert!(sent_during <= 3, "only probes: {sent_during} packets");
-    let (held_for, after_cwnd, reduced) = event_where(&conn, Duration::from_secs(3), |ev| {
-        match ev {
+    let (held_for, after_cwnd, reduced) =
+        event_where(&conn, Duration::from_secs(3), |ev| match ev {
             ConnectionEvent::SendWindowReleased {
                 held_for,
                 cwnd_bytes,
                 reduced,
             } => Some((*held_for, *cwnd_bytes, *reduced)),
             _ => None,
-        }
-    })
-    .await
-    .expect("SendWindowReleased");
+        })
+        .await
+        .expect("SendWindowReleased");
     eprintln!(
         "cwnd before the hint {} B, held {held} B for {held_for:?}, after {after_cwnd} B; \
          {sent_during} packets in 60 ms of the outage",
