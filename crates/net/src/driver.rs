@@ -250,9 +250,10 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
     while let Some((h, ev)) = st.proto.poll_event() {
         let outgoing_known = st.conns.contains_key(&h);
         // Everything but messages, `Connected` and `Writable` goes to the
-        // application's event queue as well (crate::events).
-        if let Some(c) = st.conns.get_mut(&h).filter(|c| !c.released) {
-            if let Some(app_ev) = ConnectionEvent::from_core(&ev) {
+        // application's event queue as well (crate::events); a message
+        // costs no extra look-up here.
+        if let Some(app_ev) = ConnectionEvent::from_core(&ev) {
+            if let Some(c) = st.conns.get_mut(&h).filter(|c| !c.released) {
                 c.events.push(app_ev);
                 c.changed.notify_waiters();
             }

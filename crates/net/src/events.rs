@@ -27,7 +27,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 /// Events one connection keeps for the application before the oldest is
-/// dropped (and counted).
+/// dropped (and counted). An event is at most 80 bytes (plus the list of
+/// a `Closed`), so a connection whose application never reads its events
+/// holds at most 80 KiB of them — 2 % of its default 4 MiB receive buffer.
 pub const EVENT_QUEUE_CAPACITY: usize = 1024;
 
 /// An event of one connection, from `Connection::next_event`.
@@ -244,6 +246,12 @@ pub enum MessageOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_is_at_most_80_bytes() {
+        // The memory bound in EVENT_QUEUE_CAPACITY's documentation.
+        assert!(std::mem::size_of::<ConnectionEvent>() <= 80);
+    }
 
     #[test]
     fn a_full_queue_drops_the_oldest_and_says_how_many() {
