@@ -10,8 +10,11 @@
 //! message of all. A message taken by `recv_on` leaves its entry in the
 //! order list behind (stale): `recv` skips stale entries as it meets
 //! them, and the list is compacted once stale entries outnumber live ones
-//! (so it stays O(messages held) even when only `recv_on` reads). Every
-//! operation is amortized O(log streams).
+//! (so it stays O(messages held) even when only `recv_on` reads). A
+//! stream's queue stays in the map when it empties, with its capacity, so
+//! a reader that keeps up causes no allocation per message; empty queues
+//! are dropped once they outnumber the others (plus 64). Every operation
+//! is amortized O(log streams).
 
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
@@ -31,6 +34,8 @@ pub(crate) struct Inbox {
     /// until `pop_any` skips them or a compaction drops them.
     order: VecDeque<(u16, u64)>,
     next_seq: u64,
+    /// Streams whose queue is not empty.
+    nonempty: usize,
     /// Messages held (live entries).
     len: usize,
     /// Bytes held.
@@ -43,6 +48,9 @@ impl Inbox {
         let seq = self.next_seq;
         self.next_seq += 1;
         let q = self.streams.entry(stream).or_default();
+        if q.queue.is_empty() {
+            self.nonempty += 1;
+        }
         q.bytes += bytes.len();
         self.bytes += bytes.len();
         q.queue.push_back((seq, bytes));
@@ -112,7 +120,10 @@ impl Inbox {
         let (_, bytes) = q.queue.pop_front()?;
         q.bytes -= bytes.len();
         if q.queue.is_empty() {
-            self.streams.remove(&stream);
+            self.nonempty -= 1;
+            if self.streams.len() > 2 * self.nonempty + 64 {
+                self.streams.retain(|_, q| !q.queue.is_empty());
+            }
         }
         self.bytes -= bytes.len();
         self.len -= 1;
@@ -168,6 +179,25 @@ mod tests {
         assert_eq!(i.pop_any(), Some((1, b(1))));
     }
 
+    #[test]
+    fn empty_stream_queues_are_kept_for_reuse_but_bounded() {
+        let mut i = Inbox::default();
+        for s in 0..1000u16 {
+            i.push(s, b(1));
+            assert_eq!(i.pop_any(), Some((s, b(1))));
+            assert!(
+                i.streams.len() <= 2 * i.nonempty + 65,
+                "{}",
+                i.streams.len()
+            );
+        }
+        // One stream read as it arrives keeps its queue: no allocation.
+        i.push(7, b(1));
+        let cap = i.streams.get(&7).map(|q| q.queue.capacity());
+        assert_eq!(i.pop_stream(7), Some(b(1)));
+        assert_eq!(i.streams.get(&7).map(|q| q.queue.capacity()), cap);
+    }
+
     proptest! {
         /// Against a model (one list in arrival order): every message is
         /// read exactly once; `pop_any` returns the oldest left,
@@ -194,6 +224,7 @@ mod tests {
                     }
                 }
                 prop_assert_eq!(i.len(), model.len());
+                prop_assert_eq!(i.nonempty, i.streams.values().filter(|q| !q.queue.is_empty()).count());
                 prop_assert_eq!(i.bytes(), model.iter().map(|m| m.1.len()).sum::<usize>());
                 prop_assert_eq!(i.stream_bytes(s), model.iter().filter(|m| m.0 == s).map(|m| m.1.len()).sum::<usize>());
             }
