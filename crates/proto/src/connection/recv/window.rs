@@ -233,13 +233,14 @@ impl Connection {
     /// change — where a hold begins or ends. O(1).
     pub(crate) fn watch_send_gate(&mut self, now: Time) {
         let held = self.recovery.congestion().window_held(now);
-        let cwnd_bytes = self.recovery.congestion().cwnd_bytes();
         match (self.window.send_hold, held) {
             (None, true) => {
+                let cwnd_bytes = self.recovery.congestion().cwnd_bytes();
                 self.window.send_hold = Some((now, cwnd_bytes));
                 self.events.push_back(Event::SendWindowHeld { cwnd_bytes });
             }
             (Some((since, held_cwnd)), false) => {
+                let cwnd_bytes = self.recovery.congestion().cwnd_bytes();
                 self.window.send_hold = None;
                 self.events.push_back(Event::SendWindowReleased {
                     held_for: now.saturating_duration_since(since),
