@@ -8,10 +8,15 @@
 //! Stream 1 carries 50 Hz telemetry (class 0, reliable, in order); stream
 //! 2 carries 30 fps video frames of 20–40 KB (class 3, each frame useless
 //! after 200 ms: it carries a deadline and is skipped if late). The
-//! absolute-priority scheduler sends telemetry first whenever both wait.
+//! absolute-priority scheduler sends telemetry first whenever both wait,
+//! and each stream has its own send buffer, so a video backlog never
+//! keeps a telemetry record from being queued. A third task reads the
+//! connection's events and prints the late frames the drone gave up.
 //! Uses the async API (tokio).
 
-use peregrine::{ConnectionConfig, Endpoint, SchedulerConfig, StreamConfig, StreamReliability};
+use peregrine::{
+    ConnectionConfig, ConnectionEvent, Endpoint, SchedulerConfig, StreamConfig, StreamReliability,
+};
 use std::time::Duration;
 
 const TELEMETRY: u16 = 1;
@@ -53,6 +58,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     println!("connected to {ground}; flying for {seconds} s");
 
+    // Events: a video frame abandoned at its deadline comes back with the
+    // id `send_with_deadline` returned.
+    let events = {
+        let conn = conn.clone();
+        tokio::spawn(async move {
+            while let Some(ev) = conn.next_event().await {
+                match ev {
+                    ConnectionEvent::MessageAbandoned { id, reason } => {
+                        println!("video frame #{} dropped: {reason:?}", id.number);
+                    }
+                    ConnectionEvent::Closed { .. } => break,
+                    other => println!("event: {other:?}"),
+                }
+            }
+        })
+    };
+
     // Video: its own task, so a full send buffer never delays telemetry.
     let video = {
         let conn = conn.clone();
@@ -84,6 +106,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     video.await?;
     let stats = conn.stats();
     let reason = conn.close().await;
+    events.abort();
     if let Some(s) = stats {
         println!(
             "sent {} messages ({} abandoned), {} packets, {} retransmitted, srtt {:?}; closed: {reason:?}",

@@ -9,7 +9,7 @@
 //! the same: `on_message` callbacks run on the driver's thread as
 //! messages are delivered.
 
-use crate::{ConnectionConfig, Error, Stats};
+use crate::{ConnectionConfig, ConnectionEvent, Error, MessageOutcome, Stats};
 use bytes::Bytes;
 use peregrine_cc::LinkHint;
 use peregrine_proto::{
@@ -195,6 +195,59 @@ impl Connection {
             .block_on(self.inner.send_with_deadline(stream, bytes, lifetime))
     }
 
+    /// Queue a message (with a deadline when `lifetime` is given) and
+    /// follow it: see [`crate::Connection::send_tracked`].
+    pub fn send_tracked(
+        &self,
+        stream: u16,
+        bytes: impl MessageData,
+        lifetime: Option<Duration>,
+    ) -> Result<Delivery, Error> {
+        let inner = self
+            .rt
+            .rt
+            .block_on(self.inner.send_tracked(stream, bytes, lifetime))?;
+        Ok(Delivery {
+            inner,
+            rt: self.rt.clone(),
+        })
+    }
+
+    /// The next delivered message of `stream`; `None` once closed and no
+    /// message of `stream` is left (see [`crate::Connection::recv_on`]).
+    pub fn recv_on(&self, stream: u16) -> Option<Bytes> {
+        self.rt.rt.block_on(self.inner.recv_on(stream))
+    }
+
+    /// The next delivered message of `stream`, waiting at most `timeout`.
+    pub fn recv_on_timeout(&self, stream: u16, timeout: Duration) -> Option<Bytes> {
+        self.rt
+            .rt
+            .block_on(async { tokio::time::timeout(timeout, self.inner.recv_on(stream)).await })
+            .ok()
+            .flatten()
+    }
+
+    /// The next event (see [`crate::Connection::next_event`]); `None`
+    /// after `Closed`.
+    pub fn next_event(&self) -> Option<ConnectionEvent> {
+        self.rt.rt.block_on(self.inner.next_event())
+    }
+
+    /// The next event, waiting at most `timeout`.
+    pub fn next_event_timeout(&self, timeout: Duration) -> Option<ConnectionEvent> {
+        self.rt
+            .rt
+            .block_on(async { tokio::time::timeout(timeout, self.inner.next_event()).await })
+            .ok()
+            .flatten()
+    }
+
+    /// The next event, if one is waiting.
+    pub fn try_next_event(&self) -> Option<ConnectionEvent> {
+        self.inner.try_next_event()
+    }
+
     /// The next delivered message; `None` once closed and drained.
     pub fn recv(&self) -> Option<(u16, Bytes)> {
         self.rt.rt.block_on(self.inner.recv())
@@ -225,5 +278,32 @@ impl Connection {
     /// Close gracefully and wait until done.
     pub fn close(&self) -> CloseReason {
         self.rt.rt.block_on(self.inner.close())
+    }
+}
+
+/// The fate of one message sent with [`Connection::send_tracked`]
+/// (blocking; see [`crate::Delivery`]).
+#[derive(Debug)]
+pub struct Delivery {
+    // Field order: the async delivery goes before the runtime.
+    inner: crate::Delivery,
+    rt: Arc<Rt>,
+}
+
+impl Delivery {
+    /// The message's id.
+    pub fn id(&self) -> MessageId {
+        self.inner.id()
+    }
+
+    /// The outcome, if known already.
+    pub fn try_outcome(&self) -> Option<MessageOutcome> {
+        self.inner.try_outcome()
+    }
+
+    /// Block until the outcome is known.
+    pub fn outcome(self) -> MessageOutcome {
+        let Delivery { inner, rt } = self;
+        rt.rt.block_on(inner.outcome())
     }
 }

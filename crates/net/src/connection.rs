@@ -2,14 +2,21 @@
 //!
 //! A [`Connection`] is a cheap handle (clone it freely) on one connection
 //! of an [`Endpoint`](crate::Endpoint). `send` queues a whole message on a
-//! stream and waits while the connection's send buffer is full (flow
-//! control: the peer's acknowledgements free it); `recv` returns the next
-//! delivered message of any stream, in order per stream. `on_message`
-//! instead hands a stream's messages to a callback that the driver runs
-//! as they are delivered (seed 003 §III-E's event interface), without a
-//! task hop. The last clone dropped closes the connection gracefully.
+//! stream and waits while that stream's send buffer or the connection's
+//! is full (flow control: the peer's acknowledgements free it; each
+//! stream has its own limit, `StreamConfig::max_buffered_bytes`, so a busy
+//! stream does not hold up the others); `recv` returns the next delivered
+//! message of any stream, in order per stream, and `recv_on(stream)` the
+//! next of one stream — a message goes to whichever read takes it first.
+//! `on_message` instead hands a stream's messages to a callback that the
+//! driver runs as they are delivered (seed 003 §III-E's event interface),
+//! without a task hop. `next_event` returns everything else the
+//! connection has to say ([`ConnectionEvent`]); `send_tracked` returns a
+//! [`Delivery`] whose outcome tells whether the message arrived. The last
+//! clone dropped closes the connection gracefully.
 
 use crate::driver::Shared;
+use crate::events::{ConnectionEvent, MessageOutcome};
 use crate::Error;
 use bytes::Bytes;
 use peregrine_cc::{CcConfig, LinkHint};
@@ -230,10 +237,20 @@ impl Connection {
     }
 
     /// Hand a link-layer hint (blockage, handover, …) to the controller.
+    /// Its `issued_at` is set to now: the runtime's clock is its own (the
+    /// time since the endpoint was bound), so a hint is taken as issued
+    /// when the application hands it over. What it did comes back as
+    /// [`ConnectionEvent::LinkHintApplied`] (and `SendWindowHeld` /
+    /// `SendWindowReleased` when the controller holds its window through
+    /// the outage, as RTW-TCP does). O(log connections).
     pub fn link_hint(&self, hint: &LinkHint) {
         let mut st = self.shared().lock();
         let now = self.shared().now();
-        st.proto.link_hint(self.inner.handle, now, hint);
+        let hint = LinkHint {
+            issued_at: now,
+            ..hint.clone()
+        };
+        st.proto.link_hint(self.inner.handle, now, &hint);
         drop(st);
         self.shared().wake();
     }
@@ -292,33 +309,63 @@ impl Connection {
         r.map_err(Error::Send)
     }
 
-    /// Queue a message on `stream`, waiting while the send buffer is full.
+    /// Queue a message on `stream`, waiting while the stream's send buffer
+    /// (`StreamConfig::max_buffered_bytes`) or the connection's is full.
     /// `bytes` as for [`try_send`](Self::try_send): pass [`Bytes`] to avoid
     /// the copy.
     pub async fn send(&self, stream: u16, bytes: impl MessageData) -> Result<MessageId, Error> {
-        self.send_inner(stream, bytes.into_message_bytes(), None)
+        self.send_inner(stream, bytes.into_message_bytes(), None, false)
             .await
     }
 
     /// Queue a message that is dropped (and skipped by the receiver) if
-    /// the peer has not acknowledged it within `lifetime`.
+    /// the peer has not acknowledged it within `lifetime`. Its id comes
+    /// back; if it is abandoned, [`next_event`](Self::next_event) reports
+    /// [`ConnectionEvent::MessageAbandoned`] with that id. To await the
+    /// fate of this one message, use [`send_tracked`](Self::send_tracked).
     pub async fn send_with_deadline(
         &self,
         stream: u16,
         bytes: impl MessageData,
         lifetime: Duration,
     ) -> Result<MessageId, Error> {
-        self.send_inner(stream, bytes.into_message_bytes(), Some(lifetime))
+        self.send_inner(stream, bytes.into_message_bytes(), Some(lifetime), false)
             .await
     }
 
+    /// Queue a message as [`send`](Self::send) does (with a deadline when
+    /// `lifetime` is given, as [`send_with_deadline`](Self::send_with_deadline)),
+    /// and follow it: the [`Delivery`] returned says, when awaited, whether
+    /// the peer acknowledged it, this side abandoned it, or the connection
+    /// ended first. Tracking costs a map entry while the `Delivery` lives
+    /// and an O(log) check per driver turn that read datagrams while its
+    /// outcome is pending: meant for messages whose fate matters, not for
+    /// every block of a bulk transfer.
+    pub async fn send_tracked(
+        &self,
+        stream: u16,
+        bytes: impl MessageData,
+        lifetime: Option<Duration>,
+    ) -> Result<Delivery, Error> {
+        let id = self
+            .send_inner(stream, bytes.into_message_bytes(), lifetime, true)
+            .await?;
+        Ok(Delivery {
+            conn: self.clone(),
+            id,
+        })
+    }
+
     /// Offer `bytes` until the core takes it: every attempt hands over a
-    /// clone of the same [`Bytes`] (a reference count, not a copy).
+    /// clone of the same [`Bytes`] (a reference count, not a copy). With
+    /// `track`, the message is registered for a [`Delivery`] under the
+    /// same lock that queued it, so no outcome can be missed.
     async fn send_inner(
         &self,
         stream: u16,
         bytes: Bytes,
         lifetime: Option<Duration>,
+        track: bool,
     ) -> Result<MessageId, Error> {
         let h = self.inner.handle;
         let r = self
@@ -346,6 +393,14 @@ impl Connection {
                             .and_then(|c| c.closed)
                             .unwrap_or(CloseReason::Local);
                         Look::Ready(Err(Error::Closed(reason)))
+                    }
+                    Ok(id) if track => {
+                        if let Some(c) = st.conns.get_mut(&h) {
+                            c.tracked.insert(id, None);
+                            c.tracked_pending += 1;
+                            st.tracking.insert(h);
+                        }
+                        Look::Ready(Ok(id))
                     }
                     other => Look::Ready(other.map_err(Error::Send)),
                 }
@@ -381,6 +436,85 @@ impl Connection {
     pub fn try_recv(&self) -> Option<(u16, Bytes)> {
         let mut st = self.shared().lock();
         pop(&mut st, self.shared(), self.inner.handle)
+    }
+
+    /// The next delivered message of `stream`, in order; `None` once the
+    /// connection is closed (or the peer closed) and no message of
+    /// `stream` is left.
+    ///
+    /// `recv` and `recv_on` read the same inbox: each message is handed
+    /// out once, to whichever read takes it first — a `recv_on(s)` takes
+    /// the oldest message of `s`, a `recv` the oldest of any stream. An
+    /// application that reads some streams with `recv_on` and the rest
+    /// with `recv` should therefore not also leave a `recv` waiting while
+    /// it expects a `recv_on` to get a message (either may win). A stream
+    /// handed to [`on_message`](Self::on_message) never reaches the inbox.
+    /// Messages the application leaves unread count against the receive
+    /// buffer: when the inbox holds more than that, the stream that
+    /// overflowed it is held (the peer's window shrinks) until the inbox
+    /// drains to half, or until that stream's own messages are all read.
+    /// Amortized O(log streams).
+    pub async fn recv_on(&self, stream: u16) -> Option<Bytes> {
+        let h = self.inner.handle;
+        self.wait_for(|st, shared| {
+            if !st.conns.contains_key(&h) {
+                return Look::Ready(None);
+            }
+            if let Some(m) = pop_stream(st, shared, h, stream) {
+                return Look::Ready(Some(m));
+            }
+            match st.conns.get(&h) {
+                Some(c) if c.closed.is_some() || c.peer_closed => Look::Ready(None),
+                _ => Look::Wait,
+            }
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// The next delivered message of `stream`, if one is waiting.
+    pub fn try_recv_on(&self, stream: u16) -> Option<Bytes> {
+        let mut st = self.shared().lock();
+        pop_stream(&mut st, self.shared(), self.inner.handle, stream)
+    }
+
+    /// The next event of this connection (everything but messages:
+    /// abandoned messages, security violations, network reset, path
+    /// migration, group membership, link-hint effects, the peer's close,
+    /// the final `Closed`); waits for one. `None` after `Closed` was
+    /// returned (or the endpoint stopped). The queue keeps at most
+    /// [`EVENT_QUEUE_CAPACITY`](crate::EVENT_QUEUE_CAPACITY) events; when
+    /// the application falls behind, the oldest are dropped and a
+    /// [`ConnectionEvent::Lagged`] says how many. O(1).
+    pub async fn next_event(&self) -> Option<ConnectionEvent> {
+        let h = self.inner.handle;
+        self.wait_for(|st, _| match st.conns.get_mut(&h) {
+            None => Look::Ready(None),
+            Some(c) => match c.events.pop() {
+                Some(ev) => Look::Ready(Some(ev)),
+                None if c.closed.is_some() => Look::Ready(None),
+                None => Look::Wait,
+            },
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// The next event, if one is waiting.
+    pub fn try_next_event(&self) -> Option<ConnectionEvent> {
+        let mut st = self.shared().lock();
+        st.conns.get_mut(&self.inner.handle)?.events.pop()
+    }
+
+    /// Events dropped so far because the queue was full (the application
+    /// did not read them in time).
+    pub fn events_dropped(&self) -> u64 {
+        let st = self.shared().lock();
+        st.conns
+            .get(&self.inner.handle)
+            .map_or(0, |c| c.events.dropped)
     }
 
     /// From now on, hand every message delivered on `stream` to `f`
@@ -451,23 +585,108 @@ impl Connection {
     }
 }
 
-/// Take the next inbox message; release held streams once the inbox has
-/// drained to half its limit.
+/// Take the next inbox message of any stream.
 fn pop(
     st: &mut crate::driver::State,
     shared: &Shared,
     h: ConnectionHandle,
 ) -> Option<(u16, Bytes)> {
-    let c = st.conns.get_mut(&h)?;
-    let m = c.inbox.pop_front()?;
-    c.inbox_bytes -= m.1.len();
-    if !c.held.is_empty() && c.inbox_bytes <= c.inbox_limit / 2 {
-        let held: Vec<u16> = std::mem::take(&mut c.held).into_iter().collect();
-        for s in held {
-            st.proto.hold_stream(h, s, false);
-        }
-        // The core has messages to hand out again.
-        shared.wake();
-    }
+    let m = st.conns.get_mut(&h)?.inbox.pop_any()?;
+    release_held(st, shared, h, m.0);
     Some(m)
+}
+
+/// Take the next inbox message of `stream`.
+fn pop_stream(
+    st: &mut crate::driver::State,
+    shared: &Shared,
+    h: ConnectionHandle,
+    stream: u16,
+) -> Option<Bytes> {
+    let m = st.conns.get_mut(&h)?.inbox.pop_stream(stream)?;
+    release_held(st, shared, h, stream);
+    Some(m)
+}
+
+/// After a read of `stream`: release every held stream once the inbox
+/// has drained to half its limit, and `stream` itself once none of its
+/// messages is left — so a reader of one stream (`recv_on`) is never
+/// stuck behind another stream's unread messages filling the inbox.
+fn release_held(st: &mut crate::driver::State, shared: &Shared, h: ConnectionHandle, stream: u16) {
+    let Some(c) = st.conns.get_mut(&h) else {
+        return;
+    };
+    if c.held.is_empty() {
+        return;
+    }
+    let release: Vec<u16> = if c.inbox.bytes() <= c.inbox_limit / 2 {
+        std::mem::take(&mut c.held).into_iter().collect()
+    } else if c.inbox.stream_bytes(stream) == 0 && c.held.remove(&stream) {
+        vec![stream]
+    } else {
+        return;
+    };
+    for s in release {
+        st.proto.hold_stream(h, s, false);
+    }
+    // The core has messages to hand out again.
+    shared.wake();
+}
+
+/// The fate of one message sent with [`Connection::send_tracked`]. Await
+/// [`outcome`](Self::outcome); dropping it stops the tracking (the
+/// message itself is unaffected).
+pub struct Delivery {
+    conn: Connection,
+    id: MessageId,
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery").field("id", &self.id).finish()
+    }
+}
+
+impl Delivery {
+    /// The message's id (its stream and number).
+    pub fn id(&self) -> MessageId {
+        self.id
+    }
+
+    /// The outcome, if it is known already. O(log).
+    pub fn try_outcome(&self) -> Option<MessageOutcome> {
+        let st = self.conn.shared().lock();
+        let c = st.conns.get(&self.conn.inner.handle)?;
+        c.tracked.get(&self.id).copied().flatten()
+    }
+
+    /// Wait until the peer acknowledged the message, this side abandoned
+    /// it (deadline, or loss on an unreliable stream) or the connection
+    /// ended without it. If the endpoint's driver stopped first, the
+    /// message counts as undelivered (`CloseReason::Aborted`).
+    pub async fn outcome(self) -> MessageOutcome {
+        let h = self.conn.inner.handle;
+        let id = self.id;
+        self.conn
+            .wait_for(|st, _| match st.conns.get(&h) {
+                None => Look::Ready(MessageOutcome::Undelivered(CloseReason::Local)),
+                Some(c) => match c.tracked.get(&id).copied().flatten() {
+                    Some(o) => Look::Ready(o),
+                    None => Look::Wait,
+                },
+            })
+            .await
+            .unwrap_or(MessageOutcome::Undelivered(CloseReason::Aborted))
+    }
+}
+
+impl Drop for Delivery {
+    fn drop(&mut self) {
+        let mut st = self.conn.shared().lock();
+        if let Some(c) = st.conns.get_mut(&self.conn.inner.handle) {
+            if let Some(None) = c.tracked.remove(&self.id) {
+                c.tracked_pending -= 1;
+            }
+        }
+    }
 }

@@ -31,17 +31,24 @@
 //! datagram: the core's pacer grants no burst.
 //!
 //! Delivery: each `MessageReceived` either goes to the connection's inbox
-//! (read with `Connection::recv`) or, when the application registered a
-//! callback for its stream, is handed to that callback by the driver right
-//! after the lock is released — seed 003 §III-E's up-call, with no task
-//! hop. An inbox that grows past the connection's receive buffer holds the
-//! stream in the core (`hold_stream`), so the peer's window closes instead
-//! of memory growing.
+//! (read with `Connection::recv` or, one stream, `Connection::recv_on`;
+//! `crate::inbox`) or, when the application registered a callback for its
+//! stream, is handed to that callback by the driver right after the lock
+//! is released — seed 003 §III-E's up-call, with no task hop. An inbox
+//! that grows past the connection's receive buffer holds the stream in
+//! the core (`hold_stream`), so the peer's window closes instead of memory
+//! growing. Every other core event except `Connected` and `Writable` goes
+//! to the connection's bounded event queue (`crate::events`); abandoned
+//! and closed-while-undelivered messages also settle the outcome of
+//! tracked sends, and a turn that read datagrams or fired a timer checks
+//! the tracked messages still pending for acknowledgement.
 
+use crate::events::{ConnectionEvent, EventQueue, MessageOutcome};
+use crate::inbox::Inbox;
 use crate::socket::{RxBuffers, TxBatch, UdpIo};
 use bytes::Bytes;
 use peregrine_proto::{
-    CloseReason, ConnectionHandle, Endpoint as ProtoEndpoint, Event, SansIo, Time,
+    CloseReason, ConnectionHandle, Endpoint as ProtoEndpoint, Event, MessageId, SansIo, Time,
 };
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,10 +89,8 @@ pub(crate) type Callback = Box<dyn FnMut(u16, Bytes) + Send>;
 /// What the runtime keeps per connection beside the core's state.
 #[derive(Debug)]
 pub(crate) struct ConnState {
-    /// Messages delivered and not yet read by `recv`.
-    pub(crate) inbox: VecDeque<(u16, Bytes)>,
-    /// Bytes in `inbox`.
-    pub(crate) inbox_bytes: usize,
+    /// Messages delivered and not yet read by `recv` / `recv_on`.
+    pub(crate) inbox: Inbox,
     /// Most bytes `inbox` may hold before its streams are held.
     pub(crate) inbox_limit: usize,
     /// Streams held because the inbox was full.
@@ -103,15 +108,22 @@ pub(crate) struct ConnState {
     pub(crate) released: bool,
     /// A `send` waits for buffer space (woken after every driver turn).
     pub(crate) send_waiting: bool,
-    /// Wakes `recv`, `send`, `connect` and `closed` waiters.
+    /// Events for `next_event` (bounded).
+    pub(crate) events: EventQueue,
+    /// Messages sent with `send_tracked` whose `Delivery` is alive: their
+    /// outcome once known (`None`: not yet).
+    pub(crate) tracked: BTreeMap<MessageId, Option<MessageOutcome>>,
+    /// Tracked messages whose outcome is not known yet.
+    pub(crate) tracked_pending: usize,
+    /// Wakes `recv`, `send`, `connect`, `closed`, `next_event` and
+    /// `Delivery` waiters.
     pub(crate) changed: Arc<Notify>,
 }
 
 impl ConnState {
     pub(crate) fn new(inbox_limit: usize) -> ConnState {
         ConnState {
-            inbox: VecDeque::new(),
-            inbox_bytes: 0,
+            inbox: Inbox::default(),
             inbox_limit,
             held: BTreeSet::new(),
             callbacks: BTreeSet::new(),
@@ -120,7 +132,23 @@ impl ConnState {
             closed: None,
             send_waiting: false,
             released: false,
+            events: EventQueue::default(),
+            tracked: BTreeMap::new(),
+            tracked_pending: 0,
             changed: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Settle tracked message `id` (if it is tracked and still pending);
+    /// whether it was.
+    fn settle(&mut self, id: MessageId, outcome: MessageOutcome) -> bool {
+        match self.tracked.get_mut(&id) {
+            Some(slot @ None) => {
+                *slot = Some(outcome);
+                self.tracked_pending -= 1;
+                true
+            }
+            _ => false,
         }
     }
 }
@@ -137,6 +165,10 @@ pub(crate) struct State {
     /// Connections with a `send` waiting for buffer space (`send_waiting`):
     /// a turn that may have freed space wakes these, not every connection.
     pub(crate) send_waiters: BTreeSet<ConnectionHandle>,
+    /// Connections with tracked messages whose outcome is pending: a turn
+    /// that read datagrams or fired a timer checks these, not every
+    /// connection.
+    pub(crate) tracking: BTreeSet<ConnectionHandle>,
     /// Receive-buffer size of accepted connections (their inbox limit).
     pub(crate) server_inbox_limit: usize,
     /// Application handles (endpoints and connections) alive; at zero the
@@ -217,6 +249,15 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
     let mut accepted = false;
     while let Some((h, ev)) = st.proto.poll_event() {
         let outgoing_known = st.conns.contains_key(&h);
+        // Everything but messages, `Connected` and `Writable` goes to the
+        // application's event queue as well (crate::events); a message
+        // costs no extra look-up here.
+        if let Some(app_ev) = ConnectionEvent::from_core(&ev) {
+            if let Some(c) = st.conns.get_mut(&h).filter(|c| !c.released) {
+                c.events.push(app_ev);
+                c.changed.notify_waiters();
+            }
+        }
         match ev {
             Event::Connected => {
                 if !outgoing_known {
@@ -240,9 +281,8 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
                     upcalls.push((h, stream, bytes));
                     continue;
                 }
-                c.inbox_bytes += bytes.len();
-                c.inbox.push_back((stream, bytes));
-                if c.inbox_bytes > c.inbox_limit && c.held.insert(stream) {
+                c.inbox.push(stream, bytes);
+                if c.inbox.bytes() > c.inbox_limit && c.held.insert(stream) {
                     st.proto.hold_stream(h, stream, true);
                 }
                 c.changed.notify_waiters();
@@ -253,9 +293,24 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
                     c.changed.notify_waiters();
                 }
             }
-            Event::Closed { reason, .. } => {
+            Event::Closed {
+                reason,
+                undelivered,
+            } => {
                 if let Some(c) = st.conns.get_mut(&h) {
                     c.closed = Some(reason);
+                    // Tracked messages still pending: not delivered if
+                    // listed, else acknowledged before the end.
+                    if c.tracked_pending > 0 {
+                        for id in undelivered {
+                            c.settle(id, MessageOutcome::Undelivered(reason));
+                        }
+                        for outcome in c.tracked.values_mut().filter(|o| o.is_none()) {
+                            *outcome = Some(MessageOutcome::Acknowledged);
+                        }
+                        c.tracked_pending = 0;
+                    }
+                    st.tracking.remove(&h);
                     c.changed.notify_waiters();
                     if c.released {
                         st.conns.remove(&h);
@@ -268,19 +323,54 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
                     c.changed.notify_waiters();
                 }
             }
-            // Migration and multicast membership are visible in the stats
-            // and through the proto endpoint's group API; nothing to wake.
+            Event::MessageAbandoned { id, reason } => {
+                if let Some(c) = st.conns.get_mut(&h) {
+                    c.settle(id, MessageOutcome::Abandoned(reason));
+                }
+            }
+            // Queued for `next_event` above; nothing else to do.
             Event::SecurityViolation { .. }
-            | Event::MessageAbandoned { .. }
             | Event::NetworkReset
             | Event::PathMigrated { .. }
             | Event::GroupJoined { .. }
             | Event::GroupLeft { .. }
             | Event::PeerJoined { .. }
-            | Event::PeerLeft { .. } => {}
+            | Event::PeerLeft { .. }
+            | Event::LinkHintApplied { .. }
+            | Event::SendWindowHeld { .. }
+            | Event::SendWindowReleased { .. } => {}
         }
     }
     accepted
+}
+
+/// Settle the tracked messages the peer has acknowledged since the last
+/// look, on the connections in `tracking`. O(pending tracked messages ·
+/// log), run only on turns that read datagrams or fired a timer.
+fn settle_tracked(st: &mut State) {
+    let State {
+        proto,
+        conns,
+        tracking,
+        ..
+    } = st;
+    tracking.retain(|h| {
+        let Some(c) = conns.get_mut(h) else {
+            return false;
+        };
+        let mut settled = false;
+        for (id, outcome) in c.tracked.iter_mut().filter(|(_, o)| o.is_none()) {
+            if proto.message_settled(*h, *id) == Some(true) {
+                *outcome = Some(MessageOutcome::Acknowledged);
+                c.tracked_pending -= 1;
+                settled = true;
+            }
+        }
+        if settled {
+            c.changed.notify_waiters();
+        }
+        c.tracked_pending > 0
+    });
 }
 
 /// Rebinding: from now on every datagram leaves from the new socket; the
@@ -458,6 +548,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             }
             st.datagrams_out += tx.len() as u64;
             accepted = dispatch_events(st, &mut upcalls);
+            if (received > 0 || fired) && !st.tracking.is_empty() {
+                settle_tracked(st);
+            }
             // Senders waiting for buffer space: only acknowledgements
             // (datagrams read) and timers (expiring messages) free some,
             // so only such a turn wakes them — not every turn, and only

@@ -196,6 +196,7 @@ impl EndpointBuilder {
                 conns: BTreeMap::new(),
                 incoming: VecDeque::new(),
                 send_waiters: Default::default(),
+                tracking: Default::default(),
                 server_inbox_limit,
                 users: 1,
                 stopped: None,

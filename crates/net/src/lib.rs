@@ -8,12 +8,28 @@
 //! * [`Endpoint`] — one UDP socket (IPv4 or IPv6) holding any number of
 //!   connections, demultiplexed by connection id. `Endpoint::client(addr)`
 //!   connects; `Endpoint::server(addr, config)` also accepts.
-//! * [`Connection`] — `open_stream` (priority class, weight, reliability),
-//!   `send(stream, &bytes).await` (waits while the send buffer is full),
-//!   `recv().await -> (stream, Bytes)`, the up-call
+//! * [`Connection`] — `open_stream` (priority class, weight, reliability,
+//!   the stream's own send-buffer limit), `send(stream, &bytes).await`
+//!   (waits while that stream's buffer — 8 MiB by default,
+//!   [`DEFAULT_STREAM_SEND_BUFFER_BYTES`] — or the connection's 16 MiB is
+//!   full, so a bulk stream cannot keep another stream's messages from
+//!   being queued), `recv().await -> (stream, Bytes)` (any stream) and
+//!   `recv_on(stream).await -> Bytes` (one stream; a message goes to
+//!   whichever read takes it first), the up-call
 //!   `on_message(stream, |stream, bytes| …)` run by the driver on delivery
 //!   (seed 003 §III-E), `stats`, `link_hint`, `set_scheduler`,
 //!   `set_controller`, `close`.
+//! * **Events** — `next_event().await -> ConnectionEvent`: every core
+//!   event besides messages reaches the application (abandoned messages
+//!   with their stream and number, security violations, network reset,
+//!   path migration, group membership, what a link hint did and when the
+//!   controller held and released its window, the peer's close, the final
+//!   `Closed`) through a bounded queue per connection
+//!   ([`EVENT_QUEUE_CAPACITY`]; overflow drops the oldest, counted and
+//!   reported as `ConnectionEvent::Lagged`). `send_tracked(stream, bytes,
+//!   lifetime)` returns a [`Delivery`] whose `outcome().await` is
+//!   [`MessageOutcome::Acknowledged`], `Abandoned(reason)` or
+//!   `Undelivered(close reason)`.
 //! * `Endpoint::rebind(addr)` moves every connection to a new socket (a
 //!   real rebinding, as after a handover); the peer validates the new
 //!   path and follows it (`ConnectionStats::path`).
@@ -76,6 +92,11 @@
 //! * Time is the driver's monotonic clock since the endpoint was bound,
 //!   handed to the core as `Time`.
 //! * Callbacks (`on_message`) run on the driver's thread.
+//! * **Nothing the core reports is dropped**: what is not a message goes
+//!   to the connection's event queue, bounded so an application that
+//!   never reads it pays a fixed amount of memory. The runtime's clock is
+//!   private, so `link_hint` stamps a hint as issued when it is handed
+//!   over. `docs/runtime.md` describes the API as a whole.
 
 #![warn(missing_docs)]
 
@@ -83,25 +104,29 @@ pub mod blocking;
 mod connection;
 mod driver;
 mod endpoint;
+mod events;
+mod inbox;
 pub mod keys;
 mod socket;
 
-pub use connection::Connection;
+pub use connection::{Connection, Delivery};
 pub use endpoint::{Endpoint, EndpointBuilder, Stats};
+pub use events::{ConnectionEvent, MessageOutcome, EVENT_QUEUE_CAPACITY};
 pub use socket::SocketCapabilities;
 
 pub use bytes::Bytes;
 pub use endpoint::aes_hardware;
-pub use peregrine_cc::{CcConfig, LinkHint};
+pub use peregrine_cc::{CcConfig, LinkHint, LinkHintKind};
+pub use peregrine_proto::connection::ViolationKind;
 pub use peregrine_proto::crypto::{
     AeadAlgorithm, AeadPreference, NoiseConfig, NoisePattern, PublicKey, SecurityConfig,
     SecurityStats, StaticKeypair,
 };
 pub use peregrine_proto::endpoint::EndpointStats;
 pub use peregrine_proto::{
-    CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState, ConnectionStats,
-    EndpointConfig, MessageData, MessageId, SchedulerConfig, SendError, StreamConfig,
-    StreamReliability, WindowTarget,
+    AbandonReason, CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState,
+    ConnectionStats, EndpointConfig, HintEffect, MessageData, MessageId, SchedulerConfig,
+    SendError, StreamConfig, StreamReliability, WindowTarget, DEFAULT_STREAM_SEND_BUFFER_BYTES,
 };
 
 /// What can go wrong.

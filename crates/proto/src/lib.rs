@@ -134,11 +134,13 @@ pub mod wire;
 pub use bytes::Bytes;
 pub use connection::{
     CloseReason, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig, Event,
-    MessageData, MessageId, SendError, WindowCounters, WindowTarget,
+    HintEffect, MessageData, MessageId, SendError, WindowCounters, WindowTarget,
 };
 pub use endpoint::{ConnectionHandle, Endpoint};
 pub use io::{EcnCodepoint, SansIo, Transmit};
 pub use sched::{Scheduler, SchedulerConfig};
-pub use streams::{AbandonReason, StreamConfig, StreamReliability, StreamStats};
+pub use streams::{
+    AbandonReason, StreamConfig, StreamReliability, StreamStats, DEFAULT_STREAM_SEND_BUFFER_BYTES,
+};
 
 pub use peregrine_cc::Time;

@@ -2,10 +2,31 @@
 //! 003 §III-E): a connection started, a message arrived, the peer closed,
 //! the connection is closed at both ends, a security violation, a network
 //! reset — and, once the endpoint's buffer pool refused a message, that it
-//! has room again (`Writable`).
+//! has room again (`Writable`); what a link hint did to the sender, and
+//! when the controller held and released its window.
 
 use crate::streams::AbandonReason;
 use crate::wire::RejectReason;
+use peregrine_cc::LinkHintKind;
+use std::time::Duration;
+
+/// What a link hint did to this side's sender, in
+/// [`Event::LinkHintApplied`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum HintEffect {
+    /// The controller took note and the sender goes on as before: a
+    /// controller without hint handling, a hint RTW-TCP classifies later
+    /// losses with (a long or unknown outage, `CongestionFree` while not
+    /// held), or one its CQI contradicts.
+    Noted,
+    /// The controller now holds its window: nothing but probes leave
+    /// until the link answers or the predicted outage is over
+    /// (RTW-TCP's pro-active freeze). [`Event::SendWindowHeld`] follows.
+    WindowHeld,
+    /// The hint ended a hold (`CongestionFree` while held): the saved
+    /// window is back. [`Event::SendWindowReleased`] follows.
+    WindowReleased,
+}
 
 /// Identifies one application message: its stream and its per-stream
 /// number (the MESSAGE_NO of its stream frames). The sender gets it from
@@ -146,5 +167,35 @@ pub enum Event {
     PeerLeft {
         /// The group.
         group: u32,
+    },
+    /// A link hint (`Endpoint::link_hint`) reached this connection's
+    /// controller; what it did.
+    LinkHintApplied {
+        /// The hint's kind.
+        kind: LinkHintKind,
+        /// Its effect on the sender.
+        effect: HintEffect,
+        /// The congestion window after the hint, bytes.
+        cwnd_bytes: u64,
+    },
+    /// The controller started holding its window (its send gate lets only
+    /// probes through): a hint announced a short outage, or it judged a
+    /// loss to be one. The window is kept, not reduced.
+    SendWindowHeld {
+        /// The window kept, bytes.
+        cwnd_bytes: u64,
+    },
+    /// The hold ended.
+    SendWindowReleased {
+        /// How long it lasted.
+        held_for: Duration,
+        /// The window now, bytes.
+        cwnd_bytes: u64,
+        /// The window is smaller than the one held: the outage outlasted
+        /// its prediction (the hint expired without the link answering)
+        /// or ECN marked a packet, and the controller reduced. `false`:
+        /// the link answered (or a `CongestionFree` hint came) and the
+        /// sender resumed at the held window.
+        reduced: bool,
     },
 }

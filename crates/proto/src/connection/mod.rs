@@ -73,7 +73,7 @@ mod integrity_tests;
 
 pub use admission::{MAX_RETRIES, MIN_SECURE_START_LEN};
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig};
-pub use events::{CloseReason, Event, MessageId, ViolationKind};
+pub use events::{CloseReason, Event, HintEffect, MessageId, ViolationKind};
 pub use group::GroupRequestError;
 pub use lifecycle::StartParams;
 pub use path::PathStats;

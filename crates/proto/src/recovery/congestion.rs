@@ -172,6 +172,12 @@ impl Congestion {
     pub fn cwnd_bytes(&self) -> u64 {
         self.cc.cwnd_bytes()
     }
+    /// Whether the controller holds its window at `now`: its send gate
+    /// lets nothing but probes leave (RTW-TCP riding out a predicted
+    /// outage). O(1).
+    pub fn window_held(&self, now: Time) -> bool {
+        matches!(self.cc.send_gate(now), SendGate::ProbeOnly { .. })
+    }
     /// Packet-timed rounds completed (H12).
     pub fn round_count(&self) -> u64 {
         self.rounds.round_count

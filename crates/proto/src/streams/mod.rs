@@ -10,8 +10,10 @@
 //!   most urgent class among a datagram's frames, docs/protocol.md §6.4);
 //! * a **weight** for WFQ;
 //! * a **reliability mode** ([`StreamReliability`]);
-//! * a **send-buffer limit** (per-stream flow control on the sending side;
-//!   the connection-wide limits and the peer's receive window apply too);
+//! * a **send-buffer limit** (per-stream flow control on the sending side,
+//!   8 MiB by default so one bulk stream cannot fill the connection's
+//!   16 MiB and keep other streams' messages from being queued; the
+//!   connection-wide limits and the peer's receive window apply too);
 //! * a **credit** from the receiver, when the peer sets
 //!   `ConnectionConfig::initial_stream_credit`: new blocks only of messages
 //!   numbered below it; the receiver raises it as its application reads
@@ -71,10 +73,25 @@ pub struct StreamConfig {
     pub weight: u32,
     /// Reliability mode.
     pub reliability: StreamReliability,
-    /// Most bytes of this stream's messages waiting for acknowledgement
-    /// (`send_message` answers `BufferFull` beyond it).
+    /// Most bytes of this stream's messages queued or waiting for
+    /// acknowledgement: its own send buffer (`send_message` answers
+    /// `BufferFull` beyond it, and the runtime's `send` waits). The
+    /// connection's `max_send_buffer_bytes` bounds all streams together;
+    /// a stream limit below it keeps one busy stream from taking the whole
+    /// connection buffer, so a message on another stream is queued at once
+    /// instead of waiting behind it. A stream with nothing buffered always
+    /// takes one message (up to `max_message_size`), whatever this limit.
+    /// Default [`DEFAULT_STREAM_SEND_BUFFER_BYTES`].
     pub max_buffered_bytes: usize,
 }
+
+/// The default per-stream send buffer, bytes (8 MiB): half the default
+/// connection send buffer (`ConnectionConfig::max_send_buffer_bytes`,
+/// 16 MiB), so one bulk stream leaves the other half to the rest; and
+/// twice the default receive buffer (4 MiB), the most the peer's window
+/// lets be in flight, so one stream alone still keeps that window full
+/// with as much again queued behind it.
+pub const DEFAULT_STREAM_SEND_BUFFER_BYTES: usize = 8 << 20;
 
 impl Default for StreamConfig {
     fn default() -> Self {
@@ -82,7 +99,7 @@ impl Default for StreamConfig {
             class: 2,
             weight: 1,
             reliability: StreamReliability::ReliableOrdered,
-            max_buffered_bytes: usize::MAX,
+            max_buffered_bytes: DEFAULT_STREAM_SEND_BUFFER_BYTES,
         }
     }
 }

@@ -531,7 +531,10 @@ fn stream(
             class: s.priority,
             weight: s.weight,
             reliability,
-            ..StreamConfig::default()
+            // No per-stream send-buffer limit unless the application sets
+            // one (bulk and file: `buffer_bytes`, in build.rs): the
+            // connection's limit alone, as every recorded result assumed.
+            max_buffered_bytes: usize::MAX,
         },
         deadline_ns: s.deadline.map(|d| d.0),
         start_ns,

@@ -49,6 +49,7 @@ impl Connection {
             self.recovery
                 .replace_controller(now, self.config.cc.build());
         }
+        self.watch_send_gate(now);
     }
 
     /// As data sender: ask the peer for another ACK frequency when the
@@ -73,6 +74,9 @@ impl Connection {
         self.send.on_lost(self.now, &out.lost_blocks);
         self.recovery.recycle(out);
         self.report_abandoned();
+        // An ACK, a loss or an RTO is where a controller's hold begins or
+        // ends (RTW-TCP's freeze and thaw).
+        self.watch_send_gate(self.now);
     }
 
     pub(in crate::connection) fn maybe_reprobe(&mut self, now: Time) {

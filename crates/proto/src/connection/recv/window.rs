@@ -27,13 +27,16 @@
 //! **Link hints** ([`Connection::handle_link_hint`]) go to the controller
 //! unchanged; what the sender does during a predicted outage is the
 //! controller's decision, through its send gate (cc-spec §2.4, §3.16).
+//! The application hears what each hint did (`Event::LinkHintApplied`)
+//! and when the gate starts and stops holding the window
+//! (`Event::SendWindowHeld` / `SendWindowReleased`, whatever caused it).
 //!
 //! **Pool hooks**: the endpoint's buffer pool (seed 003 §III-F) counts
 //! each connection's queued and unacknowledged message bytes; the
 //! connection remembers the amount last counted so the endpoint can apply
 //! exact differences after every call.
 
-use crate::connection::{Connection, ConnectionState, Event};
+use crate::connection::{Connection, ConnectionState, Event, HintEffect};
 use crate::wire::{expand_packet_number, CwinPayload, CwinReason};
 use peregrine_cc::{LinkHint, Time};
 use std::time::Duration;
@@ -63,6 +66,10 @@ pub(crate) struct WindowState {
     pub counters: WindowCounters,
     /// Bytes of this connection the endpoint's pool last counted.
     pub pool_accounted: usize,
+    /// Sender side: since when, and at which window (bytes), the
+    /// controller has held its window (its send gate lets only probes
+    /// through); watched to report `SendWindowHeld` / `SendWindowReleased`.
+    send_hold: Option<(Time, u64)>,
 }
 
 /// Counters of the handover window, reported in
@@ -203,7 +210,45 @@ impl Connection {
     pub fn handle_link_hint(&mut self, now: Time, hint: &LinkHint) {
         let now = self.tick(now);
         if self.state != ConnectionState::Closed {
+            let before = self.window.send_hold.is_some();
             self.recovery.on_link_hint(now, hint);
+            let after = self.recovery.congestion().window_held(now);
+            let effect = match (before, after) {
+                (false, true) => HintEffect::WindowHeld,
+                (true, false) => HintEffect::WindowReleased,
+                _ => HintEffect::Noted,
+            };
+            self.events.push_back(Event::LinkHintApplied {
+                kind: hint.kind,
+                effect,
+                cwnd_bytes: self.recovery.congestion().cwnd_bytes(),
+            });
+            self.watch_send_gate(now);
+        }
+    }
+
+    /// Report a change of the controller's hold on its window
+    /// (`SendWindowHeld` / `SendWindowReleased`). Called after every
+    /// recovery outcome (ACK, NACK, timeout), link hint and controller
+    /// change — where a hold begins or ends. O(1).
+    pub(crate) fn watch_send_gate(&mut self, now: Time) {
+        let held = self.recovery.congestion().window_held(now);
+        match (self.window.send_hold, held) {
+            (None, true) => {
+                let cwnd_bytes = self.recovery.congestion().cwnd_bytes();
+                self.window.send_hold = Some((now, cwnd_bytes));
+                self.events.push_back(Event::SendWindowHeld { cwnd_bytes });
+            }
+            (Some((since, held_cwnd)), false) => {
+                let cwnd_bytes = self.recovery.congestion().cwnd_bytes();
+                self.window.send_hold = None;
+                self.events.push_back(Event::SendWindowReleased {
+                    held_for: now.saturating_duration_since(since),
+                    cwnd_bytes,
+                    reduced: cwnd_bytes < held_cwnd,
+                });
+            }
+            _ => {}
         }
     }
 

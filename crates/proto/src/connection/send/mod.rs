@@ -625,11 +625,14 @@ impl SendState {
         !self.has_pending() && self.streams.values().any(SendStream::credit_blocked)
     }
 
-    /// Whether `stream` can take `len` more bytes (its own buffer limit).
+    /// Whether `stream` can take `len` more bytes (its own buffer limit;
+    /// a stream holding nothing takes one message of any size, so no
+    /// limit makes a message unsendable). O(log streams).
     pub fn stream_has_room(&self, stream: u16, len: usize) -> bool {
-        self.streams
-            .get(&stream)
-            .is_none_or(|s| s.buffered_bytes.saturating_add(len) <= s.config.max_buffered_bytes)
+        self.streams.get(&stream).is_none_or(|s| {
+            s.buffered_bytes == 0
+                || s.buffered_bytes.saturating_add(len) <= s.config.max_buffered_bytes
+        })
     }
 
     /// Bring `with_unsent` / `with_again` up to date for stream `id`.
