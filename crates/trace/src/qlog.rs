@@ -24,6 +24,7 @@
 //! | connected / peer closed / closed | `connectivity:connection_state_updated` | `new`: `handshake_complete` / `draining` / `closed` (+ `connectivity:connection_closed` with `reason`) |
 //! | link hint | `sltp:link_hint_received` | `kind`, `predicted_duration` (ms), `cqi` |
 //! | message delivered / abandoned | `sltp:message_delivered` / `sltp:message_abandoned` | `stream_id`, `message_no`, `length` / `reason` |
+//! | link-hint effects | `sltp:link_hint_applied`, `sltp:send_window_held`, `sltp:send_window_released` | `kind`, `effect`, `congestion_window`, `held_for` (ms), `reduced` |
 //! | other application events | `sltp:path_migrated`, `sltp:security_violation`, `sltp:network_reset`, `sltp:writable`, `sltp:group_*` | their fields |
 //!
 //! Writing is buffered (`BufWriter`) and the JSON is formatted into one
@@ -379,6 +380,34 @@ impl<W: Write + Send> QlogSink<W> {
             Event::PeerLeft { group } => {
                 self.begin(now, "sltp:group_peer_left");
                 let _ = write!(self.line, "\"group_id\":{group}");
+            }
+            Event::LinkHintApplied {
+                kind,
+                effect,
+                cwnd_bytes,
+            } => {
+                self.begin(now, "sltp:link_hint_applied");
+                let _ = write!(
+                    self.line,
+                    "\"kind\":\"{}\",\"effect\":\"{effect:?}\",\"congestion_window\":{cwnd_bytes}",
+                    hint_kind(*kind)
+                );
+            }
+            Event::SendWindowHeld { cwnd_bytes } => {
+                self.begin(now, "sltp:send_window_held");
+                let _ = write!(self.line, "\"congestion_window\":{cwnd_bytes}");
+            }
+            Event::SendWindowReleased {
+                held_for,
+                cwnd_bytes,
+                reduced,
+            } => {
+                self.begin(now, "sltp:send_window_released");
+                let _ = write!(
+                    self.line,
+                    "\"held_for\":{},\"congestion_window\":{cwnd_bytes},\"reduced\":{reduced}",
+                    held_for.as_nanos() as f64 / 1e6
+                );
             }
         }
         self.end();
