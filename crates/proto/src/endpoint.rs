@@ -51,12 +51,13 @@ mod admission;
 mod mobility;
 mod security;
 mod set;
+mod sources;
 mod stats;
 mod timers;
 
 pub use stats::EndpointStats;
 
-pub use admission::RETRY_TOKEN_LEN;
+pub use admission::{HALF_OPEN_ENTRY_BYTES, RETRY_TOKEN_LEN};
 
 /// How many closed connections' final stats stay readable.
 const CLOSED_STATS_KEPT: usize = 64;
@@ -127,7 +128,7 @@ impl Endpoint {
     ///
     /// Complexity: O(1).
     pub fn new(config: EndpointConfig, seed: u64) -> Endpoint {
-        Endpoint {
+        let mut ep = Endpoint {
             rng: SeededRng::new(seed).fork("endpoint"),
             path_rng: SeededRng::new(seed).fork("path"),
             handshake_rng: {
@@ -153,7 +154,9 @@ impl Endpoint {
             pool: BufferPool::new(config.memory_ceiling_bytes),
             admission: admission::Admission::new(&mut SeededRng::new(seed).fork("admission")),
             config,
-        }
+        };
+        ep.note_half_open_bounds();
+        ep
     }
 
     pub(crate) fn tick(&mut self, now: Time) -> Time {
@@ -554,7 +557,8 @@ impl Endpoint {
             return;
         }
         let token = params.retry_token.as_deref();
-        let admission::Admit::Accept { validated } = self.admit(now, remote, &h, len, token) else {
+        let admission::Admit::Accept { validated, rtt } = self.admit(now, remote, &h, len, token)
+        else {
             return;
         };
         if self.connections.len() >= self.config.max_connections {
@@ -600,7 +604,7 @@ impl Endpoint {
                 }
                 self.stats.connections_accepted += 1;
                 let handle = self.insert(id, Some((remote, h.src_id)), conn);
-                self.track_half_open(now, handle);
+                self.track_half_open(now, handle, remote, rtt);
             }
             Err(reason) => self.reject(remote, &h, reason),
         }

@@ -518,29 +518,36 @@ fn flood_an_expired_token_is_refused() {
 }
 
 #[test]
-fn flood_at_the_half_open_cap_even_a_valid_token_gets_busy() {
+fn flood_at_the_half_open_cap_the_oldest_is_evicted_not_the_newest_refused() {
     let mut net = Net::new(EndpointConfig {
         max_half_open: 2,
         ..always_retry()
     });
+    assert_eq!(net.server.endpoint_stats().half_open_max, 2);
     let a = SocketAddr::from(([10, 0, 0, 5], 6000));
     let starts: Vec<Vec<u8>> = (10..13).map(|seed| genuine_start(secure(), seed)).collect();
     let tokens: Vec<Vec<u8>> = starts.iter().map(|s| token_for(&mut net, a, s)).collect();
+    let rejects_before = net.server.endpoint_stats().rejects_sent;
     for (s, t) in starts.iter().zip(&tokens) {
         net.deliver(a, &with_token(s, t));
         net.pump();
     }
     let s = net.server.endpoint_stats();
     assert_eq!(s.tokens_accepted, 3);
-    assert_eq!(s.connections_accepted, 2);
+    assert_eq!(s.connections_accepted, 3, "the newest is admitted");
+    assert_eq!(s.half_open_evicted, 1, "the oldest made room");
     assert_eq!(s.half_open, 2);
+    assert_eq!(s.half_open_peak, 2, "never above the cap");
+    assert_eq!(
+        s.half_open_bytes,
+        2 * peregrine_proto::endpoint::HALF_OPEN_ENTRY_BYTES as u64
+    );
+    assert_eq!(s.rejects_sent, rejects_before, "no REJECT `busy`");
+    // The evicted one (the first, handle 0) is closed and released once
+    // its events are read; the two newest remain.
     assert_eq!(net.server.connection_count(), 2);
-    let (to, bytes) = net.to_others.last().unwrap();
-    assert_eq!(*to, a);
-    let Payload::Reject(r) = DatagramRepr::decode(bytes).unwrap().payload else {
-        panic!("not a REJECT")
-    };
-    assert_eq!(r.reason, RejectReason::BUSY);
+    let handles = net.server.handles();
+    assert!(!handles.contains(&peregrine_proto::ConnectionHandle(0)));
 }
 
 #[test]
