@@ -120,6 +120,9 @@ pub struct Endpoint {
     pool: BufferPool,
     /// Retry tokens and half-open connections (admission.rs).
     admission: admission::Admission,
+    /// `config.server`, shared by the connections it accepts (one copy,
+    /// not one per half-open connection).
+    server: Option<std::sync::Arc<ConnectionConfig>>,
 }
 
 impl Endpoint {
@@ -153,6 +156,7 @@ impl Endpoint {
             },
             pool: BufferPool::new(config.memory_ceiling_bytes),
             admission: admission::Admission::new(&mut SeededRng::new(seed).fork("admission")),
+            server: config.server.clone().map(std::sync::Arc::new),
             config,
         };
         ep.note_half_open_bounds();
@@ -170,6 +174,7 @@ impl Endpoint {
     pub fn accept(&mut self, server: ConnectionConfig) -> Result<(), ConfigError> {
         server.validate()?;
         server.validate_security(false)?;
+        self.server = Some(std::sync::Arc::new(server.clone()));
         self.config.server = Some(server);
         Ok(())
     }
@@ -179,6 +184,7 @@ impl Endpoint {
     /// Complexity: O(1).
     pub fn stop_accepting(&mut self) {
         self.config.server = None;
+        self.server = None;
     }
 
     /// Open a connection to `remote`: its START leaves at the next
@@ -548,7 +554,7 @@ impl Endpoint {
             return;
         };
         let params = StartParams::from_tlvs(&start.tlvs);
-        let Some(mut cfg) = self.config.server.clone() else {
+        let Some(mut cfg) = self.server.clone() else {
             self.reject(remote, &h, RejectReason::REFUSED);
             return;
         };
@@ -568,7 +574,7 @@ impl Endpoint {
         if self.config.adopt_peer_controller {
             if let Some(name) = params.controller.as_deref().filter(|n| *n != "any") {
                 match CcConfig::from_name(name) {
-                    Ok(cc) => cfg.cc = cc,
+                    Ok(cc) => std::sync::Arc::make_mut(&mut cfg).cc = cc,
                     Err(_) => {
                         self.reject(remote, &h, RejectReason::CONTROLLER_UNSUPPORTED);
                         return;

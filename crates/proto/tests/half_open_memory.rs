@@ -119,5 +119,8 @@ fn half_open_entry_bytes_are_measured_and_within_the_accounting() {
     );
     assert_eq!(s.half_open_bytes, s.half_open * entry as u64);
     assert!(s.half_open_bytes_peak <= s.half_open_bytes_max);
-    assert!(per_entry > entry / 2.0, "{per_entry:.0}: lower the constant");
+    assert!(
+        per_entry > entry / 2.0,
+        "{per_entry:.0}: lower the constant"
+    );
 }

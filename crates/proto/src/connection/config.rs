@@ -287,7 +287,7 @@ pub struct EndpointConfig {
     /// Bytes the half-open connections may hold together, counted as
     /// [`HALF_OPEN_ENTRY_BYTES`](crate::endpoint::HALF_OPEN_ENTRY_BYTES)
     /// each (the measured heap cost of one, rounded up: docs/security.md):
-    /// bounds the cap in bytes. Default 32 MiB (3,276 entries).
+    /// bounds the cap in bytes. Default 32 MiB (4,096 entries).
     pub max_half_open_bytes: usize,
     /// Most half-open connections from one source (an IPv4 address, or an
     /// IPv6 /64): a further START from it is dropped (counted in
@@ -416,7 +416,8 @@ impl EndpointConfig {
                 "is zero with a rate limit (no START could pass)",
             );
         }
-        if self.half_open_min_timeout.is_zero() || self.half_open_min_timeout > self.half_open_timeout
+        if self.half_open_min_timeout.is_zero()
+            || self.half_open_min_timeout > self.half_open_timeout
         {
             return bad(
                 "half_open_min_timeout",

@@ -68,12 +68,14 @@ use std::time::Duration;
 /// What one half-open connection costs the endpoint, bytes, as the
 /// half-open accounting counts it (`EndpointStats::half_open_bytes`): the
 /// heap a Noise_XX listener holds per answered START — the boxed
-/// `Connection` (4,784 bytes inline), its Noise handshake state, the
-/// START-REPLY kept for re-sending, recovery and scheduler state, and the
-/// endpoint's id, peer, timer and half-open map entries — measured at
-/// 8,565 bytes by a counting allocator (`tests/half_open_memory.rs`, which
-/// fails if an entry outgrows this), rounded up to 10 KiB.
-pub const HALF_OPEN_ENTRY_BYTES: usize = 10 << 10;
+/// `Connection` (2,880 bytes inline: the configuration is shared, the
+/// packet keys boxed and absent until XX message 3), its Noise handshake
+/// state, the START-REPLY kept for re-sending, recovery and scheduler
+/// state, and the endpoint's id, peer, timer and half-open map entries —
+/// measured at 6,685 bytes by a counting allocator
+/// (`tests/half_open_memory.rs`, which fails if an entry outgrows this),
+/// rounded up to 8 KiB. (8,565 bytes before the sharing and boxing.)
+pub const HALF_OPEN_ENTRY_BYTES: usize = 8 << 10;
 
 /// Half-open lifetime of a token-validated connection, in round trips.
 const HALF_OPEN_RTTS: u32 = 3;
@@ -559,7 +561,11 @@ impl Endpoint {
             + stateless
             + ids
             + self.admission.half_open() * map_entry
-            + self.admission.sources.as_ref().map_or(0, SourceTable::bytes)
+            + self
+                .admission
+                .sources
+                .as_ref()
+                .map_or(0, SourceTable::bytes)
     }
 }
 

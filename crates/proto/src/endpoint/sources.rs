@@ -170,10 +170,12 @@ mod tests {
     #[test]
     fn a_source_is_its_address_or_its_ipv6_slash_64_not_its_port() {
         let t = SourceTable::new([1; 32]);
-        assert_eq!(t.slots_of(a([10, 0, 0, 1], 1)), t.slots_of(a([10, 0, 0, 1], 2)));
-        let v6 = |last: u16, net: u16| {
-            SocketAddr::from(([0x2001, 0xdb8, net, 0, 0, 0, 0, last], 9))
-        };
+        assert_eq!(
+            t.slots_of(a([10, 0, 0, 1], 1)),
+            t.slots_of(a([10, 0, 0, 1], 2))
+        );
+        let v6 =
+            |last: u16, net: u16| SocketAddr::from(([0x2001, 0xdb8, net, 0, 0, 0, 0, last], 9));
         assert_eq!(t.slots_of(v6(1, 0)), t.slots_of(v6(0xffff, 0)));
         let mapped = SocketAddr::from(([0, 0, 0, 0, 0, 0xffff, 0x0a00, 0x0001], 7));
         assert_eq!(t.slots_of(mapped), t.slots_of(a([10, 0, 0, 1], 1)));
