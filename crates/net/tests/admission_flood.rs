@@ -135,7 +135,10 @@ async fn attack(server: SocketAddr) -> Attacker {
                     continue;
                 };
                 let Some(&k) = by_src.get(&src) else { continue };
-                if s.send_to(&with_token(&starts[k], &token), server).await.is_ok() {
+                if s.send_to(&with_token(&starts[k], &token), server)
+                    .await
+                    .is_ok()
+                {
                     sent.fetch_add(1, Ordering::Relaxed);
                     echoed.fetch_add(1, Ordering::Relaxed);
                 }
@@ -230,8 +233,14 @@ async fn scenario(what: &str, config: EndpointConfig) -> (Duration, EndpointStat
         s.retries_sent,
         s.tokens_accepted,
     );
-    assert!(rate >= 0.8 * RATE as f64, "{what}: the flood ran at {rate:.0}/s");
-    assert!(s.tokens_accepted > 500, "{what}: the attacker echoed tokens");
+    assert!(
+        rate >= 0.8 * RATE as f64,
+        "{what}: the flood ran at {rate:.0}/s"
+    );
+    assert!(
+        s.tokens_accepted > 500,
+        "{what}: the attacker echoed tokens"
+    );
     assert!(took <= Duration::from_secs(2), "{what}: {took:?}");
     assert!(s.half_open_peak <= s.half_open_max, "{what}");
     assert!(s.half_open_bytes_peak <= s.half_open_bytes_max, "{what}");

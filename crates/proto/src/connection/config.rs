@@ -290,13 +290,17 @@ pub struct EndpointConfig {
     /// bounds the cap in bytes. Default 32 MiB (4,096 entries).
     pub max_half_open_bytes: usize,
     /// Most half-open connections from one source (an IPv4 address, or an
-    /// IPv6 /64): a further START from it is dropped (counted in
+    /// IPv6 /64) while at least `retry_when_half_open_above` connections
+    /// are half-open (a flood; below that every START is admitted): a
+    /// further START from it is dropped (counted in
     /// `EndpointStats::starts_source_limited`) until one of them completes
     /// or expires. Counted in a fixed table of hashed slots, so a spoofed
     /// flood cannot grow it (docs/security.md). Default 64.
     pub max_half_open_per_source: usize,
-    /// STARTs per second one source may send (a token bucket per source,
-    /// in the same fixed table): STARTs beyond it are dropped, unanswered
+    /// STARTs per second one source may send while at least
+    /// `retry_when_half_open_above` connections are half-open (a token
+    /// bucket per source, in the same fixed table; only STARTs that would
+    /// create state count): STARTs beyond it are dropped, unanswered
     /// (`EndpointStats::starts_rate_limited`). `0` = no rate limit.
     /// Default 50.
     pub start_rate_per_source: u32,

@@ -27,9 +27,9 @@
 //!   `retry_when_half_open_above` half-open, REJECT `retry` with a fresh
 //!   token if that REJECT is no larger than the START, else drop (no
 //!   state, no per-source accounting: spoofed sources cannot drain the
-//!   table). Otherwise (it would create state): with its source at
-//!   `max_half_open_per_source` half-open, or over its source's START
-//!   rate, drop; else accept (address validated if the token was valid,
+//!   table). Otherwise (it would create state), at or above the threshold
+//!   only: with its source at `max_half_open_per_source` half-open, or
+//!   over its source's START rate, drop. Then accept (address validated if the token was valid,
 //!   else with the anti-amplification budget). An accepted START beyond
 //!   the cap (`max_half_open`, and
 //!   `max_half_open_bytes` / [`HALF_OPEN_ENTRY_BYTES`]) evicts the oldest
@@ -287,7 +287,10 @@ impl Endpoint {
             }
             ok
         });
-        if !token_ok && self.admission.half_open() >= self.config.retry_when_half_open_above {
+        // Under a flood (or with tokens always required): the regime in
+        // which tokens are asked for, and the per-source limits apply.
+        let flood = self.admission.half_open() >= self.config.retry_when_half_open_above;
+        if !token_ok && flood {
             // Stateless and no larger than the START: not rate limited,
             // so a spoofed flood cannot drain the buckets of genuine
             // sources (only a START that would create state takes a
@@ -295,7 +298,18 @@ impl Endpoint {
             self.send_retry(now, remote, h, start_len);
             return Admit::Refuse;
         }
-        // The per-source limits, for a START about to create state.
+        // The per-source limits, for a START about to create state, under
+        // a flood only: below the threshold every START is admitted as
+        // before (many connections opened at once from one address — a
+        // benchmark, a simulated node, a NAT — are not throttled).
+        if !flood {
+            return Admit::Accept {
+                validated: token_ok,
+                rtt: token
+                    .filter(|_| token_ok)
+                    .and_then(|t| Admission::token_age(now, t)),
+            };
+        }
         let (rate, burst) = (
             self.config.start_rate_per_source,
             self.config.start_burst_per_source,
