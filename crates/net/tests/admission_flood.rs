@@ -22,8 +22,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::net::UdpSocket;
+use tokio::time::Instant;
 
 /// Datagrams per second the attacker sends.
 const RATE: u64 = 2_000;
