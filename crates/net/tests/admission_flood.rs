@@ -220,7 +220,7 @@ async fn scenario(what: &str, config: EndpointConfig) -> (Duration, EndpointStat
          from {} sockets on {ADDRS} addresses; legitimate connect + exchange {took:.2?} \
          (without flood {quiet:.2?}); half-open peak {} (max {}), bytes peak {} (bound {}); \
          accepted {}, evicted {}, expired {}, rate-limited {}, source-limited {}, \
-         retries {}, tokens ok {}",
+         retries {}, tokens ok {}, REJECTs dropped (stateless queue full) {}",
         usize::from(ADDRS) * PORTS,
         s.half_open_peak,
         s.half_open_max,
@@ -233,6 +233,7 @@ async fn scenario(what: &str, config: EndpointConfig) -> (Duration, EndpointStat
         s.starts_source_limited,
         s.retries_sent,
         s.tokens_accepted,
+        s.stateless_dropped,
     );
     assert!(
         rate >= 0.8 * RATE as f64,

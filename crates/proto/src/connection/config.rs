@@ -266,7 +266,13 @@ pub struct EndpointConfig {
     /// (when it is a registered name) instead of `server.cc`; an unknown
     /// name is then answered with REJECT `controller_unsupported`.
     pub adopt_peer_controller: bool,
-    /// Most datagrams without a connection (REJECTs, resets) queued for sending.
+    /// Most datagrams without a connection (REJECTs, resets) queued for
+    /// sending. Default 1,024 (64 before issue 21): a runtime turn's
+    /// worth of STARTs must fit — the UDP runtime reads up to 8 × 32
+    /// datagrams before it sends — or under a flood the REJECT `retry`
+    /// meant for a genuine client is dropped and it waits an RTO (seen in
+    /// `crates/net/tests/admission_flood.rs`). Each entry is one REJECT or
+    /// reset (≤ 64 bytes), so ≈ 120 KiB at most.
     pub max_stateless_queue: usize,
     /// Ceiling of the endpoint's buffer pool, bytes (seed 003 §III-F): the
     /// message data all its connections hold queued or unacknowledged.
@@ -348,7 +354,7 @@ impl Default for EndpointConfig {
             server: None,
             max_connections: MAX_CONNECTIONS,
             adopt_peer_controller: false,
-            max_stateless_queue: 64,
+            max_stateless_queue: 1_024,
             memory_ceiling_bytes: 64 << 20,
             max_half_open: MAX_CONNECTIONS.div_ceil(4),
             max_half_open_bytes: 32 << 20,
