@@ -865,3 +865,25 @@ fn flood_one_receiving_source_is_held_to_its_half_open_share_and_start_rate() {
         }
     }
 }
+
+#[test]
+fn flood_a_token_admitted_connection_is_half_open_for_three_measured_round_trips() {
+    // RTT 300 ms (REJECT `retry` at 0, the START echoing it 300 ms later):
+    // half-open for 900 ms. RTT ≈ 0: the 500 ms floor.
+    for (rtt_ms, life_ms) in [(300u64, 900u64), (0, 500)] {
+        let mut net = Net::new(always_retry());
+        let a = SocketAddr::from(([10, 0, 0, 5], 6000));
+        let start = genuine_start(secure(), 31);
+        let token = token_for(&mut net, a, &start);
+        net.advance(Duration::from_millis(rtt_ms));
+        net.deliver(a, &with_token(&start, &token));
+        net.pump();
+        assert_eq!(net.server.endpoint_stats().half_open, 1, "rtt {rtt_ms}");
+        net.advance(Duration::from_millis(life_ms - 1));
+        let s = net.server.endpoint_stats();
+        assert_eq!((s.half_open, s.half_open_expired), (1, 0), "rtt {rtt_ms}");
+        net.advance(Duration::from_millis(2));
+        let s = net.server.endpoint_stats();
+        assert_eq!((s.half_open, s.half_open_expired), (0, 1), "rtt {rtt_ms}");
+    }
+}
