@@ -52,12 +52,13 @@ mod admission;
 mod mobility;
 mod security;
 mod set;
+mod sources;
 mod stats;
 mod timers;
 
 pub use stats::EndpointStats;
 
-pub use admission::RETRY_TOKEN_LEN;
+pub use admission::{HALF_OPEN_ENTRY_BYTES, RETRY_TOKEN_LEN};
 
 /// How many closed connections' final stats stay readable.
 const CLOSED_STATS_KEPT: usize = 64;
@@ -122,6 +123,9 @@ pub struct Endpoint {
     admission: admission::Admission,
     /// Makes each new connection's trace sink (`set_trace_factory`).
     trace: TraceFactoryBox,
+    /// `config.server`, shared by the connections it accepts (one copy,
+    /// not one per half-open connection).
+    server: Option<std::sync::Arc<ConnectionConfig>>,
 }
 
 /// The optional trace factory (a newtype: `dyn TraceFactory` is not `Debug`).
@@ -144,7 +148,7 @@ impl Endpoint {
     ///
     /// Complexity: O(1).
     pub fn new(config: EndpointConfig, seed: u64) -> Endpoint {
-        Endpoint {
+        let mut ep = Endpoint {
             rng: SeededRng::new(seed).fork("endpoint"),
             path_rng: SeededRng::new(seed).fork("path"),
             handshake_rng: {
@@ -170,8 +174,11 @@ impl Endpoint {
             pool: BufferPool::new(config.memory_ceiling_bytes),
             admission: admission::Admission::new(&mut SeededRng::new(seed).fork("admission")),
             trace: TraceFactoryBox::default(),
+            server: config.server.clone().map(std::sync::Arc::new),
             config,
-        }
+        };
+        ep.note_half_open_bounds();
+        ep
     }
 
     /// Traces every connection created from now on: `factory` is asked
@@ -194,6 +201,7 @@ impl Endpoint {
     pub fn accept(&mut self, server: ConnectionConfig) -> Result<(), ConfigError> {
         server.validate()?;
         server.validate_security(false)?;
+        self.server = Some(std::sync::Arc::new(server.clone()));
         self.config.server = Some(server);
         Ok(())
     }
@@ -203,6 +211,7 @@ impl Endpoint {
     /// Complexity: O(1).
     pub fn stop_accepting(&mut self) {
         self.config.server = None;
+        self.server = None;
     }
 
     /// Open a connection to `remote`: its START leaves at the next
@@ -593,7 +602,7 @@ impl Endpoint {
             return;
         };
         let params = StartParams::from_tlvs(&start.tlvs);
-        let Some(mut cfg) = self.config.server.clone() else {
+        let Some(mut cfg) = self.server.clone() else {
             self.reject(remote, &h, RejectReason::REFUSED);
             return;
         };
@@ -602,7 +611,8 @@ impl Endpoint {
             return;
         }
         let token = params.retry_token.as_deref();
-        let admission::Admit::Accept { validated } = self.admit(now, remote, &h, len, token) else {
+        let admission::Admit::Accept { validated, rtt } = self.admit(now, remote, &h, len, token)
+        else {
             return;
         };
         if self.connections.len() >= self.config.max_connections {
@@ -612,7 +622,7 @@ impl Endpoint {
         if self.config.adopt_peer_controller {
             if let Some(name) = params.controller.as_deref().filter(|n| *n != "any") {
                 match CcConfig::from_name(name) {
-                    Ok(cc) => cfg.cc = cc,
+                    Ok(cc) => std::sync::Arc::make_mut(&mut cfg).cc = cc,
                     Err(_) => {
                         self.reject(remote, &h, RejectReason::CONTROLLER_UNSUPPORTED);
                         return;
@@ -648,7 +658,7 @@ impl Endpoint {
                 }
                 self.stats.connections_accepted += 1;
                 let handle = self.insert(id, Some((remote, h.src_id)), conn);
-                self.track_half_open(now, handle);
+                self.track_half_open(now, handle, remote, rtt);
             }
             Err(reason) => self.reject(remote, &h, reason),
         }

@@ -518,29 +518,36 @@ fn flood_an_expired_token_is_refused() {
 }
 
 #[test]
-fn flood_at_the_half_open_cap_even_a_valid_token_gets_busy() {
+fn flood_at_the_half_open_cap_the_oldest_is_evicted_not_the_newest_refused() {
     let mut net = Net::new(EndpointConfig {
         max_half_open: 2,
         ..always_retry()
     });
+    assert_eq!(net.server.endpoint_stats().half_open_max, 2);
     let a = SocketAddr::from(([10, 0, 0, 5], 6000));
     let starts: Vec<Vec<u8>> = (10..13).map(|seed| genuine_start(secure(), seed)).collect();
     let tokens: Vec<Vec<u8>> = starts.iter().map(|s| token_for(&mut net, a, s)).collect();
+    let rejects_before = net.server.endpoint_stats().rejects_sent;
     for (s, t) in starts.iter().zip(&tokens) {
         net.deliver(a, &with_token(s, t));
         net.pump();
     }
     let s = net.server.endpoint_stats();
     assert_eq!(s.tokens_accepted, 3);
-    assert_eq!(s.connections_accepted, 2);
+    assert_eq!(s.connections_accepted, 3, "the newest is admitted");
+    assert_eq!(s.half_open_evicted, 1, "the oldest made room");
     assert_eq!(s.half_open, 2);
+    assert_eq!(s.half_open_peak, 2, "never above the cap");
+    assert_eq!(
+        s.half_open_bytes,
+        2 * peregrine_proto::endpoint::HALF_OPEN_ENTRY_BYTES as u64
+    );
+    assert_eq!(s.rejects_sent, rejects_before, "no REJECT `busy`");
+    // The evicted one (the first, handle 0) is closed and released once
+    // its events are read; the two newest remain.
     assert_eq!(net.server.connection_count(), 2);
-    let (to, bytes) = net.to_others.last().unwrap();
-    assert_eq!(*to, a);
-    let Payload::Reject(r) = DatagramRepr::decode(bytes).unwrap().payload else {
-        panic!("not a REJECT")
-    };
-    assert_eq!(r.reason, RejectReason::BUSY);
+    let handles = net.server.handles();
+    assert!(!handles.contains(&peregrine_proto::ConnectionHandle(0)));
 }
 
 #[test]
@@ -634,4 +641,249 @@ fn flood_a_valid_start_smaller_than_its_answer_gets_a_retry_not_a_start_reply() 
     assert!(retry_token(bytes).is_some(), "a REJECT retry");
     assert!(bytes.len() <= stripped.len());
     net.amplification_free(None).unwrap();
+}
+
+/// What one run of [`receiving_flood`] saw.
+struct ReceivingFlood {
+    /// Datagrams the attacker sent (bare STARTs and STARTs echoing tokens).
+    sent: u64,
+    /// Virtual time from the client's `connect` to its first message
+    /// reaching the server application.
+    connect: Duration,
+    peak_memory_estimate: usize,
+}
+
+/// Issue 21, item 7, sans-IO: an attacker that *receives* at its
+/// addresses (200 in 127.0.0.0/8, 127.0.0.2 …, 5 ports each) sends
+/// genuine Noise_XX STARTs (valid bindings: 64 captured from real
+/// clients, replayed from every address) at 2,000 datagrams per second of
+/// virtual time and answers every REJECT `retry` with the START again,
+/// echoing the token. A legitimate client connects 3 s in. The wire has
+/// no delay, so the figures are the policy's, not a network's.
+fn receiving_flood(config: EndpointConfig) -> (Net, ReceivingFlood) {
+    use peregrine_proto::crypto::{NoiseConfig, StaticKeypair};
+    let xx = || ConnectionConfig {
+        security: Some(SecurityConfig::Noise(NoiseConfig::xx(
+            StaticKeypair::from_private([0xc1; 32]),
+        ))),
+        ..ConnectionConfig::default()
+    };
+    let starts: Vec<Vec<u8>> = (0..64).map(|i| genuine_start(xx(), 1_000 + i)).collect();
+    let by_src: BTreeMap<u16, usize> = starts
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (HeaderRepr::decode(s).unwrap().src_id, i))
+        .collect();
+    assert_eq!(by_src.len(), starts.len(), "distinct SRC_IDs");
+    let sources: Vec<SocketAddr> = (0..200u16)
+        .flat_map(|i| {
+            let ip = [127, 0, 0, 2 + i as u8];
+            (0..5u16).map(move |p| SocketAddr::from((ip, 40_000 + p)))
+        })
+        .collect();
+    assert_eq!(sources.len(), 1_000);
+    let mut net = Net::new(config);
+    let mut resend: std::collections::VecDeque<(SocketAddr, Vec<u8>)> = Default::default();
+    let (mut sent, mut next, mut peak_mem) = (0u64, 0usize, 0usize);
+    let mut connected_at: Option<Time> = None;
+    let mut connect: Option<Duration> = None;
+    for step in 0..6_000u32 {
+        if step == 3_000 {
+            let mut c = Endpoint::new(EndpointConfig::default(), 99);
+            let h = c.connect(net.now, server_addr(), xx()).unwrap();
+            c.send_message(h, net.now, 1, b"hello").unwrap();
+            net.client = Some(c);
+            connected_at = Some(net.now);
+        }
+        // 2 datagrams per ms: the token echoes first, then fresh STARTs.
+        for _ in 0..2 {
+            let (from, dg) = match resend.pop_front() {
+                Some(x) => x,
+                None => {
+                    let from = sources[next % sources.len()];
+                    let k = (next / sources.len()) % starts.len();
+                    next += 1;
+                    (from, starts[k].clone())
+                }
+            };
+            net.deliver(from, &dg);
+            sent += 1;
+        }
+        net.drain_server();
+        for (to, bytes) in std::mem::take(&mut net.to_others) {
+            if let Some(token) = retry_token(&bytes) {
+                let dest = HeaderRepr::decode(&bytes).unwrap().dest_id;
+                if let Some(&k) = by_src.get(&dest) {
+                    resend.push_back((to, with_token(&starts[k], &token)));
+                }
+            }
+        }
+        net.advance(Duration::from_millis(1));
+        if step % 100 == 0 {
+            peak_mem = peak_mem.max(net.server.memory_estimate());
+        }
+        if connect.is_none() && !net.server_received.is_empty() {
+            connect = connected_at.map(|t| net.now.saturating_duration_since(t));
+        }
+    }
+    let out = ReceivingFlood {
+        sent,
+        connect: connect.expect("the legitimate client's message never arrived"),
+        peak_memory_estimate: peak_mem,
+    };
+    (net, out)
+}
+
+fn receiving_flood_report(what: &str, net: &Net, f: &ReceivingFlood) {
+    let s = net.server.endpoint_stats();
+    eprintln!(
+        "{what}: {} datagrams in 6 s from 1,000 addresses on 200 IPs; client connected and \
+         delivered in {:?}; half-open peak {} (max {}), bytes peak {} (bound {}); accepted {}, \
+         evicted {}, expired {}, rate-limited {}, source-limited {}, retries {}, tokens ok {}; \
+         peak memory_estimate {} bytes",
+        f.sent,
+        f.connect,
+        s.half_open_peak,
+        s.half_open_max,
+        s.half_open_bytes_peak,
+        s.half_open_bytes_max,
+        s.connections_accepted,
+        s.half_open_evicted,
+        s.half_open_expired,
+        s.starts_rate_limited,
+        s.starts_source_limited,
+        s.retries_sent,
+        s.tokens_accepted,
+        f.peak_memory_estimate,
+    );
+}
+
+#[test]
+fn flood_from_200_receiving_sources_echoing_tokens_cannot_lock_a_client_out() {
+    use peregrine_proto::crypto::{NoiseConfig, StaticKeypair};
+    let server = ConnectionConfig {
+        security: Some(SecurityConfig::Noise(NoiseConfig::server(
+            StaticKeypair::from_private([0x5e; 32]),
+        ))),
+        ..ConnectionConfig::default()
+    };
+    // The defaults, and the former limits (256 half-open slots, tokens
+    // above 32), which this flood filled before eviction: the client got
+    // REJECT `busy` (issue 21).
+    for (what, config) in [
+        ("defaults", EndpointConfig::server(server.clone())),
+        (
+            "max_half_open 256",
+            EndpointConfig {
+                max_half_open: 256,
+                retry_when_half_open_above: 32,
+                ..EndpointConfig::server(server.clone())
+            },
+        ),
+    ] {
+        let (net, f) = receiving_flood(config);
+        receiving_flood_report(what, &net, &f);
+        let s = net.server.endpoint_stats();
+        assert!(
+            f.sent >= 11_900,
+            "{what}: the flood ran at 2,000/s: {}",
+            f.sent
+        );
+        assert!(
+            f.connect <= Duration::from_secs(2),
+            "{what}: {:?}",
+            f.connect
+        );
+        assert_eq!(net.server_received, vec![b"hello".to_vec()], "{what}");
+        assert!(
+            s.tokens_accepted > 1_000,
+            "{what}: the attacker echoed tokens"
+        );
+        assert!(s.half_open_peak <= s.half_open_max, "{what}");
+        assert!(s.half_open_bytes_peak <= s.half_open_bytes_max, "{what}");
+        assert!(
+            s.half_open_bytes_max <= 32 << 20,
+            "{what}: the documented bound (docs/security.md)"
+        );
+        if s.half_open_max == 256 {
+            assert!(s.half_open_evicted > 0, "{what}: the cap was reached");
+        }
+    }
+}
+
+#[test]
+fn flood_one_receiving_source_is_held_to_its_half_open_share_and_start_rate() {
+    // One IP with 200 ports, each echoing its token at once.
+    let start = genuine_start(secure(), 21);
+    let from = |port: u16| SocketAddr::from(([127, 0, 0, 9], 10_000 + port));
+    let other = SocketAddr::from(([127, 0, 0, 10], 10_000));
+    for (limit_half_open, expect_accepted, counter) in [(64, 64, "source"), (1_000, 100, "rate")] {
+        let mut net = Net::new(EndpointConfig {
+            max_half_open_per_source: limit_half_open,
+            ..always_retry()
+        });
+        let tokens: Vec<Vec<u8>> = (0..200)
+            .map(|p| token_for(&mut net, from(p), &start))
+            .collect();
+        for (p, t) in tokens.iter().enumerate() {
+            net.deliver(from(p as u16), &with_token(&start, t));
+        }
+        net.pump();
+        let s = net.server.endpoint_stats().clone();
+        eprintln!(
+            "{counter}: accepted {}, source-limited {}, rate-limited {}",
+            s.connections_accepted, s.starts_source_limited, s.starts_rate_limited
+        );
+        assert_eq!(s.connections_accepted, expect_accepted, "{counter}");
+        match counter {
+            // 64 half-open from the source: the rest dropped, unanswered.
+            "source" => assert_eq!(s.starts_source_limited, 200 - 64),
+            // The bucket's burst of 100, then 50/s.
+            _ => assert_eq!(s.starts_rate_limited, 100),
+        }
+        // Another source is not held back.
+        let t = token_for(&mut net, other, &start);
+        net.deliver(other, &with_token(&start, &t));
+        net.pump();
+        let after = net.server.endpoint_stats();
+        assert_eq!(after.connections_accepted, expect_accepted + 1, "{counter}");
+        if counter == "rate" {
+            // A second later the source has 50 more STARTs.
+            net.advance(Duration::from_secs(1));
+            let before = net.server.endpoint_stats().connections_accepted;
+            let fresh: Vec<Vec<u8>> = (300..360)
+                .map(|p| token_for(&mut net, from(p), &start))
+                .collect();
+            for (i, t) in fresh.iter().enumerate() {
+                net.deliver(from(300 + i as u16), &with_token(&start, t));
+            }
+            net.pump();
+            assert_eq!(
+                net.server.endpoint_stats().connections_accepted,
+                before + 50
+            );
+        }
+    }
+}
+
+#[test]
+fn flood_a_token_admitted_connection_is_half_open_for_three_measured_round_trips() {
+    // RTT 300 ms (REJECT `retry` at 0, the START echoing it 300 ms later):
+    // half-open for 900 ms. RTT ≈ 0: the 500 ms floor.
+    for (rtt_ms, life_ms) in [(300u64, 900u64), (0, 500)] {
+        let mut net = Net::new(always_retry());
+        let a = SocketAddr::from(([10, 0, 0, 5], 6000));
+        let start = genuine_start(secure(), 31);
+        let token = token_for(&mut net, a, &start);
+        net.advance(Duration::from_millis(rtt_ms));
+        net.deliver(a, &with_token(&start, &token));
+        net.pump();
+        assert_eq!(net.server.endpoint_stats().half_open, 1, "rtt {rtt_ms}");
+        net.advance(Duration::from_millis(life_ms - 1));
+        let s = net.server.endpoint_stats();
+        assert_eq!((s.half_open, s.half_open_expired), (1, 0), "rtt {rtt_ms}");
+        net.advance(Duration::from_millis(2));
+        let s = net.server.endpoint_stats();
+        assert_eq!((s.half_open, s.half_open_expired), (0, 1), "rtt {rtt_ms}");
+    }
 }

@@ -266,7 +266,13 @@ pub struct EndpointConfig {
     /// (when it is a registered name) instead of `server.cc`; an unknown
     /// name is then answered with REJECT `controller_unsupported`.
     pub adopt_peer_controller: bool,
-    /// Most datagrams without a connection (REJECTs, resets) queued for sending.
+    /// Most datagrams without a connection (REJECTs, resets) queued for
+    /// sending. Default 1,024 (64 before issue 21): a runtime turn's
+    /// worth of STARTs must fit — the UDP runtime reads up to 8 × 32
+    /// datagrams before it sends — or under a flood the REJECT `retry`
+    /// meant for a genuine client is dropped and it waits an RTO (seen in
+    /// `crates/net/tests/admission_flood.rs`). Each entry is one REJECT or
+    /// reset (≤ 64 bytes), so ≈ 120 KiB at most.
     pub max_stateless_queue: usize,
     /// Ceiling of the endpoint's buffer pool, bytes (seed 003 §III-F): the
     /// message data all its connections hold queued or unacknowledged.
@@ -276,10 +282,42 @@ pub struct EndpointConfig {
     /// follows once enough is acknowledged. Default 64 MiB.
     pub memory_ceiling_bytes: usize,
     /// Hard cap on half-open connections (server side, START answered,
-    /// nothing valid received since): at the cap even a START with a valid
-    /// retry token gets REJECT `busy`. Default 16,384 (a quarter of the
-    /// connection limit, the ratio of the former 256 to 1,024).
+    /// nothing valid received since). At the cap a newly admitted START
+    /// evicts the oldest half-open connection (closed silently, counted in
+    /// `EndpointStats::half_open_evicted`) instead of being refused, so a
+    /// flood cannot lock newer clients out. The effective cap is the
+    /// smaller of this and `max_half_open_bytes` /
+    /// [`HALF_OPEN_ENTRY_BYTES`](crate::endpoint::HALF_OPEN_ENTRY_BYTES).
+    /// Default 16,384 (a quarter of the connection limit).
     pub max_half_open: usize,
+    /// Bytes the half-open connections may hold together, counted as
+    /// [`HALF_OPEN_ENTRY_BYTES`](crate::endpoint::HALF_OPEN_ENTRY_BYTES)
+    /// each (the measured heap cost of one, rounded up: docs/security.md):
+    /// bounds the cap in bytes. Default 32 MiB (4,096 entries).
+    pub max_half_open_bytes: usize,
+    /// Most half-open connections from one source (an IPv4 address, or an
+    /// IPv6 /64) while at least `retry_when_half_open_above` connections
+    /// are half-open (a flood; below that every START is admitted): a
+    /// further START from it is dropped (counted in
+    /// `EndpointStats::starts_source_limited`) until one of them completes
+    /// or expires. Counted in a fixed table of hashed slots, so a spoofed
+    /// flood cannot grow it (docs/security.md). Default 64.
+    pub max_half_open_per_source: usize,
+    /// STARTs per second one source may send while at least
+    /// `retry_when_half_open_above` connections are half-open (a token
+    /// bucket per source, in the same fixed table; only STARTs that would
+    /// create state count): STARTs beyond it are dropped, unanswered
+    /// (`EndpointStats::starts_rate_limited`). `0` = no rate limit.
+    /// Default 50.
+    pub start_rate_per_source: u32,
+    /// The token bucket's depth: STARTs one source may send at once.
+    /// Default 100.
+    pub start_burst_per_source: u32,
+    /// The shortest a half-open connection admitted with a valid retry
+    /// token lives: such a connection expires after 3 round trips as the
+    /// token measured them (REJECT `retry` to the START echoing it), but
+    /// not before this nor after `half_open_timeout`. Default 500 ms.
+    pub half_open_min_timeout: Duration,
     /// A START without a valid retry token is accepted only while fewer
     /// connections than this are half-open; otherwise it is answered with
     /// REJECT `retry` (or dropped when that REJECT would be larger than the
@@ -289,7 +327,11 @@ pub struct EndpointConfig {
     /// A half-open connection that receives nothing valid for this long is
     /// dropped (counted in `EndpointStats::half_open_expired`). Default 10 s
     /// (above the default 5 s keep-alive, so a quiet client's first
-    /// keep-alive validates it in time).
+    /// keep-alive validates it in time). This is the expiry of a
+    /// connection accepted without a token (no flood: below
+    /// `retry_when_half_open_above`); one accepted with a valid token
+    /// (under a flood) expires after 3 measured round trips, see
+    /// `half_open_min_timeout`.
     pub half_open_timeout: Duration,
     /// How long a retry token stays valid after it is issued. Default 10 s.
     pub retry_token_lifetime: Duration,
@@ -312,9 +354,14 @@ impl Default for EndpointConfig {
             server: None,
             max_connections: MAX_CONNECTIONS,
             adopt_peer_controller: false,
-            max_stateless_queue: 64,
+            max_stateless_queue: 1_024,
             memory_ceiling_bytes: 64 << 20,
             max_half_open: MAX_CONNECTIONS.div_ceil(4),
+            max_half_open_bytes: 32 << 20,
+            max_half_open_per_source: 64,
+            start_rate_per_source: 50,
+            start_burst_per_source: 100,
+            half_open_min_timeout: Duration::from_millis(500),
             retry_when_half_open_above: MAX_CONNECTIONS.div_ceil(32),
             half_open_timeout: Duration::from_secs(10),
             retry_token_lifetime: Duration::from_secs(10),
@@ -360,6 +407,32 @@ impl EndpointConfig {
         }
         if self.half_open_timeout.is_zero() {
             return bad("half_open_timeout", "is zero");
+        }
+        if self.max_half_open_bytes < crate::endpoint::HALF_OPEN_ENTRY_BYTES {
+            return bad(
+                "max_half_open_bytes",
+                "is below one half-open entry (HALF_OPEN_ENTRY_BYTES)",
+            );
+        }
+        if self.max_half_open_per_source == 0 {
+            return bad(
+                "max_half_open_per_source",
+                "is zero (no connection could be accepted)",
+            );
+        }
+        if self.start_rate_per_source > 0 && self.start_burst_per_source == 0 {
+            return bad(
+                "start_burst_per_source",
+                "is zero with a rate limit (no START could pass)",
+            );
+        }
+        if self.half_open_min_timeout.is_zero()
+            || self.half_open_min_timeout > self.half_open_timeout
+        {
+            return bad(
+                "half_open_min_timeout",
+                "must be positive and at most half_open_timeout",
+            );
         }
         if self.retry_token_lifetime.is_zero() {
             return bad("retry_token_lifetime", "is zero (no token could be used)");

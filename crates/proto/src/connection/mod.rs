@@ -119,7 +119,10 @@ pub(crate) struct Counters {
 /// latest seen is treated as the latest seen.
 #[derive(Debug)]
 pub struct Connection {
-    config: ConnectionConfig,
+    /// Shared by every connection a listener accepts (a half-open entry
+    /// must stay small: docs/security.md); copied on write (`set_controller`,
+    /// `set_scheduler`).
+    config: std::sync::Arc<ConnectionConfig>,
     state: ConnectionState,
     now: Time,
     local_id: u16,
@@ -183,7 +186,7 @@ pub struct Connection {
 impl Connection {
     fn new(
         now: Time,
-        config: ConnectionConfig,
+        config: std::sync::Arc<ConnectionConfig>,
         local_id: u16,
         remote: SocketAddr,
         local_sync: u16,
@@ -258,7 +261,14 @@ impl Connection {
         local_sync: u16,
         first_probe_id: u32,
     ) -> Connection {
-        let mut c = Connection::new(now, config, local_id, remote, local_sync, first_probe_id);
+        let mut c = Connection::new(
+            now,
+            config.into(),
+            local_id,
+            remote,
+            local_sync,
+            first_probe_id,
+        );
         c.start.pending = true;
         c
     }
@@ -267,7 +277,7 @@ impl Connection {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn accept(
         now: Time,
-        config: ConnectionConfig,
+        config: std::sync::Arc<ConnectionConfig>,
         local_id: u16,
         remote: SocketAddr,
         local_sync: u16,

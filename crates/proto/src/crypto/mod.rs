@@ -84,7 +84,9 @@ enum Handshake {
 #[derive(Debug)]
 pub(crate) struct SecurityState {
     hs: Handshake,
-    keys: Option<PacketKeys>,
+    /// Boxed: an XX server's half-open connection has none yet, and the
+    /// keys are most of this structure (docs/security.md, half-open bytes).
+    keys: Option<Box<PacketKeys>>,
     /// XX client: message 3, appended to every datagram until one from the
     /// server opened.
     msg3: Option<Vec<u8>>,
@@ -180,7 +182,7 @@ impl SecurityState {
 
     fn established(&mut self, keys: PacketKeys) {
         self.stats.aead = Some(keys.aead());
-        self.keys = Some(keys);
+        self.keys = Some(Box::new(keys));
         self.stats.encrypted = true;
     }
 

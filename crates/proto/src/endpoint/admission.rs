@@ -21,11 +21,26 @@
 //!   within its lifetime by the same client: the half-open cap bounds what
 //!   that buys).
 //! * **Half-open connections** (server side, START answered, nothing valid
-//!   from the client since) are tracked with their expiry. Policy for a new
-//!   START: at `max_half_open`, REJECT `busy`; with a valid token, accept
-//!   (address validated); below `retry_when_half_open_above`, accept with
-//!   the anti-amplification budget; otherwise REJECT `retry` with a fresh
-//!   token if that REJECT is no larger than the START, else drop.
+//!   from the client since) are tracked with their expiry and their
+//!   source's slots in the per-source table (`sources.rs`). Policy for a
+//!   new START: without a valid token and at or above
+//!   `retry_when_half_open_above` half-open, REJECT `retry` with a fresh
+//!   token if that REJECT is no larger than the START, else drop (no
+//!   state, no per-source accounting: spoofed sources cannot drain the
+//!   table). Otherwise (it would create state), at or above the threshold
+//!   only: with its source at `max_half_open_per_source` half-open, or
+//!   over its source's START rate, drop. Then accept (address validated if the token was valid,
+//!   else with the anti-amplification budget). An accepted START beyond
+//!   the cap (`max_half_open`, and
+//!   `max_half_open_bytes` / [`HALF_OPEN_ENTRY_BYTES`]) evicts the oldest
+//!   half-open connection: a flood cannot lock newer clients out, it can
+//!   only shorten how long a half-open connection may stay half-open.
+//! * **Expiry**: a connection accepted without a token (no flood) stays
+//!   half-open up to `half_open_timeout` (10 s: a quiet client's first
+//!   keep-alive comes after 5 s); one accepted with a valid token (the
+//!   listener is under a flood, or always asks for tokens) for 3 round
+//!   trips as the token measured them (REJECT `retry` → START), clamped
+//!   to [`half_open_min_timeout`, `half_open_timeout`].
 //! * **Anti-amplification** (listeners in a secure mode, whose clients pad
 //!   their STARTs): an accepted START without a valid token leaves its
 //!   connection limited to as many bytes as it received; if even the
@@ -37,6 +52,7 @@
 //! passed in), in milliseconds: tokens from another endpoint, or from a
 //! restarted one, fail (new key).
 
+use super::sources::{SourceSlots, SourceTable};
 use super::timers::TimerQueue;
 use super::{ConnectionHandle, Endpoint};
 use crate::connection::Connection;
@@ -45,7 +61,24 @@ use crate::wire::{HeaderRepr, Payload, RejectPayload, RejectReason, Tlv};
 use hmac::{Hmac, Mac};
 use peregrine_cc::Time;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::time::Duration;
+
+/// What one half-open connection costs the endpoint, bytes, as the
+/// half-open accounting counts it (`EndpointStats::half_open_bytes`): the
+/// heap a Noise_XX listener holds per answered START — the boxed
+/// `Connection` (2,880 bytes inline: the configuration is shared, the
+/// packet keys boxed and absent until XX message 3), its Noise handshake
+/// state, the START-REPLY kept for re-sending, recovery and scheduler
+/// state, and the endpoint's id, peer, timer and half-open map entries —
+/// measured at 6,685 bytes by a counting allocator
+/// (`tests/half_open_memory.rs`, which fails if an entry outgrows this),
+/// rounded up to 8 KiB. (8,565 bytes before the sharing and boxing.)
+pub const HALF_OPEN_ENTRY_BYTES: usize = 8 << 10;
+
+/// Half-open lifetime of a token-validated connection, in round trips.
+const HALF_OPEN_RTTS: u32 = 3;
 
 /// Bytes of a retry token: 4 (issued_at_ms mod 2^32) + 16 (truncated HMAC).
 pub const RETRY_TOKEN_LEN: usize = 20;
@@ -59,6 +92,11 @@ pub(crate) struct Admission {
     /// Half-open connections and when each expires, ordered by expiry
     /// (O(log n) to arm, clear, and find the due ones).
     half_open: TimerQueue<ConnectionHandle>,
+    /// Half-open connections and their source's slots, by handle: handles
+    /// ascend with age, so the first is the oldest (eviction). O(log n).
+    entries: BTreeMap<ConnectionHandle, SourceSlots>,
+    /// Per-source limits, allocated on the first START (sources.rs).
+    sources: Option<SourceTable>,
 }
 
 /// What `Endpoint::admit` decided for a new START.
@@ -68,6 +106,9 @@ pub(crate) enum Admit {
     Accept {
         /// The START carried a valid token.
         validated: bool,
+        /// The round trip the token measured (REJECT `retry` to this
+        /// START), ms resolution.
+        rtt: Option<Duration>,
     },
     /// Answered (REJECT) or dropped; allocate nothing.
     Refuse,
@@ -84,6 +125,8 @@ impl Admission {
         Admission {
             key: h.finalize().into(),
             half_open: TimerQueue::default(),
+            entries: BTreeMap::new(),
+            sources: None,
         }
     }
 
@@ -182,12 +225,47 @@ impl Admission {
     pub(crate) fn half_open(&self) -> usize {
         self.half_open.len()
     }
+
+    /// The per-source table, made on first use under a key derived from
+    /// the token key (a later `rekey` leaves an existing table alone: its
+    /// counts refer to its slots).
+    fn sources(&mut self) -> &mut SourceTable {
+        let key = self.key;
+        self.sources.get_or_insert_with(|| {
+            let mut h = Sha256::new();
+            h.update(b"peregrine v1 source table key");
+            h.update(key);
+            SourceTable::new(h.finalize().into())
+        })
+    }
+
+    /// The age of a token already verified, ms (its round trip).
+    fn token_age(now: Time, token: &[u8]) -> Option<Duration> {
+        let b: [u8; 4] = token.get(..4)?.try_into().ok()?;
+        let now_ms = (now.as_nanos() / 1_000_000) as u32;
+        Some(Duration::from_millis(u64::from(
+            now_ms.wrapping_sub(u32::from_be_bytes(b)),
+        )))
+    }
+
+    /// Stop tracking `handle` as half-open; whether it was. O(log n).
+    fn untrack(&mut self, handle: ConnectionHandle) -> bool {
+        self.half_open.remove(handle);
+        let Some(slots) = self.entries.remove(&handle) else {
+            return false;
+        };
+        if let Some(t) = self.sources.as_mut() {
+            t.remove_half_open(slots);
+        }
+        true
+    }
 }
 
 impl Endpoint {
     /// Admission of a new START of `start_len` bytes (no connection yet):
-    /// checks its token and the half-open limits, and answers it (REJECT
-    /// `busy` or `retry`) or drops it when it is refused.
+    /// checks its token, the retry threshold and its source's limits, and
+    /// answers it (REJECT `retry`) or drops it when it is refused.
+    /// O(log n) plus an HMAC (token) and a SHA-256 block (source slots).
     pub(super) fn admit(
         &mut self,
         now: Time,
@@ -209,19 +287,64 @@ impl Endpoint {
             }
             ok
         });
-        let half_open = self.admission.half_open();
-        if half_open >= self.config.max_half_open {
-            self.reject_bounded(remote, h, start_len, RejectReason::BUSY, None);
-            return Admit::Refuse;
-        }
-        if token_ok {
-            return Admit::Accept { validated: true };
-        }
-        if half_open >= self.config.retry_when_half_open_above {
+        // Under a flood (or with tokens always required): the regime in
+        // which tokens are asked for, and the per-source limits apply.
+        let flood = self.admission.half_open() >= self.config.retry_when_half_open_above;
+        if !token_ok && flood {
+            // Stateless and no larger than the START: not rate limited,
+            // so a spoofed flood cannot drain the buckets of genuine
+            // sources (only a START that would create state takes a
+            // token: a spoofer cannot get past the retry).
             self.send_retry(now, remote, h, start_len);
             return Admit::Refuse;
         }
-        Admit::Accept { validated: false }
+        // The per-source limits, for a START about to create state, under
+        // a flood only: below the threshold every START is admitted as
+        // before (many connections opened at once from one address — a
+        // benchmark, a simulated node, a NAT — are not throttled).
+        if !flood {
+            return Admit::Accept {
+                validated: token_ok,
+                rtt: token
+                    .filter(|_| token_ok)
+                    .and_then(|t| Admission::token_age(now, t)),
+            };
+        }
+        let (rate, burst) = (
+            self.config.start_rate_per_source,
+            self.config.start_burst_per_source,
+        );
+        let max_per_source = self.config.max_half_open_per_source;
+        let sources = self.admission.sources();
+        let slots = sources.slots_of(remote);
+        if sources.half_open(slots) as usize >= max_per_source {
+            // Unanswered, as below: the source's entries expire soon.
+            self.stats.starts_source_limited += 1;
+            return Admit::Refuse;
+        }
+        if !sources.take_start(slots, now, rate, burst) {
+            // Unanswered: an answer would spend what the limit saves; a
+            // genuine client resends its START after its RTO.
+            self.stats.starts_rate_limited += 1;
+            return Admit::Refuse;
+        }
+        // No refusal at the global cap: `track_half_open` evicts the
+        // oldest half-open connection instead.
+        Admit::Accept {
+            validated: token_ok,
+            rtt: token
+                .filter(|_| token_ok)
+                .and_then(|t| Admission::token_age(now, t)),
+        }
+    }
+
+    /// The most half-open connections at once: `max_half_open`, lowered so
+    /// that they hold at most `max_half_open_bytes`. O(1).
+    pub(super) fn half_open_cap(&self) -> usize {
+        self.config
+            .max_half_open
+            .min(self.config.max_half_open_bytes / HALF_OPEN_ENTRY_BYTES)
+            .max(1)
     }
 
     /// The connection for an admitted START is built: limit it to the
@@ -256,11 +379,46 @@ impl Endpoint {
         true
     }
 
-    /// Track a just accepted connection as half-open.
-    pub(super) fn track_half_open(&mut self, now: Time, handle: ConnectionHandle) {
-        let expires = now + self.config.half_open_timeout;
-        self.admission.half_open.set(handle, Some(expires));
+    /// Track a just accepted connection from `remote` as half-open, for
+    /// 3 × `rtt` (clamped) if its token measured one, else for
+    /// `half_open_timeout`; beyond the cap, evict the oldest half-open
+    /// connection. O(log n).
+    pub(super) fn track_half_open(
+        &mut self,
+        now: Time,
+        handle: ConnectionHandle,
+        remote: SocketAddr,
+        rtt: Option<Duration>,
+    ) {
+        let max = self.config.half_open_timeout;
+        let life = rtt.map_or(max, |r| {
+            r.saturating_mul(HALF_OPEN_RTTS)
+                .max(self.config.half_open_min_timeout)
+                .min(max)
+        });
+        self.admission.half_open.set(handle, Some(now + life));
+        let sources = self.admission.sources();
+        let slots = sources.slots_of(remote);
+        sources.add_half_open(slots);
+        self.admission.entries.insert(handle, slots);
+        while self.admission.half_open() > self.half_open_cap() {
+            let Some((&oldest, _)) = self.admission.entries.first_key_value() else {
+                break;
+            };
+            self.evict_half_open(now, oldest);
+        }
         self.note_half_open();
+    }
+
+    /// Close a half-open connection to make room, silently (as expiry).
+    fn evict_half_open(&mut self, now: Time, handle: ConnectionHandle) {
+        self.admission.untrack(handle);
+        self.stats.half_open_evicted += 1;
+        self.connections.visit();
+        if let Some(c) = self.connections.get_mut(&handle) {
+            c.expire_half_open(now);
+        }
+        self.pool_sync(handle);
     }
 
     /// After a datagram reached `handle`: a connection that received a
@@ -274,15 +432,14 @@ impl Endpoint {
             .get(&handle)
             .is_none_or(|c| c.has_received_valid());
         if done {
-            self.admission.half_open.remove(handle);
+            self.admission.untrack(handle);
             self.note_half_open();
         }
     }
 
     /// A connection is gone: forget it.
     pub(super) fn forget_half_open(&mut self, handle: ConnectionHandle) {
-        if self.admission.half_open.contains(handle) {
-            self.admission.half_open.remove(handle);
+        if self.admission.untrack(handle) {
             self.note_half_open();
         }
     }
@@ -298,6 +455,7 @@ impl Endpoint {
     pub(super) fn expire_half_open(&mut self, now: Time) {
         let mut any = false;
         while let Some(handle) = self.admission.half_open.pop_due(now) {
+            self.admission.untrack(handle);
             any = true;
             self.connections.visit();
             self.stats.half_open_expired += 1;
@@ -313,8 +471,18 @@ impl Endpoint {
 
     fn note_half_open(&mut self) {
         let n = self.admission.half_open() as u64;
-        self.stats.half_open = n;
-        self.stats.half_open_peak = self.stats.half_open_peak.max(n);
+        let s = &mut self.stats;
+        s.half_open = n;
+        s.half_open_peak = s.half_open_peak.max(n);
+        s.half_open_bytes = n * HALF_OPEN_ENTRY_BYTES as u64;
+        s.half_open_bytes_peak = s.half_open_bytes_peak.max(s.half_open_bytes);
+    }
+
+    /// The half-open bounds in the counters (at creation).
+    pub(super) fn note_half_open_bounds(&mut self) {
+        let cap = self.half_open_cap() as u64;
+        self.stats.half_open_max = cap;
+        self.stats.half_open_bytes_max = cap * HALF_OPEN_ENTRY_BYTES as u64;
     }
 
     /// Bytes sent to a connection's peer (for its budget) and the held
@@ -393,7 +561,9 @@ impl Endpoint {
             .values()
             .map(Connection::memory_estimate)
             .sum();
-        let map_entry = std::mem::size_of::<(ConnectionHandle, Time)>() + 16;
+        let map_entry = std::mem::size_of::<(ConnectionHandle, Time)>()
+            + std::mem::size_of::<(ConnectionHandle, SourceSlots)>()
+            + 32;
         let stateless: usize = self
             .stateless
             .iter()
@@ -405,6 +575,11 @@ impl Endpoint {
             + stateless
             + ids
             + self.admission.half_open() * map_entry
+            + self
+                .admission
+                .sources
+                .as_ref()
+                .map_or(0, SourceTable::bytes)
     }
 }
 

@@ -44,8 +44,29 @@ pub struct EndpointStats {
     pub half_open: u64,
     /// The most half-open connections at once.
     pub half_open_peak: u64,
-    /// Half-open connections dropped after `half_open_timeout`.
+    /// Half-open connections dropped after `half_open_timeout` (or, when
+    /// admitted with a retry token, after 3 round trips).
     pub half_open_expired: u64,
+    /// The most half-open connections the endpoint keeps (`max_half_open`,
+    /// lowered to fit `max_half_open_bytes`).
+    pub half_open_max: u64,
+    /// Bytes the half-open connections hold now, as accounted:
+    /// `half_open` × `HALF_OPEN_ENTRY_BYTES`.
+    pub half_open_bytes: u64,
+    /// The most bytes they held at once.
+    pub half_open_bytes_peak: u64,
+    /// The bound of `half_open_bytes`: `half_open_max` ×
+    /// `HALF_OPEN_ENTRY_BYTES` (docs/security.md).
+    pub half_open_bytes_max: u64,
+    /// Half-open connections closed (silently) to make room for a newer
+    /// one at the cap.
+    pub half_open_evicted: u64,
+    /// STARTs dropped because their source (IPv4 address, IPv6 /64) was
+    /// over its START rate (`start_rate_per_source`).
+    pub starts_rate_limited: u64,
+    /// STARTs dropped because their source already had
+    /// `max_half_open_per_source` half-open connections.
+    pub starts_source_limited: u64,
     /// STARTs dropped by admission: the REJECT (`retry` or `busy`) they
     /// would get is larger than they are, or the stateless queue is full.
     pub starts_dropped_flood: u64,

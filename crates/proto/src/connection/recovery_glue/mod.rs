@@ -42,7 +42,7 @@ impl Connection {
     /// Replace the congestion controller.
     pub(crate) fn set_controller(&mut self, now: Time, cc: CcConfig) {
         let now = self.tick(now);
-        self.config.cc = cc;
+        std::sync::Arc::make_mut(&mut self.config).cc = cc;
         if self.state == ConnectionState::Starting {
             self.rebuild_recovery();
         } else {

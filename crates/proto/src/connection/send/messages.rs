@@ -58,7 +58,7 @@ impl Connection {
     /// Replace the stream scheduler.
     pub(crate) fn set_scheduler(&mut self, now: Time, config: SchedulerConfig) {
         self.tick(now);
-        self.config.scheduler = config;
+        std::sync::Arc::make_mut(&mut self.config).scheduler = config;
         self.send.set_scheduler(config);
     }
 
