@@ -29,6 +29,8 @@
 //!   channel adds the MAC header, FCS and LLC/SNAP.
 
 use super::channel::wifi::WifiChannel;
+use super::channel::ConfigError;
+use super::dcf::{Dcf, DcfConfig, Positions};
 use super::geom::Vec3;
 use super::link::{DropReason, LinkModel, LinkOutput, LinkStats};
 use super::mobility::Mobility;
@@ -71,6 +73,29 @@ pub struct Medium {
     backlog: Vec<u64>,
     routing: Routing,
     stats: MediumStats,
+    /// The interference-based DCF, when selected (else the statistical
+    /// MAC of `WifiChannel::attempt`).
+    dcf: Option<Dcf>,
+}
+
+/// The medium's mobility models and their last sample, as the DCF's
+/// [`Positions`].
+struct Sampler<'a> {
+    mobility: &'a mut [Box<dyn Mobility>],
+    pos: &'a mut [Vec3],
+    pos_at: &'a mut Option<Time>,
+}
+
+impl Positions for Sampler<'_> {
+    fn at(&mut self, t: Time) -> &[Vec3] {
+        if self.pos_at.is_none_or(|p| t > p) {
+            for (p, m) in self.pos.iter_mut().zip(self.mobility.iter_mut()) {
+                *p = m.position(t);
+            }
+            *self.pos_at = Some(t);
+        }
+        self.pos
+    }
 }
 
 impl std::fmt::Debug for Medium {
@@ -99,7 +124,59 @@ impl Medium {
             backlog: vec![0; n],
             routing,
             stats: MediumStats::default(),
+            dcf: None,
         }
+    }
+
+    /// Use the interference-based DCF (`world::dcf`) instead of the
+    /// statistical MAC: every interface's queue of `queue_packets` lives
+    /// in it; its draws come from `seed`.
+    pub fn with_dcf(
+        mut self,
+        cfg: DcfConfig,
+        queue_packets: u64,
+        seed: u64,
+    ) -> Result<Medium, ConfigError> {
+        let n = self.mobility.len();
+        self.dcf = Some(Dcf::new(cfg, self.wifi.config(), n, queue_packets, seed)?);
+        Ok(self)
+    }
+
+    /// The DCF, when selected.
+    pub fn dcf(&self) -> Option<&Dcf> {
+        self.dcf.as_ref()
+    }
+
+    /// The DCF, when selected (mutable: e.g. to record attempts).
+    pub fn dcf_mut(&mut self) -> Option<&mut Dcf> {
+        self.dcf.as_mut()
+    }
+
+    /// Run the DCF up to `now` (no-op under the statistical MAC).
+    fn dcf_run(&mut self, now: Time, out: &mut LinkOutput) {
+        let Medium {
+            dcf,
+            wifi,
+            mobility,
+            pos,
+            pos_at,
+            stats,
+            ..
+        } = self;
+        let Some(dcf) = dcf.as_mut() else {
+            return;
+        };
+        let mut sampler = Sampler {
+            mobility,
+            pos,
+            pos_at,
+        };
+        dcf.run_until(now, wifi, &mut sampler, out);
+        let d = dcf.stats();
+        stats.frames = d.frames;
+        stats.attempts = d.attempts;
+        stats.collisions = d.collisions;
+        stats.mac_drops = d.mac_drops;
     }
 
     /// Number of nodes.
@@ -235,14 +312,48 @@ impl WifiNic {
     }
 }
 
+impl WifiNic {
+    /// Copy this node's counters out of the DCF (they change whenever any
+    /// interface advances the shared medium).
+    fn sync_stats(&mut self) {
+        if let Some(d) = self.medium.borrow().dcf.as_ref() {
+            self.stats = d.link_stats(self.node).clone();
+        }
+    }
+
+    fn has_dcf(&self) -> bool {
+        self.medium.borrow().dcf.is_some()
+    }
+}
+
 impl LinkModel for WifiNic {
-    fn enqueue(&mut self, _now: Time, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+        if self.has_dcf() {
+            let r = {
+                let mut m = self.medium.borrow_mut();
+                let dcf = m.dcf.as_mut().expect("checked");
+                dcf.enqueue(now, self.node, pkt, false)
+            };
+            self.sync_stats();
+            return r;
+        }
         self.queue.push(pkt, &mut self.stats)?;
         self.medium.borrow_mut().backlog[self.node] += 1;
         Ok(())
     }
 
     fn next_wake(&mut self, now: Time) -> Option<Time> {
+        if self.has_dcf() {
+            // Any interface runs the whole medium: each asks for the
+            // medium's next event, so the one that ran last always holds it.
+            self.sync_stats();
+            let m = self.medium.borrow();
+            return m
+                .dcf
+                .as_ref()
+                .and_then(|d| d.next_event())
+                .map(|t| t.max(now));
+        }
         if let Some((_, _, end)) = &self.on_air {
             return Some(*end);
         }
@@ -253,6 +364,11 @@ impl LinkModel for WifiNic {
     }
 
     fn advance(&mut self, now: Time, out: &mut LinkOutput) {
+        if self.has_dcf() {
+            self.medium.borrow_mut().dcf_run(now, out);
+            self.sync_stats();
+            return;
+        }
         loop {
             let mut t = now;
             if let Some((_, _, end)) = &self.on_air {
@@ -279,6 +395,9 @@ impl LinkModel for WifiNic {
     }
 
     fn backlog(&self) -> (u64, u64) {
+        if let Some(d) = self.medium.borrow().dcf.as_ref() {
+            return d.backlog(self.node);
+        }
         self.queue.backlog()
     }
 

@@ -3,6 +3,7 @@
 //! everything here is a pure value driven in virtual time.
 
 pub mod channel;
+pub mod dcf;
 pub mod geom;
 pub mod link;
 pub mod link_model;
