@@ -32,7 +32,7 @@ use peregrine_sim::world::routing::{Routing, RoutingConfig};
 use peregrine_sim::Time;
 use proptest::prelude::*;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -357,7 +357,7 @@ proptest! {
         m.borrow_mut().dcf_mut().expect("dcf").record_attempts();
         let flows: Vec<(usize, usize)> = (0..n).map(|s| (s, (s + 1) % n)).collect();
         let run = drive(&mut nics, &flows, |_, d| d, 0.3);
-        let mut seen = HashMap::new();
+        let mut seen = BTreeMap::new();
         for (_, id, _) in &run.arrivals {
             prop_assert!(seen.insert(*id, ()).is_none(), "packet {} passed up twice", id);
         }
@@ -367,8 +367,8 @@ proptest! {
         let med = m.borrow();
         let dcf = med.dcf().expect("dcf");
         let rec = dcf.attempts().expect("recording");
-        let mut by_tx = HashMap::new();
-        let mut received = HashMap::new();
+        let mut by_tx = BTreeMap::new();
+        let mut received = BTreeMap::new();
         for &(tx, pid, _, _, o) in rec {
             prop_assert!(by_tx.insert(tx, o).is_none(), "attempt {} has two outcomes", tx);
             if o == RxOutcome::Received {
@@ -390,6 +390,51 @@ proptest! {
 /// one per station.
 fn pending_attempts(dcf: &peregrine_sim::world::dcf::Dcf) -> u64 {
     dcf.on_air_data()
+}
+
+#[test]
+fn a_broadcast_reaches_every_node_in_range_once_without_ack() {
+    use peregrine_sim::world::dcf::BROADCAST;
+    // 0 broadcasts; 1 and 2 are near, 3 is 2 km away (far out of range).
+    let pos = [
+        [0.0, 0.0, 0.0],
+        [50.0, 0.0, 0.0],
+        [0.0, 80.0, 0.0],
+        [900.0, 900.0, 0.0],
+    ];
+    let (m, mut nics) = world(&pos, channel(2.0), DcfConfig::default(), 9);
+    let mut out = LinkOutput::default();
+    let p = Packet {
+        id: 1,
+        flow: 0,
+        forward: true,
+        is_data: false,
+        src: 0,
+        dst: BROADCAST,
+        next_hop: BROADCAST,
+        dst_port: 698,
+        src_port: 698,
+        wire_bytes: 60,
+        created: Time::ZERO,
+        left_first_hop: false,
+        payload: vec![1, 2, 3],
+    };
+    nics[0].enqueue(Time::ZERO, p).expect("room");
+    let mut now = Time::ZERO;
+    while let Some(t) = nics[0].next_wake(now) {
+        now = t;
+        nics[0].advance(now, &mut out);
+    }
+    let mut got: Vec<usize> = out.delivered.iter().map(|(_, p)| p.next_hop).collect();
+    got.sort_unstable();
+    assert_eq!(got, [1, 2]);
+    assert!(out.delivered.iter().all(|(_, p)| p.payload == [1, 2, 3]));
+    let st = m.borrow().dcf().expect("dcf").stats().clone();
+    assert_eq!(
+        (st.broadcasts, st.acks, st.attempts, st.retries),
+        (1, 0, 1, 0)
+    );
+    assert_eq!(st.frames, 1);
 }
 
 #[test]

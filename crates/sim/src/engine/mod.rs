@@ -254,6 +254,18 @@ impl Sim {
             }
         }
         self.now = self.end;
+        if self
+            .wireless
+            .as_ref()
+            .is_some_and(|w| w.medium.borrow().dcf().is_some())
+        {
+            // Under the DCF any interface runs the whole medium, so each
+            // copies its counters out of it when asked: ask every one once
+            // more, so the results see the last events.
+            for l in &mut self.links {
+                l.next_wake(self.end);
+            }
+        }
         Ok(self.queue.processed())
     }
 

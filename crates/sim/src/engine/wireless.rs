@@ -16,6 +16,7 @@
 use super::{Hop, Router};
 use crate::scenario::wireless::WirelessSpec;
 use crate::world::channel::wifi::WifiChannel;
+use crate::world::dcf::MacConfig;
 use crate::world::link::LinkModel;
 use crate::world::medium::{Medium, MediumStats, SharedMedium, WifiNic};
 use crate::world::mobility::MobilityConfig;
@@ -93,7 +94,13 @@ pub(crate) fn build(
     }
     let routing = Routing::new(nodes.len(), spec.routing.clone())
         .map_err(|e| format!("wireless.routing: {e}"))?;
-    let medium = Rc::new(RefCell::new(Medium::new(wifi, mobility, routing)));
+    let mut medium = Medium::new(wifi, mobility, routing);
+    if let MacConfig::Dcf(d) = &spec.mac {
+        medium = medium
+            .with_dcf(d.clone(), spec.queue_packets, seed)
+            .map_err(|e| format!("wireless.mac.{}: {e}", e.field))?;
+    }
+    let medium = Rc::new(RefCell::new(medium));
     let mut links: Vec<Box<dyn LinkModel>> = Vec::new();
     let mut link_names = Vec::new();
     for (i, name) in nodes.iter().enumerate() {

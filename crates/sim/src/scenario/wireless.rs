@@ -13,6 +13,7 @@
 use super::config::ScenarioConfig;
 use super::ScenarioError;
 use crate::world::channel::wifi::WifiConfig;
+use crate::world::dcf::MacConfig;
 use crate::world::geom::Bounds;
 use crate::world::mobility::{GaussMarkovConfig, MobilityConfig};
 use crate::world::routing::RoutingConfig;
@@ -47,6 +48,10 @@ pub struct WirelessConfig {
     /// Route recomputation (`world::routing::RoutingConfig`).
     #[serde(default)]
     pub routing: RoutingConfig,
+    /// The MAC (`world::dcf::MacConfig`): `{ model = "statistical" }`
+    /// (default) or `{ model = "dcf", rx_sensitivity_dbm, capture_threshold_db }`.
+    #[serde(default)]
+    pub mac: MacConfig,
     /// Mobility of nodes that give none (default Gauss-Markov with its
     /// defaults: 20 m/s, α = 0.85, 0.1 s steps).
     #[serde(default = "default_mobility")]
@@ -64,6 +69,8 @@ pub struct WirelessSpec {
     pub channel: WifiConfig,
     /// Routing.
     pub routing: RoutingConfig,
+    /// The MAC.
+    pub mac: MacConfig,
     /// Each node's mobility, by node index.
     pub mobility: Vec<MobilityConfig>,
 }
@@ -124,6 +131,11 @@ pub fn validate(
             e.to_string(),
         );
     }
+    if let MacConfig::Dcf(d) = &w.mac {
+        if let Err(e) = d.validate() {
+            return err(format!("wireless.mac.{}", e.field), e.to_string());
+        }
+    }
     if let Err(e) = w.mobility.validate() {
         return err("wireless.mobility".into(), e.to_string());
     }
@@ -140,6 +152,7 @@ pub fn validate(
         queue_packets: w.queue_packets,
         channel: w.channel.clone(),
         routing: w.routing.clone(),
+        mac: w.mac.clone(),
         mobility,
     }))
 }

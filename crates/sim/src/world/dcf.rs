@@ -65,6 +65,24 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
+/// The `next_hop` of a broadcast frame: every node that decodes it gets a
+/// copy (with its own index as `next_hop`); no ACK, no retry.
+pub const BROADCAST: usize = usize::MAX;
+
+/// Which MAC a wireless scenario's medium runs: `[wireless] mac = { model
+/// = "statistical" }` (the default: `WifiChannel::attempt`'s Bianchi
+/// collisions folded into one outcome per frame) or `{ model = "dcf", … }`
+/// (this module, with the fields of [`DcfConfig`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "snake_case")]
+pub enum MacConfig {
+    /// The statistical MAC (the default until the DCF becomes it).
+    #[default]
+    Statistical,
+    /// The interference-based DCF.
+    Dcf(DcfConfig),
+}
+
 /// Parameters of the interference-based DCF beyond the channel's
 /// (`WifiConfig` keeps the timing, rates, retry limit and carrier-sense
 /// threshold). Unknown fields are rejected.
@@ -108,7 +126,7 @@ impl DcfConfig {
 pub struct DcfStats {
     /// Data frames taken into service (each with all its attempts).
     pub frames: u64,
-    /// Data transmissions, retries included.
+    /// Data transmissions (unicast and broadcast), retries included.
     pub attempts: u64,
     /// Retransmissions (attempts beyond each frame's first).
     pub retries: u64,
@@ -418,20 +436,19 @@ impl Dcf {
         self.events.push(Reverse((t, self.seq, ev)));
     }
 
-    /// Queue `pkt` (addressed to `pkt.next_hop`, or broadcast when
-    /// `broadcast`) at `node` at `now`. O(log events).
+    /// Queue `pkt` at `node` at `now`, addressed to `pkt.next_hop` (or
+    /// to every node that decodes it when that is [`BROADCAST`]).
+    /// O(log events).
     pub fn enqueue(
         &mut self,
         now: Time,
         node: usize,
         pkt: Packet,
-        broadcast: bool,
     ) -> Result<(), (Packet, DropReason)> {
-        let _ = broadcast;
         let s = &mut self.st[node];
         s.queue.push(pkt, &mut s.stats)?;
         if s.phase == Phase::Empty {
-            self.take_head(now, node, &mut LinkOutput::default(), broadcast);
+            self.take_head(now, node, &mut LinkOutput::default());
         }
         Ok(())
     }
@@ -507,7 +524,7 @@ impl Dcf {
     }
 
     /// The head is done: take the next frame, if any, and contend.
-    fn take_head(&mut self, now: Time, node: usize, out: &mut LinkOutput, _bc: bool) {
+    fn take_head(&mut self, now: Time, node: usize, out: &mut LinkOutput) {
         let s = &mut self.st[node];
         s.head = None;
         s.tries = 0;
@@ -516,7 +533,7 @@ impl Dcf {
             Some(p) => {
                 s.head = Some(Head {
                     id: p.id,
-                    to: Some(p.next_hop),
+                    to: (p.next_hop != BROADCAST).then_some(p.next_hop),
                     bytes: (p.wire_bytes as usize).saturating_add(self.wifi.mac_overhead_bytes),
                     pkt: Some(p),
                 });
@@ -784,7 +801,9 @@ impl Dcf {
             }
             match tx.kind {
                 Kind::Data => {
-                    if addressed {
+                    if addressed && tx.to.is_none() {
+                        self.pass_up_copy(now, tx.from, k, out);
+                    } else if addressed {
                         self.pass_up(now, tx.from, k, out);
                         if tx.to.is_some() {
                             self.push(now + self.sifs, Ev::AckStart(k, tx.from));
@@ -837,7 +856,7 @@ impl Dcf {
             Kind::Data => {
                 self.stats.broadcasts += 1;
                 self.draw_backoff(j, now);
-                self.take_head(now, j, out, true);
+                self.take_head(now, j, out);
             }
             Kind::Ack => {}
         }
@@ -863,12 +882,25 @@ impl Dcf {
         }
     }
 
+    /// Receiver `k` decoded the broadcast head of `from`: a copy for it.
+    fn pass_up_copy(&mut self, now: Time, from: usize, k: usize, out: &mut LinkOutput) {
+        let Some(p) = self.st[from].head.as_ref().and_then(|h| h.pkt.as_ref()) else {
+            return;
+        };
+        let mut p = p.clone();
+        p.next_hop = k;
+        let s = &mut self.st[from].stats;
+        s.delivered_packets += 1;
+        s.delivered_bytes += u64::from(p.wire_bytes);
+        out.delivered.push((now, p));
+    }
+
     /// Station `j` got its ACK.
     fn acked(&mut self, now: Time, j: usize, out: &mut LinkOutput) {
         self.st[j].gen += 1;
         self.st[j].tries = 0;
         self.draw_backoff(j, now);
-        self.take_head(now, j, out, false);
+        self.take_head(now, j, out);
     }
 
     /// Station `j`'s ACK did not come.
@@ -882,7 +914,7 @@ impl Dcf {
             }
             self.st[j].tries = 0;
             self.draw_backoff(j, now);
-            self.take_head(now, j, out, false);
+            self.take_head(now, j, out);
             return;
         }
         self.draw_backoff(j, now);

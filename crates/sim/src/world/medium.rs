@@ -332,7 +332,7 @@ impl LinkModel for WifiNic {
             let r = {
                 let mut m = self.medium.borrow_mut();
                 let dcf = m.dcf.as_mut().expect("checked");
-                dcf.enqueue(now, self.node, pkt, false)
+                dcf.enqueue(now, self.node, pkt)
             };
             self.sync_stats();
             return r;
