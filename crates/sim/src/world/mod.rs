@@ -11,6 +11,7 @@ pub mod loss;
 pub mod medium;
 pub mod mmwave_link;
 pub mod mobility;
+pub mod olsr;
 pub mod outage;
 pub mod packet;
 pub mod queue;
