@@ -170,8 +170,9 @@ enum Ev {
     AckStart(usize, usize),
     /// A sender's ACK timeout (node, generation).
     AckTimeout(usize, u64),
-    /// A node's NAV ends.
-    NavEnd(usize),
+    /// NAVs end: every node re-evaluates its carrier sense (one event
+    /// per NAV instant, whatever the number of nodes that set it).
+    NavEnd,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -298,6 +299,8 @@ pub struct Dcf {
     data_modulation: Modulation,
     ack_modulation: Modulation,
     record: Option<Vec<AttemptRecord>>,
+    /// The instant of the last NAV-end event pushed.
+    nav_event: Option<Time>,
 }
 
 impl std::fmt::Debug for Dcf {
@@ -377,6 +380,7 @@ impl Dcf {
             ack_modulation,
             wifi: wifi.clone(),
             record: None,
+            nav_event: None,
         })
     }
 
@@ -583,7 +587,11 @@ impl Dcf {
                     }
                     self.failed_attempt(t, node, out);
                 }
-                Ev::NavEnd(node) => self.cca(node, t),
+                Ev::NavEnd => {
+                    for k in 0..self.st.len() {
+                        self.cca(k, t);
+                    }
+                }
             }
         }
     }
@@ -813,7 +821,10 @@ impl Dcf {
                         let nav = now + self.sifs + self.ack_air;
                         if nav > self.st[k].nav_until {
                             self.st[k].nav_until = nav;
-                            self.push(nav, Ev::NavEnd(k));
+                            if self.nav_event != Some(nav) {
+                                self.nav_event = Some(nav);
+                                self.push(nav, Ev::NavEnd);
+                            }
                         }
                     }
                 }

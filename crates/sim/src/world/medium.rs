@@ -76,6 +76,10 @@ pub struct Medium {
     /// The interference-based DCF, when selected (else the statistical
     /// MAC of `WifiChannel::attempt`).
     dcf: Option<Dcf>,
+    /// The DCF event instant some interface (the second field) has asked
+    /// the driver to wake it at, so the others do not ask for the same
+    /// instant again.
+    dcf_wake: Option<(Time, usize)>,
 }
 
 /// The medium's mobility models and their last sample, as the DCF's
@@ -125,6 +129,7 @@ impl Medium {
             routing,
             stats: MediumStats::default(),
             dcf: None,
+            dcf_wake: None,
         }
     }
 
@@ -344,15 +349,22 @@ impl LinkModel for WifiNic {
 
     fn next_wake(&mut self, now: Time) -> Option<Time> {
         if self.has_dcf() {
-            // Any interface runs the whole medium: each asks for the
-            // medium's next event, so the one that ran last always holds it.
+            // Any interface runs the whole medium. The first interface
+            // asked after the medium's next event changed asks to be woken
+            // then; the others do not (one driver wake per event instant).
+            // A registered wake is always live: the driver replaces an
+            // interface's wake only when that interface names another
+            // instant, which registers that one.
             self.sync_stats();
-            let m = self.medium.borrow();
-            return m
-                .dcf
-                .as_ref()
-                .and_then(|d| d.next_event())
-                .map(|t| t.max(now));
+            let mut m = self.medium.borrow_mut();
+            let next = m.dcf.as_ref().and_then(|d| d.next_event())?.max(now);
+            if m.dcf_wake
+                .is_some_and(|(t, by)| t == next && by != self.node)
+            {
+                return None;
+            }
+            m.dcf_wake = Some((next, self.node));
+            return Some(next);
         }
         if let Some((_, _, end)) = &self.on_air {
             return Some(*end);
