@@ -301,6 +301,8 @@ pub struct Dcf {
     record: Option<Vec<AttemptRecord>>,
     /// The instant of the last NAV-end event pushed.
     nav_event: Option<Time>,
+    /// Power vectors of ended transmissions, for reuse.
+    spare: Vec<Vec<f64>>,
 }
 
 impl std::fmt::Debug for Dcf {
@@ -381,6 +383,7 @@ impl Dcf {
             wifi: wifi.clone(),
             record: None,
             nav_event: None,
+            spare: Vec::new(),
         })
     }
 
@@ -681,16 +684,17 @@ impl Dcf {
         let preamble = Duration::from_secs_f64(self.wifi.preamble_us() * 1e-6);
         let end = now + air.max(Duration::from_nanos(1));
         let p_tx = self.wifi.tx_power_dbm;
-        let rx_mw: Vec<f64> = (0..self.st.len())
-            .map(|k| {
-                if k == node {
-                    return 0.0;
-                }
-                let loss = wifi.path_loss_db(pos[node].distance(pos[k]))
-                    + wifi.shadowing_db(now, WifiChannel::link_id(node, k));
-                dbm_to_mw(p_tx - loss)
-            })
-            .collect();
+        // Power vectors are recycled: no allocation per frame once warm.
+        let mut rx_mw = self.spare.pop().unwrap_or_default();
+        rx_mw.clear();
+        rx_mw.extend((0..self.st.len()).map(|k| {
+            if k == node {
+                return 0.0;
+            }
+            let loss = wifi.path_loss_db(pos[node].distance(pos[k]))
+                + wifi.shadowing_db(now, WifiChannel::link_id(node, k));
+            dbm_to_mw(p_tx - loss)
+        }));
         // Half duplex: a reception in progress at the sender is lost.
         if let Some(rx) = self.st[node].rx.take() {
             self.lost_rx(node, rx.tx, true);
@@ -854,9 +858,11 @@ impl Dcf {
         }
         // The sender.
         let j = tx.from;
+        let (kind, to) = (tx.kind, tx.to);
+        self.spare.push(tx.rx_mw);
         self.st[j].transmitting = None;
-        match tx.kind {
-            Kind::Data if tx.to.is_some() => {
+        match kind {
+            Kind::Data if to.is_some() => {
                 let s = &mut self.st[j];
                 s.phase = Phase::WaitAck;
                 s.gen += 1;
