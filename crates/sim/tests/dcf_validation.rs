@@ -438,6 +438,40 @@ fn a_broadcast_reaches_every_node_in_range_once_without_ack() {
 }
 
 #[test]
+fn arf_climbs_to_11_mbps_near_and_falls_back_far() {
+    use peregrine_sim::world::dcf::RateAdaptation;
+    let arf = DcfConfig {
+        rate_adaptation: RateAdaptation::Arf,
+        ..DcfConfig::default()
+    };
+    let secs = 5.0;
+    // Near (10 m), starting at 1 Mbit/s: ARF reaches 11 Mbit/s and gets
+    // the fixed 11 Mbit/s throughput (within 10 %).
+    let pair = [[0.0, 0.0, 0.0], [10.0, 0.0, 0.0]];
+    let (m, mut nics) = world(&pair, channel(1.0), arf.clone(), 13);
+    let near = mbps(&drive(&mut nics, &[(0, 1)], |_, d| d, secs), secs);
+    assert_eq!(m.borrow().dcf().expect("dcf").rate_mbps(0, 1), 11.0);
+    let (_m, mut nics) = world(&pair, channel(11.0), DcfConfig::default(), 13);
+    let fixed11 = mbps(&drive(&mut nics, &[(0, 1)], |_, d| d, secs), secs);
+    eprintln!("arf near {near:.3} Mbit/s, fixed 11 {fixed11:.3}");
+    assert!((near / fixed11 - 1.0).abs() < 0.10, "{near} vs {fixed11}");
+    // 200 m: beyond the 11 Mbit/s range (≈140 m); ARF falls back and
+    // beats a fixed 11 Mbit/s sender.
+    let far = [[0.0, 0.0, 0.0], [200.0, 0.0, 0.0]];
+    let (m, mut nics) = world(&far, channel(11.0), arf, 13);
+    let arf_far = mbps(&drive(&mut nics, &[(0, 1)], |_, d| d, secs), secs);
+    let rate = m.borrow().dcf().expect("dcf").rate_mbps(0, 1);
+    let (_m, mut nics) = world(&far, channel(11.0), DcfConfig::default(), 13);
+    let fixed_far = mbps(&drive(&mut nics, &[(0, 1)], |_, d| d, secs), secs);
+    eprintln!("arf far {arf_far:.3} Mbit/s at {rate} Mbit/s, fixed 11 {fixed_far:.3}");
+    assert!(rate < 11.0);
+    assert!(
+        arf_far > 2.0 * fixed_far.max(0.01),
+        "{arf_far} vs {fixed_far}"
+    );
+}
+
+#[test]
 fn timing_helper_matches_the_frame_length() {
     // 192 µs PLCP + (1528 + 36) · 8 / 11 µs.
     let (_, data) = timing(&channel(11.0));

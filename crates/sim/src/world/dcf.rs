@@ -96,6 +96,43 @@ pub struct DcfConfig {
     /// A frame this much stronger than the one being received takes the
     /// receiver over (preamble capture), dB. Default 10 dB.
     pub capture_threshold_db: f64,
+    /// Data rate of unicast frames: `"fixed"` (the channel's
+    /// `data_rate_mbps`, default) or `"arf"` (Auto Rate Fallback per
+    /// neighbour over 1, 2, 5.5 and 11 Mbit/s, starting at the standard
+    /// rate of `data_rate_mbps`). Broadcasts stay at `data_rate_mbps`.
+    pub rate_adaptation: RateAdaptation,
+}
+
+/// Unicast rate choice.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateAdaptation {
+    /// Every data frame at the channel's `data_rate_mbps`.
+    #[default]
+    Fixed,
+    /// Auto Rate Fallback (A. Kamerman and L. Monteban, "WaveLAN-II: a
+    /// high-performance wireless LAN for the unlicensed band", Bell Labs
+    /// Technical Journal, 1997; ns-3's `ArfWifiManager`): one step up
+    /// after [`ARF_SUCCESSES`] consecutive acknowledged frames, one step
+    /// down after [`ARF_FAILURES`] consecutive failures or when the first
+    /// frame after a step up fails.
+    Arf,
+}
+
+/// ARF: consecutive successes before trying the next rate up.
+pub const ARF_SUCCESSES: u32 = 10;
+/// ARF: consecutive failures before falling back one rate.
+pub const ARF_FAILURES: u32 = 2;
+
+/// ARF state towards one neighbour.
+#[derive(Copy, Clone, Debug)]
+struct Arf {
+    /// Index into `Modulation::ALL`.
+    rate: usize,
+    successes: u32,
+    failures: u32,
+    /// The last step was up and no frame has been acknowledged since.
+    probing: bool,
 }
 
 impl Default for DcfConfig {
@@ -103,6 +140,7 @@ impl Default for DcfConfig {
         DcfConfig {
             rx_sensitivity_dbm: -99.0,
             capture_threshold_db: 10.0,
+            rate_adaptation: RateAdaptation::Fixed,
         }
     }
 }
@@ -265,6 +303,8 @@ struct Station {
     /// Id of the last packet this node passed up (duplicate detection,
     /// per sender: (sender, id)).
     last_up: Vec<Option<u64>>,
+    /// ARF state per neighbour (only with `rate_adaptation = "arf"`).
+    arf: std::collections::BTreeMap<usize, Arf>,
 }
 
 /// Where the nodes are: the medium samples its mobility models.
@@ -355,6 +395,7 @@ impl Dcf {
                 eifs: false,
                 power_mw: 0.0,
                 last_up: vec![None; n],
+                arf: std::collections::BTreeMap::new(),
             })
             .collect();
         let noise_mw = dbm_to_mw(noise_floor_dbm(NOISE_BANDWIDTH_HZ, wifi.noise_figure_db));
@@ -610,9 +651,70 @@ impl Dcf {
         }
         self.st[node].tries += 1;
         self.st[node].phase = Phase::Sending;
-        let m = self.data_modulation;
-        let air = mac::frame_time(&self.wifi, bytes, self.wifi.data_rate_mbps);
+        let (m, rate) = match (self.cfg.rate_adaptation, to) {
+            (RateAdaptation::Arf, Some(d)) => {
+                let m = Modulation::ALL[self.arf(node, d).rate];
+                (m, m.rate_mbps())
+            }
+            _ => (self.data_modulation, self.wifi.data_rate_mbps),
+        };
+        let air = mac::frame_time(&self.wifi, bytes, rate);
         self.start_tx(now, node, to, Kind::Data, m, air, pid, wifi, pos);
+    }
+
+    /// ARF state of `node` towards `to` (created at the configured rate).
+    fn arf(&mut self, node: usize, to: usize) -> &mut Arf {
+        let start = Modulation::ALL
+            .iter()
+            .position(|m| *m == self.data_modulation)
+            .unwrap_or(0);
+        self.st[node].arf.entry(to).or_insert(Arf {
+            rate: start,
+            successes: 0,
+            failures: 0,
+            probing: false,
+        })
+    }
+
+    /// ARF bookkeeping of `node`'s head towards its addressee.
+    fn arf_outcome(&mut self, node: usize, ok: bool) {
+        if self.cfg.rate_adaptation != RateAdaptation::Arf {
+            return;
+        }
+        let Some(to) = self.st[node].head.as_ref().and_then(|h| h.to) else {
+            return;
+        };
+        let top = Modulation::ALL.len() - 1;
+        let a = self.arf(node, to);
+        if ok {
+            a.failures = 0;
+            a.probing = false;
+            a.successes += 1;
+            if a.successes >= ARF_SUCCESSES && a.rate < top {
+                a.rate += 1;
+                a.successes = 0;
+                a.probing = true;
+            }
+        } else {
+            a.successes = 0;
+            a.failures += 1;
+            if (a.probing || a.failures >= ARF_FAILURES) && a.rate > 0 {
+                a.rate -= 1;
+                a.failures = 0;
+            }
+            a.probing = false;
+        }
+    }
+
+    /// The rate `node` uses towards `to` now, Mbit/s (ARF's current rate,
+    /// else the configured one).
+    pub fn rate_mbps(&self, node: usize, to: usize) -> f64 {
+        match self.st[node].arf.get(&to) {
+            Some(a) if self.cfg.rate_adaptation == RateAdaptation::Arf => {
+                Modulation::ALL[a.rate].rate_mbps()
+            }
+            _ => self.wifi.data_rate_mbps,
+        }
     }
 
     /// Close `node`'s current reception chunk at `now` (before the power
@@ -914,6 +1016,7 @@ impl Dcf {
 
     /// Station `j` got its ACK.
     fn acked(&mut self, now: Time, j: usize, out: &mut LinkOutput) {
+        self.arf_outcome(j, true);
         self.st[j].gen += 1;
         self.st[j].tries = 0;
         self.draw_backoff(j, now);
@@ -922,6 +1025,7 @@ impl Dcf {
 
     /// Station `j`'s ACK did not come.
     fn failed_attempt(&mut self, now: Time, j: usize, out: &mut LinkOutput) {
+        self.arf_outcome(j, false);
         if self.st[j].tries >= self.wifi.retry_limit {
             let h = self.st[j].head.take().expect("a frame in service");
             if let Some(p) = h.pkt {
