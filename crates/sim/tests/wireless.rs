@@ -154,9 +154,18 @@ fn the_dcf_relays_the_three_node_line_deterministically() {
     assert!(rx > 300, "the flow got through the relay: {rx} packets");
     assert!(u(&v, "/links/1/delivered_packets") >= rx);
     assert!(u(&v, "/wireless/mac_attempts") >= u(&v, "/wireless/frames"));
+    // The DCF's own counters: every received unicast frame was ACKed.
+    assert!(u(&v, "/wireless/dcf/acks") >= rx);
+    assert_eq!(
+        u(&v, "/wireless/dcf/collisions"),
+        u(&v, "/wireless/mac_collisions")
+    );
+    assert!(u(&v, "/wireless/dcf/retries") <= u(&v, "/wireless/mac_attempts"));
     assert_eq!(v, summary(&text), "same seed, same summary");
-    // The statistical MAC's summary is another one.
-    assert_ne!(v, summary(&line(300.0, 0.0, "5s")));
+    // The statistical MAC's summary is another one, without `dcf`.
+    let stat = summary(&line(300.0, 0.0, "5s"));
+    assert_ne!(v, stat);
+    assert!(stat.pointer("/wireless/dcf").is_none());
 }
 
 #[test]

@@ -16,7 +16,7 @@
 use super::{Hop, Router};
 use crate::scenario::wireless::WirelessSpec;
 use crate::world::channel::wifi::WifiChannel;
-use crate::world::dcf::MacConfig;
+use crate::world::dcf::{DcfStats, MacConfig};
 use crate::world::link::LinkModel;
 use crate::world::medium::{Medium, MediumStats, SharedMedium, WifiNic};
 use crate::world::mobility::MobilityConfig;
@@ -164,6 +164,7 @@ impl Wireless {
                 })
                 .collect(),
             stats: m.stats().clone(),
+            dcf: m.dcf().map(|d| d.stats().clone()),
         }
     }
 }
@@ -188,13 +189,15 @@ pub struct WirelessResult {
     pub flows: Vec<FlowRoutes>,
     /// MAC and routing counters.
     pub stats: MediumStats,
+    /// The DCF's own counters, when the scenario selected it.
+    pub dcf: Option<DcfStats>,
 }
 
 impl WirelessResult {
     /// As JSON (the `wireless` key of `summary.json`).
     pub fn to_json(&self) -> Value {
         let s = &self.stats;
-        json!({
+        let mut v = json!({
             "route_recomputations": self.recomputations,
             "route_changes_total": self.route_changes_total,
             "flows": self.flows.iter().map(|f| json!({
@@ -207,6 +210,20 @@ impl WirelessResult {
             "mac_drops": s.mac_drops,
             "no_route_drops": s.no_route_drops,
             "broken_route_drops": s.broken_route_drops,
-        })
+        });
+        // Only under the DCF: statistical-MAC summaries keep their keys.
+        if let (Some(d), Some(o)) = (&self.dcf, v.as_object_mut()) {
+            o.insert(
+                "dcf".into(),
+                json!({
+                    "retries": d.retries,
+                    "collisions": d.collisions,
+                    "errors": d.errors,
+                    "acks": d.acks,
+                    "broadcasts": d.broadcasts,
+                }),
+            );
+        }
+        v
     }
 }
