@@ -796,3 +796,142 @@ mod tests {
         }
     }
 }
+
+/// One node's OLSR as traffic: the [`Olsr`] state, HELLO/TC emission
+/// timers with the RFC's jitter, and the packets that carry the messages
+/// (UDP port 698, broadcast, in RFC 3626 packet format). The driver (the
+/// engine, or a test) queues what [`poll`](Self::poll) and
+/// [`receive`](Self::receive) emit as broadcast frames at this node's
+/// interface and hands every received OLSR packet to `receive`.
+#[derive(Debug)]
+pub struct OlsrAgent {
+    node: usize,
+    olsr: Olsr,
+    cfg: OlsrConfig,
+    next_hello: Time,
+    next_tc: Time,
+    rng: crate::rng::SimRng,
+    pkt_seq: u16,
+    sent_bytes: u64,
+}
+
+impl OlsrAgent {
+    /// OLSR's UDP port (RFC 3626 §3.1).
+    pub const PORT: u16 = 698;
+    /// IPv4 + UDP header bytes around an OLSR packet.
+    pub const IP_UDP_BYTES: u32 = 28;
+
+    /// Node `node`'s agent; jitter draws from `olsr/node<node>` of `seed`.
+    /// The first HELLO and TC go out after one jitter.
+    pub fn new(node: usize, cfg: OlsrConfig, seed: u64) -> OlsrAgent {
+        use rand::RngExt;
+        let mut rng = crate::rng::component_rng(seed, &format!("olsr/node{node}"));
+        let h = OlsrConfig::jitter(cfg.hello_interval, rng.random::<f64>());
+        let t = OlsrConfig::jitter(cfg.tc_interval, rng.random::<f64>());
+        OlsrAgent {
+            node,
+            olsr: Olsr::new(node as u32, cfg.clone()),
+            cfg,
+            next_hello: Time::ZERO + h,
+            next_tc: Time::ZERO + t,
+            rng,
+            pkt_seq: 0,
+            sent_bytes: 0,
+        }
+    }
+
+    /// The protocol state (routes, MPRs).
+    pub fn olsr(&self) -> &Olsr {
+        &self.olsr
+    }
+
+    /// Wire bytes of every OLSR packet this node sent (IP/UDP included).
+    pub fn sent_bytes(&self) -> u64 {
+        self.sent_bytes
+    }
+
+    /// When [`poll`](Self::poll) next has something to send. O(1).
+    pub fn next_due(&self) -> Time {
+        self.next_hello.min(self.next_tc)
+    }
+
+    fn packet(&mut self, now: Time, msg: &Message, id: u64) -> super::packet::Packet {
+        // RFC 3626 §3.3 packet header: length, sequence number.
+        let mut payload = vec![0u8; 4];
+        msg.encode(&mut payload);
+        self.pkt_seq = self.pkt_seq.wrapping_add(1);
+        let len = payload.len() as u16;
+        payload[0..2].copy_from_slice(&len.to_be_bytes());
+        payload[2..4].copy_from_slice(&self.pkt_seq.to_be_bytes());
+        let wire_bytes = payload.len() as u32 + Self::IP_UDP_BYTES;
+        self.sent_bytes += u64::from(wire_bytes);
+        super::packet::Packet {
+            id,
+            flow: 0,
+            forward: false,
+            is_data: false,
+            src: self.node,
+            dst: super::dcf::BROADCAST,
+            next_hop: super::dcf::BROADCAST,
+            dst_port: Self::PORT,
+            src_port: Self::PORT,
+            wire_bytes,
+            created: now,
+            left_first_hop: true,
+            payload,
+        }
+    }
+
+    fn id(&self) -> u64 {
+        // Distinct from the engine's packet ids (which count up from 0).
+        (1u64 << 63) | ((self.node as u64) << 32) | u64::from(self.pkt_seq.wrapping_add(1))
+    }
+
+    /// Emit the HELLO and/or TC due at `now` into `out`; the next ones
+    /// are due one interval minus a fresh jitter later (§18.1). O(state).
+    pub fn poll(&mut self, now: Time, out: &mut Vec<super::packet::Packet>) {
+        use rand::RngExt;
+        if self.next_hello <= now {
+            let m = self.olsr.hello(now);
+            let id = self.id();
+            out.push(self.packet(now, &m, id));
+            let j = OlsrConfig::jitter(self.cfg.hello_interval, self.rng.random::<f64>());
+            self.next_hello = now + self.cfg.hello_interval - j;
+        }
+        if self.next_tc <= now {
+            if let Some(m) = self.olsr.tc(now) {
+                let id = self.id();
+                out.push(self.packet(now, &m, id));
+            }
+            let j = OlsrConfig::jitter(self.cfg.tc_interval, self.rng.random::<f64>());
+            self.next_tc = now + self.cfg.tc_interval - j;
+        }
+    }
+
+    /// Process an OLSR packet received at `now` from neighbour `pkt.src`;
+    /// TCs to re-broadcast go to `out`. Malformed packets are ignored.
+    /// O(addresses).
+    pub fn receive(
+        &mut self,
+        now: Time,
+        pkt: &super::packet::Packet,
+        out: &mut Vec<super::packet::Packet>,
+    ) {
+        let from = pkt.src as u32;
+        let mut rest = pkt.payload.get(4..).unwrap_or(&[]);
+        while let Some((msg, used)) = Message::decode(rest) {
+            rest = &rest[used..];
+            match &msg {
+                Message::Hello { links, vtime, .. } => {
+                    self.olsr.on_hello(now, from, links, *vtime);
+                }
+                Message::Tc { .. } => {
+                    if let TcAction::Forward(f) = self.olsr.on_tc(now, from, &msg) {
+                        let id = self.id();
+                        out.push(self.packet(now, &f, id));
+                    }
+                }
+            }
+        }
+    }
+}
