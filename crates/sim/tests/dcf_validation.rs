@@ -128,6 +128,7 @@ fn drive(
                     wire_bytes: WIRE_BYTES,
                     created: now,
                     left_first_hop: false,
+                    hops: 0,
                     payload: Vec::new(),
                 };
                 nics[s].enqueue(now, p).expect("room");
@@ -417,6 +418,7 @@ fn a_broadcast_reaches_every_node_in_range_once_without_ack() {
         wire_bytes: 60,
         created: Time::ZERO,
         left_first_hop: false,
+        hops: 0,
         payload: vec![1, 2, 3],
     };
     nics[0].enqueue(Time::ZERO, p).expect("room");

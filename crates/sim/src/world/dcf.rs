@@ -180,6 +180,12 @@ pub struct DcfStats {
     pub acks: u64,
     /// Broadcast frames sent.
     pub broadcasts: u64,
+    /// Airtime of every transmission (data, broadcast, ACK; overlapping
+    /// transmissions each count), ns.
+    pub airtime_ns: u64,
+    /// Airtime of broadcast transmissions, ns (OLSR's control traffic:
+    /// nothing else in the simulator broadcasts).
+    pub broadcast_airtime_ns: u64,
 }
 
 /// What became of one data transmission at its addressee (the record the
@@ -785,6 +791,11 @@ impl Dcf {
         self.next_id += 1;
         let preamble = Duration::from_secs_f64(self.wifi.preamble_us() * 1e-6);
         let end = now + air.max(Duration::from_nanos(1));
+        let air_ns = (end - now).as_nanos() as u64;
+        self.stats.airtime_ns += air_ns;
+        if kind == Kind::Data && to.is_none() {
+            self.stats.broadcast_airtime_ns += air_ns;
+        }
         let p_tx = self.wifi.tx_power_dbm;
         // Power vectors are recycled: no allocation per frame once warm.
         let mut rx_mw = self.spare.pop().unwrap_or_default();

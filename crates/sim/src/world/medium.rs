@@ -59,6 +59,9 @@ pub struct MediumStats {
     /// Packets dropped because the stale table's next hop was out of range
     /// (a broken route, until the next recomputation).
     pub broken_route_drops: u64,
+    /// Packets dropped about to take hop `packet::MAX_HOPS` + 1 (a
+    /// routing loop; OLSR only).
+    pub hop_limit_drops: u64,
 }
 
 /// What the nodes of a wireless world share.
@@ -238,6 +241,11 @@ impl Medium {
         } else {
             self.stats.no_route_drops += 1;
         }
+    }
+
+    /// Count a packet dropped at the hop limit (a routing loop).
+    pub fn count_hop_limit_drop(&mut self) {
+        self.stats.hop_limit_drops += 1;
     }
 
     /// Put a frame of `bytes` from `from` to `to` on air at `now`: returns
@@ -440,6 +448,7 @@ mod tests {
             wire_bytes: 600,
             created: Time::ZERO,
             left_first_hop: false,
+            hops: 0,
             payload: Vec::new(),
         }
     }

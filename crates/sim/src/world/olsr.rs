@@ -1,6 +1,7 @@
 //! OLSR (RFC 3626) as a pure state machine, one per node (issue 22,
-//! deliverable 1; the engine does not run it yet — it is the piece the
-//! OLSR router will drive over the DCF's broadcast frames).
+//! deliverable 1), and [`OlsrAgent`], the same as traffic: the engine
+//! (`engine::olsr`) runs one agent per node over the DCF's broadcast
+//! frames when a scenario says `[wireless] routing = "olsr"`.
 //!
 //! A node learns only from the messages it receives:
 //!
@@ -291,6 +292,9 @@ pub struct Olsr {
     seq: u16,
     ansn: u16,
     advertised: BTreeSet<u32>,
+    /// Routing-table entries that changed (added, removed, or a new next
+    /// hop or hop count) over all recomputations.
+    route_changes: u64,
 }
 
 impl Olsr {
@@ -309,7 +313,41 @@ impl Olsr {
             seq: 0,
             ansn: 0,
             advertised: BTreeSet::new(),
+            route_changes: 0,
         }
+    }
+
+    /// The first instant at which a tuple that shapes the routes (a link
+    /// or its symmetric status, a 2-hop tuple, an MPR selector, a topology
+    /// tuple) has expired, if any: the driver calls [`expire`](Self::expire)
+    /// then, as ns-3's per-tuple expiry timers do, so a route whose link
+    /// stopped hearing HELLOs disappears after NEIGHB_HOLD_TIME and not
+    /// only at the next HELLO emission. Duplicate tuples do not count
+    /// (they shape no route). O(state).
+    pub fn next_expiry(&self, now: Time) -> Option<Time> {
+        let live = |t: Time| (t >= now).then_some(t);
+        let links = self
+            .links
+            .values()
+            .flat_map(|l| [live(l.sym_until), live(l.until)])
+            .flatten();
+        let rest = self
+            .two_hop
+            .values()
+            .chain(self.selectors.values())
+            .copied()
+            .chain(self.topology.values().map(|(_, t)| *t));
+        // A tuple valid "until t" is still valid at t (`>= now` tests).
+        links
+            .chain(rest)
+            .min()
+            .map(|t| t + Duration::from_nanos(1))
+    }
+
+    /// Routing-table entries that changed over the run (an entry appears,
+    /// disappears, or gets another next hop or hop count). O(1).
+    pub fn route_changes(&self) -> u64 {
+        self.route_changes
     }
 
     fn next_seq(&mut self) -> u16 {
@@ -585,6 +623,38 @@ impl Olsr {
             }
             h += 1;
         }
+        // Count the entries that changed: O(n) merge of two sorted maps.
+        let mut changed = 0u64;
+        let (mut a, mut b) = (self.routes.iter().peekable(), routes.iter().peekable());
+        loop {
+            match (a.peek(), b.peek()) {
+                (None, None) => break,
+                (Some(_), None) => {
+                    changed += 1;
+                    a.next();
+                }
+                (None, Some(_)) => {
+                    changed += 1;
+                    b.next();
+                }
+                (Some((ka, va)), Some((kb, vb))) => match ka.cmp(kb) {
+                    std::cmp::Ordering::Less => {
+                        changed += 1;
+                        a.next();
+                    }
+                    std::cmp::Ordering::Greater => {
+                        changed += 1;
+                        b.next();
+                    }
+                    std::cmp::Ordering::Equal => {
+                        changed += u64::from(va != vb);
+                        a.next();
+                        b.next();
+                    }
+                },
+            }
+        }
+        self.route_changes += changed;
         self.routes = routes;
     }
 
@@ -813,6 +883,9 @@ pub struct OlsrAgent {
     rng: crate::rng::SimRng,
     pkt_seq: u16,
     sent_bytes: u64,
+    sent_packets: u64,
+    /// When the protocol state next has a tuple to expire.
+    next_expiry: Option<Time>,
 }
 
 impl OlsrAgent {
@@ -837,6 +910,8 @@ impl OlsrAgent {
             rng,
             pkt_seq: 0,
             sent_bytes: 0,
+            sent_packets: 0,
+            next_expiry: None,
         }
     }
 
@@ -850,9 +925,16 @@ impl OlsrAgent {
         self.sent_bytes
     }
 
-    /// When [`poll`](Self::poll) next has something to send. O(1).
+    /// OLSR packets this node sent (its own and forwarded TCs).
+    pub fn sent_packets(&self) -> u64 {
+        self.sent_packets
+    }
+
+    /// When [`poll`](Self::poll) next has something to do: a HELLO or TC
+    /// to send, or a tuple to expire (see [`Olsr::next_expiry`]). O(1).
     pub fn next_due(&self) -> Time {
-        self.next_hello.min(self.next_tc)
+        let due = self.next_hello.min(self.next_tc);
+        self.next_expiry.map_or(due, |e| e.min(due))
     }
 
     fn packet(&mut self, now: Time, msg: &Message, id: u64) -> super::packet::Packet {
@@ -865,6 +947,7 @@ impl OlsrAgent {
         payload[2..4].copy_from_slice(&self.pkt_seq.to_be_bytes());
         let wire_bytes = payload.len() as u32 + Self::IP_UDP_BYTES;
         self.sent_bytes += u64::from(wire_bytes);
+        self.sent_packets += 1;
         super::packet::Packet {
             id,
             flow: 0,
@@ -878,6 +961,7 @@ impl OlsrAgent {
             wire_bytes,
             created: now,
             left_first_hop: true,
+            hops: 0,
             payload,
         }
     }
@@ -887,10 +971,14 @@ impl OlsrAgent {
         (1u64 << 63) | ((self.node as u64) << 32) | u64::from(self.pkt_seq.wrapping_add(1))
     }
 
-    /// Emit the HELLO and/or TC due at `now` into `out`; the next ones
-    /// are due one interval minus a fresh jitter later (§18.1). O(state).
+    /// Expire the tuples due at `now`, then emit the HELLO and/or TC due
+    /// at `now` into `out`; the next ones are due one interval minus a
+    /// fresh jitter later (§18.1). O(state).
     pub fn poll(&mut self, now: Time, out: &mut Vec<super::packet::Packet>) {
         use rand::RngExt;
+        if self.next_expiry.is_some_and(|e| e <= now) {
+            self.olsr.expire(now);
+        }
         if self.next_hello <= now {
             let m = self.olsr.hello(now);
             let id = self.id();
@@ -906,6 +994,7 @@ impl OlsrAgent {
             let j = OlsrConfig::jitter(self.cfg.tc_interval, self.rng.random::<f64>());
             self.next_tc = now + self.cfg.tc_interval - j;
         }
+        self.next_expiry = self.olsr.next_expiry(now);
     }
 
     /// Process an OLSR packet received at `now` from neighbour `pkt.src`;
@@ -933,5 +1022,6 @@ impl OlsrAgent {
                 }
             }
         }
+        self.next_expiry = self.olsr.next_expiry(now);
     }
 }
