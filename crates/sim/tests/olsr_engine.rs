@@ -90,7 +90,10 @@ fn olsr_learns_the_line_and_relays_the_flow() {
     assert!((30..=60).contains(&packets), "{packets}");
     // (The last ones may still be queued or on air when the run ends.)
     let sent = u(&v, "/wireless/dcf/broadcasts");
-    assert!(sent <= packets && sent + 3 >= packets, "{sent} of {packets}");
+    assert!(
+        sent <= packets && sent + 3 >= packets,
+        "{sent} of {packets}"
+    );
     assert!(u(&v, "/wireless/olsr/received") >= packets);
     let bytes = u(&v, "/wireless/olsr/control_bytes");
     assert!(bytes > packets * 40, "{bytes} bytes");
@@ -116,7 +119,10 @@ fn a_broken_next_hop_costs_mac_retries_until_olsr_drops_the_route() {
     let mac_drops = u(&v, "/wireless/mac_drops");
     assert!(mac_drops > 0, "frames to the vanished n2 dropped: {v}");
     // Each MAC drop spent the whole retry limit (7 attempts).
-    assert!(retries >= 6 * mac_drops, "{retries} retries, {mac_drops} drops");
+    assert!(
+        retries >= 6 * mac_drops,
+        "{retries} retries, {mac_drops} drops"
+    );
     // Once OLSR forgets n2, packets have no route.
     assert!(u(&v, "/wireless/no_route_drops") > 0);
     assert!(u(&v, "/wireless/flows/0/route_changes") >= 2);
@@ -138,7 +144,11 @@ fn the_routing_schema_keeps_old_files_and_names_bad_fields() {
         "routing = { protocol = \"oracle\", recompute_interval_s = 1.0 }",
         "",
     ] {
-        assert_eq!(old, summary(&line(300.0, 0.0, "2s", routing, "")), "{routing}");
+        assert_eq!(
+            old,
+            summary(&line(300.0, 0.0, "2s", routing, "")),
+            "{routing}"
+        );
     }
     assert!(old.pointer("/wireless/routing").is_none());
     assert!(old.pointer("/wireless/olsr").is_none());

@@ -121,11 +121,7 @@ impl OlsrNet {
     /// Node `at`'s next hop towards `dst` in its own table. O(log n).
     pub(crate) fn next_hop(&self, at: usize, dst: usize) -> Option<usize> {
         let d = u32::try_from(dst).ok()?;
-        self.agents
-            .get(at)?
-            .olsr()
-            .next_hop(d)
-            .map(|n| n as usize)
+        self.agents.get(at)?.olsr().next_hop(d).map(|n| n as usize)
     }
 
     /// Wire bytes (IP/UDP included) and packets of every OLSR
@@ -134,6 +130,11 @@ impl OlsrNet {
         self.agents.iter().fold((0, 0), |(b, p), a| {
             (b + a.sent_bytes(), p + a.sent_packets())
         })
+    }
+
+    /// OLSR packets sent by each node. O(n).
+    pub(crate) fn sent_by_node(&self) -> Vec<u64> {
+        self.agents.iter().map(OlsrAgent::sent_packets).collect()
     }
 
     /// Routing-table entries changed, over all nodes. O(n).

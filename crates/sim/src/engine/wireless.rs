@@ -128,8 +128,8 @@ pub(crate) fn build(
         RoutingSpec::Oracle(c) => c.recompute_interval(),
         RoutingSpec::Olsr(_) => OLSR_SAMPLE_INTERVAL,
     };
-    let routing = Routing::new(nodes.len(), oracle)
-        .map_err(|e| format!("wireless.routing: {e}"))?;
+    let routing =
+        Routing::new(nodes.len(), oracle).map_err(|e| format!("wireless.routing: {e}"))?;
     let mut medium = Medium::new(wifi, mobility, routing);
     if let MacConfig::Dcf(d) = &spec.mac {
         medium = medium
@@ -296,6 +296,7 @@ impl Wireless {
                 control_packets: packets,
                 received: net.received,
                 queue_drops: net.queue_drops,
+                control_packets_by_node: net.sent_by_node(),
             }),
         }
     }
@@ -312,6 +313,8 @@ pub struct OlsrResult {
     pub received: u64,
     /// OLSR packets dropped at a full transmit queue.
     pub queue_drops: u64,
+    /// OLSR packets sent, per node (not in `summary.json`).
+    pub control_packets_by_node: Vec<u64>,
 }
 
 /// Route statistics of one flow's (source, destination) pair.

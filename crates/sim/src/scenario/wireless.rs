@@ -76,9 +76,8 @@ impl<'de> Deserialize<'de> for RoutingSetting {
                 f.write_str("\"olsr\", \"oracle\" or a routing table")
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RoutingSetting, E> {
-                let protocol = RoutingProtocol::deserialize(
-                    serde::de::value::StrDeserializer::<E>::new(v),
-                )?;
+                let protocol =
+                    RoutingProtocol::deserialize(serde::de::value::StrDeserializer::<E>::new(v))?;
                 Ok(RoutingSetting {
                     protocol,
                     ..RoutingSetting::default()
@@ -88,9 +87,8 @@ impl<'de> Deserialize<'de> for RoutingSetting {
                 self,
                 map: A,
             ) -> Result<RoutingSetting, A::Error> {
-                let t = RoutingTable::deserialize(serde::de::value::MapAccessDeserializer::new(
-                    map,
-                ))?;
+                let t =
+                    RoutingTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
                 Ok(RoutingSetting {
                     protocol: t.protocol,
                     recompute_interval_s: t.recompute_interval_s,
@@ -144,7 +142,11 @@ impl RoutingSetting {
                 }
                 let mut c = OlsrConfig::default();
                 for (name, v, slot) in [
-                    ("hello_interval_s", self.hello_interval_s, &mut c.hello_interval),
+                    (
+                        "hello_interval_s",
+                        self.hello_interval_s,
+                        &mut c.hello_interval,
+                    ),
                     ("tc_interval_s", self.tc_interval_s, &mut c.tc_interval),
                 ] {
                     if let Some(s) = v {

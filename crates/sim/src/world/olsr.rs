@@ -338,10 +338,7 @@ impl Olsr {
             .copied()
             .chain(self.topology.values().map(|(_, t)| *t));
         // A tuple valid "until t" is still valid at t (`>= now` tests).
-        links
-            .chain(rest)
-            .min()
-            .map(|t| t + Duration::from_nanos(1))
+        links.chain(rest).min().map(|t| t + Duration::from_nanos(1))
     }
 
     /// Routing-table entries that changed over the run (an entry appears,

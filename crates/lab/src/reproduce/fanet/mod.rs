@@ -234,7 +234,8 @@ pub struct FlowRecord {
     pub tx_packets: u64,
     /// DATA packets received.
     pub rx_packets: u64,
-    /// Packet delivery ratio, received / sent (0 if none sent).
+    /// Packet delivery ratio, received / sent (NaN, written null, if none
+    /// sent).
     pub pdr: f64,
     /// Received packets × 588 B × 8 over the run, % of 5 Mbit/s (seed 001's throughput).
     pub throughput_pct: f64,
@@ -257,6 +258,10 @@ pub struct FlowRecord {
     /// Fraction of recomputations (OLSR: samples) with the destination
     /// reachable from the source: the route availability.
     pub reachable_fraction: Option<f64>,
+    /// Packets the destination sent (SLTP's ACKs; OLSR's own packets
+    /// left out) per DATA packet it received — only in a one-flow run,
+    /// where the destination relays nothing else.
+    pub acks_per_data: Option<f64>,
     /// Throughput per sampling interval, Mbit/s (588-byte packets).
     pub throughput_mbps_per_s: Vec<f64>,
     /// Drops per second, per sampling interval.
@@ -288,10 +293,12 @@ pub fn measure(res: &SimResults) -> RunRecord {
             FlowRecord {
                 tx_packets: c.tx_packets,
                 rx_packets: c.rx_packets,
+                // No DATA sent (the connection never opened): undefined,
+                // written null and left out of the means.
                 pdr: if c.tx_packets > 0 {
                     c.rx_packets as f64 / c.tx_packets as f64
                 } else {
-                    0.0
+                    f64::NAN
                 },
                 throughput_pct: pct(c.rx_packets as f64),
                 processed_pct: pct(c.processed_bytes as f64 / per_packet),
@@ -304,6 +311,7 @@ pub fn measure(res: &SimResults) -> RunRecord {
                 drops: c.queue_drops + c.channel_drops,
                 route_changes: routes.map_or(0, |r| r.route_changes),
                 reachable_fraction: routes.map(|r| r.reachable_fraction),
+                acks_per_data: acks_per_data(res, &f.dst, c.rx_packets),
                 throughput_mbps_per_s: m
                     .samples
                     .iter()
@@ -351,6 +359,25 @@ pub fn measure(res: &SimResults) -> RunRecord {
         }),
         flows,
     }
+}
+
+/// Packets sent by node `dst`'s interface (`wifi/<dst>`) minus its OLSR
+/// packets, per DATA packet received; `None` with several flows (the
+/// node may relay theirs) or nothing received. O(links).
+fn acks_per_data(res: &SimResults, dst: &str, rx_packets: u64) -> Option<f64> {
+    if res.flows.len() != 1 || rx_packets == 0 {
+        return None;
+    }
+    let name = format!("wifi/{dst}");
+    let (i, link) = res.links.iter().enumerate().find(|(_, l)| l.name == name)?;
+    let olsr = res
+        .wireless
+        .as_ref()
+        .and_then(|w| w.olsr.as_ref())
+        .and_then(|o| o.control_packets_by_node.get(i).copied())
+        .unwrap_or(0);
+    let sent = link.stats.enqueued_packets.saturating_sub(olsr);
+    Some(sent as f64 / rx_packets as f64)
 }
 
 /// One case's outcome: runs[controller][seed].
@@ -517,7 +544,9 @@ fn case_summary(case: &CaseRuns, duration_s: f64) -> CaseSummary {
             per_run(runs, move |r| over_flows(r, sum, pick))
         };
         let w = |pick: fn(&WirelessRecord, f64) -> f64| {
-            per_run(runs, move |r| r.wireless.as_ref().map(|w| pick(w, duration_s)))
+            per_run(runs, move |r| {
+                r.wireless.as_ref().map(|w| pick(w, duration_s))
+            })
         };
         let stats = [
             fl(false, |r| Some(r.pdr)),
@@ -689,7 +718,7 @@ mod tests {
         for f in 0..5 {
             text.push_str(&format!(
                 "[[flows]]\nname = \"bulk{f}\"\nsrc = \"uav{}\"\ndst = \"uav{}\"\ncc = \"newreno\"\n\
-                 startup = \"slow_start\"\npayload_bytes = 536\n[[flows.streams]]\napp = \"bulk\"\n",
+                 startup = \"slow_start\"\nstart = \"5s\"\npayload_bytes = 536\n[[flows.streams]]\napp = \"bulk\"\n",
                 2 * f,
                 2 * f + 1
             ));
