@@ -97,7 +97,8 @@ fn fanet_small_gives_every_controller_and_the_report() {
     let opts = fanet::Options {
         quick: true,
         seeds: Some(1),
-        duration: Some("3s".into()),
+        // The flows open at 5 s, after OLSR's warm-up.
+        duration: Some("8s".into()),
         out: dir.clone(),
         ..fanet::Options::default()
     };

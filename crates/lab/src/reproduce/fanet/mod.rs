@@ -738,12 +738,18 @@ mod tests {
     /// and reads back.
     #[test]
     fn a_record_keeps_the_runs_jsonl_shape() {
-        let config = scenario(Dur::from_secs_f64(2.0), 1).unwrap();
+        // The flow opens at 5 s (after OLSR's warm-up).
+        let config = scenario(Dur::from_secs_f64(7.0), 1).unwrap();
         let r = run_one(&config, "cubic", 1).unwrap();
         assert_eq!(r.flows.len(), 1);
         let f = &r.flows[0];
         assert!(f.tx_packets >= f.rx_packets && f.rx_packets > 0, "{f:?}");
-        assert_eq!(f.throughput_mbps_per_s.len(), 2);
+        assert_eq!(f.throughput_mbps_per_s.len(), 7);
+        let acks = f.acks_per_data.expect("one flow: ACKs measured");
+        assert!(acks > 0.0 && acks < 1.0, "{acks}");
+        let w = r.wireless.as_ref().expect("wireless");
+        assert_eq!(w.routing, "olsr");
+        assert!(w.control_bytes > 0 && w.control_airtime_share > 0.0);
         let w = r.wireless.as_ref().expect("a wireless world");
         assert_eq!(w.flows.len(), 1);
         let text = serde_json::to_string(&r).unwrap();
