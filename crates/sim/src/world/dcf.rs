@@ -349,6 +349,10 @@ pub struct Dcf {
     nav_event: Option<Time>,
     /// Power vectors of ended transmissions, for reuse.
     spare: Vec<Vec<f64>>,
+    /// Per ordered pair (`from · n + to`), the shadowing knots of the
+    /// current coherence interval (`WifiChannel::shadowing_db_cached`):
+    /// allocated at the first transmission, O(nodes²) memory.
+    shadow_knots: Vec<Option<(u64, f64, f64)>>,
 }
 
 impl std::fmt::Debug for Dcf {
@@ -431,6 +435,7 @@ impl Dcf {
             record: None,
             nav_event: None,
             spare: Vec::new(),
+            shadow_knots: Vec::new(),
         })
     }
 
@@ -800,12 +805,17 @@ impl Dcf {
         // Power vectors are recycled: no allocation per frame once warm.
         let mut rx_mw = self.spare.pop().unwrap_or_default();
         rx_mw.clear();
-        rx_mw.extend((0..self.st.len()).map(|k| {
+        let n = self.st.len();
+        if self.shadow_knots.len() != n * n {
+            self.shadow_knots = vec![None; n * n];
+        }
+        let knots = &mut self.shadow_knots[node * n..(node + 1) * n];
+        rx_mw.extend(knots.iter_mut().enumerate().map(|(k, kn)| {
             if k == node {
                 return 0.0;
             }
             let loss = wifi.path_loss_db(pos[node].distance(pos[k]))
-                + wifi.shadowing_db(now, WifiChannel::link_id(node, k));
+                + wifi.shadowing_db_cached(now, WifiChannel::link_id(node, k), kn);
             dbm_to_mw(p_tx - loss)
         }));
         // Half duplex: a reception in progress at the sender is lost.
