@@ -3,10 +3,12 @@
 //! The world is `scenarios/fanet.toml`: 10 UAVs placed uniformly at random
 //! in a 300 × 300 × 100 m box, Gauss-Markov 3-D mobility (20 m/s mean
 //! speed, α = 0.85, 0.1 s steps), one shared 802.11b medium at a fixed
-//! 5 Mbit/s data rate, drop-tail transmit queues of 100 packets, routes
-//! recomputed every second, 536-byte payloads, slow-start, 100 s. The box
-//! is a little larger than the 5 Mbit/s range (≈180 m) so that links break
-//! and re-form all the time while the swarm stays mostly connected.
+//! 5 Mbit/s data rate under the interference-based DCF, drop-tail
+//! transmit queues of 100 packets, OLSR as broadcast traffic (issue 22;
+//! the statistical MAC and oracle routes before it), 536-byte payloads,
+//! slow-start, flows opening at 5 s, 100 s. The box is a little larger
+//! than the 5 Mbit/s range (≈180 m) so that links break and re-form all
+//! the time while the swarm stays mostly connected.
 //!
 //! Two cases, each for the 13 controllers × N seeds, through the sweep
 //! runner ([`crate::plan::run_plan`], parallel):
@@ -15,8 +17,9 @@
 //!   percentages are received packets × 588 B × 8 / (100 s × 5 Mbit/s));
 //! * **extended**: 5 simultaneous bulk flows (uav0→1, 2→3, …, 8→9).
 //!
-//! Output, in `DIR/fanet/`: `summary.json` (primary case, means over seeds
-//! and a sibling `ci95`: [`FanetSummary`]), `report.md` with its charts in
+//! Output, in `DIR/fanet/`: `summary.json` (per case, means over seeds
+//! and a sibling `ci95`, the extended case under `extended`:
+//! [`FanetSummary`]), `report.md` with its charts in
 //! `plots/`, and `runs.jsonl` (every run's measurements: a [`RunRecord`]
 //! per line).
 
