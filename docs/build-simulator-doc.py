@@ -8,7 +8,7 @@ Run from the repository root:  python3 docs/build-simulator-doc.py
 import pathlib
 import sys
 
-ORDER = ["mobility", "wifi", "routing", "wireless", "mmwave"]
+ORDER = ["mobility", "wifi", "dcf", "routing", "wireless", "mmwave"]
 root = pathlib.Path(__file__).resolve().parent
 head = (root / "simulator-head.md").read_text()
 parts = []

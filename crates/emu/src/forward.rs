@@ -184,6 +184,7 @@ impl Forwarder {
                     wire_bytes: n as u32,
                     created: Time::from_nanos(now),
                     left_first_hop: false,
+                    hops: 0,
                     payload: buf,
                 };
                 next_id += 1;

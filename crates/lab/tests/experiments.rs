@@ -97,7 +97,8 @@ fn fanet_small_gives_every_controller_and_the_report() {
     let opts = fanet::Options {
         quick: true,
         seeds: Some(1),
-        duration: Some("3s".into()),
+        // The flows open at 5 s, after OLSR's warm-up.
+        duration: Some("8s".into()),
         out: dir.clone(),
         ..fanet::Options::default()
     };
@@ -136,9 +137,25 @@ fn fanet_small_gives_every_controller_and_the_report() {
             "delay_ms_mean",
             "jitter_ms_mean",
             "cwnd_cma_final",
-            "route_changes"
+            "route_changes",
+            "routing",
+            "mac"
         ]
     );
+    // Issue 22: routing overhead, route availability and MAC counters,
+    // per case, with their CIs.
+    for case in [&v, &v["extended"]] {
+        let c = &case["controllers"]["cubic"];
+        for key in ["control_bytes_per_s", "airtime_share", "route_availability"] {
+            let x = c["routing"][key].as_f64().unwrap_or(-1.0);
+            assert!(x > 0.0, "routing.{key} = {x}");
+            assert!(case["ci95"]["cubic"]["routing"].get(key).is_some());
+        }
+        for key in ["retries", "collisions"] {
+            assert!(c["mac"][key].as_f64().is_some(), "mac.{key}");
+            assert!(case["ci95"]["cubic"]["mac"].get(key).is_some());
+        }
+    }
     let report = read(&o.report);
     for part in [
         "Table 1",

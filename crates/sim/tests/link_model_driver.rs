@@ -26,6 +26,7 @@ fn pkt(id: u64) -> Packet {
         wire_bytes: 1200,
         created: Time::ZERO,
         left_first_hop: false,
+        hops: 0,
         payload: Vec::new(),
     }
 }

@@ -1,4 +1,5 @@
-//! Every example in `scenarios/` is valid and runs (shortened to 1 s).
+//! Every example in `scenarios/` is valid and runs (shortened to 1 s; 8 s
+//! for an OLSR swarm, whose flows open after the routing warm-up).
 //! Scenarios that read `../shared/traces` are skipped with a notice when
 //! that folder is not beside the workspace.
 
@@ -19,7 +20,13 @@ fn every_example_scenario_runs() {
         peregrine_sim::scenario::find_upwards(&dir, Path::new("../shared/traces")).is_some();
     for p in names {
         let text = std::fs::read_to_string(&p).expect("readable");
-        let mut set = vec!["duration=1s".to_string()];
+        // A swarm under OLSR opens its flows after the routing warm-up.
+        let duration = if text.contains("protocol = \"olsr\"") {
+            "duration=8s"
+        } else {
+            "duration=1s"
+        };
+        let mut set = vec![duration.to_string()];
         if text.contains("[[flow_groups]]") {
             // A swarm's size belongs in a benchmark run, not in the tests.
             set.push("flow_groups.0.count=50".to_string());

@@ -136,3 +136,47 @@ fn wireless_errors_name_the_field() {
     let e = Scenario::from_toml_str(wired, "t", &[]).expect_err("invalid");
     assert_eq!(e.field, "nodes.0.mobility");
 }
+
+/// `line` with the interference-based DCF selected.
+fn with_dcf(text: &str, extra: &str) -> String {
+    text.replacen(
+        "[wireless]\n",
+        &format!("[wireless]\nmac = {{ model = \"dcf\"{extra} }}\n"),
+        1,
+    )
+}
+
+#[test]
+fn the_dcf_relays_the_three_node_line_deterministically() {
+    let text = with_dcf(&line(300.0, 0.0, "5s"), "");
+    let v = summary(&text);
+    let rx = u(&v, "/flows/0/rx_packets");
+    assert!(rx > 300, "the flow got through the relay: {rx} packets");
+    assert!(u(&v, "/links/1/delivered_packets") >= rx);
+    assert!(u(&v, "/wireless/mac_attempts") >= u(&v, "/wireless/frames"));
+    // The DCF's own counters: every received unicast frame was ACKed.
+    assert!(u(&v, "/wireless/dcf/acks") >= rx);
+    assert_eq!(
+        u(&v, "/wireless/dcf/collisions"),
+        u(&v, "/wireless/mac_collisions")
+    );
+    assert!(u(&v, "/wireless/dcf/retries") <= u(&v, "/wireless/mac_attempts"));
+    assert_eq!(v, summary(&text), "same seed, same summary");
+    // The statistical MAC's summary is another one, without `dcf`.
+    let stat = summary(&line(300.0, 0.0, "5s"));
+    assert_ne!(v, stat);
+    assert!(stat.pointer("/wireless/dcf").is_none());
+}
+
+#[test]
+fn a_bad_dcf_field_is_named() {
+    let text = with_dcf(&line(300.0, 0.0, "1s"), ", capture_threshold_db = -3.0");
+    let e = Scenario::from_toml_str(&text, "test", &[]).expect_err("rejected");
+    assert!(
+        e.to_string().contains("wireless.mac.capture_threshold_db"),
+        "{e}"
+    );
+    let text = with_dcf(&line(300.0, 0.0, "1s"), ", capture_db = 3.0");
+    let e = Scenario::from_toml_str(&text, "test", &[]).expect_err("unknown field");
+    assert!(e.to_string().contains("capture_db"), "{e}");
+}

@@ -452,6 +452,7 @@ impl Lab<'_> {
             wire_bytes: self.mss(),
             created: self.now,
             left_first_hop: false,
+            hops: 0,
             payload: Vec::new(),
         };
         if self.queue.push(pkt, &mut self.queue_stats).is_err() {

@@ -142,9 +142,15 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         links = built.links;
         link_names = built.link_names;
         router = built.router;
-        wireless = Some(built.wireless);
+        let mut w = built.wireless;
         // Routes exist before the first flow starts (same instant, earlier).
         queue.push(Time::ZERO, Ev::RouteTick);
+        // OLSR's first messages go out after one jitter (`engine::olsr`).
+        if let Some(t) = w.olsr.as_ref().and_then(|o| o.borrow().next_due()) {
+            w.olsr_wake = Some(t);
+            queue.push(t, Ev::Olsr);
+        }
+        wireless = Some(w);
     }
     let mut slots = Vec::new();
     let mut by_addr = BTreeMap::new();
@@ -315,6 +321,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         link_samples: (0..link_names.len()).map(|_| Vec::new()).collect(),
         link_names,
         wireless,
+        olsr_out: Vec::new(),
         now: Time::ZERO,
         capture: None,
     })

@@ -21,6 +21,7 @@
 pub(crate) mod build;
 pub(crate) mod capture;
 mod groups;
+pub mod olsr;
 pub mod queue;
 pub mod routing;
 mod security;
@@ -68,8 +69,10 @@ enum Ev {
     /// A link-layer hint reaches flow's sender.
     Hint(usize, Box<peregrine_cc::LinkHint>),
     Sample,
-    /// Recompute the wireless world's routes.
+    /// Recompute the wireless world's routes (oracle) or sample them (OLSR).
     RouteTick,
+    /// Some OLSR agent has a message to send or a tuple to expire.
+    Olsr,
 }
 
 /// One simulated socket: an endpoint at a node.
@@ -152,6 +155,8 @@ pub(crate) struct Sim {
     link_samples: Vec<Vec<crate::metrics::output::LinkSample>>,
     /// The wireless world, if the scenario has one.
     wireless: Option<wireless::Wireless>,
+    /// OLSR packets to send (reused buffer).
+    olsr_out: Vec<(usize, Packet)>,
     /// The engine's clock: the instant of the event being handled.
     now: Time,
     /// `--pcap`: the captures of every link direction, if asked for.
@@ -254,9 +259,22 @@ impl Sim {
                         }
                     }
                 }
+                Ev::Olsr => self.olsr_due(),
             }
         }
         self.now = self.end;
+        if self
+            .wireless
+            .as_ref()
+            .is_some_and(|w| w.medium.borrow().dcf().is_some())
+        {
+            // Under the DCF any interface runs the whole medium, so each
+            // copies its counters out of it when asked: ask every one once
+            // more, so the results see the last events.
+            for l in &mut self.links {
+                l.next_wake(self.end);
+            }
+        }
         Ok(self.queue.processed())
     }
 
@@ -314,6 +332,7 @@ impl Sim {
                 wire_bytes: tx.size as u32 + self.ip_overhead,
                 created: now,
                 left_first_hop: false,
+                hops: 0,
                 payload: self.buf[..tx.size].to_vec(),
             };
             self.next_packet_id += 1;
@@ -494,6 +513,14 @@ impl Sim {
             self.queue.push(self.now, Ev::Arrive(node, slot));
             return;
         }
+        if pkt.hops >= crate::world::packet::MAX_HOPS {
+            // A routing loop (only possible on OLSR's disagreeing tables).
+            if let Some(w) = self.wireless.as_ref() {
+                w.medium.borrow_mut().count_hop_limit_drop();
+            }
+            self.drop_packet(&pkt, DropReason::NoRoute);
+            return;
+        }
         let Some(hop) = self.router.next_hop(self.now, node, pkt.dst) else {
             self.drop_packet(&pkt, DropReason::NoRoute);
             return;
@@ -501,6 +528,7 @@ impl Sim {
         let l = hop.link;
         let mut pkt = pkt;
         pkt.next_hop = hop.node;
+        pkt.hops += 1;
         if let Some(c) = self.capture.as_mut() {
             c.record(l, self.now, &pkt);
         }
@@ -511,6 +539,10 @@ impl Sim {
     }
 
     fn drop_packet(&mut self, p: &Packet, reason: DropReason) {
+        if olsr::is_control(p) {
+            self.olsr_drop(reason);
+            return;
+        }
         let m = &mut self.metrics[p.flow];
         if reason.is_queue() {
             m.c.queue_drops += 1;
@@ -547,6 +579,10 @@ impl Sim {
     }
 
     fn arrive(&mut self, node: usize, mut pkt: Packet) -> Result<(), SimError> {
+        if olsr::is_control(&pkt) {
+            self.olsr_arrive(node, pkt);
+            return Ok(());
+        }
         if node != pkt.dst {
             self.forward(node, pkt);
             return Ok(());

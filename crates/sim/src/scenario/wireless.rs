@@ -8,15 +8,171 @@
 //! declared in `[[nodes]]`; a node without its own `mobility` takes
 //! `wireless.mobility`. The channel and routing tables are the typed
 //! configurations of `world::channel::wifi` and `world::routing`, read
-//! with their documented defaults (unknown keys are errors).
+//! with their documented defaults (unknown keys are errors). `routing`
+//! also takes the protocol's name (`"oracle"`, `"olsr"`; issue 22).
 
 use super::config::ScenarioConfig;
 use super::ScenarioError;
 use crate::world::channel::wifi::WifiConfig;
+use crate::world::dcf::MacConfig;
 use crate::world::geom::Bounds;
 use crate::world::mobility::{GaussMarkovConfig, MobilityConfig};
+use crate::world::olsr::OlsrConfig;
 use crate::world::routing::RoutingConfig;
 use serde::Deserialize;
+use std::time::Duration;
+
+/// The routing protocol of a wireless world.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutingProtocol {
+    /// Idealized proactive routing: shortest hop count on the true
+    /// connectivity, recomputed every `recompute_interval_s`, no control
+    /// traffic (`world::routing`). The default, so files written before
+    /// OLSR existed run as they did.
+    #[default]
+    Oracle,
+    /// OLSR (RFC 3626) as broadcast traffic over the DCF (`world::olsr`):
+    /// routes only from the HELLOs and TCs each node received.
+    Olsr,
+}
+
+/// `[wireless] routing`, as written: either the protocol's name,
+/// `routing = "olsr"` / `routing = "oracle"`, or a table
+/// `routing = { protocol = "olsr", hello_interval_s = 2.0, tc_interval_s = 5.0 }` /
+/// `routing = { protocol = "oracle", recompute_interval_s = 1.0 }`
+/// (`protocol` defaults to `"oracle"`, so the pre-OLSR form
+/// `routing = { recompute_interval_s = 1.0 }` keeps its meaning). A field
+/// of the other protocol is an error naming it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RoutingSetting {
+    /// Which protocol.
+    pub protocol: RoutingProtocol,
+    /// Oracle: time between route recomputations, s (default 1).
+    pub recompute_interval_s: Option<f64>,
+    /// OLSR: HELLO_INTERVAL, s (default 2, RFC 3626 §18.2).
+    pub hello_interval_s: Option<f64>,
+    /// OLSR: TC_INTERVAL, s (default 5).
+    pub tc_interval_s: Option<f64>,
+}
+
+/// The table form of [`RoutingSetting`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoutingTable {
+    #[serde(default)]
+    protocol: RoutingProtocol,
+    recompute_interval_s: Option<f64>,
+    hello_interval_s: Option<f64>,
+    tc_interval_s: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for RoutingSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RoutingSetting;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"olsr\", \"oracle\" or a routing table")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RoutingSetting, E> {
+                let protocol =
+                    RoutingProtocol::deserialize(serde::de::value::StrDeserializer::<E>::new(v))?;
+                Ok(RoutingSetting {
+                    protocol,
+                    ..RoutingSetting::default()
+                })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<RoutingSetting, A::Error> {
+                let t =
+                    RoutingTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(RoutingSetting {
+                    protocol: t.protocol,
+                    recompute_interval_s: t.recompute_interval_s,
+                    hello_interval_s: t.hello_interval_s,
+                    tc_interval_s: t.tc_interval_s,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Longest OLSR message interval accepted, s (a day).
+const MAX_OLSR_INTERVAL_S: f64 = 86_400.0;
+
+impl RoutingSetting {
+    /// The oracle's configuration, or OLSR's; the error is (field, why).
+    /// O(1).
+    fn resolve(&self, mac: &MacConfig) -> Result<RoutingSpec, (String, String)> {
+        let f = |name: &str| format!("wireless.routing.{name}");
+        match self.protocol {
+            RoutingProtocol::Oracle => {
+                for (name, v) in [
+                    ("hello_interval_s", self.hello_interval_s),
+                    ("tc_interval_s", self.tc_interval_s),
+                ] {
+                    if v.is_some() {
+                        return Err((f(name), "applies to protocol = \"olsr\" only".into()));
+                    }
+                }
+                let mut c = RoutingConfig::default();
+                if let Some(s) = self.recompute_interval_s {
+                    c.recompute_interval_s = s;
+                }
+                c.validate()
+                    .map_err(|e| (f("recompute_interval_s"), e.to_string()))?;
+                Ok(RoutingSpec::Oracle(c))
+            }
+            RoutingProtocol::Olsr => {
+                if self.recompute_interval_s.is_some() {
+                    return Err((
+                        f("recompute_interval_s"),
+                        "applies to protocol = \"oracle\" only (OLSR learns routes from its messages)".into(),
+                    ));
+                }
+                if !matches!(mac, MacConfig::Dcf(_)) {
+                    return Err((
+                        "wireless.routing".into(),
+                        "OLSR needs broadcast frames on the medium: set wireless.mac = { model = \"dcf\" }".into(),
+                    ));
+                }
+                let mut c = OlsrConfig::default();
+                for (name, v, slot) in [
+                    (
+                        "hello_interval_s",
+                        self.hello_interval_s,
+                        &mut c.hello_interval,
+                    ),
+                    ("tc_interval_s", self.tc_interval_s, &mut c.tc_interval),
+                ] {
+                    if let Some(s) = v {
+                        if !(s.is_finite() && (0.01..=MAX_OLSR_INTERVAL_S).contains(&s)) {
+                            return Err((
+                                f(name),
+                                format!("{s} s (allowed: 0.01 to {MAX_OLSR_INTERVAL_S} s)"),
+                            ));
+                        }
+                        *slot = Duration::from_secs_f64(s);
+                    }
+                }
+                Ok(RoutingSpec::Olsr(c))
+            }
+        }
+    }
+}
+
+/// The validated routing of a wireless world.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RoutingSpec {
+    /// The idealized oracle.
+    Oracle(RoutingConfig),
+    /// OLSR over the DCF.
+    Olsr(OlsrConfig),
+}
 
 fn default_box() -> [f64; 3] {
     [300.0, 300.0, 100.0]
@@ -44,9 +200,14 @@ pub struct WirelessConfig {
     /// The 802.11b channel (`world::channel::wifi::WifiConfig`).
     #[serde(default)]
     pub channel: WifiConfig,
-    /// Route recomputation (`world::routing::RoutingConfig`).
+    /// The routing protocol and its timing ([`RoutingSetting`]): `"oracle"`
+    /// (default) or `"olsr"` (needs `mac = { model = "dcf" }`).
     #[serde(default)]
-    pub routing: RoutingConfig,
+    pub routing: RoutingSetting,
+    /// The MAC (`world::dcf::MacConfig`): `{ model = "statistical" }`
+    /// (default) or `{ model = "dcf", rx_sensitivity_dbm, capture_threshold_db }`.
+    #[serde(default)]
+    pub mac: MacConfig,
     /// Mobility of nodes that give none (default Gauss-Markov with its
     /// defaults: 20 m/s, α = 0.85, 0.1 s steps).
     #[serde(default = "default_mobility")]
@@ -63,7 +224,9 @@ pub struct WirelessSpec {
     /// The channel.
     pub channel: WifiConfig,
     /// Routing.
-    pub routing: RoutingConfig,
+    pub routing: RoutingSpec,
+    /// The MAC.
+    pub mac: MacConfig,
     /// Each node's mobility, by node index.
     pub mobility: Vec<MobilityConfig>,
 }
@@ -118,12 +281,15 @@ pub fn validate(
     if let Err(e) = w.channel.validate() {
         return err(format!("wireless.channel.{}", e.field), e.to_string());
     }
-    if let Err(e) = w.routing.validate() {
-        return err(
-            "wireless.routing.recompute_interval_s".into(),
-            e.to_string(),
-        );
+    if let MacConfig::Dcf(d) = &w.mac {
+        if let Err(e) = d.validate() {
+            return err(format!("wireless.mac.{}", e.field), e.to_string());
+        }
     }
+    let routing = match w.routing.resolve(&w.mac) {
+        Ok(r) => r,
+        Err((field, msg)) => return err(field, msg),
+    };
     if let Err(e) = w.mobility.validate() {
         return err("wireless.mobility".into(), e.to_string());
     }
@@ -139,7 +305,8 @@ pub fn validate(
         bounds: Bounds::from_size(w.box_m[0], w.box_m[1], w.box_m[2]),
         queue_packets: w.queue_packets,
         channel: w.channel.clone(),
-        routing: w.routing.clone(),
+        routing,
+        mac: w.mac.clone(),
         mobility,
     }))
 }

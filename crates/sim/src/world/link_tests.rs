@@ -21,6 +21,7 @@ fn pkt(id: u64, bytes: u32) -> Packet {
         wire_bytes: bytes,
         created: peregrine_cc::Time::ZERO,
         left_first_hop: false,
+        hops: 0,
         payload: Vec::new(),
     }
 }

@@ -29,6 +29,8 @@
 //!   channel adds the MAC header, FCS and LLC/SNAP.
 
 use super::channel::wifi::WifiChannel;
+use super::channel::ConfigError;
+use super::dcf::{Dcf, DcfConfig, Positions};
 use super::geom::Vec3;
 use super::link::{DropReason, LinkModel, LinkOutput, LinkStats};
 use super::mobility::Mobility;
@@ -57,6 +59,9 @@ pub struct MediumStats {
     /// Packets dropped because the stale table's next hop was out of range
     /// (a broken route, until the next recomputation).
     pub broken_route_drops: u64,
+    /// Packets dropped about to take hop `packet::MAX_HOPS` + 1 (a
+    /// routing loop; OLSR only).
+    pub hop_limit_drops: u64,
 }
 
 /// What the nodes of a wireless world share.
@@ -71,6 +76,33 @@ pub struct Medium {
     backlog: Vec<u64>,
     routing: Routing,
     stats: MediumStats,
+    /// The interference-based DCF, when selected (else the statistical
+    /// MAC of `WifiChannel::attempt`).
+    dcf: Option<Dcf>,
+    /// The DCF event instant some interface (the second field) has asked
+    /// the driver to wake it at, so the others do not ask for the same
+    /// instant again.
+    dcf_wake: Option<(Time, usize)>,
+}
+
+/// The medium's mobility models and their last sample, as the DCF's
+/// [`Positions`].
+struct Sampler<'a> {
+    mobility: &'a mut [Box<dyn Mobility>],
+    pos: &'a mut [Vec3],
+    pos_at: &'a mut Option<Time>,
+}
+
+impl Positions for Sampler<'_> {
+    fn at(&mut self, t: Time) -> &[Vec3] {
+        if self.pos_at.is_none_or(|p| t > p) {
+            for (p, m) in self.pos.iter_mut().zip(self.mobility.iter_mut()) {
+                *p = m.position(t);
+            }
+            *self.pos_at = Some(t);
+        }
+        self.pos
+    }
 }
 
 impl std::fmt::Debug for Medium {
@@ -99,7 +131,60 @@ impl Medium {
             backlog: vec![0; n],
             routing,
             stats: MediumStats::default(),
+            dcf: None,
+            dcf_wake: None,
         }
+    }
+
+    /// Use the interference-based DCF (`world::dcf`) instead of the
+    /// statistical MAC: every interface's queue of `queue_packets` lives
+    /// in it; its draws come from `seed`.
+    pub fn with_dcf(
+        mut self,
+        cfg: DcfConfig,
+        queue_packets: u64,
+        seed: u64,
+    ) -> Result<Medium, ConfigError> {
+        let n = self.mobility.len();
+        self.dcf = Some(Dcf::new(cfg, self.wifi.config(), n, queue_packets, seed)?);
+        Ok(self)
+    }
+
+    /// The DCF, when selected.
+    pub fn dcf(&self) -> Option<&Dcf> {
+        self.dcf.as_ref()
+    }
+
+    /// The DCF, when selected (mutable: e.g. to record attempts).
+    pub fn dcf_mut(&mut self) -> Option<&mut Dcf> {
+        self.dcf.as_mut()
+    }
+
+    /// Run the DCF up to `now` (no-op under the statistical MAC).
+    fn dcf_run(&mut self, now: Time, out: &mut LinkOutput) {
+        let Medium {
+            dcf,
+            wifi,
+            mobility,
+            pos,
+            pos_at,
+            stats,
+            ..
+        } = self;
+        let Some(dcf) = dcf.as_mut() else {
+            return;
+        };
+        let mut sampler = Sampler {
+            mobility,
+            pos,
+            pos_at,
+        };
+        dcf.run_until(now, wifi, &mut sampler, out);
+        let d = dcf.stats();
+        stats.frames = d.frames;
+        stats.attempts = d.attempts;
+        stats.collisions = d.collisions;
+        stats.mac_drops = d.mac_drops;
     }
 
     /// Number of nodes.
@@ -156,6 +241,11 @@ impl Medium {
         } else {
             self.stats.no_route_drops += 1;
         }
+    }
+
+    /// Count a packet dropped at the hop limit (a routing loop).
+    pub fn count_hop_limit_drop(&mut self) {
+        self.stats.hop_limit_drops += 1;
     }
 
     /// Put a frame of `bytes` from `from` to `to` on air at `now`: returns
@@ -235,14 +325,55 @@ impl WifiNic {
     }
 }
 
+impl WifiNic {
+    /// Copy this node's counters out of the DCF (they change whenever any
+    /// interface advances the shared medium).
+    fn sync_stats(&mut self) {
+        if let Some(d) = self.medium.borrow().dcf.as_ref() {
+            self.stats = d.link_stats(self.node).clone();
+        }
+    }
+
+    fn has_dcf(&self) -> bool {
+        self.medium.borrow().dcf.is_some()
+    }
+}
+
 impl LinkModel for WifiNic {
-    fn enqueue(&mut self, _now: Time, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+        if self.has_dcf() {
+            let r = {
+                let mut m = self.medium.borrow_mut();
+                let dcf = m.dcf.as_mut().expect("checked");
+                dcf.enqueue(now, self.node, pkt)
+            };
+            self.sync_stats();
+            return r;
+        }
         self.queue.push(pkt, &mut self.stats)?;
         self.medium.borrow_mut().backlog[self.node] += 1;
         Ok(())
     }
 
     fn next_wake(&mut self, now: Time) -> Option<Time> {
+        if self.has_dcf() {
+            // Any interface runs the whole medium. The first interface
+            // asked after the medium's next event changed asks to be woken
+            // then; the others do not (one driver wake per event instant).
+            // A registered wake is always live: the driver replaces an
+            // interface's wake only when that interface names another
+            // instant, which registers that one.
+            self.sync_stats();
+            let mut m = self.medium.borrow_mut();
+            let next = m.dcf.as_ref().and_then(|d| d.next_event())?.max(now);
+            if m.dcf_wake
+                .is_some_and(|(t, by)| t == next && by != self.node)
+            {
+                return None;
+            }
+            m.dcf_wake = Some((next, self.node));
+            return Some(next);
+        }
         if let Some((_, _, end)) = &self.on_air {
             return Some(*end);
         }
@@ -253,6 +384,11 @@ impl LinkModel for WifiNic {
     }
 
     fn advance(&mut self, now: Time, out: &mut LinkOutput) {
+        if self.has_dcf() {
+            self.medium.borrow_mut().dcf_run(now, out);
+            self.sync_stats();
+            return;
+        }
         loop {
             let mut t = now;
             if let Some((_, _, end)) = &self.on_air {
@@ -279,6 +415,9 @@ impl LinkModel for WifiNic {
     }
 
     fn backlog(&self) -> (u64, u64) {
+        if let Some(d) = self.medium.borrow().dcf.as_ref() {
+            return d.backlog(self.node);
+        }
         self.queue.backlog()
     }
 
@@ -309,6 +448,7 @@ mod tests {
             wire_bytes: 600,
             created: Time::ZERO,
             left_first_hop: false,
+            hops: 0,
             payload: Vec::new(),
         }
     }

@@ -215,6 +215,7 @@ mod tests {
             wire_bytes: 1000,
             created: Time::ZERO,
             left_first_hop: false,
+            hops: 0,
             payload: Vec::new(),
         }
     }

@@ -3,6 +3,7 @@
 //! everything here is a pure value driven in virtual time.
 
 pub mod channel;
+pub mod dcf;
 pub mod geom;
 pub mod link;
 pub mod link_model;
@@ -10,6 +11,7 @@ pub mod loss;
 pub mod medium;
 pub mod mmwave_link;
 pub mod mobility;
+pub mod olsr;
 pub mod outage;
 pub mod packet;
 pub mod queue;

@@ -30,9 +30,17 @@ pub struct Packet {
     pub created: Time,
     /// Whether it has left the sender's first-hop queue already.
     pub left_first_hop: bool,
+    /// Links it has been sent on so far (IP's TTL counted up): the engine
+    /// drops a packet about to take hop [`MAX_HOPS`] + 1, so a routing
+    /// loop (OLSR's tables disagree for a while) costs a bounded airtime.
+    pub hops: u8,
     /// The datagram.
     pub payload: Vec<u8>,
 }
+
+/// Most links a packet is sent on: 64, the default IPv4 TTL of Linux
+/// and ns-3 (`Ipv4L3Protocol::DefaultTtl`).
+pub const MAX_HOPS: u8 = 64;
 
 impl Packet {
     /// Whether `datagram` is an SLTP DATA packet: PK_TYPE is the high

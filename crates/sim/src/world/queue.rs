@@ -150,6 +150,7 @@ mod tests {
             wire_bytes,
             created: Time::ZERO,
             left_first_hop: false,
+            hops: 0,
             payload: Vec::new(),
         }
     }

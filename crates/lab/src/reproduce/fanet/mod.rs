@@ -3,10 +3,12 @@
 //! The world is `scenarios/fanet.toml`: 10 UAVs placed uniformly at random
 //! in a 300 × 300 × 100 m box, Gauss-Markov 3-D mobility (20 m/s mean
 //! speed, α = 0.85, 0.1 s steps), one shared 802.11b medium at a fixed
-//! 5 Mbit/s data rate, drop-tail transmit queues of 100 packets, routes
-//! recomputed every second, 536-byte payloads, slow-start, 100 s. The box
-//! is a little larger than the 5 Mbit/s range (≈180 m) so that links break
-//! and re-form all the time while the swarm stays mostly connected.
+//! 5 Mbit/s data rate under the interference-based DCF, drop-tail
+//! transmit queues of 100 packets, OLSR as broadcast traffic (issue 22;
+//! the statistical MAC and oracle routes before it), 536-byte payloads,
+//! slow-start, flows opening at 5 s, 100 s. The box is a little larger
+//! than the 5 Mbit/s range (≈180 m) so that links break and re-form all
+//! the time while the swarm stays mostly connected.
 //!
 //! Two cases, each for the 13 controllers × N seeds, through the sweep
 //! runner ([`crate::plan::run_plan`], parallel):
@@ -15,8 +17,9 @@
 //!   percentages are received packets × 588 B × 8 / (100 s × 5 Mbit/s));
 //! * **extended**: 5 simultaneous bulk flows (uav0→1, 2→3, …, 8→9).
 //!
-//! Output, in `DIR/fanet/`: `summary.json` (primary case, means over seeds
-//! and a sibling `ci95`: [`FanetSummary`]), `report.md` with its charts in
+//! Output, in `DIR/fanet/`: `summary.json` (per case, means over seeds
+//! and a sibling `ci95`, the extended case under `extended`:
+//! [`FanetSummary`]), `report.md` with its charts in
 //! `plots/`, and `runs.jsonl` (every run's measurements: a [`RunRecord`]
 //! per line).
 
@@ -202,8 +205,17 @@ pub struct WirelessRecord {
     pub mac_drops: u64,
     /// Packets dropped for want of a route.
     pub no_route_drops: u64,
-    /// Packets dropped on a route that broke under them.
+    /// Packets dropped on a route that broke under them (oracle only:
+    /// under OLSR such packets spend their MAC retries instead).
     pub broken_route_drops: u64,
+    /// MAC retransmissions (attempts beyond each frame's first).
+    pub mac_retries: u64,
+    /// `"oracle"` or `"olsr"`.
+    pub routing: String,
+    /// OLSR packets' wire bytes (IP/UDP included), 0 under the oracle.
+    pub control_bytes: u64,
+    /// Share of all airtime taken by OLSR's broadcasts, 0 under the oracle.
+    pub control_airtime_share: f64,
 }
 
 /// The routes of one flow's (source, destination) pair.
@@ -211,9 +223,11 @@ pub struct WirelessRecord {
 pub struct RouteRecord {
     /// Times its path changed (including becoming (un)reachable).
     pub route_changes: u64,
-    /// Fraction of recomputations after which the destination was
-    /// reachable, 6 decimals.
+    /// Fraction of recomputations (OLSR: 100 ms samples) at which the
+    /// destination was reachable, 6 decimals.
     pub reachable_fraction: f64,
+    /// OLSR: fraction of samples at which the tables' path was valid.
+    pub route_valid_fraction: Option<f64>,
 }
 
 /// One flow's measurements in one run.
@@ -223,7 +237,8 @@ pub struct FlowRecord {
     pub tx_packets: u64,
     /// DATA packets received.
     pub rx_packets: u64,
-    /// Packet delivery ratio, received / sent (0 if none sent).
+    /// Packet delivery ratio, received / sent (NaN, written null, if none
+    /// sent).
     pub pdr: f64,
     /// Received packets × 588 B × 8 over the run, % of 5 Mbit/s (seed 001's throughput).
     pub throughput_pct: f64,
@@ -243,8 +258,13 @@ pub struct FlowRecord {
     pub drops: u64,
     /// Route changes of the flow's (source, destination) pair.
     pub route_changes: u64,
-    /// Fraction of recomputations with the destination reachable.
+    /// Fraction of recomputations (OLSR: samples) with the destination
+    /// reachable from the source: the route availability.
     pub reachable_fraction: Option<f64>,
+    /// Packets the destination sent (SLTP's ACKs; OLSR's own packets
+    /// left out) per DATA packet it received — only in a one-flow run,
+    /// where the destination relays nothing else.
+    pub acks_per_data: Option<f64>,
     /// Throughput per sampling interval, Mbit/s (588-byte packets).
     pub throughput_mbps_per_s: Vec<f64>,
     /// Drops per second, per sampling interval.
@@ -276,10 +296,12 @@ pub fn measure(res: &SimResults) -> RunRecord {
             FlowRecord {
                 tx_packets: c.tx_packets,
                 rx_packets: c.rx_packets,
+                // No DATA sent (the connection never opened): undefined,
+                // written null and left out of the means.
                 pdr: if c.tx_packets > 0 {
                     c.rx_packets as f64 / c.tx_packets as f64
                 } else {
-                    0.0
+                    f64::NAN
                 },
                 throughput_pct: pct(c.rx_packets as f64),
                 processed_pct: pct(c.processed_bytes as f64 / per_packet),
@@ -292,6 +314,7 @@ pub fn measure(res: &SimResults) -> RunRecord {
                 drops: c.queue_drops + c.channel_drops,
                 route_changes: routes.map_or(0, |r| r.route_changes),
                 reachable_fraction: routes.map(|r| r.reachable_fraction),
+                acks_per_data: acks_per_data(res, &f.dst, c.rx_packets),
                 throughput_mbps_per_s: m
                     .samples
                     .iter()
@@ -318,6 +341,7 @@ pub fn measure(res: &SimResults) -> RunRecord {
                     route_changes: f.route_changes,
                     // As the engine's summary.json rounds it.
                     reachable_fraction: (f.reachable_fraction * 1e6).round() / 1e6,
+                    route_valid_fraction: f.valid_fraction.map(|x| (x * 1e6).round() / 1e6),
                 })
                 .collect(),
             frames: w.stats.frames,
@@ -326,9 +350,37 @@ pub fn measure(res: &SimResults) -> RunRecord {
             mac_drops: w.stats.mac_drops,
             no_route_drops: w.stats.no_route_drops,
             broken_route_drops: w.stats.broken_route_drops,
+            mac_retries: w
+                .dcf
+                .as_ref()
+                .map_or(w.stats.attempts.saturating_sub(w.stats.frames), |d| {
+                    d.retries
+                }),
+            routing: if w.olsr.is_some() { "olsr" } else { "oracle" }.into(),
+            control_bytes: w.olsr.as_ref().map_or(0, |o| o.control_bytes),
+            control_airtime_share: w.control_airtime_share(),
         }),
         flows,
     }
+}
+
+/// Packets sent by node `dst`'s interface (`wifi/<dst>`) minus its OLSR
+/// packets, per DATA packet received; `None` with several flows (the
+/// node may relay theirs) or nothing received. O(links).
+fn acks_per_data(res: &SimResults, dst: &str, rx_packets: u64) -> Option<f64> {
+    if res.flows.len() != 1 || rx_packets == 0 {
+        return None;
+    }
+    let name = format!("wifi/{dst}");
+    let (i, link) = res.links.iter().enumerate().find(|(_, l)| l.name == name)?;
+    let olsr = res
+        .wireless
+        .as_ref()
+        .and_then(|w| w.olsr.as_ref())
+        .and_then(|o| o.control_packets_by_node.get(i).copied())
+        .unwrap_or(0);
+    let sent = link.stats.enqueued_packets.saturating_sub(olsr);
+    Some(sent as f64 / rx_packets as f64)
 }
 
 /// One case's outcome: runs[controller][seed].
@@ -410,37 +462,144 @@ pub struct ControllerFigures {
     pub cwnd_cma_final: Option<f64>,
     /// Route changes on the flow's path.
     pub route_changes: Option<f64>,
+    /// Routing overhead and route availability (issue 22).
+    pub routing: RoutingFigures,
+    /// MAC counters over all nodes, per run (issue 22).
+    pub mac: MacFigures,
 }
 
-/// `summary.json`: the primary case, per controller (in [`CONTROLLERS`] order).
+/// `routing.*` of a controller's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RoutingFigures {
+    /// OLSR's wire bytes per simulated second, all nodes (0: oracle).
+    pub control_bytes_per_s: Option<f64>,
+    /// Share of all airtime taken by OLSR's broadcasts (0–1; 0: oracle).
+    pub airtime_share: Option<f64>,
+    /// Fraction of samples at which the flow's source had a route to its
+    /// destination (0–1; a mean over the flows in the extended case).
+    pub route_availability: Option<f64>,
+}
+
+/// `mac.*` of a controller's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MacFigures {
+    /// MAC retransmissions per run.
+    pub retries: Option<f64>,
+    /// Data attempts lost to collisions per run.
+    pub collisions: Option<f64>,
+}
+
+/// One case of `summary.json`: per controller, means and CIs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FanetSummary {
+pub struct CaseSummary {
     /// Means over seeds.
     pub controllers: Keyed<ControllerFigures>,
     /// The 95 % confidence intervals of those means (half-widths).
     pub ci95: Keyed<ControllerFigures>,
 }
 
-/// `summary.json` of the primary case.
-pub fn summary_json(primary: &CaseRuns) -> FanetSummary {
+/// `summary.json`: the primary case per controller (in [`CONTROLLERS`]
+/// order) at the top level, as before issue 22, and the extended case
+/// under `extended` (per-flow figures averaged over its 5 flows in each
+/// run, except `throughput_pct`, their sum).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FanetSummary {
+    /// Means over seeds.
+    pub controllers: Keyed<ControllerFigures>,
+    /// The 95 % confidence intervals of those means (half-widths).
+    pub ci95: Keyed<ControllerFigures>,
+    /// The extended case.
+    pub extended: CaseSummary,
+}
+
+/// Summary over seeds of a whole-run value (non-finite left out).
+fn per_run(runs: &[RunRecord], pick: impl Fn(&RunRecord) -> Option<f64>) -> Option<Summary> {
+    let xs: Vec<f64> = runs
+        .iter()
+        .filter_map(pick)
+        .filter(|x| x.is_finite())
+        .collect();
+    Summary::of(&xs)
+}
+
+/// A run's value of a per-flow figure: the mean over its flows of the
+/// finite values of `pick`, or their sum (`sum`).
+fn over_flows(r: &RunRecord, sum: bool, pick: impl Fn(&FlowRecord) -> Option<f64>) -> Option<f64> {
+    let xs: Vec<f64> = r
+        .flows
+        .iter()
+        .filter_map(pick)
+        .filter(|x| x.is_finite())
+        .collect();
+    if xs.is_empty() {
+        return None;
+    }
+    let total: f64 = xs.iter().sum();
+    Some(if sum { total } else { total / xs.len() as f64 })
+}
+
+/// Means and CIs per controller of one case. O(controllers × seeds × flows).
+fn case_summary(case: &CaseRuns, duration_s: f64) -> CaseSummary {
     let mut means = Keyed::new();
     let mut cis = Keyed::new();
-    for (c, runs) in CONTROLLERS.iter().zip(&primary.runs) {
-        let s = |pick: fn(&FlowRecord) -> Option<f64>| stat(runs, 0, pick);
-        let figures = |f: &dyn Fn(Summary) -> Option<f64>| ControllerFigures {
-            pdr: s(|r| Some(r.pdr)).and_then(f),
-            throughput_pct: s(|r| Some(r.throughput_pct)).and_then(f),
-            delay_ms_mean: s(|r| r.delay_ms_mean).and_then(f),
-            jitter_ms_mean: s(|r| r.jitter_ms_mean).and_then(f),
-            cwnd_cma_final: s(|r| Some(r.cwnd_cma_final)).and_then(f),
-            route_changes: s(|r| Some(r.route_changes as f64)).and_then(f),
+    for (c, runs) in CONTROLLERS.iter().zip(&case.runs) {
+        let fl = |sum: bool, pick: fn(&FlowRecord) -> Option<f64>| {
+            per_run(runs, move |r| over_flows(r, sum, pick))
+        };
+        let w = |pick: fn(&WirelessRecord, f64) -> f64| {
+            per_run(runs, move |r| {
+                r.wireless.as_ref().map(|w| pick(w, duration_s))
+            })
+        };
+        let stats = [
+            fl(false, |r| Some(r.pdr)),
+            fl(true, |r| Some(r.throughput_pct)),
+            fl(false, |r| r.delay_ms_mean),
+            fl(false, |r| r.jitter_ms_mean),
+            fl(false, |r| Some(r.cwnd_cma_final)),
+            fl(false, |r| Some(r.route_changes as f64)),
+            w(|w, d| w.control_bytes as f64 / d),
+            w(|w, _| w.control_airtime_share),
+            fl(false, |r| r.reachable_fraction),
+            w(|w, _| w.mac_retries as f64),
+            w(|w, _| w.mac_collisions as f64),
+        ];
+        let figures = |f: &dyn Fn(Summary) -> Option<f64>| {
+            let v: Vec<Option<f64>> = stats.iter().map(|s| s.and_then(f)).collect();
+            ControllerFigures {
+                pdr: v[0],
+                throughput_pct: v[1],
+                delay_ms_mean: v[2],
+                jitter_ms_mean: v[3],
+                cwnd_cma_final: v[4],
+                route_changes: v[5],
+                routing: RoutingFigures {
+                    control_bytes_per_s: v[6],
+                    airtime_share: v[7],
+                    route_availability: v[8],
+                },
+                mac: MacFigures {
+                    retries: v[9],
+                    collisions: v[10],
+                },
+            }
         };
         means.push(*c, figures(&|s| Some(s.mean)));
         cis.push(*c, figures(&|s| s.ci95));
     }
-    FanetSummary {
+    CaseSummary {
         controllers: means,
         ci95: cis,
+    }
+}
+
+/// `summary.json` of both cases; `duration_s` is a run's simulated time.
+pub fn summary_json(primary: &CaseRuns, extended: &CaseRuns, duration_s: f64) -> FanetSummary {
+    let p = case_summary(primary, duration_s);
+    FanetSummary {
+        controllers: p.controllers,
+        ci95: p.ci95,
+        extended: case_summary(extended, duration_s),
     }
 }
 
@@ -482,7 +641,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     )?;
     progress.finish();
     let wall_s = started.elapsed().as_secs_f64();
-    let summary_value = summary_json(&primary);
+    let summary_value = summary_json(&primary, &extended, dur_s);
     let mut summary = serde_json::to_string_pretty(&summary_value).context("summary.json")?;
     summary.push('\n');
     let write = |name: &str, text: &str| -> anyhow::Result<PathBuf> {
@@ -553,7 +712,7 @@ mod tests {
         let mut text = String::from(
             "name = \"fanet\"\nduration = \"30s\"\nseed = 1\n[metrics]\ninterval = \"1s\"\nper_message = false\n\
              [wireless]\nbox_m = [300.0, 300.0, 100.0]\nqueue_packets = 100\nchannel = { data_rate_mbps = 5.0 }\n\
-             routing = { recompute_interval_s = 1.0 }\n\
+             mac = { model = \"dcf\" }\nrouting = { protocol = \"olsr\" }\n\
              mobility = { model = \"gauss_markov\", mean_speed_mps = 20.0, alpha = 0.85, update_interval_s = 0.1 }\n",
         );
         for i in 0..10 {
@@ -562,7 +721,7 @@ mod tests {
         for f in 0..5 {
             text.push_str(&format!(
                 "[[flows]]\nname = \"bulk{f}\"\nsrc = \"uav{}\"\ndst = \"uav{}\"\ncc = \"newreno\"\n\
-                 startup = \"slow_start\"\npayload_bytes = 536\n[[flows.streams]]\napp = \"bulk\"\n",
+                 startup = \"slow_start\"\nstart = \"5s\"\npayload_bytes = 536\n[[flows.streams]]\napp = \"bulk\"\n",
                 2 * f,
                 2 * f + 1
             ));
@@ -582,12 +741,18 @@ mod tests {
     /// and reads back.
     #[test]
     fn a_record_keeps_the_runs_jsonl_shape() {
-        let config = scenario(Dur::from_secs_f64(2.0), 1).unwrap();
+        // The flow opens at 5 s (after OLSR's warm-up).
+        let config = scenario(Dur::from_secs_f64(7.0), 1).unwrap();
         let r = run_one(&config, "cubic", 1).unwrap();
         assert_eq!(r.flows.len(), 1);
         let f = &r.flows[0];
         assert!(f.tx_packets >= f.rx_packets && f.rx_packets > 0, "{f:?}");
-        assert_eq!(f.throughput_mbps_per_s.len(), 2);
+        assert_eq!(f.throughput_mbps_per_s.len(), 7);
+        let acks = f.acks_per_data.expect("one flow: ACKs measured");
+        assert!(acks > 0.0 && acks < 1.0, "{acks}");
+        let w = r.wireless.as_ref().expect("wireless");
+        assert_eq!(w.routing, "olsr");
+        assert!(w.control_bytes > 0 && w.control_airtime_share > 0.0);
         let w = r.wireless.as_ref().expect("a wireless world");
         assert_eq!(w.flows.len(), 1);
         let text = serde_json::to_string(&r).unwrap();

@@ -284,6 +284,40 @@ impl WifiChannel {
         sigma * ((1.0 - f) * n0 + f * n1) / norm
     }
 
+    /// [`shadowing_db`](Self::shadowing_db), bit for bit, keeping the
+    /// two N(0, 1) knots around `now` in `knots` (coherence index, knot,
+    /// next knot) so that the frames of one coherence interval hash and
+    /// draw them once: the DCF asks this for every receiver of every
+    /// transmission. O(1).
+    pub fn shadowing_db_cached(
+        &self,
+        now: Time,
+        link_id: u64,
+        knots: &mut Option<(u64, f64, f64)>,
+    ) -> f64 {
+        let sigma = self.config.shadowing_sigma_db;
+        let coherence = self.config.shadowing_coherence_s;
+        if sigma == 0.0 || coherence == 0.0 {
+            return self.shadowing_db(now, link_id);
+        }
+        let u = now.as_secs_f64() / coherence;
+        let k = u.floor();
+        let f = u - k;
+        let k = k as u64;
+        let (n0, n1) = match *knots {
+            Some((kk, n0, n1)) if kk == k => (n0, n1),
+            _ => {
+                let base = self.shadow_key ^ mix64(link_id);
+                let n0 = normal_from_hash(mix64(base ^ mix64(k)));
+                let n1 = normal_from_hash(mix64(base ^ mix64(k + 1)));
+                *knots = Some((k, n0, n1));
+                (n0, n1)
+            }
+        };
+        let norm = ((1.0 - f) * (1.0 - f) + f * f).sqrt();
+        sigma * ((1.0 - f) * n0 + f * n1) / norm
+    }
+
     /// SNR between positions `a` and `b` on link `link_id` at `now`, dB.
     pub fn snr_db(&self, now: Time, a: Vec3, b: Vec3, link_id: u64) -> f64 {
         self.mean_snr_db(a.distance(b)) - self.shadowing_db(now, link_id)

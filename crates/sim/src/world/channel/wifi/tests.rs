@@ -242,3 +242,23 @@ fn contenders_are_the_queued_nodes_within_carrier_sense_range() {
     assert!(ch.senses(me, others[1]) && !ch.senses(me, others[2]));
     assert_eq!(ch.contenders(me, []), 0);
 }
+
+proptest::proptest! {
+    /// The DCF's memoised shadowing is `shadowing_db` bit for bit, however
+    /// the instants of one link are interleaved with the cache's history.
+    #[test]
+    fn cached_shadowing_is_shadowing_bit_for_bit(
+        ms in proptest::collection::vec(0u64..20_000, 1..40),
+        link in 0u64..50,
+        coherence_s in proptest::sample::select(vec![0.0, 0.37, 2.0]),
+    ) {
+        let cfg = WifiConfig { shadowing_coherence_s: coherence_s, ..WifiConfig::default() };
+        let ch = WifiChannel::new(cfg, 9).unwrap();
+        let mut knots = None;
+        for m in ms {
+            let t = Time::from_millis(m);
+            let cached = ch.shadowing_db_cached(t, link, &mut knots);
+            proptest::prop_assert_eq!(cached.to_bits(), ch.shadowing_db(t, link).to_bits());
+        }
+    }
+}

@@ -1,0 +1,1066 @@
+//! An interference-based 802.11 DCF (issue 22, deliverable 2): the
+//! alternative to the statistical MAC of `channel::wifi::WifiChannel::attempt`,
+//! selected per scenario with `[wireless] mac = { model = "dcf" }`.
+//!
+//! Every transmission is an interval on the medium. When it starts, its
+//! received power at every node is fixed (log-distance path loss and the
+//! channel's shadowing at that instant); each node keeps the sum of the
+//! power of all transmissions overlapping it. Reception follows ns-3's
+//! `YansWifiPhy` + `InterferenceHelper`:
+//!
+//! * a node that is neither transmitting nor receiving *locks* on a frame
+//!   whose power reaches `rx_sensitivity_dbm` (preamble detection);
+//! * while locked, the frame is cut into chunks at every change of the
+//!   interference; each chunk survives with `(1 − BER(SINR))^bits` (the
+//!   PLCP header bits at 1 Mbit/s DBPSK — 2 Mbit/s DQPSK with the short
+//!   preamble — the rest at the frame's modulation, with the DSSS/CCK
+//!   error models of `channel::wifi::phy`), and the frame is received
+//!   with the product of the chunks' probabilities (one uniform draw at
+//!   its end);
+//! * a frame arriving during a reception is interference, unless it is
+//!   `capture_threshold_db` stronger: then the receiver drops the first
+//!   and locks on the new one (preamble capture). A locked frame that
+//!   dominates its interferers survives them (SINR capture).
+//!
+//! Carrier sense is separate from reception: a node senses the medium busy
+//! while it transmits, while it is locked on a frame, while the total
+//! power it hears reaches `cs_threshold_dbm` (energy detection), or while
+//! its NAV (set from a decoded unicast frame for someone else, for the
+//! SIFS + ACK that follows) runs. Nodes out of carrier-sense range of each
+//! other are hidden terminals.
+//!
+//! Each station runs DCF: a post-backoff drawn uniformly from `0..=CW`
+//! slots after every exchange; the backoff counts idle slots after DIFS
+//! (EIFS = SIFS + ACK + DIFS after a frame it could not decode) and
+//! freezes while the medium is busy; stations whose counters reach zero in
+//! the same slot transmit together and collide. A unicast data frame is
+//! acknowledged SIFS after its end by an ACK at the basic rate that takes
+//! airtime, can collide and can be lost (no carrier sense for the ACK, as
+//! the standard says); without the ACK within the ACK timeout the sender
+//! doubles its window and retries, up to `retry_limit` transmissions, then
+//! drops the frame (reason `Channel`). A receiver that already passed a
+//! frame up ignores its retransmissions (duplicate detection). Broadcast
+//! frames have no ACK and no retry.
+//!
+//! The model is its own small discrete-event simulation (a heap of
+//! timed events); the interfaces drive it through the shared medium. Every
+//! random draw (backoffs, reception) comes from the `wifi/dcf`
+//! generator, in event order, so a run is reproducible bit for bit.
+//!
+//! Cost: each transmission start or end is O(nodes) (power bookkeeping
+//! and chunk updates at every node); an event is O(log events pending).
+
+use super::channel::wifi::phy::{Modulation, NOISE_BANDWIDTH_HZ, PLCP_HEADER_BITS};
+use super::channel::wifi::{mac, WifiChannel, WifiConfig};
+use super::channel::{check_range, noise_floor_dbm, ConfigError};
+use super::geom::Vec3;
+use super::link::{DropReason, LinkOutput, LinkStats};
+use super::packet::Packet;
+use super::queue::{DropTailQueue, QueueLimit};
+use crate::rng::{component_rng, SimRng};
+use peregrine_cc::Time;
+use rand::RngExt;
+use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+/// The `next_hop` of a broadcast frame: every node that decodes it gets a
+/// copy (with its own index as `next_hop`); no ACK, no retry.
+pub const BROADCAST: usize = usize::MAX;
+
+/// Which MAC a wireless scenario's medium runs: `[wireless] mac = { model
+/// = "statistical" }` (the default: `WifiChannel::attempt`'s Bianchi
+/// collisions folded into one outcome per frame) or `{ model = "dcf", … }`
+/// (this module, with the fields of [`DcfConfig`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "snake_case")]
+pub enum MacConfig {
+    /// The statistical MAC (the default until the DCF becomes it).
+    #[default]
+    Statistical,
+    /// The interference-based DCF.
+    Dcf(DcfConfig),
+}
+
+/// Parameters of the interference-based DCF beyond the channel's
+/// (`WifiConfig` keeps the timing, rates, retry limit and carrier-sense
+/// threshold). Unknown fields are rejected.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DcfConfig {
+    /// Weakest frame a receiver locks on (preamble detection), dBm.
+    /// Default −99 dBm, the channel's default carrier-sense threshold: a
+    /// node defers to every frame it could decode.
+    pub rx_sensitivity_dbm: f64,
+    /// A frame this much stronger than the one being received takes the
+    /// receiver over (preamble capture), dB. Default 10 dB.
+    pub capture_threshold_db: f64,
+    /// Data rate of unicast frames: `"fixed"` (the channel's
+    /// `data_rate_mbps`, default) or `"arf"` (Auto Rate Fallback per
+    /// neighbour over 1, 2, 5.5 and 11 Mbit/s, starting at the standard
+    /// rate of `data_rate_mbps`). Broadcasts stay at `data_rate_mbps`.
+    pub rate_adaptation: RateAdaptation,
+}
+
+/// Unicast rate choice.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateAdaptation {
+    /// Every data frame at the channel's `data_rate_mbps`.
+    #[default]
+    Fixed,
+    /// Auto Rate Fallback (A. Kamerman and L. Monteban, "WaveLAN-II: a
+    /// high-performance wireless LAN for the unlicensed band", Bell Labs
+    /// Technical Journal, 1997; ns-3's `ArfWifiManager`): one step up
+    /// after [`ARF_SUCCESSES`] consecutive acknowledged frames, one step
+    /// down after [`ARF_FAILURES`] consecutive failures or when the first
+    /// frame after a step up fails.
+    Arf,
+}
+
+/// ARF: consecutive successes before trying the next rate up.
+pub const ARF_SUCCESSES: u32 = 10;
+/// ARF: consecutive failures before falling back one rate.
+pub const ARF_FAILURES: u32 = 2;
+
+/// ARF state towards one neighbour.
+#[derive(Copy, Clone, Debug)]
+struct Arf {
+    /// Index into `Modulation::ALL`.
+    rate: usize,
+    successes: u32,
+    failures: u32,
+    /// The last step was up and no frame has been acknowledged since.
+    probing: bool,
+}
+
+impl Default for DcfConfig {
+    fn default() -> DcfConfig {
+        DcfConfig {
+            rx_sensitivity_dbm: -99.0,
+            capture_threshold_db: 10.0,
+            rate_adaptation: RateAdaptation::Fixed,
+        }
+    }
+}
+
+impl DcfConfig {
+    /// Checks every field, naming the first bad one.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check_range("rx_sensitivity_dbm", self.rx_sensitivity_dbm, -150.0, 0.0)?;
+        check_range(
+            "capture_threshold_db",
+            self.capture_threshold_db,
+            0.0,
+            100.0,
+        )?;
+        Ok(())
+    }
+}
+
+/// Counters of the DCF.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DcfStats {
+    /// Data frames taken into service (each with all its attempts).
+    pub frames: u64,
+    /// Data transmissions (unicast and broadcast), retries included.
+    pub attempts: u64,
+    /// Retransmissions (attempts beyond each frame's first).
+    pub retries: u64,
+    /// Data attempts that did not reach their receiver because another
+    /// transmission overlapped them there (or the receiver was busy
+    /// sending or receiving another frame).
+    pub collisions: u64,
+    /// Data attempts lost to noise alone (weak signal, no overlap).
+    pub errors: u64,
+    /// Unicast frames dropped after the last retry, never received.
+    pub mac_drops: u64,
+    /// ACK frames sent.
+    pub acks: u64,
+    /// Broadcast frames sent.
+    pub broadcasts: u64,
+    /// Airtime of every transmission (data, broadcast, ACK; overlapping
+    /// transmissions each count), ns.
+    pub airtime_ns: u64,
+    /// Airtime of broadcast transmissions, ns (OLSR's control traffic:
+    /// nothing else in the simulator broadcasts).
+    pub broadcast_airtime_ns: u64,
+}
+
+/// What became of one data transmission at its addressee (the record the
+/// tests check: every attempt has exactly one).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RxOutcome {
+    /// Decoded.
+    Received,
+    /// Lost with another transmission overlapping it at the receiver.
+    Collided,
+    /// Lost to noise alone.
+    Error,
+}
+
+/// One attempt's record: (transmission id, packet id, sender, receiver,
+/// outcome at the receiver).
+pub type AttemptRecord = (u64, u64, usize, usize, RxOutcome);
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// A transmission ends (id).
+    TxEnd(u64),
+    /// A station's backoff reaches zero (node, generation).
+    BackoffDone(usize, u64),
+    /// A receiver sends an ACK (node, addressee).
+    AckStart(usize, usize),
+    /// A sender's ACK timeout (node, generation).
+    AckTimeout(usize, u64),
+    /// NAVs end: every node re-evaluates its carrier sense (one event
+    /// per NAV instant, whatever the number of nodes that set it).
+    NavEnd,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    Data,
+    Ack,
+}
+
+/// A transmission on the medium.
+#[derive(Debug)]
+struct Tx {
+    id: u64,
+    from: usize,
+    /// Addressee; `None` = broadcast.
+    to: Option<usize>,
+    kind: Kind,
+    /// End of the PLCP preamble and header.
+    header_end: Time,
+    end: Time,
+    modulation: Modulation,
+    /// Received power at each node, mW (0 at the sender).
+    rx_mw: Vec<f64>,
+    /// Packet id (data) for the attempt record.
+    packet_id: u64,
+    /// The addressee missed it because it was busy or captured away.
+    dest_busy: bool,
+}
+
+/// A frame being received.
+#[derive(Debug)]
+struct Rx {
+    tx: u64,
+    signal_mw: f64,
+    /// ln of the probability that the chunks so far survived.
+    log_ok: f64,
+    chunk_from: Time,
+    /// Another transmission overlapped it.
+    interfered: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    /// No frame in service.
+    Empty,
+    /// Counting down to transmit the head.
+    Contend,
+    /// Sending the head.
+    Sending,
+    /// Waiting for the head's ACK.
+    WaitAck,
+}
+
+/// The frame in service at a station.
+#[derive(Debug)]
+struct Head {
+    /// The packet, until the receiver passes it up (then `None`: the
+    /// station still needs the ACK, the receiver has it already).
+    pkt: Option<Packet>,
+    id: u64,
+    to: Option<usize>,
+    bytes: usize,
+}
+
+#[derive(Debug)]
+struct Station {
+    queue: DropTailQueue,
+    stats: LinkStats,
+    head: Option<Head>,
+    phase: Phase,
+    /// Transmissions of the head so far.
+    tries: u32,
+    backoff_slots: u32,
+    /// Backoff event generation (stale events are ignored).
+    gen: u64,
+    /// The instant the pending backoff event fires, if any.
+    backoff_at: Option<Time>,
+    /// Medium idle (as this node senses it) since.
+    idle_since: Option<Time>,
+    /// Interframe space before counting: DIFS, or EIFS after an error.
+    ifs: Duration,
+    /// Backoff counting never starts before this (end of the ACK wait).
+    resume_at: Time,
+    transmitting: Option<u64>,
+    rx: Option<Rx>,
+    nav_until: Time,
+    /// Last received frame failed: the next idle period starts with EIFS.
+    eifs: bool,
+    /// Sum of the power of the transmissions overlapping this node, mW.
+    power_mw: f64,
+    /// Id of the last packet this node passed up (duplicate detection,
+    /// per sender: (sender, id)).
+    last_up: Vec<Option<u64>>,
+    /// ARF state per neighbour (only with `rate_adaptation = "arf"`).
+    arf: std::collections::BTreeMap<usize, Arf>,
+}
+
+/// Where the nodes are: the medium samples its mobility models.
+pub trait Positions {
+    /// Every node's position at `t` (non-decreasing `t`).
+    fn at(&mut self, t: Time) -> &[Vec3];
+}
+
+/// The interference-based DCF of one medium.
+pub struct Dcf {
+    cfg: DcfConfig,
+    wifi: WifiConfig,
+    st: Vec<Station>,
+    txs: Vec<Tx>,
+    next_id: u64,
+    events: BinaryHeap<Reverse<(Time, u64, Ev)>>,
+    seq: u64,
+    rng: SimRng,
+    stats: DcfStats,
+    sens_mw: f64,
+    cs_mw: f64,
+    noise_mw: f64,
+    capture: f64,
+    /// Interference below this is not counted as an overlap, mW.
+    overlap_mw: f64,
+    slot: Duration,
+    sifs: Duration,
+    difs: Duration,
+    eifs: Duration,
+    ack_air: Duration,
+    ack_timeout: Duration,
+    data_modulation: Modulation,
+    ack_modulation: Modulation,
+    record: Option<Vec<AttemptRecord>>,
+    /// The instant of the last NAV-end event pushed.
+    nav_event: Option<Time>,
+    /// Power vectors of ended transmissions, for reuse.
+    spare: Vec<Vec<f64>>,
+    /// Per ordered pair (`from · n + to`), the shadowing knots of the
+    /// current coherence interval (`WifiChannel::shadowing_db_cached`):
+    /// allocated at the first transmission, O(nodes²) memory.
+    shadow_knots: Vec<Option<(u64, f64, f64)>>,
+}
+
+impl std::fmt::Debug for Dcf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dcf")
+            .field("nodes", &self.st.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+fn dbm_to_mw(dbm: f64) -> f64 {
+    10f64.powf(dbm / 10.0)
+}
+
+impl Dcf {
+    /// A DCF for `n` nodes on a channel configured `wifi`, each with a
+    /// drop-tail queue of `queue_packets`; draws from `wifi/dcf` of `seed`.
+    pub fn new(
+        cfg: DcfConfig,
+        wifi: &WifiConfig,
+        n: usize,
+        queue_packets: u64,
+        seed: u64,
+    ) -> Result<Dcf, ConfigError> {
+        cfg.validate()?;
+        wifi.validate()?;
+        let ack_modulation = Modulation::for_rate(wifi.basic_rate_mbps)
+            .ok_or_else(|| ConfigError::new("basic_rate_mbps", "must be at most 11 Mbit/s"))?;
+        let slot = Duration::from_micros(wifi.slot_us);
+        let sifs = Duration::from_micros(wifi.sifs_us);
+        let difs = mac::difs(wifi);
+        let ack_air = mac::frame_time(wifi, mac::ACK_BYTES, wifi.basic_rate_mbps);
+        let st = (0..n)
+            .map(|_| Station {
+                queue: DropTailQueue::new(QueueLimit::packets(queue_packets)),
+                stats: LinkStats::default(),
+                head: None,
+                phase: Phase::Empty,
+                tries: 0,
+                backoff_slots: 0,
+                gen: 0,
+                backoff_at: None,
+                idle_since: Some(Time::ZERO),
+                ifs: difs,
+                resume_at: Time::ZERO,
+                transmitting: None,
+                rx: None,
+                nav_until: Time::ZERO,
+                eifs: false,
+                power_mw: 0.0,
+                last_up: vec![None; n],
+                arf: std::collections::BTreeMap::new(),
+            })
+            .collect();
+        let noise_mw = dbm_to_mw(noise_floor_dbm(NOISE_BANDWIDTH_HZ, wifi.noise_figure_db));
+        Ok(Dcf {
+            sens_mw: dbm_to_mw(cfg.rx_sensitivity_dbm),
+            cs_mw: dbm_to_mw(wifi.cs_threshold_dbm),
+            capture: dbm_to_mw(cfg.capture_threshold_db),
+            overlap_mw: noise_mw * 0.1,
+            noise_mw,
+            cfg,
+            st,
+            txs: Vec::new(),
+            next_id: 0,
+            events: BinaryHeap::new(),
+            seq: 0,
+            rng: component_rng(seed, "wifi/dcf"),
+            stats: DcfStats::default(),
+            slot,
+            sifs,
+            difs,
+            eifs: sifs + ack_air + difs,
+            ack_air,
+            ack_timeout: mac::ack_timeout(wifi),
+            data_modulation: wifi.modulation(),
+            ack_modulation,
+            wifi: wifi.clone(),
+            record: None,
+            nav_event: None,
+            spare: Vec::new(),
+            shadow_knots: Vec::new(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DcfConfig {
+        &self.cfg
+    }
+
+    /// Keep a record of every data attempt's outcome at its addressee
+    /// (for tests; grows with the run).
+    pub fn record_attempts(&mut self) {
+        self.record = Some(Vec::new());
+    }
+
+    /// The attempt records, if recording.
+    pub fn attempts(&self) -> Option<&[AttemptRecord]> {
+        self.record.as_deref()
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &DcfStats {
+        &self.stats
+    }
+
+    /// Node `node`'s interface counters.
+    pub fn link_stats(&self, node: usize) -> &LinkStats {
+        &self.st[node].stats
+    }
+
+    /// Packets and bytes waiting at `node` (the frame in service
+    /// excluded). O(1).
+    pub fn backlog(&self, node: usize) -> (u64, u64) {
+        self.st[node].queue.backlog()
+    }
+
+    /// Whether `node` has a frame queued or in service. O(1).
+    pub fn busy_station(&self, node: usize) -> bool {
+        self.st[node].head.is_some() || !self.st[node].queue.is_empty()
+    }
+
+    /// Data transmissions on air now (started, outcome not yet known).
+    /// O(transmissions on air).
+    pub fn on_air_data(&self) -> u64 {
+        self.txs
+            .iter()
+            .filter(|t| t.kind == Kind::Data && t.to.is_some())
+            .count() as u64
+    }
+
+    /// The instant of the next pending event. O(1).
+    pub fn next_event(&self) -> Option<Time> {
+        self.events.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    fn push(&mut self, t: Time, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Reverse((t, self.seq, ev)));
+    }
+
+    /// Queue `pkt` at `node` at `now`, addressed to `pkt.next_hop` (or
+    /// to every node that decodes it when that is [`BROADCAST`]).
+    /// O(log events).
+    pub fn enqueue(
+        &mut self,
+        now: Time,
+        node: usize,
+        pkt: Packet,
+    ) -> Result<(), (Packet, DropReason)> {
+        let s = &mut self.st[node];
+        s.queue.push(pkt, &mut s.stats)?;
+        if s.phase == Phase::Empty {
+            self.take_head(now, node, &mut LinkOutput::default());
+        }
+        Ok(())
+    }
+
+    /// Whether the medium is busy at `node` (physical or virtual carrier
+    /// sense).
+    fn sensed_busy(&self, node: usize, now: Time) -> bool {
+        let s = &self.st[node];
+        s.transmitting.is_some() || s.rx.is_some() || s.power_mw >= self.cs_mw || s.nav_until > now
+    }
+
+    /// Slot counting starts at this instant in the current idle period.
+    fn anchor(&self, node: usize) -> Option<Time> {
+        let s = &self.st[node];
+        s.idle_since.map(|t| (t + s.ifs).max(s.resume_at))
+    }
+
+    /// Re-evaluate `node`'s carrier sense after a change at `now`.
+    fn cca(&mut self, node: usize, now: Time) {
+        let busy = self.sensed_busy(node, now);
+        let idle = self.st[node].idle_since.is_some();
+        if busy && idle {
+            // Freeze: count the idle slots that passed.
+            let anchor = self.anchor(node).unwrap_or(now);
+            let s = &mut self.st[node];
+            if now > anchor {
+                let done = ((now - anchor).as_nanos() / self.slot.as_nanos()) as u64;
+                s.backoff_slots -= done.min(u64::from(s.backoff_slots)) as u32;
+            }
+            s.idle_since = None;
+            // A backoff that ends at this very instant still fires: the
+            // station transmits in the same slot (and collides).
+            if s.backoff_at.is_some_and(|t| t > now) {
+                s.gen += 1;
+                s.backoff_at = None;
+            }
+        } else if !busy && !idle {
+            let s = &mut self.st[node];
+            s.idle_since = Some(now);
+            s.ifs = if s.eifs { self.eifs } else { self.difs };
+            s.eifs = false;
+            self.schedule_backoff(node, now);
+        }
+    }
+
+    /// Schedule the backoff event of a contending station on an idle
+    /// medium.
+    fn schedule_backoff(&mut self, node: usize, now: Time) {
+        let Some(anchor) = self.anchor(node) else {
+            return;
+        };
+        let s = &self.st[node];
+        if s.phase != Phase::Contend || s.backoff_at.is_some() {
+            return;
+        }
+        let at = (anchor + self.slot * s.backoff_slots).max(now);
+        let s = &mut self.st[node];
+        s.gen += 1;
+        s.backoff_at = Some(at);
+        let g = s.gen;
+        self.push(at, Ev::BackoffDone(node, g));
+    }
+
+    fn draw_backoff(&mut self, node: usize, now: Time) {
+        let tries = self.st[node].tries;
+        let cw = mac::contention_window(&self.wifi, tries);
+        let slots = self.rng.random_range(0..=cw);
+        let s = &mut self.st[node];
+        s.backoff_slots = slots;
+        s.resume_at = s.resume_at.max(now);
+        s.gen += 1;
+        s.backoff_at = None;
+    }
+
+    /// The head is done: take the next frame, if any, and contend.
+    fn take_head(&mut self, now: Time, node: usize, out: &mut LinkOutput) {
+        let s = &mut self.st[node];
+        s.head = None;
+        s.tries = 0;
+        match s.queue.pop(out) {
+            None => s.phase = Phase::Empty,
+            Some(p) => {
+                s.head = Some(Head {
+                    id: p.id,
+                    to: (p.next_hop != BROADCAST).then_some(p.next_hop),
+                    bytes: (p.wire_bytes as usize).saturating_add(self.wifi.mac_overhead_bytes),
+                    pkt: Some(p),
+                });
+                s.phase = Phase::Contend;
+                self.stats.frames += 1;
+                self.schedule_backoff(node, now);
+            }
+        }
+    }
+
+    /// Process every event due at or before `now`; `positions(t)` gives
+    /// every node's position at `t`, `wifi` the channel (path loss and
+    /// shadowing). Appends deliveries and drops to `out`. O(events ·
+    /// nodes).
+    pub fn run_until(
+        &mut self,
+        now: Time,
+        wifi: &WifiChannel,
+        positions: &mut dyn Positions,
+        out: &mut LinkOutput,
+    ) {
+        while let Some(&Reverse((t, _, ev))) = self.events.peek() {
+            if t > now {
+                break;
+            }
+            self.events.pop();
+            match ev {
+                Ev::BackoffDone(node, g) => {
+                    let s = &self.st[node];
+                    if s.gen != g || s.phase != Phase::Contend {
+                        continue;
+                    }
+                    self.st[node].backoff_at = None;
+                    self.start_data(t, node, wifi, positions.at(t));
+                }
+                Ev::AckStart(node, to) => {
+                    self.stats.acks += 1;
+                    let (m, air) = (self.ack_modulation, self.ack_air);
+                    let pos = positions.at(t);
+                    self.start_tx(t, node, Some(to), Kind::Ack, m, air, u64::MAX, wifi, pos);
+                }
+                Ev::TxEnd(id) => self.end_tx(t, id, out),
+                Ev::AckTimeout(node, g) => {
+                    let s = &self.st[node];
+                    if s.gen != g || s.phase != Phase::WaitAck {
+                        continue;
+                    }
+                    self.failed_attempt(t, node, out);
+                }
+                Ev::NavEnd => {
+                    for k in 0..self.st.len() {
+                        self.cca(k, t);
+                    }
+                }
+            }
+        }
+    }
+
+    fn start_data(&mut self, now: Time, node: usize, wifi: &WifiChannel, pos: &[Vec3]) {
+        let (to, bytes, pid) = {
+            let h = self.st[node].head.as_ref().expect("contending with a head");
+            (h.to, h.bytes, h.id)
+        };
+        self.stats.attempts += 1;
+        if self.st[node].tries > 0 {
+            self.stats.retries += 1;
+        }
+        self.st[node].tries += 1;
+        self.st[node].phase = Phase::Sending;
+        let (m, rate) = match (self.cfg.rate_adaptation, to) {
+            (RateAdaptation::Arf, Some(d)) => {
+                let m = Modulation::ALL[self.arf(node, d).rate];
+                (m, m.rate_mbps())
+            }
+            _ => (self.data_modulation, self.wifi.data_rate_mbps),
+        };
+        let air = mac::frame_time(&self.wifi, bytes, rate);
+        self.start_tx(now, node, to, Kind::Data, m, air, pid, wifi, pos);
+    }
+
+    /// ARF state of `node` towards `to` (created at the configured rate).
+    fn arf(&mut self, node: usize, to: usize) -> &mut Arf {
+        let start = Modulation::ALL
+            .iter()
+            .position(|m| *m == self.data_modulation)
+            .unwrap_or(0);
+        self.st[node].arf.entry(to).or_insert(Arf {
+            rate: start,
+            successes: 0,
+            failures: 0,
+            probing: false,
+        })
+    }
+
+    /// ARF bookkeeping of `node`'s head towards its addressee.
+    fn arf_outcome(&mut self, node: usize, ok: bool) {
+        if self.cfg.rate_adaptation != RateAdaptation::Arf {
+            return;
+        }
+        let Some(to) = self.st[node].head.as_ref().and_then(|h| h.to) else {
+            return;
+        };
+        let top = Modulation::ALL.len() - 1;
+        let a = self.arf(node, to);
+        if ok {
+            a.failures = 0;
+            a.probing = false;
+            a.successes += 1;
+            if a.successes >= ARF_SUCCESSES && a.rate < top {
+                a.rate += 1;
+                a.successes = 0;
+                a.probing = true;
+            }
+        } else {
+            a.successes = 0;
+            a.failures += 1;
+            if (a.probing || a.failures >= ARF_FAILURES) && a.rate > 0 {
+                a.rate -= 1;
+                a.failures = 0;
+            }
+            a.probing = false;
+        }
+    }
+
+    /// The rate `node` uses towards `to` now, Mbit/s (ARF's current rate,
+    /// else the configured one).
+    pub fn rate_mbps(&self, node: usize, to: usize) -> f64 {
+        match self.st[node].arf.get(&to) {
+            Some(a) if self.cfg.rate_adaptation == RateAdaptation::Arf => {
+                Modulation::ALL[a.rate].rate_mbps()
+            }
+            _ => self.wifi.data_rate_mbps,
+        }
+    }
+
+    /// Close `node`'s current reception chunk at `now` (before the power
+    /// it hears changes).
+    fn close_chunk(&mut self, node: usize, now: Time) {
+        let noise = self.noise_mw;
+        let long = self.wifi.long_preamble;
+        let s = &mut self.st[node];
+        let Some(rx) = s.rx.as_mut() else {
+            return;
+        };
+        if now <= rx.chunk_from {
+            return;
+        }
+        let Some(tx) = self.txs.iter().find(|t| t.id == rx.tx) else {
+            return;
+        };
+        let interference = (s.power_mw - rx.signal_mw).max(0.0);
+        let sinr = rx.signal_mw / (noise + interference);
+        let (from, to) = (rx.chunk_from, now);
+        // PLCP header: its 48 bits end with the preamble.
+        let (hdr_m, hdr_rate) = if long {
+            (Modulation::Dbpsk1, 1.0)
+        } else {
+            (Modulation::Dqpsk2, 2.0)
+        };
+        let hdr_len = Duration::from_secs_f64(f64::from(PLCP_HEADER_BITS) / (hdr_rate * 1e6));
+        let hdr_start = tx.header_end.saturating_sub(hdr_len);
+        let overlap = |a: Time, b: Time| -> f64 {
+            let lo = from.max(a);
+            let hi = to.min(b);
+            if hi > lo {
+                (hi - lo).as_secs_f64()
+            } else {
+                0.0
+            }
+        };
+        let hdr_bits = overlap(hdr_start, tx.header_end) * hdr_rate * 1e6;
+        let body_bits = overlap(tx.header_end, tx.end) * tx.modulation.rate_mbps() * 1e6;
+        let mut log_ok = 0.0;
+        if hdr_bits > 0.0 {
+            log_ok += hdr_bits * (1.0 - hdr_m.ber(sinr)).ln();
+        }
+        if body_bits > 0.0 {
+            log_ok += body_bits * (1.0 - tx.modulation.ber(sinr)).ln();
+        }
+        rx.log_ok += log_ok;
+        rx.chunk_from = now;
+        if interference > self.overlap_mw {
+            rx.interfered = true;
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_tx(
+        &mut self,
+        now: Time,
+        node: usize,
+        to: Option<usize>,
+        kind: Kind,
+        modulation: Modulation,
+        air: Duration,
+        packet_id: u64,
+        wifi: &WifiChannel,
+        pos: &[Vec3],
+    ) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let preamble = Duration::from_secs_f64(self.wifi.preamble_us() * 1e-6);
+        let end = now + air.max(Duration::from_nanos(1));
+        let air_ns = (end - now).as_nanos() as u64;
+        self.stats.airtime_ns += air_ns;
+        if kind == Kind::Data && to.is_none() {
+            self.stats.broadcast_airtime_ns += air_ns;
+        }
+        let p_tx = self.wifi.tx_power_dbm;
+        // Power vectors are recycled: no allocation per frame once warm.
+        let mut rx_mw = self.spare.pop().unwrap_or_default();
+        rx_mw.clear();
+        let n = self.st.len();
+        if self.shadow_knots.len() != n * n {
+            self.shadow_knots = vec![None; n * n];
+        }
+        let knots = &mut self.shadow_knots[node * n..(node + 1) * n];
+        rx_mw.extend(knots.iter_mut().enumerate().map(|(k, kn)| {
+            if k == node {
+                return 0.0;
+            }
+            let loss = wifi.path_loss_db(pos[node].distance(pos[k]))
+                + wifi.shadowing_db_cached(now, WifiChannel::link_id(node, k), kn);
+            dbm_to_mw(p_tx - loss)
+        }));
+        // Half duplex: a reception in progress at the sender is lost.
+        if let Some(rx) = self.st[node].rx.take() {
+            self.lost_rx(node, rx.tx, true);
+        }
+        self.st[node].transmitting = Some(id);
+        let mut tx = Tx {
+            id,
+            from: node,
+            to,
+            kind,
+            header_end: (now + preamble).min(end),
+            end,
+            modulation,
+            rx_mw,
+            packet_id,
+            dest_busy: false,
+        };
+        // Receivers, in node order.
+        for k in 0..self.st.len() {
+            if k == node {
+                continue;
+            }
+            let p = tx.rx_mw[k];
+            self.close_chunk(k, now);
+            self.st[k].power_mw += p;
+            let addressed = to == Some(k);
+            if self.st[k].transmitting.is_some() {
+                if addressed {
+                    tx.dest_busy = true;
+                }
+            } else if let Some(rx) = &self.st[k].rx {
+                if p >= self.sens_mw && p >= rx.signal_mw * self.capture {
+                    // Preamble capture: the stronger frame takes over.
+                    let old = self.st[k].rx.take().map(|r| r.tx);
+                    if let Some(old) = old {
+                        self.lost_rx(k, old, true);
+                    }
+                    self.lock(k, id, p, now);
+                } else if addressed {
+                    tx.dest_busy = true;
+                }
+            } else if p >= self.sens_mw {
+                self.lock(k, id, p, now);
+            }
+        }
+        let end_at = tx.end;
+        self.txs.push(tx);
+        for k in 0..self.st.len() {
+            self.cca(k, now);
+        }
+        self.push(end_at, Ev::TxEnd(id));
+    }
+
+    fn lock(&mut self, k: usize, id: u64, p: f64, now: Time) {
+        let interfered = self.st[k].power_mw - p > self.overlap_mw;
+        self.st[k].rx = Some(Rx {
+            tx: id,
+            signal_mw: p,
+            log_ok: 0.0,
+            chunk_from: now,
+            interfered,
+        });
+    }
+
+    /// A reception at `k` of transmission `id` was abandoned (half duplex
+    /// or capture): the frame is lost there.
+    fn lost_rx(&mut self, k: usize, id: u64, _collided: bool) {
+        if let Some(tx) = self.txs.iter_mut().find(|t| t.id == id) {
+            if tx.to == Some(k) {
+                tx.dest_busy = true;
+            }
+        }
+        self.st[k].eifs = true;
+    }
+
+    fn end_tx(&mut self, now: Time, id: u64, out: &mut LinkOutput) {
+        let Some(i) = self.txs.iter().position(|t| t.id == id) else {
+            return;
+        };
+        // Chunks close with the power still on, then it is removed.
+        for k in 0..self.st.len() {
+            self.close_chunk(k, now);
+        }
+        let tx = self.txs.swap_remove(i);
+        let mut dest: Option<RxOutcome> = None;
+        for k in 0..self.st.len() {
+            if k == tx.from {
+                continue;
+            }
+            let s = &mut self.st[k];
+            s.power_mw -= tx.rx_mw[k];
+            if self.txs.iter().all(|t| t.from == k) {
+                // Nothing left overlapping k: clear the rounding dust.
+                s.power_mw = 0.0;
+            }
+            let locked = s.rx.as_ref().is_some_and(|r| r.tx == id);
+            if !locked {
+                continue;
+            }
+            let rx = s.rx.take().expect("locked");
+            let p_ok = rx.log_ok.exp();
+            let ok = self.rng.random::<f64>() < p_ok;
+            let addressed = tx.to.is_none_or(|d| d == k);
+            if tx.to == Some(k) {
+                dest = Some(if ok {
+                    RxOutcome::Received
+                } else if rx.interfered {
+                    RxOutcome::Collided
+                } else {
+                    RxOutcome::Error
+                });
+            }
+            if !ok {
+                self.st[k].eifs = true;
+                continue;
+            }
+            match tx.kind {
+                Kind::Data => {
+                    if addressed && tx.to.is_none() {
+                        self.pass_up_copy(now, tx.from, k, out);
+                    } else if addressed {
+                        self.pass_up(now, tx.from, k, out);
+                        if tx.to.is_some() {
+                            self.push(now + self.sifs, Ev::AckStart(k, tx.from));
+                        }
+                    } else if tx.to.is_some() {
+                        // Virtual carrier sense for the SIFS + ACK to come.
+                        let nav = now + self.sifs + self.ack_air;
+                        if nav > self.st[k].nav_until {
+                            self.st[k].nav_until = nav;
+                            if self.nav_event != Some(nav) {
+                                self.nav_event = Some(nav);
+                                self.push(nav, Ev::NavEnd);
+                            }
+                        }
+                    }
+                }
+                Kind::Ack => {
+                    if tx.to == Some(k) && self.st[k].phase == Phase::WaitAck {
+                        self.acked(now, k, out);
+                    }
+                }
+            }
+        }
+        if tx.kind == Kind::Data {
+            if let Some(d) = tx.to {
+                let outcome = dest.unwrap_or(if tx.dest_busy {
+                    RxOutcome::Collided
+                } else {
+                    RxOutcome::Error
+                });
+                match outcome {
+                    RxOutcome::Collided => self.stats.collisions += 1,
+                    RxOutcome::Error => self.stats.errors += 1,
+                    RxOutcome::Received => {}
+                }
+                if let Some(r) = self.record.as_mut() {
+                    r.push((tx.id, tx.packet_id, tx.from, d, outcome));
+                }
+            }
+        }
+        // The sender.
+        let j = tx.from;
+        let (kind, to) = (tx.kind, tx.to);
+        self.spare.push(tx.rx_mw);
+        self.st[j].transmitting = None;
+        match kind {
+            Kind::Data if to.is_some() => {
+                let s = &mut self.st[j];
+                s.phase = Phase::WaitAck;
+                s.gen += 1;
+                s.backoff_at = None;
+                let g = s.gen;
+                self.push(now + self.ack_timeout, Ev::AckTimeout(j, g));
+            }
+            Kind::Data => {
+                self.stats.broadcasts += 1;
+                self.draw_backoff(j, now);
+                self.take_head(now, j, out);
+            }
+            Kind::Ack => {}
+        }
+        for k in 0..self.st.len() {
+            self.cca(k, now);
+        }
+    }
+
+    /// Receiver `k` decoded the head of `from`: pass it up once.
+    fn pass_up(&mut self, now: Time, from: usize, k: usize, out: &mut LinkOutput) {
+        let Some(id) = self.st[from].head.as_ref().map(|h| h.id) else {
+            return;
+        };
+        if self.st[k].last_up[from] == Some(id) {
+            return; // a retransmission of a frame already passed up
+        }
+        if let Some(p) = self.st[from].head.as_mut().and_then(|h| h.pkt.take()) {
+            self.st[k].last_up[from] = Some(id);
+            let s = &mut self.st[from].stats;
+            s.delivered_packets += 1;
+            s.delivered_bytes += u64::from(p.wire_bytes);
+            out.delivered.push((now, p));
+        }
+    }
+
+    /// Receiver `k` decoded the broadcast head of `from`: a copy for it.
+    fn pass_up_copy(&mut self, now: Time, from: usize, k: usize, out: &mut LinkOutput) {
+        let Some(p) = self.st[from].head.as_ref().and_then(|h| h.pkt.as_ref()) else {
+            return;
+        };
+        let mut p = p.clone();
+        p.next_hop = k;
+        let s = &mut self.st[from].stats;
+        s.delivered_packets += 1;
+        s.delivered_bytes += u64::from(p.wire_bytes);
+        out.delivered.push((now, p));
+    }
+
+    /// Station `j` got its ACK.
+    fn acked(&mut self, now: Time, j: usize, out: &mut LinkOutput) {
+        self.arf_outcome(j, true);
+        self.st[j].gen += 1;
+        self.st[j].tries = 0;
+        self.draw_backoff(j, now);
+        self.take_head(now, j, out);
+    }
+
+    /// Station `j`'s ACK did not come.
+    fn failed_attempt(&mut self, now: Time, j: usize, out: &mut LinkOutput) {
+        self.arf_outcome(j, false);
+        if self.st[j].tries >= self.wifi.retry_limit {
+            let h = self.st[j].head.take().expect("a frame in service");
+            if let Some(p) = h.pkt {
+                self.stats.mac_drops += 1;
+                self.st[j].stats.channel_drops += 1;
+                out.dropped.push((p, DropReason::Channel));
+            }
+            self.st[j].tries = 0;
+            self.draw_backoff(j, now);
+            self.take_head(now, j, out);
+            return;
+        }
+        self.draw_backoff(j, now);
+        self.st[j].phase = Phase::Contend;
+        self.schedule_backoff(j, now);
+    }
+}
