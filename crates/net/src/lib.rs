@@ -84,6 +84,7 @@ mod connection;
 mod driver;
 mod endpoint;
 pub mod keys;
+pub mod pmtu;
 mod socket;
 
 pub use connection::Connection;
@@ -100,7 +101,7 @@ pub use peregrine_proto::crypto::{
 pub use peregrine_proto::endpoint::EndpointStats;
 pub use peregrine_proto::{
     CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState, ConnectionStats,
-    EndpointConfig, MessageData, MessageId, SchedulerConfig, SendError, StreamConfig,
+    EndpointConfig, MessageData, MessageId, PmtuDiscovery, SchedulerConfig, SendError, StreamConfig,
     StreamReliability, WindowTarget,
 };
 
