@@ -454,6 +454,7 @@ impl LinkConfig {
             queue: None,
             loss: None,
             outages: None,
+            mtu: None,
             up: None,
             down: None,
         }
