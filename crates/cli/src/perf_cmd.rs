@@ -458,7 +458,10 @@ async fn client(a: ClientArgs) -> Result<()> {
         crate::out(&table(&out))?;
     }
     if out["verified"] == json!(false) {
-        bail!("the transfer did not verify: {}", out["verify_error"].as_str().unwrap_or("?"));
+        bail!(
+            "the transfer did not verify: {}",
+            out["verify_error"].as_str().unwrap_or("?")
+        );
     }
     Ok(())
 }
@@ -487,7 +490,10 @@ async fn transfer_mode(conn: &Connection, n: u64) -> Result<Value> {
     };
     let ready = next_control().await?;
     if &ready[..] != b"READY" {
-        bail!("the server does not support --bytes (it answered {:?})", String::from_utf8_lossy(&ready));
+        bail!(
+            "the server does not support --bytes (it answered {:?})",
+            String::from_utf8_lossy(&ready)
+        );
     }
     let start = Instant::now();
     let mut hasher = Sha256::new();
@@ -502,7 +508,10 @@ async fn transfer_mode(conn: &Connection, n: u64) -> Result<Value> {
         offset += len as u64;
         if last_print.elapsed() >= Duration::from_secs(1) {
             last_print = Instant::now();
-            eprintln!("[{:5.1} s] {offset} of {n} bytes queued", start.elapsed().as_secs_f64());
+            eprintln!(
+                "[{:5.1} s] {offset} of {n} bytes queued",
+                start.elapsed().as_secs_f64()
+            );
         }
     }
     let sha = pattern::hex(&hasher.finalize());
@@ -513,9 +522,13 @@ async fn transfer_mode(conn: &Connection, n: u64) -> Result<Value> {
     let server_bytes = report["bytes"].as_u64().unwrap_or(0);
     let server_sha = report["sha256"].as_str().unwrap_or("");
     let problem = if report["verified"] != json!(true) {
-        Some(format!("the server's check failed after {server_bytes} bytes"))
+        Some(format!(
+            "the server's check failed after {server_bytes} bytes"
+        ))
     } else if server_bytes != n {
-        Some(format!("the server counted {server_bytes} bytes, {n} were sent"))
+        Some(format!(
+            "the server counted {server_bytes} bytes, {n} were sent"
+        ))
     } else if server_sha != sha {
         Some(format!("SHA-256 differs: sent {sha}, server {server_sha}"))
     } else {

@@ -52,7 +52,11 @@ impl Veth {
             return None;
         }
         static N: AtomicU32 = AtomicU32::new(0);
-        let tag = format!("{}{}", std::process::id() % 100_000, N.fetch_add(1, Ordering::Relaxed));
+        let tag = format!(
+            "{}{}",
+            std::process::id() % 100_000,
+            N.fetch_add(1, Ordering::Relaxed)
+        );
         let v = Veth {
             server_ns: format!("pgmtu-s{tag}"),
             client_ns: format!("pgmtu-c{tag}"),
@@ -113,7 +117,9 @@ fn start_server(mut cmd: Command, listen: &str) -> (Child, String) {
     let stderr = server.stderr.take().expect("piped stderr");
     let mut reader = BufReader::new(stderr);
     let mut first = String::new();
-    reader.read_line(&mut first).expect("the server's first line");
+    reader
+        .read_line(&mut first)
+        .expect("the server's first line");
     std::thread::spawn(move || for _ in reader.lines() {});
     let addr = first
         .trim()
@@ -138,7 +144,15 @@ fn json_of(out: &std::process::Output, who: &str) -> Value {
 fn transfer(server: Command, listen: &str, mut client: Command, n: u64) -> (Value, Value) {
     let (child, addr) = start_server(server, listen);
     let out = client
-        .args(["perf", "client", "--connect", &addr, "--json", "--bytes", &n.to_string()])
+        .args([
+            "perf",
+            "client",
+            "--connect",
+            &addr,
+            "--json",
+            "--bytes",
+            &n.to_string(),
+        ])
         .output()
         .expect("run the client");
     let server_out = child.wait_with_output().expect("the server exits");
@@ -171,7 +185,12 @@ fn a_64_mib_transfer_crosses_a_1280_byte_mtu() {
     check_verified(&c, &s, n);
     let pmtu = &c["pmtu"];
     assert_eq!(pmtu["max_bytes"], 1252, "the route's MTU less 28: {pmtu}");
-    assert!(pmtu["current_bytes"].as_u64().is_some_and(|b| (1200..=1252).contains(&b)), "{pmtu}");
+    assert!(
+        pmtu["current_bytes"]
+            .as_u64()
+            .is_some_and(|b| (1200..=1252).contains(&b)),
+        "{pmtu}"
+    );
     eprintln!(
         "MTU 1280: 64 MiB in {:.2} s, pmtu {pmtu}",
         c["duration_s"].as_f64().unwrap_or(0.0)
@@ -187,9 +206,17 @@ fn datagrams_grow_past_8000_bytes_on_a_9000_byte_mtu() {
     check_verified(&c, &s, n);
     let pmtu = &c["pmtu"];
     assert_eq!(pmtu["max_bytes"], 8972, "{pmtu}");
-    assert!(pmtu["current_bytes"].as_u64().is_some_and(|b| b > 8000), "{pmtu}");
+    assert!(
+        pmtu["current_bytes"].as_u64().is_some_and(|b| b > 8000),
+        "{pmtu}"
+    );
     // The server's direction searched too (bounded by the client's maximum).
-    assert!(s["pmtu"]["current_bytes"].as_u64().is_some_and(|b| b > 8000), "{s}");
+    assert!(
+        s["pmtu"]["current_bytes"]
+            .as_u64()
+            .is_some_and(|b| b > 8000),
+        "{s}"
+    );
     eprintln!("MTU 9000: pmtu {pmtu}");
 }
 
@@ -199,19 +226,37 @@ fn bytes_mode_verifies_over_loopback() {
     let (c, s) = transfer(Command::new(BIN), "127.0.0.1:0", Command::new(BIN), n);
     check_verified(&c, &s, n);
     // Loopback's MTU is far above 1,452: discovery went beyond it.
-    assert!(c["pmtu"]["current_bytes"].as_u64().is_some_and(|b| b > 1452), "{}", c["pmtu"]);
+    assert!(
+        c["pmtu"]["current_bytes"]
+            .as_u64()
+            .is_some_and(|b| b > 1452),
+        "{}",
+        c["pmtu"]
+    );
 }
 
 #[test]
 fn pinned_datagrams_stay_fixed() {
     let (child, addr) = start_server(Command::new(BIN), "127.0.0.1:0");
     let out = Command::new(BIN)
-        .args(["perf", "client", "--connect", &addr, "--json", "--bytes", "100000"])
+        .args([
+            "perf",
+            "client",
+            "--connect",
+            &addr,
+            "--json",
+            "--bytes",
+            "100000",
+        ])
         .args(["--pmtud", "off", "--max-datagram", "1452"])
         .output()
         .expect("run the client");
     let _ = child.wait_with_output();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let c = json_of(&out, "client");
     assert_eq!(c["verified"], true);
     assert_eq!(c["pmtu"]["state"], "disabled");

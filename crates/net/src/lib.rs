@@ -101,8 +101,8 @@ pub use peregrine_proto::crypto::{
 pub use peregrine_proto::endpoint::EndpointStats;
 pub use peregrine_proto::{
     CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState, ConnectionStats,
-    EndpointConfig, MessageData, MessageId, PmtuDiscovery, SchedulerConfig, SendError, StreamConfig,
-    StreamReliability, WindowTarget,
+    EndpointConfig, MessageData, MessageId, PmtuDiscovery, SchedulerConfig, SendError,
+    StreamConfig, StreamReliability, WindowTarget,
 };
 
 /// What can go wrong.

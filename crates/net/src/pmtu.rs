@@ -159,10 +159,16 @@ mod tests {
             ..ConnectionConfig::default()
         };
         resolve(&mut c, Some(9000));
-        assert_eq!((c.pmtu_discovery, c.max_packet_size), (PmtuDiscovery::Off, 1452));
+        assert_eq!(
+            (c.pmtu_discovery, c.max_packet_size),
+            (PmtuDiscovery::Off, 1452)
+        );
         let mut c = ConnectionConfig::default();
         resolve(&mut c, Some(9000));
-        assert_eq!((c.pmtu_discovery, c.max_packet_size), (PmtuDiscovery::On, 9000));
+        assert_eq!(
+            (c.pmtu_discovery, c.max_packet_size),
+            (PmtuDiscovery::On, 9000)
+        );
         let mut c = ConnectionConfig {
             pmtu_discovery: PmtuDiscovery::On,
             max_packet_size: 4000,

@@ -385,10 +385,7 @@ mod tests {
     fn the_maximum_first_then_a_binary_search() {
         assert_eq!(converge(65_507, 65_507), (65_507, 1));
         let (mtu, probes) = converge(9_000, 1_472);
-        assert!(
-            (1_472 - SEARCH_GRANULARITY..=1_472).contains(&mtu),
-            "{mtu}"
-        );
+        assert!((1_472 - SEARCH_GRANULARITY..=1_472).contains(&mtu), "{mtu}");
         assert!(probes < 40, "{probes}");
         // A path at the base size: nothing above it gets through.
         assert_eq!(converge(1_452, 1_200).0, 1_200);

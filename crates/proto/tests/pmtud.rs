@@ -31,7 +31,11 @@ fn cfg(mode: PmtuDiscovery, max: u16) -> ConnectionConfig {
 
 /// Node 0 connects to node 1 over 10 ms pipes whose MTU (datagram bytes)
 /// is `mtu`, changeable during the run.
-fn pair(client: ConnectionConfig, server: ConnectionConfig, mtu: Rc<Cell<usize>>) -> (Driver, ConnectionHandle) {
+fn pair(
+    client: ConnectionConfig,
+    server: ConnectionConfig,
+    mtu: Rc<Cell<usize>>,
+) -> (Driver, ConnectionHandle) {
     let a = Endpoint::new(EndpointConfig::default(), 1);
     let b = Endpoint::new(EndpointConfig::server(server), 2);
     let mut sim = Driver::new(vec![a, b], ms(10), 7);
@@ -50,7 +54,9 @@ fn pair(client: ConnectionConfig, server: ConnectionConfig, mtu: Rc<Cell<usize>>
 }
 
 fn pattern(len: usize, seed: u32) -> Vec<u8> {
-    (0..len as u32).map(|i| (i.wrapping_mul(31) ^ seed) as u8).collect()
+    (0..len as u32)
+        .map(|i| (i.wrapping_mul(31) ^ seed) as u8)
+        .collect()
 }
 
 #[test]
@@ -60,18 +66,23 @@ fn the_search_converges_to_the_path_mtu_and_data_arrives() {
     let (mut sim, h) = pair(on.clone(), on, mtu.clone());
     sim.run_for(ms(100));
     let msg = pattern(300_000, 1);
-    sim.eps[0].send_message(h, sim.now, 0, &msg).expect("queued");
+    sim.eps[0]
+        .send_message(h, sim.now, 0, &msg)
+        .expect("queued");
     sim.run_for(Duration::from_secs(10));
     // The search is over by now: a second message rides the larger size.
     let searched = sim.log.len();
     let msg2 = pattern(300_000, 7);
-    sim.eps[0].send_message(h, sim.now, 0, &msg2).expect("queued");
+    sim.eps[0]
+        .send_message(h, sim.now, 0, &msg2)
+        .expect("queued");
     sim.run_for(Duration::from_secs(2));
     let s = sim.eps[0].stats(h).expect("stats");
     assert_eq!(s.pmtu.state, PmtudState::SearchComplete);
     assert_eq!(s.pmtu.max_bytes, 9_000);
     assert!(
-        (4_000 - usize::from(SEARCH_GRANULARITY)..=4_000).contains(&usize::from(s.pmtu.current_bytes)),
+        (4_000 - usize::from(SEARCH_GRANULARITY)..=4_000)
+            .contains(&usize::from(s.pmtu.current_bytes)),
         "{:?}",
         s.pmtu
     );
@@ -86,7 +97,11 @@ fn the_search_converges_to_the_path_mtu_and_data_arrives() {
         .collect();
     // Blocks fit the base size (1,163 bytes + a 13-byte frame header
     // here), so a 4,000-byte datagram carries three of them.
-    assert!(data.iter().any(|&n| n > 3_500), "largest DATA {:?}", data.iter().max());
+    assert!(
+        data.iter().any(|&n| n > 3_500),
+        "largest DATA {:?}",
+        data.iter().max()
+    );
     assert!(data.iter().all(|&n| n <= 4_000));
     // Before the first probe answer, nothing but probes above the base.
     let first_answer = sim
@@ -108,7 +123,9 @@ fn lost_probes_are_not_congestion() {
     let (mut sim, h) = pair(on.clone(), on, mtu);
     sim.run_for(ms(100));
     let msg = pattern(200_000, 2);
-    sim.eps[0].send_message(h, sim.now, 0, &msg).expect("queued");
+    sim.eps[0]
+        .send_message(h, sim.now, 0, &msg)
+        .expect("queued");
     sim.run_for(Duration::from_secs(5));
     let s = sim.eps[0].stats(h).expect("stats");
     assert!(s.pmtu.counters.probes_lost >= 3, "{:?}", s.pmtu);
@@ -116,7 +133,11 @@ fn lost_probes_are_not_congestion() {
     assert_eq!(s.pmtu.state, PmtudState::SearchComplete);
     assert_eq!((s.packets_lost, s.loss_episodes, s.rtos), (0, 0, 0));
     // Slow start ran undisturbed: the window only grew.
-    assert!(s.cwnd_bytes > 10 * u64::from(BASE_PLPMTU), "cwnd {}", s.cwnd_bytes);
+    assert!(
+        s.cwnd_bytes > 10 * u64::from(BASE_PLPMTU),
+        "cwnd {}",
+        s.cwnd_bytes
+    );
     assert_eq!(sim.received(1), vec![(0, msg)]);
 }
 
@@ -127,19 +148,24 @@ fn a_black_hole_falls_back_to_the_base_size() {
     let (mut sim, h) = pair(on.clone(), on, mtu.clone());
     sim.run_for(ms(100));
     let first = pattern(200_000, 3);
-    sim.eps[0].send_message(h, sim.now, 0, &first).expect("queued");
+    sim.eps[0]
+        .send_message(h, sim.now, 0, &first)
+        .expect("queued");
     sim.run_for(Duration::from_secs(3));
     let s = sim.eps[0].stats(h).expect("stats");
     assert_eq!(s.pmtu.current_bytes, 9_000, "{:?}", s.pmtu);
     // The path shrinks (a tunnel comes up): full-size packets vanish.
     mtu.set(1_400);
     let second = pattern(500_000, 4);
-    sim.eps[0].send_message(h, sim.now, 0, &second).expect("queued");
+    sim.eps[0]
+        .send_message(h, sim.now, 0, &second)
+        .expect("queued");
     sim.run_for(Duration::from_secs(30));
     let s = sim.eps[0].stats(h).expect("stats");
     assert_eq!(s.pmtu.counters.black_holes, 1, "{:?}", s.pmtu);
     assert!(
-        (1_400 - usize::from(SEARCH_GRANULARITY)..=1_400).contains(&usize::from(s.pmtu.current_bytes)),
+        (1_400 - usize::from(SEARCH_GRANULARITY)..=1_400)
+            .contains(&usize::from(s.pmtu.current_bytes)),
         "searched again below the black hole: {:?}",
         s.pmtu
     );
@@ -159,7 +185,9 @@ fn a_peer_without_discovery_answers_probes_and_bounds_the_search() {
     sim.eps[0].send_message(h, sim.now, 0, &up).expect("queued");
     let server = sim.eps[1].handles()[0];
     let down = pattern(100_000, 6);
-    sim.eps[1].send_message(server, sim.now, 0, &down).expect("queued");
+    sim.eps[1]
+        .send_message(server, sim.now, 0, &down)
+        .expect("queued");
     sim.run_for(Duration::from_secs(5));
     let s = sim.eps[0].stats(h).expect("stats");
     assert_eq!((s.pmtu.max_bytes, s.pmtu.current_bytes), (3_000, 3_000));

@@ -77,11 +77,16 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
         let b = intern(&l.b, &mut index, &mut nodes);
         let up = dir(&v, cfg, l, l.up.as_ref(), &format!("links.{i}"), "up")?;
         let down = dir(&v, cfg, l, l.down.as_ref(), &format!("links.{i}"), "down")?;
-        let min_mtu = cfg.net.ip_overhead_bytes.saturating_add(u32::from(MIN_PACKET_SIZE));
+        let min_mtu = cfg
+            .net
+            .ip_overhead_bytes
+            .saturating_add(u32::from(MIN_PACKET_SIZE));
         if l.mtu.is_some_and(|m| m < min_mtu) {
             return v.err(
                 format!("links.{i}.mtu"),
-                format!("must be at least {min_mtu} bytes (the IP/UDP overhead and a 64-byte datagram)"),
+                format!(
+                    "must be at least {min_mtu} bytes (the IP/UDP overhead and a 64-byte datagram)"
+                ),
             );
         }
         links.push(LinkSpec {
