@@ -120,7 +120,10 @@ fn start_server(mut cmd: Command, listen: &str) -> (Child, String) {
     reader
         .read_line(&mut first)
         .expect("the server's first line");
-    std::thread::spawn(move || for _ in reader.lines() {});
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::Builder::new()
+        .spawn(move || for _ in reader.lines() {})
+        .expect("drain thread");
     let addr = first
         .trim()
         .strip_prefix("listening on ")

@@ -439,7 +439,7 @@ mod tests {
         }
         // Fail everything above the base.
         let mut now = 100;
-        while let Some(_) = p.poll_probe(at(now), 5 * MS) {
+        while p.poll_probe(at(now), 5 * MS).is_some() {
             now += 5;
             p.on_timeout(at(now));
             now += 1;
