@@ -15,9 +15,13 @@
 #                           Peregrine/QUIC datagram)
 #        quinn              bench/quinn-peer (quinn defaults, one stream)
 #      medians over RUNS runs, and ratios. Datagrams are pinned to 1,452
-#      bytes of UDP payload on both QUIC-like contenders: Peregrine's default
-#      max_packet_size, and quinn-peer's initial_mtu = min_mtu = 1452 with
-#      MTU discovery off (quinn would otherwise start at 1,200 bytes);
+#      bytes of UDP payload on both QUIC-like contenders: Peregrine with
+#      `--pmtud off --max-datagram 1452` (a binary without --pmtud has fixed
+#      1,452-byte datagrams anyway), and quinn-peer's initial_mtu = min_mtu
+#      = 1452 with MTU discovery off (quinn would otherwise start at 1,200
+#      bytes). One more row, peregrine-maxdgram, runs Peregrine's default:
+#      path MTU discovery up to the interface's MTU (loopback: 65,507-byte
+#      datagrams);
 #   2. idle: IDLE_CONNECTIONS (default 1,000) concurrent idle connections on
 #      one server endpoint, opened one after another by one client and held
 #      IDLE_HOLD seconds (default 10): the seconds the client took to open
@@ -115,6 +119,14 @@ if [ $HAVE_PEREGRINE = 1 ] && [[ " ${PERF_FLAGS[*]} " != *" --insecure "* ]]; th
 else
   BULK_INSECURE=()
 fi
+# Like-for-like rows pin 1,452-byte datagrams; a binary with path MTU
+# discovery also gets a row with its default (the largest datagram).
+pin_flags() {
+  if "$1" perf client --help 2>/dev/null | grep -q -- --pmtud; then echo "--pmtud off --max-datagram 1452"; fi
+}
+if [ $HAVE_PEREGRINE = 1 ] && [ -n "$(pin_flags "$PEREGRINE")" ]; then
+  BULK_INSECURE+=(peregrine-maxdgram)
+fi
 # A second Peregrine binary, interleaved with the first (before/after).
 if [ -n "${PEREGRINE_BASELINE:-}" ]; then
   if "$PEREGRINE_BASELINE" perf --help >/dev/null 2>&1; then
@@ -151,9 +163,12 @@ stop_server() {
 bulk_once() {
   local run=$1 who=$2 port=$((BASE_PORT + 1)) client=() jqb jqs jqd flags=("${PERF_FLAGS[@]}") bin=$PEREGRINE
   case "$who" in
-    peregrine|peregrine-insecure|baseline|baseline-insecure)
+    peregrine|peregrine-insecure|peregrine-maxdgram|baseline|baseline-insecure)
       [[ "$who" == *-insecure ]] && flags+=(--insecure)
       [[ "$who" == baseline* ]] && bin=$PEREGRINE_BASELINE
+      # Word-split on purpose: a list of flags (empty for old binaries).
+      # shellcheck disable=SC2207
+      [ "$who" != peregrine-maxdgram ] && flags+=($(pin_flags "$bin"))
       start_server "$TMP/s.time" "$bin" perf server --listen "127.0.0.1:$port" --once "${flags[@]}"
       client=("$bin" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" --json "${flags[@]}")
       jqb=.bytes; jqs=.throughput_bps; jqd=.duration_s ;;
@@ -265,8 +280,11 @@ idle_one() {
 # ---- 3. open-loop latency ----------------------------------------------------------
 latency_one() {
   local sched=$1 port=$((BASE_PORT + 3))
-  start_server "$TMP/s.time" "$PEREGRINE" perf server --listen "127.0.0.1:$port" --once "${PERF_FLAGS[@]}"
-  if ! timeout $((DURATION + 30)) "$PEREGRINE" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" "${PERF_FLAGS[@]}" \
+  # Pinned 1,452-byte datagrams, as the bulk rows (comparable with earlier runs).
+  local pin=()
+  read -r -a pin <<<"$(pin_flags "$PEREGRINE")"
+  start_server "$TMP/s.time" "$PEREGRINE" perf server --listen "127.0.0.1:$port" --once "${PERF_FLAGS[@]}" "${pin[@]}"
+  if ! timeout $((DURATION + 30)) "$PEREGRINE" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" "${PERF_FLAGS[@]}" "${pin[@]}" \
       --streams 1 --scheduler "$sched" --latency-trace "$TMP/trace.csv" --json >"$TMP/lat.json" 2>"$TMP/lat.err"; then
     note "latency run of $sched failed: $(tail -n 2 "$TMP/lat.err" | tr '\n' ' ')"
     stop_server; return 0

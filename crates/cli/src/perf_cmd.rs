@@ -10,10 +10,15 @@
 //!   priority-0 stream; the server echoes each message's 8-byte header,
 //!   so latency is the time from the client's `send` to the echo;
 //! * **echo** (`--echo-size B --echo-count N`): seed 003 §VI's "network
-//!   time": send B bytes, the server sends them back, N times.
+//!   time": send B bytes, the server sends them back, N times;
+//! * **transfer** (`--bytes N`): exactly N bytes of a deterministic
+//!   pattern ([`pattern`]) on one stream; the server checks every byte and
+//!   hashes them (SHA-256), and both sides report `bytes`, `verified` and
+//!   `sha256` (the client exits non-zero when the check fails).
 //!
 //! Stream layout (a contract between client and server of the same
-//! version): 0 control (`HELLO n`, `DONE` → the server's JSON count), 1
+//! version): 0 control (`HELLO n`, `DONE` → the server's JSON count;
+//! `VERIFY n` → `READY`, then the server's JSON check once n bytes came), 1
 //! whole-message echo, 2 header echo (latency), 16.. bulk. Live progress
 //! goes to stderr once a second; the result is a table, or with `--json`
 //! only a JSON object on stdout (keys in docs/perf.md).
@@ -25,8 +30,8 @@
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use peregrine::{
-    CcConfig, Connection, ConnectionConfig, EndpointBuilder, EndpointConfig, StreamConfig,
-    StreamReliability,
+    CcConfig, Connection, ConnectionConfig, EndpointBuilder, EndpointConfig, PmtuDiscovery,
+    StreamConfig, StreamReliability,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -37,6 +42,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 mod parse;
+mod pattern;
 mod report;
 mod security;
 
@@ -84,6 +90,45 @@ struct ServerArgs {
     /// line, optionally followed by a name).
     #[arg(long, value_name = "FILE")]
     authorized_keys: Option<std::path::PathBuf>,
+    /// Print one JSON object per finished client on stdout.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    datagram: DatagramArgs,
+}
+
+/// Datagram sizing, both sides.
+#[derive(Args, Debug)]
+struct DatagramArgs {
+    /// Path MTU discovery: auto (on, up to the interface's MTU), on (up
+    /// to --max-datagram, within the interface's), off (every datagram
+    /// may be --max-datagram bytes, default 1452).
+    #[arg(long, default_value = "auto", value_name = "auto|on|off")]
+    pmtud: String,
+    /// Largest datagram (UDP payload) in bytes: the search's upper bound,
+    /// or the fixed size with --pmtud off.
+    #[arg(long, value_name = "BYTES")]
+    max_datagram: Option<u16>,
+}
+
+impl DatagramArgs {
+    /// Apply to `config`; errors name the flag.
+    fn apply(&self, config: &mut ConnectionConfig) -> Result<()> {
+        let mut mode = PmtuDiscovery::from_name(&self.pmtud)
+            .ok_or_else(|| anyhow!("--pmtud: unknown `{}` (auto, on, off)", self.pmtud))?;
+        if let Some(max) = self.max_datagram {
+            if max < 64 {
+                bail!("--max-datagram: {max} is below 64 bytes");
+            }
+            config.max_packet_size = max;
+            // A bound given with auto: search up to it (within the interface).
+            if mode == PmtuDiscovery::Auto {
+                mode = PmtuDiscovery::On;
+            }
+        }
+        config.pmtu_discovery = mode;
+        Ok(())
+    }
 }
 
 #[derive(Args, Debug)]
@@ -121,6 +166,12 @@ struct ClientArgs {
     /// Network-time mode: how many round trips.
     #[arg(long, requires = "echo_size")]
     echo_count: Option<u32>,
+    /// Transfer mode: send exactly N bytes of a deterministic pattern; the
+    /// server verifies them (`verified`, `sha256` in the report).
+    #[arg(long, value_name = "N", conflicts_with_all = ["echo_size", "latency_trace"])]
+    bytes: Option<u64>,
+    #[command(flatten)]
+    datagram: DatagramArgs,
     #[command(flatten)]
     security: SecurityArgs,
     /// The server's public key, as a file (`FILE.pub` of `peregrine
@@ -153,10 +204,12 @@ fn server_config() -> ConnectionConfig {
 
 async fn server(a: ServerArgs) -> Result<()> {
     let plan = security::server_plan(&a.security, a.authorized_keys.as_deref())?;
+    let mut config = server_config();
+    a.datagram.apply(&mut config)?;
     let ep = plan
         .apply(EndpointBuilder::new())
         .config(EndpointConfig {
-            server: Some(server_config()),
+            server: Some(config),
             // The client's --cc also runs the server's (echo) direction.
             adopt_peer_controller: true,
             ..EndpointConfig::default()
@@ -166,7 +219,7 @@ async fn server(a: ServerArgs) -> Result<()> {
     eprintln!("listening on {}", ep.local_addr());
     eprintln!("security: {}", plan.description);
     while let Some(conn) = ep.accept().await {
-        let task = tokio::spawn(serve(conn));
+        let task = tokio::spawn(serve(conn, a.json));
         if a.once {
             task.await.context("client task")??;
             break;
@@ -175,9 +228,76 @@ async fn server(a: ServerArgs) -> Result<()> {
     Ok(())
 }
 
+/// Transfer mode at the server: check the bytes of stream [`BULK_BASE`]
+/// as they come (an up-call on the driver's thread), then report.
+fn start_verify(
+    conn: &Connection,
+    expected: u64,
+    json_out: bool,
+) -> tokio::task::JoinHandle<Result<()>> {
+    let verifier = Arc::new(Mutex::new(pattern::Verifier::new(expected)));
+    let done = Arc::new(tokio::sync::Notify::new());
+    let (v, d) = (verifier.clone(), done.clone());
+    let started = Instant::now();
+    conn.on_message(BULK_BASE, move |_, b| {
+        let mut v = v.lock().unwrap_or_else(|p| p.into_inner());
+        v.update(&b);
+        if v.complete() {
+            d.notify_one();
+        }
+    });
+    let conn = conn.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = done.notified() => {}
+            _ = conn.closed() => {}
+        }
+        let (bytes, verified, sha, mismatch) = {
+            let v = verifier.lock().unwrap_or_else(|p| p.into_inner());
+            (v.bytes(), v.verified(), v.sha256(), v.mismatch_at())
+        };
+        let secs = started.elapsed().as_secs_f64();
+        let report = json!({"bytes": bytes, "verified": verified, "sha256": sha});
+        // The connection may be gone (a client that died): report anyway.
+        let _ = conn.send(CONTROL, report.to_string().as_bytes()).await;
+        let peer = conn.remote_address().map_or("?".into(), |p| p.to_string());
+        if json_out {
+            let mut line = report.clone();
+            line["client"] = json!(peer);
+            line["duration_s"] = json!(secs);
+            line["pmtu"] = conn.stats().map_or(Value::Null, |s| pmtu_json(&s));
+            crate::out(&format!("{line}\n"))?;
+        }
+        eprintln!(
+            "client {peer}: {bytes} of {expected} bytes in {secs:.2} s, verified {verified}, sha256 {sha}"
+        );
+        if !verified {
+            match mismatch {
+                Some(at) => bail!("transfer from {peer}: byte {at} differs from the pattern"),
+                None => bail!("transfer from {peer}: {bytes} bytes arrived, {expected} expected"),
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The path MTU part of a report.
+fn pmtu_json(s: &peregrine::ConnectionStats) -> Value {
+    let p = &s.pmtu;
+    json!({
+        "state": p.state.name(),
+        "current_bytes": p.current_bytes,
+        "max_bytes": p.max_bytes,
+        "probes_sent": p.counters.probes_sent,
+        "probes_acked": p.counters.probes_acked,
+        "probes_lost": p.counters.probes_lost,
+        "black_holes": p.counters.black_holes,
+    })
+}
+
 /// Serve one client: count bulk bytes (by up-call), echo streams 1 and 2,
 /// answer `DONE` with the counts.
-async fn serve(conn: Connection) -> Result<()> {
+async fn serve(conn: Connection, json_out: bool) -> Result<()> {
     let peer = conn.remote_address();
     let started = Instant::now();
     let counts: Arc<Mutex<BTreeMap<u16, u64>>> = Arc::default();
@@ -185,8 +305,19 @@ async fn serve(conn: Connection) -> Result<()> {
         let mut c = counts.lock().unwrap_or_else(|p| p.into_inner());
         *c.entry(s).or_default() += n as u64;
     };
+    let mut verify = None;
     while let Some((stream, bytes)) = conn.recv().await {
         match stream {
+            CONTROL if bytes.starts_with(b"VERIFY ") => {
+                let n: u64 = std::str::from_utf8(&bytes[7..])
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok())
+                    .unwrap_or(0);
+                if verify.is_none() {
+                    verify = Some(start_verify(&conn, n, json_out));
+                }
+                conn.send(CONTROL, b"READY").await?;
+            }
             CONTROL if bytes.starts_with(b"HELLO ") => {
                 let n: u16 = std::str::from_utf8(&bytes[6..])
                     .ok()
@@ -229,6 +360,9 @@ async fn serve(conn: Connection) -> Result<()> {
         }
     }
     conn.closed().await;
+    if let Some(task) = verify {
+        task.await.context("verify task")??;
+    }
     Ok(())
 }
 
@@ -267,17 +401,19 @@ async fn client(a: ClientArgs) -> Result<()> {
     };
     let plan = security::client_plan(&a.security, a.peer_key.as_deref())?;
     let ep = plan.apply(EndpointBuilder::new()).bind(bind)?;
-    let config = ConnectionConfig {
+    let mut config = ConnectionConfig {
         cc,
         scheduler,
         ..server_config()
     };
+    a.datagram.apply(&mut config)?;
     let conn = ep
         .connect(a.connect, config)
         .await
         .with_context(|| format!("cannot connect to {}", a.connect))?;
-    let mut out = match (a.echo_size, a.echo_count) {
-        (Some(size), Some(count)) => echo_mode(&conn, size, count).await?,
+    let mut out = match (a.echo_size, a.echo_count, a.bytes) {
+        (Some(size), Some(count), _) => echo_mode(&conn, size, count).await?,
+        (_, _, Some(n)) => transfer_mode(&conn, n).await?,
         _ => bulk_mode(&conn, &a, &classes, reliability, trace).await?,
     };
     let stats = conn.stats();
@@ -307,6 +443,7 @@ async fn client(a: ClientArgs) -> Result<()> {
     if let Some(s) = &stats {
         out["srtt_ms"] = json!(s.srtt.map(|d| d.as_secs_f64() * 1e3));
         out["packets_lost"] = json!(s.packets_lost);
+        out["pmtu"] = pmtu_json(s);
     }
     // Close gracefully; do not wait forever for a bulk backlog to drain.
     if tokio::time::timeout(Duration::from_secs(5), conn.close())
@@ -320,7 +457,94 @@ async fn client(a: ClientArgs) -> Result<()> {
     } else {
         crate::out(&table(&out))?;
     }
+    if out["verified"] == json!(false) {
+        bail!(
+            "the transfer did not verify: {}",
+            out["verify_error"].as_str().unwrap_or("?")
+        );
+    }
     Ok(())
+}
+
+/// Transfer mode: `n` bytes of the pattern on stream [`BULK_BASE`] in
+/// 64 KiB messages, after the server said `READY`; then its check.
+async fn transfer_mode(conn: &Connection, n: u64) -> Result<Value> {
+    use sha2::{Digest, Sha256};
+    conn.open_stream(
+        CONTROL,
+        StreamConfig {
+            class: 0,
+            ..StreamConfig::default()
+        },
+    )?;
+    conn.open_stream(BULK_BASE, StreamConfig::default())?;
+    conn.send(CONTROL, format!("VERIFY {n}").as_bytes()).await?;
+    let next_control = || async {
+        loop {
+            match conn.recv().await {
+                Some((CONTROL, b)) => return Ok(b),
+                Some(_) => continue,
+                None => bail!("the server closed the connection"),
+            }
+        }
+    };
+    let ready = next_control().await?;
+    if &ready[..] != b"READY" {
+        bail!(
+            "the server does not support --bytes (it answered {:?})",
+            String::from_utf8_lossy(&ready)
+        );
+    }
+    let start = Instant::now();
+    let mut hasher = Sha256::new();
+    let mut offset = 0u64;
+    let mut last_print = start;
+    while offset < n {
+        let len = (n - offset).min(BULK_MESSAGE as u64) as usize;
+        let mut chunk = vec![0u8; len];
+        pattern::fill(offset, &mut chunk);
+        hasher.update(&chunk);
+        conn.send(BULK_BASE, chunk).await?;
+        offset += len as u64;
+        if last_print.elapsed() >= Duration::from_secs(1) {
+            last_print = Instant::now();
+            eprintln!(
+                "[{:5.1} s] {offset} of {n} bytes queued",
+                start.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let sha = pattern::hex(&hasher.finalize());
+    let report = next_control().await?;
+    let secs = start.elapsed().as_secs_f64();
+    let report: Value =
+        serde_json::from_slice(&report).context("the server's report is not JSON")?;
+    let server_bytes = report["bytes"].as_u64().unwrap_or(0);
+    let server_sha = report["sha256"].as_str().unwrap_or("");
+    let problem = if report["verified"] != json!(true) {
+        Some(format!(
+            "the server's check failed after {server_bytes} bytes"
+        ))
+    } else if server_bytes != n {
+        Some(format!(
+            "the server counted {server_bytes} bytes, {n} were sent"
+        ))
+    } else if server_sha != sha {
+        Some(format!("SHA-256 differs: sent {sha}, server {server_sha}"))
+    } else {
+        None
+    };
+    Ok(json!({
+        "mode": "transfer",
+        "throughput_bps": if secs > 0.0 { n as f64 * 8.0 / secs } else { 0.0 },
+        "bytes": n,
+        "duration_s": secs,
+        "streams": [{"id": BULK_BASE, "bytes": server_bytes, "latency_ms": Value::Null}],
+        "verified": problem.is_none(),
+        "sha256": sha,
+        "server_sha256": server_sha,
+        "verify_error": problem,
+    }))
 }
 
 async fn echo_mode(conn: &Connection, size: usize, count: u32) -> Result<Value> {

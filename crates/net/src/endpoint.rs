@@ -163,6 +163,11 @@ impl EndpointBuilder {
     /// a setting that cannot work is an [`Error::Config`] naming the field,
     /// a security configuration that cannot serve an [`Error::Security`].
     pub fn bind(mut self, addr: SocketAddr) -> Result<Endpoint, Error> {
+        if let Some(server) = self.config.server.as_mut() {
+            // Path MTU discovery's bound: the largest interface MTU (each
+            // client's own bound is its route's, and the smaller wins).
+            crate::pmtu::resolve(server, crate::pmtu::max_datagram_local(addr));
+        }
         self.config.validate().map_err(Error::Config)?;
         self.config.aes_hardware = self.aes_hardware.unwrap_or_else(aes_hardware);
         let (client_security, public_key) = self.resolve_security()?;
@@ -380,6 +385,8 @@ impl Endpoint {
         if config.security.is_none() {
             config.security = self.client_security.clone();
         }
+        // Path MTU discovery's bound: the MTU of the route to the peer.
+        crate::pmtu::resolve(&mut config, crate::pmtu::max_datagram_to(remote));
         if let Some(sec) = &config.security {
             sec.validate(true).map_err(Error::Security)?;
         }

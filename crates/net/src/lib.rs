@@ -107,6 +107,7 @@ mod endpoint;
 mod events;
 mod inbox;
 pub mod keys;
+pub mod pmtu;
 mod socket;
 
 pub use connection::{Connection, Delivery};
@@ -125,8 +126,9 @@ pub use peregrine_proto::crypto::{
 pub use peregrine_proto::endpoint::EndpointStats;
 pub use peregrine_proto::{
     AbandonReason, CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState,
-    ConnectionStats, EndpointConfig, HintEffect, MessageData, MessageId, SchedulerConfig,
-    SendError, StreamConfig, StreamReliability, WindowTarget, DEFAULT_STREAM_SEND_BUFFER_BYTES,
+    ConnectionStats, EndpointConfig, HintEffect, MessageData, MessageId, PmtuDiscovery,
+    SchedulerConfig, SendError, StreamConfig, StreamReliability, WindowTarget,
+    DEFAULT_STREAM_SEND_BUFFER_BYTES,
 };
 
 /// What can go wrong.

@@ -120,6 +120,7 @@ pub mod endpoint;
 pub mod harness;
 pub mod io;
 pub mod multicast;
+pub mod pmtud;
 pub mod pool;
 pub mod probe;
 pub mod recovery;
@@ -134,7 +135,7 @@ pub mod wire;
 pub use bytes::Bytes;
 pub use connection::{
     CloseReason, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig, Event,
-    HintEffect, MessageData, MessageId, SendError, WindowCounters, WindowTarget,
+    HintEffect, MessageData, MessageId, PmtuDiscovery, SendError, WindowCounters, WindowTarget,
 };
 pub use endpoint::{ConnectionHandle, Endpoint};
 pub use io::{EcnCodepoint, SansIo, Transmit};

@@ -13,6 +13,40 @@ pub const DATA_OVERHEAD: usize = HEADER_LEN + 4 + crate::wire::StreamFrame::HEAD
 /// the ACK and NACK payloads the connection sends.
 pub const MIN_PACKET_SIZE: u16 = 64;
 
+/// Whether a connection discovers its path MTU (`ConnectionConfig::pmtu_discovery`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PmtuDiscovery {
+    /// Fixed size: every datagram may be the negotiated `max_packet_size`
+    /// (what the simulator and like-for-like benchmarks use).
+    Off,
+    /// DPLPMTUD from 1,200 bytes up to the negotiated `max_packet_size`;
+    /// messages are cut into blocks that fit 1,200-byte datagrams, and a
+    /// datagram carries as many as the current PMTU holds.
+    On,
+    /// Left to the runtime: the core alone treats it as [`Off`](Self::Off);
+    /// the UDP runtime (`peregrine`) as [`On`](Self::On) with the
+    /// interface's MTU (less IP and UDP headers) as `max_packet_size`.
+    #[default]
+    Auto,
+}
+
+impl PmtuDiscovery {
+    /// The name used by the CLI and JSON: `off`, `on`, `auto`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PmtuDiscovery::Off => "off",
+            PmtuDiscovery::On => "on",
+            PmtuDiscovery::Auto => "auto",
+        }
+    }
+    /// The mode with this name (`off`, `on`, `auto`).
+    pub fn from_name(name: &str) -> Option<PmtuDiscovery> {
+        [PmtuDiscovery::Off, PmtuDiscovery::On, PmtuDiscovery::Auto]
+            .into_iter()
+            .find(|m| m.name() == name)
+    }
+}
+
 /// A configuration value that cannot work.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid connection configuration: {field} {problem}")]
@@ -39,8 +73,15 @@ pub struct ConnectionConfig {
     pub startup: StartupMode,
     /// Largest datagram (TOTAL_LEN) this side sends and accepts; the
     /// connection uses the smaller of both sides' values. 1452 bytes is
-    /// SLTP's own choice (seed 003 §VI).
+    /// SLTP's own choice (seed 003 §VI). With path MTU discovery on, the
+    /// upper bound of the search.
     pub max_packet_size: u16,
+    /// Path MTU discovery (DPLPMTUD, RFC 8899; [`crate::pmtud`]): off
+    /// (every datagram may be the negotiated `max_packet_size`), on
+    /// (start at 1,200 bytes and probe up to it), or left to the runtime
+    /// (the default: the sans-IO core and the simulator treat it as off;
+    /// the UDP runtime turns it on with the interface's MTU as the bound).
+    pub pmtu_discovery: PmtuDiscovery,
     /// Largest application message accepted by `send_message`, bytes.
     pub max_message_size: usize,
     /// Most messages sent but not yet acknowledged by the peer.
@@ -127,6 +168,7 @@ impl Default for ConnectionConfig {
             cc: CcConfig::from_name("cubic").unwrap_or(CcConfig::NewReno(Default::default())),
             startup: StartupMode::PacketPair,
             max_packet_size: 1452,
+            pmtu_discovery: PmtuDiscovery::Auto,
             max_message_size: 1 << 20,
             max_outstanding_messages: 4096,
             max_send_buffer_bytes: 16 << 20,

@@ -54,6 +54,7 @@
 pub mod config;
 pub mod events;
 pub mod lifecycle;
+pub mod pmtu;
 mod recovery_glue;
 pub mod recv;
 pub mod send;
@@ -72,11 +73,12 @@ pub use recv::{range_set, window};
 mod integrity_tests;
 
 pub use admission::{MAX_RETRIES, MIN_SECURE_START_LEN};
-pub use config::{ConfigError, ConnectionConfig, EndpointConfig};
+pub use config::{ConfigError, ConnectionConfig, EndpointConfig, PmtuDiscovery};
 pub use events::{CloseReason, Event, HintEffect, MessageId, ViolationKind};
 pub use group::GroupRequestError;
 pub use lifecycle::StartParams;
 pub use path::PathStats;
+pub use pmtu::PmtuStats;
 pub use send::{MessageData, SendError};
 pub use stats::{ConnectionState, ConnectionStats};
 pub use window::{WindowCounters, WindowTarget};
@@ -145,7 +147,11 @@ pub struct Connection {
     parked: BTreeMap<u16, VecDeque<Event>>,
     /// Where the next ACK's credit section starts (rotation).
     credit_cursor: u16,
+    /// The largest packet to build now, bytes before packet protection:
+    /// the current PMTU less the tag (fixed without path MTU discovery).
     packet_size: u16,
+    /// Path MTU discovery of this side's sending direction (pmtud.rs).
+    pmtud: crate::pmtud::Pmtud,
     recovery: Recovery,
     /// Messages one DATA packet completed (reused: no list per packet).
     delivered: Vec<(MessageId, Vec<u8>)>,
@@ -223,6 +229,7 @@ impl Connection {
             peer_sync: None,
             peer_scale: 0,
             packet_size,
+            pmtud: crate::pmtud::Pmtud::disabled(packet_size),
             recovery,
             send: SendState::with_scheduler(block, scheduler),
             recv: RecvState::new(),

@@ -166,6 +166,9 @@ pub struct ConnectionStats {
     pub window: super::WindowCounters,
     /// Address migration: challenges, migrations, rejected addresses.
     pub path: super::PathStats,
+    /// Path MTU discovery: the current PMTU, the search's bound and
+    /// state, probe counters.
+    pub pmtu: super::PmtuStats,
     /// Packet protection: sealed/opened datagrams, authentication
     /// failures, replays (all zero when unencrypted).
     pub security: crate::crypto::SecurityStats,
@@ -244,6 +247,7 @@ impl Connection {
             advertised_window_bytes: self.advertised_window(),
             window: self.window_counters(),
             path: self.path.stats(),
+            pmtu: self.pmtu_stats(),
             security: self.security_stats(),
         }
     }

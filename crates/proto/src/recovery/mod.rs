@@ -85,6 +85,11 @@ pub struct RecoveryOutcome {
     pub lost_blocks: Vec<(u64, BlockRef)>,
     /// Number of packets newly declared lost.
     pub newly_lost: u32,
+    /// The largest of the packets newly declared lost, bytes (0: none);
+    /// path MTU discovery's black-hole detection reads it.
+    pub largest_lost_bytes: u32,
+    /// The largest of the packets newly acknowledged, bytes (0: none).
+    pub largest_acked_bytes: u32,
 }
 
 impl RecoveryOutcome {
@@ -93,6 +98,8 @@ impl RecoveryOutcome {
         self.acked_blocks.clear();
         self.lost_blocks.clear();
         self.newly_lost = 0;
+        self.largest_lost_bytes = 0;
+        self.largest_acked_bytes = 0;
     }
 }
 
@@ -324,6 +331,7 @@ impl Recovery {
             self.lost_pns.push(pn);
             self.counters.packets_lost += 1;
             self.counters.bytes_lost += u64::from(p.size);
+            out.largest_lost_bytes = out.largest_lost_bytes.max(p.size);
             out.lost_blocks.extend(p.blocks.iter().map(|b| (pn, *b)));
         }
         out.newly_lost = u32::try_from(self.lost_pns.len()).unwrap_or(u32::MAX);
@@ -373,6 +381,7 @@ impl Recovery {
         for (_, p) in &acked.newly_acked {
             sampler.on_packet_acked(now, &p.rate);
             acked_bytes += u64::from(p.size);
+            out.largest_acked_bytes = out.largest_acked_bytes.max(p.size);
             out.acked_blocks.extend_from_slice(&p.blocks);
         }
         self.counters.packets_acked += acked.newly_acked.len() as u64;

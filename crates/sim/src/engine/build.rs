@@ -10,11 +10,12 @@ use crate::rng::component_rng;
 use crate::scenario::model::{AppSpec, DirSpec, ServerSpec};
 use crate::scenario::Scenario;
 use crate::world::link::{LinkModel, PointToPoint, QueueLimit, Server};
+use crate::world::link_model::LinkStats;
 use crate::world::loss::LossModel;
 use crate::world::outage::Outages;
 use crate::world::trace::MahimahiTrace;
 use peregrine_cc::Time;
-use peregrine_proto::{ConnectionConfig, Endpoint, EndpointConfig, StreamConfig};
+use peregrine_proto::{ConnectionConfig, Endpoint, EndpointConfig, PmtuDiscovery, StreamConfig};
 use rand::RngExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -123,13 +124,22 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
     };
     let mut links: Vec<Box<dyn LinkModel>> = Vec::new();
     let mut link_names = Vec::new();
+    let mut link_mtu = Vec::new();
     for l in &m.links {
         for (dir, name) in l.dirs.iter().zip(["up", "down"]) {
             let p = loader.direction(dir, &format!("link/{}/{name}", l.name))?;
             links.push(Box::new(p));
             link_names.push(format!("{}/{name}", l.name));
+            link_mtu.push((l.mtu, 0));
         }
     }
+    // Path MTU discovery runs only where a link limits the packet size,
+    // so every scenario without `mtu` runs as before.
+    let pmtu_discovery = if m.links.iter().any(|l| l.mtu.is_some()) {
+        PmtuDiscovery::On
+    } else {
+        PmtuDiscovery::Off
+    };
     let routes = StaticRoutes::new(m.nodes.len(), &m.links);
     let mut router: Box<dyn super::Router> = Box::new(routes.clone());
     let mut queue = EventQueue::new();
@@ -141,6 +151,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
                 .map_err(|e| loader.fail(format!("{}: {e}", scenario.origin)))?;
         links = built.links;
         link_names = built.link_names;
+        link_mtu = vec![(None, 0); links.len()];
         router = built.router;
         let mut w = built.wireless;
         // Routes exist before the first flow starts (same instant, earlier).
@@ -165,6 +176,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             cc: fs.cc.clone(),
             startup: fs.startup,
             max_packet_size: fs.max_packet_size,
+            pmtu_discovery,
             scheduler: fs.scheduler,
             // The run decides when a flow ends, not an idle timer: a long
             // outage must not close the connection under the experiment.
@@ -319,6 +331,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         packets: Vec::new(),
         free_packets: Vec::new(),
         link_samples: (0..link_names.len()).map(|_| Vec::new()).collect(),
+        link_mtu,
         link_names,
         wireless,
         olsr_out: Vec::new(),
@@ -379,7 +392,10 @@ impl Sim {
             .enumerate()
             .map(|(i, l)| LinkResult {
                 name: self.link_names[i].clone(),
-                stats: l.stats().clone(),
+                stats: LinkStats {
+                    mtu_drops: self.link_mtu.get(i).map_or(0, |m| m.1),
+                    ..l.stats().clone()
+                },
                 backlog_packets: l.backlog().0,
                 samples: std::mem::take(&mut self.link_samples[i]),
             })

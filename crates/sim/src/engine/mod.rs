@@ -128,6 +128,9 @@ pub(crate) struct Sim {
     per_message: bool,
     queue: EventQueue<Ev>,
     links: Vec<Box<dyn LinkModel>>,
+    /// Per link direction: the largest packet it carries (wire bytes) and
+    /// the packets dropped for being larger.
+    link_mtu: Vec<(Option<u32>, u64)>,
     link_wake: Vec<Option<Time>>,
     router: Box<dyn Router>,
     slots: Vec<Slot>,
@@ -526,6 +529,13 @@ impl Sim {
             return;
         };
         let l = hop.link;
+        if let Some((Some(mtu), drops)) = self.link_mtu.get_mut(l) {
+            if pkt.wire_bytes > *mtu {
+                *drops += 1;
+                self.drop_packet(&pkt, DropReason::TooBig);
+                return;
+            }
+        }
         let mut pkt = pkt;
         pkt.next_hop = hop.node;
         pkt.hops += 1;

@@ -403,7 +403,7 @@ impl SimResults {
             .iter()
             .map(|l| {
                 let s = &l.stats;
-                json!({
+                let mut j = json!({
                     "name": l.name,
                     "enqueued_packets": s.enqueued_packets,
                     "delivered_packets": s.delivered_packets,
@@ -413,7 +413,13 @@ impl SimResults {
                     "outage_drops": s.outage_drops,
                     "max_queue_packets": s.max_queue_packets,
                     "wasted_opportunities": s.wasted_opportunities,
-                })
+                });
+                // Only links with an `mtu` drop for size: the key appears
+                // when one did, so runs without `mtu` print as before.
+                if s.mtu_drops > 0 {
+                    j["mtu_drops"] = json!(s.mtu_drops);
+                }
+                j
             })
             .collect();
         let mut fair = Map::new();

@@ -264,6 +264,12 @@ pub struct LinkConfig {
     /// Outages, both directions (default none).
     #[serde(default)]
     pub outages: Option<OutageConfig>,
+    /// Largest IP packet the link carries, bytes (datagram plus the
+    /// `net.ip_overhead`), both directions; larger ones are dropped
+    /// (`mtu_drops`). Declaring it on any link turns on path MTU discovery
+    /// for every flow (default: none, and discovery off).
+    #[serde(default)]
+    pub mtu: Option<u32>,
     /// Overrides for the `a → b` direction.
     #[serde(default)]
     pub up: Option<DirConfig>,
@@ -448,6 +454,7 @@ impl LinkConfig {
             queue: None,
             loss: None,
             outages: None,
+            mtu: None,
             up: None,
             down: None,
         }

@@ -48,6 +48,9 @@ pub struct LinkSpec {
     pub b: usize,
     /// `[a → b, b → a]`.
     pub dirs: [DirSpec; 2],
+    /// Largest IP packet (wire bytes) the link carries, both directions
+    /// (`None`: any).
+    pub mtu: Option<u32>,
 }
 
 /// How a link direction serves its queue.

@@ -10,6 +10,7 @@ use super::model::{
 };
 use super::ScenarioError;
 use peregrine_cc::{CcConfig, NAMES};
+use peregrine_proto::connection::config::MIN_PACKET_SIZE;
 use peregrine_proto::connection::ConnectionConfig;
 use peregrine_proto::crypto::NoisePattern;
 use peregrine_proto::wire::StartupMode;
@@ -76,11 +77,24 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
         let b = intern(&l.b, &mut index, &mut nodes);
         let up = dir(&v, cfg, l, l.up.as_ref(), &format!("links.{i}"), "up")?;
         let down = dir(&v, cfg, l, l.down.as_ref(), &format!("links.{i}"), "down")?;
+        let min_mtu = cfg
+            .net
+            .ip_overhead_bytes
+            .saturating_add(u32::from(MIN_PACKET_SIZE));
+        if l.mtu.is_some_and(|m| m < min_mtu) {
+            return v.err(
+                format!("links.{i}.mtu"),
+                format!(
+                    "must be at least {min_mtu} bytes (the IP/UDP overhead and a 64-byte datagram)"
+                ),
+            );
+        }
         links.push(LinkSpec {
             name: l.name.clone().unwrap_or_else(|| format!("{}-{}", l.a, l.b)),
             a,
             b,
             dirs: [up, down],
+            mtu: l.mtu,
         });
     }
     // Each flow gets port 10000 + index; each node an address 10.x.y.z.

@@ -59,6 +59,8 @@ pub enum DropReason {
     Outage,
     /// No route to its destination.
     NoRoute,
+    /// Larger than the link's `mtu`.
+    TooBig,
 }
 
 impl DropReason {
@@ -73,6 +75,7 @@ impl DropReason {
             DropReason::Channel => "channel",
             DropReason::Outage => "outage",
             DropReason::NoRoute => "no_route",
+            DropReason::TooBig => "mtu",
         }
     }
 }
@@ -112,6 +115,9 @@ pub struct LinkStats {
     pub max_queue_packets: u64,
     /// Trace opportunities wasted on an empty queue (trace links).
     pub wasted_opportunities: u64,
+    /// Packets larger than the link's `mtu`, dropped before its queue
+    /// (counted by the engine, which knows the link's `mtu`).
+    pub mtu_drops: u64,
 }
 
 /// One direction of a link, as a driver (the simulator's engine, or a

@@ -189,8 +189,9 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
          both ends run on one host over loopback: there is no wire, no NIC and no 1 Gbit/s bottleneck, so \
          round trips are bounded by CPU and system calls rather than serialization, and the hog loads the \
          sender and the receiver at once. Kernel TCP over loopback uses a 64 KiB MTU and segment \
-         offloads, while Peregrine sends packets of at most 1452 bytes by default (its \
-         `max_packet_size`, SLTP's own choice), so a large buffer is ~45 times as many packets for \
+         offloads, while the reproduction pins Peregrine's packets at 1452 bytes (`--pmtud off \
+         --max-datagram 1452`: SLTP's own choice; the runtime's default path MTU discovery would \
+         use up to 65,507 bytes over loopback), so a large buffer is ~45 times as many packets for \
          Peregrine, each crossing the user/kernel boundary unless GSO batches them; the seed's TCP ran \
          on Ethernet with segments of the same size as SLTP's (`--ethernet` measures that setting). ",
         LinkKind::Veth => "Here \

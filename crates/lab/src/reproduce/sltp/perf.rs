@@ -126,6 +126,9 @@ impl PerfServer {
                 "--listen",
                 &addr.to_string(),
             ])
+            // Seed fidelity: SLTP's fixed 1,452-byte datagrams, not the
+            // runtime's path MTU discovery (65,507 bytes over loopback).
+            .args(["--pmtud", "off", "--max-datagram", "1452"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file)
@@ -195,6 +198,7 @@ pub fn echo_client(
                 "--connect",
                 &server.to_string(),
             ])
+            .args(["--pmtud", "off", "--max-datagram", "1452"])
             .args(["--echo-size", &size_bytes.to_string()])
             .args(["--echo-count", &count.to_string(), "--json"])
             .stdin(Stdio::null())

@@ -130,6 +130,7 @@ impl Connection {
         self.last_received = now;
         self.last_sent = now;
         self.recovery.init_controller(now);
+        self.pmtud.start();
         self.events.push_back(Event::Connected);
         match self.config.startup {
             StartupMode::PacketPair => self.start_probe(now, true),
@@ -393,12 +394,25 @@ impl Connection {
 
     /// Use the smaller of both sides' packet sizes; fails if messages of
     /// the configured maximum would need more than 65,535 blocks.
+    ///
+    /// With path MTU discovery on, the smaller maximum is the upper bound
+    /// of the search, packets start at the base size (1,200 bytes), and
+    /// messages are cut into blocks that fit base-size packets, so a
+    /// block never has to be re-cut when the PMTU shrinks (a larger
+    /// datagram carries several); the controller counts in base-size
+    /// segments.
     pub(crate) fn negotiate_packet_size(&mut self, peer: Option<u16>) -> Result<(), &'static str> {
-        let size = peer
+        let max = peer
             .unwrap_or(self.config.max_packet_size)
-            .min(self.config.max_packet_size)
-            .saturating_sub(self.tag_overhead());
-        let block = usize::from(size).saturating_sub(super::config::DATA_OVERHEAD);
+            .min(self.config.max_packet_size);
+        let tag = self.tag_overhead();
+        self.pmtud = match self.config.pmtu_discovery {
+            super::config::PmtuDiscovery::On => crate::pmtud::Pmtud::enabled(max),
+            _ => crate::pmtud::Pmtud::disabled(max),
+        };
+        let size = self.pmtud.current().saturating_sub(tag);
+        let block_packet = self.pmtud.base().saturating_sub(tag);
+        let block = usize::from(block_packet).saturating_sub(super::config::DATA_OVERHEAD);
         if block == 0 || self.config.max_message_size > block * usize::from(u16::MAX) {
             return Err("peer's MAX_PACKET_SIZE too small for the maximum message size");
         }
@@ -408,6 +422,14 @@ impl Connection {
         }
         self.send.set_block_size(block);
         Ok(())
+    }
+
+    /// Follow the path MTU search: the packet size is the current PMTU
+    /// less the tag (the controller keeps its base-size segments). O(1).
+    pub(crate) fn sync_packet_size(&mut self) {
+        if self.pmtud.is_enabled() {
+            self.packet_size = self.pmtud.current().saturating_sub(self.tag_overhead());
+        }
     }
 
     /// Handshake timers: START retransmission and the handshake timeout.

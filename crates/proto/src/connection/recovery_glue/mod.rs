@@ -70,6 +70,12 @@ impl Connection {
 
     pub(crate) fn apply(&mut self, out: RecoveryOutcome, trigger: crate::trace::LossTrigger) {
         self.trace_lost(self.now, &out, trigger);
+        if self.pmtud.is_enabled() {
+            self.pmtud.on_data_acked(out.largest_acked_bytes);
+            if out.newly_lost > 0 && self.pmtud.on_data_lost(self.now, out.largest_lost_bytes) {
+                self.sync_packet_size();
+            }
+        }
         self.send.on_acked_with(&out.acked_blocks, |_| {});
         self.send.on_lost(self.now, &out.lost_blocks);
         self.recovery.recycle(out);

@@ -3,7 +3,7 @@
 //! the packet-pair prober.
 
 use crate::connection::recv::{self, RecvLimits};
-use crate::connection::{config, Connection, ConnectionState, Event, StartParams, ViolationKind};
+use crate::connection::{Connection, ConnectionState, Event, StartParams, ViolationKind};
 use crate::recovery::BlockRef;
 use crate::trace::LossTrigger;
 use crate::wire::{
@@ -169,7 +169,10 @@ impl Connection {
             max_buffer_bytes: self.config.max_receive_buffer_bytes,
             max_messages: self.config.max_reassembly_messages,
             max_message_size: self.config.max_message_size,
-            peer_block_size: usize::from(self.packet_size).saturating_sub(config::DATA_OVERHEAD),
+            // The peer cuts messages as this side does (blocks that fit
+            // the base size with path MTU discovery, else the negotiated
+            // packet size); another cut only costs a copy per block.
+            peer_block_size: self.send.block_size(),
         };
         if self.beyond_credit(frames) {
             // The peer sent new data past a credit we never gave: a
@@ -295,6 +298,10 @@ impl Connection {
                     .push_back((pk_type, e.probe_id, e.timestamp_ns));
             }
         } else if flags.contains(Flags::REPLY) {
+            if pk_type == PacketType::Echo && e.probe_id == crate::connection::pmtu::PMTU_PROBE_ID {
+                self.on_pmtu_probe_answer(now, e.timestamp_ns);
+                return;
+            }
             if let Some(outcome) = self
                 .probe
                 .on_answer(now, pk_type, e.probe_id, e.timestamp_ns)

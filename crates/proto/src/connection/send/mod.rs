@@ -976,6 +976,29 @@ impl SendState {
         })
     }
 
+    /// Keep the longest prefix of `blocks` whose frames fit `room` bytes
+    /// (a packet sent before the path MTU shrank may not fit any more).
+    /// O(blocks); allocates only when it shortens a long list.
+    pub fn fit_blocks(&self, blocks: &mut BlockList, room: usize) {
+        let mut used = 0usize;
+        let mut keep = 0usize;
+        for b in blocks.iter() {
+            let need = StreamFrame::HEADER_LEN + self.block_len(*b);
+            if used + need > room {
+                break;
+            }
+            used += need;
+            keep += 1;
+        }
+        if keep < blocks.len() {
+            let mut kept = BlockList::new();
+            for b in blocks.iter().take(keep) {
+                kept.push(*b);
+            }
+            *blocks = kept;
+        }
+    }
+
     /// Re-send `blocks` (a send-gate probe repeating the oldest packet) in
     /// packet `pn`; returns those still unacknowledged (never blocks of
     /// unreliable streams, which are not retransmitted).

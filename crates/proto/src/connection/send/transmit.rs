@@ -213,6 +213,9 @@ impl Connection {
             let n = write(buf, h, Payload::Echo(p))?;
             return self.sent(now, n);
         }
+        if let Some(n) = self.poll_pmtu_probe(now, buf) {
+            return Some(n);
+        }
         if let Some((window_bytes, reason)) = self.take_cwin() {
             let pn = self.recovery.take_pn();
             let h = self.header(PacketType::Cwin, Flags::EMPTY);
@@ -302,7 +305,9 @@ impl Connection {
         let room = usize::from(self.packet_size).saturating_sub(HEADER_LEN + 4);
         let mut taken = None;
         if probe && !self.send.has_retransmission() {
-            if let Some(blocks) = self.recovery.oldest_blocks() {
+            if let Some(mut blocks) = self.recovery.oldest_blocks() {
+                // The oldest packet may predate a smaller PMTU.
+                self.send.fit_blocks(&mut blocks, room);
                 let live = self.send.take_specific(pn, &blocks);
                 if !live.is_empty() {
                     taken = Some(crate::connection::send::Taken {
@@ -410,6 +415,7 @@ impl Connection {
         arm(self.recovery.timeout());
         arm(self.recv.ack_deadline());
         arm(self.probe.timeout());
+        arm(self.pmtud.timeout());
         arm(self.closing.end_retx_at);
         arm(self.closing.timed_close_at);
         arm(self.status_poll_at);
@@ -444,6 +450,7 @@ impl Connection {
         if let Some(outcome) = self.probe.on_timeout(now) {
             self.on_probe_outcome(now, outcome);
         }
+        self.pmtud.on_timeout(now);
         self.on_path_timer(now);
         self.on_group_timer(now);
         if self.status_poll_at.is_some_and(|t| t <= now) {
