@@ -83,6 +83,7 @@ pub mod blocking;
 mod connection;
 mod driver;
 mod endpoint;
+mod icmp;
 pub mod keys;
 mod socket;
 
@@ -101,7 +102,7 @@ pub use peregrine_proto::endpoint::EndpointStats;
 pub use peregrine_proto::{
     CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState, ConnectionStats,
     EndpointConfig, MessageData, MessageId, SchedulerConfig, SendError, StreamConfig,
-    StreamReliability, WindowTarget,
+    StreamReliability, Unreachable, WindowTarget,
 };
 
 /// What can go wrong.
@@ -119,8 +120,8 @@ pub enum Error {
     /// The core refused a message or a stream configuration.
     #[error(transparent)]
     Send(SendError),
-    /// The connection is closed.
-    #[error("connection closed: {0:?}")]
+    /// The connection is closed; the reason says why and what to do.
+    #[error("{0}")]
     Closed(CloseReason),
     /// The endpoint's driver stopped.
     #[error("endpoint stopped: {0}")]

@@ -48,6 +48,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 mod admission;
+mod failure;
 mod mobility;
 mod security;
 mod set;
@@ -57,6 +58,7 @@ mod timers;
 pub use stats::EndpointStats;
 
 pub use admission::RETRY_TOKEN_LEN;
+pub use failure::RESET_DATAGRAM_LEN;
 
 /// How many closed connections' final stats stay readable.
 const CLOSED_STATS_KEPT: usize = 64;
@@ -119,6 +121,10 @@ pub struct Endpoint {
     pool: BufferPool,
     /// Retry tokens and half-open connections (admission.rs).
     admission: admission::Admission,
+    /// The secret of this endpoint's stateless-reset tokens (failure.rs).
+    reset_secret: [u8; 32],
+    /// `reset_secret` comes from the listener's static key.
+    reset_secret_persistent: bool,
 }
 
 impl Endpoint {
@@ -152,8 +158,26 @@ impl Endpoint {
             },
             pool: BufferPool::new(config.memory_ceiling_bytes),
             admission: admission::Admission::new(&mut SeededRng::new(seed).fork("admission")),
+            reset_secret: {
+                let mut r = SeededRng::new(seed).fork("reset");
+                let mut s = [0u8; 32];
+                for c in s.chunks_mut(8) {
+                    c.copy_from_slice(&r.next_u64().to_be_bytes());
+                }
+                failure::derive_secret(&s)
+            },
+            reset_secret_persistent: false,
             config,
         }
+        .with_reset_secret()
+    }
+
+    /// Adopt the configured listener's static key as the reset secret.
+    fn with_reset_secret(mut self) -> Endpoint {
+        if let Some(server) = self.config.server.clone() {
+            self.adopt_reset_secret(&server);
+        }
+        self
     }
 
     pub(crate) fn tick(&mut self, now: Time) -> Time {
@@ -167,6 +191,7 @@ impl Endpoint {
     pub fn accept(&mut self, server: ConnectionConfig) -> Result<(), ConfigError> {
         server.validate()?;
         server.validate_security(false)?;
+        self.adopt_reset_secret(&server);
         self.config.server = Some(server);
         Ok(())
     }
@@ -585,6 +610,10 @@ impl Endpoint {
             self.reject(remote, &h, RejectReason::BUSY);
             return;
         };
+        let mut handshake = handshake;
+        if let Some(hs) = handshake.as_mut().filter(|hs| hs.reset_asked()) {
+            hs.set_reset_token(self.reset_token(id, h.src_id, h.sync_no));
+        }
         let sync = self.sync_no();
         let probe_id = self.rng.next_u64() as u32;
         let window = h.flags.contains(Flags::W_VAL).then_some(h.window_size);
@@ -650,6 +679,9 @@ impl SansIo for Endpoint {
     ) {
         let now = self.tick(now);
         self.stats.datagrams_received += 1;
+        if self.protected_stateless_reset(remote, bytes) {
+            return;
+        }
         match self.unprotect(bytes) {
             None => self.handle_plain(now, remote, ecn, bytes),
             // Opened in place: the plaintext datagram is the prefix.

@@ -133,7 +133,7 @@ pub mod wire;
 pub use bytes::Bytes;
 pub use connection::{
     CloseReason, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig, Event,
-    MessageData, MessageId, SendError, WindowCounters, WindowTarget,
+    MessageData, MessageId, SendError, Unreachable, WindowCounters, WindowTarget,
 };
 pub use endpoint::{ConnectionHandle, Endpoint};
 pub use io::{EcnCodepoint, SansIo, Transmit};

@@ -72,7 +72,7 @@ mod integrity_tests;
 
 pub use admission::{MAX_RETRIES, MIN_SECURE_START_LEN};
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig};
-pub use events::{CloseReason, Event, MessageId, ViolationKind};
+pub use events::{CloseReason, Event, MessageId, Unreachable, ViolationKind};
 pub use group::GroupRequestError;
 pub use lifecycle::StartParams;
 pub use path::PathStats;
@@ -175,6 +175,8 @@ pub struct Connection {
     security: Option<crate::crypto::SecurityState>,
     /// Anti-amplification budget and the client's retry token (lifecycle/admission.rs).
     admission: admission::AdmissionState,
+    /// ICMP hints, the peer-death count, expected outages (lifecycle/failure.rs).
+    failure: lifecycle::failure::FailureState,
 }
 
 impl Connection {
@@ -242,6 +244,7 @@ impl Connection {
             groups: group::GroupState::default(),
             security: None,
             admission: admission::AdmissionState::default(),
+            failure: lifecycle::failure::FailureState::default(),
         }
     }
 

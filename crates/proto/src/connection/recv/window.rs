@@ -204,6 +204,7 @@ impl Connection {
         let now = self.tick(now);
         if self.state != ConnectionState::Closed {
             self.recovery.on_link_hint(now, hint);
+            self.note_link_hint_outage(now, hint);
         }
     }
 

@@ -438,8 +438,15 @@ impl Connection {
         ) {
             return;
         }
+        let backoff = self.recovery.rtt().backoff_exponent();
+        let rto = self.recovery.rtt().backed_off_rto();
         let out = self.recovery.on_timeout(now);
         self.apply(out);
+        // The retransmission timer expired and backed off: one more
+        // probe timeout without an answer (lifecycle/failure.rs).
+        if self.recovery.rtt().backoff_exponent() > backoff {
+            self.count_probe_timeout(now, rto);
+        }
         self.expire_messages(now);
         if let Some(outcome) = self.probe.on_timeout(now) {
             self.on_probe_outcome(now, outcome);

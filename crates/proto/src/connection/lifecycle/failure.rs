@@ -1,0 +1,164 @@
+//! Failures found in seconds (issue 21 item 4), the connection's side:
+//!
+//! * **ICMP unreachable** ([`Connection::on_unreachable`]): a connection
+//!   still in its handshake closes at once (`ConnectionRefused` /
+//!   `HostUnreachable`); an established one keeps it as a hint for the
+//!   peer-death close reason. ICMP is unauthenticated and often transient
+//!   (a server restarting, a route flapping): closing an established
+//!   connection on it would hand an off-path attacker who guesses the
+//!   port a way to end it.
+//! * **Peer death** ([`Connection::count_probe_timeout`]): with data
+//!   outstanding, `ConnectionConfig::peer_death_timeouts` retransmission
+//!   timeouts in a row with nothing heard from the peer close the
+//!   connection (`PeerDead`), unless an outage is expected: a link-failure
+//!   hint not yet over, the controller holding through a predicted outage
+//!   (RTW-TCP answers the RTO with `Hold`: no backoff, so no count), or
+//!   the peer's handover window closed to 0.
+//! * **Authenticated stateless reset** ([`Connection::check_reset`]): a
+//!   protected client that got a reset token in the handshake accepts a
+//!   40-byte FIN + REMOTE_RESET whose last 16 bytes are that token, and
+//!   nothing else (docs/security.md, "Stateless reset").
+
+use super::super::events::{CloseReason, Unreachable};
+use super::super::stats::ConnectionState;
+use super::super::Connection;
+use crate::crypto::RESET_TOKEN_LEN;
+use crate::wire::{Flags, Header, PacketType, HEADER_LEN};
+use peregrine_cc::{LinkHint, Time};
+use std::time::Duration;
+
+/// What the failure rules remember of one connection.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FailureState {
+    /// Retransmission timeouts in a row with nothing heard from the peer.
+    timeouts: u32,
+    /// `last_received` when the current run of timeouts started: anything
+    /// heard since ends the run.
+    heard_at: Time,
+    /// When the oldest data of the current run was sent (its first
+    /// timeout minus that timeout's RTO).
+    waiting_since: Time,
+    /// An outage is expected until then (a link-failure hint with a
+    /// predicted duration).
+    outage_until: Option<Time>,
+    /// A link-failure hint without a predicted duration: an outage is
+    /// expected until the peer is heard again (`last_received` passes this).
+    outage_open_since: Option<Time>,
+    /// The last ICMP unreachable for the peer's address, if any.
+    icmp: Option<Unreachable>,
+}
+
+impl Connection {
+    /// An ICMP destination unreachable for this connection's peer address
+    /// arrived (see the module comment). O(1).
+    pub(crate) fn on_unreachable(&mut self, now: Time, what: Unreachable) {
+        let now = self.tick(now);
+        self.failure.icmp = Some(what);
+        if self.state == ConnectionState::Starting {
+            let peer = self.remote;
+            let reason = match what {
+                Unreachable::Port => CloseReason::ConnectionRefused { peer },
+                Unreachable::Host => CloseReason::HostUnreachable { peer },
+            };
+            self.close_with(now, reason);
+        }
+    }
+
+    /// A link hint reached the connection: a link failure makes an outage
+    /// expected until its predicted end (or, without a prediction, until
+    /// the peer is heard again). O(1).
+    pub(crate) fn note_link_hint_outage(&mut self, now: Time, hint: &LinkHint) {
+        if !hint.kind.is_link_failure() {
+            return;
+        }
+        match hint.predicted_duration {
+            Some(d) => {
+                let end = hint.issued_at.max(now) + d;
+                self.failure.outage_until = Some(self.failure.outage_until.map_or(end, |t| t.max(end)));
+            }
+            None => self.failure.outage_open_since = Some(now),
+        }
+    }
+
+    /// Whether an outage is expected now (no peer-death count).
+    fn outage_expected(&mut self, now: Time) -> bool {
+        if self
+            .failure
+            .outage_open_since
+            .is_some_and(|t| self.last_received > t)
+        {
+            self.failure.outage_open_since = None;
+        }
+        self.failure.outage_open_since.is_some()
+            || self.failure.outage_until.is_some_and(|t| now < t)
+            || self.send.peer_window() == 0
+    }
+
+    /// The retransmission timer just fired with data outstanding and
+    /// backed off (`rto` was the timeout that expired): count it, and
+    /// declare the peer dead at the configured count. O(1).
+    pub(crate) fn count_probe_timeout(&mut self, now: Time, rto: Duration) {
+        let limit = self.config.peer_death_timeouts;
+        if limit == 0 || self.state == ConnectionState::Closed {
+            return;
+        }
+        let heard = self.last_received > self.failure.heard_at;
+        if self.failure.timeouts == 0 || heard || self.outage_expected(now) {
+            // A new run: from this timeout on, or after the outage.
+            self.failure.timeouts = 0;
+            self.failure.heard_at = self.last_received;
+            self.failure.waiting_since = Time::from_nanos(
+                now.as_nanos()
+                    .saturating_sub(u64::try_from(rto.as_nanos()).unwrap_or(u64::MAX)),
+            );
+            if self.outage_expected(now) {
+                return;
+            }
+        }
+        self.failure.timeouts += 1;
+        if self.failure.timeouts >= limit {
+            let reason = CloseReason::PeerDead {
+                peer: self.remote,
+                silent_for: now.saturating_duration_since(self.failure.waiting_since),
+                icmp: self.failure.icmp,
+            };
+            self.close_with(now, reason);
+        }
+    }
+
+    /// Whether `bytes`, which failed to open on this protected connection,
+    /// is an authenticated stateless reset for it: 40 bytes, FIN with
+    /// REMOTE_RESET, ending in the token the server gave in the handshake
+    /// (compared in constant time). If so the connection is reset (its
+    /// `Closed` event says `Reset`). O(1).
+    pub(crate) fn check_reset(&mut self, now: Time, bytes: &[u8]) -> bool {
+        let Some(token) = self
+            .security
+            .as_ref()
+            .and_then(|s| s.reset_token())
+            .copied()
+        else {
+            return false;
+        };
+        if bytes.len() != HEADER_LEN + 4 + RESET_TOKEN_LEN {
+            return false;
+        }
+        let Ok(h) = Header::new_checked(bytes) else {
+            return false;
+        };
+        if h.pk_type().ok() != Some(PacketType::Fin) || !h.flags().contains(Flags::REMOTE_RESET) {
+            return false;
+        }
+        let got = &bytes[HEADER_LEN + 4..];
+        let diff = got
+            .iter()
+            .zip(token.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        if diff != 0 {
+            return false;
+        }
+        let now = self.tick(now);
+        self.on_reset(now);
+        true
+    }
+}
