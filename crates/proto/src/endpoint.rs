@@ -554,6 +554,9 @@ impl Endpoint {
         };
         if self.queue_stateless(to, h, Payload::Reject(p)) {
             self.stats.rejects_sent += 1;
+            if reason == RejectReason::BUSY {
+                self.stats.busy_rejects += 1;
+            }
         }
     }
 

@@ -88,6 +88,37 @@ impl std::fmt::Display for Unreachable {
     }
 }
 
+impl CloseReason {
+    /// A stable snake_case name for programs (the `kind` of `peregrine
+    /// perf --json`'s `{"error": …}`): `local`, `remote`,
+    /// `handshake_timeout`, `idle_timeout`, `reset`, `aborted`,
+    /// `protocol_violation`, `connection_refused`, `host_unreachable`,
+    /// `peer_dead`, or for a REJECT its reason's name (`busy`,
+    /// `security_required`, `key_mismatch`, …; `rejected` for a code
+    /// without a name). O(1).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CloseReason::Local => "local",
+            CloseReason::Remote => "remote",
+            CloseReason::Rejected(r) => r.name().unwrap_or("rejected"),
+            CloseReason::HandshakeTimeout => "handshake_timeout",
+            CloseReason::IdleTimeout => "idle_timeout",
+            CloseReason::Reset => "reset",
+            CloseReason::Aborted => "aborted",
+            CloseReason::ProtocolViolation(_) => "protocol_violation",
+            CloseReason::ConnectionRefused { .. } => "connection_refused",
+            CloseReason::HostUnreachable { .. } => "host_unreachable",
+            CloseReason::PeerDead { .. } => "peer_dead",
+        }
+    }
+
+    /// Whether the connection ended as both sides meant it to (`Local`,
+    /// `Remote`): anything else is a failure to report. O(1).
+    pub fn is_normal(&self) -> bool {
+        matches!(self, CloseReason::Local | CloseReason::Remote)
+    }
+}
+
 impl std::fmt::Display for CloseReason {
     /// One line saying what happened and what to do about it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

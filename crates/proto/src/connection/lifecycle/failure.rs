@@ -14,6 +14,13 @@
 //!   hint not yet over, the controller holding through a predicted outage
 //!   (RTW-TCP answers the RTO with `Hold`: no backoff, so no count), or
 //!   the peer's handover window closed to 0.
+//! * **ICMP and silence** ([`Connection::icmp_death_at`]): a side with
+//!   nothing outstanding (a bulk receiver) runs no RTO; when an ICMP
+//!   unreachable for its peer arrives it asks the peer for a sign of life
+//!   (a STATUS poll, which every peer answers) and declares it dead if
+//!   nothing at all is heard for the span the RTO rule would have waited
+//!   (the RTO × (2^n − 1): 3.0 s by default). A forged ICMP cannot end a
+//!   connection whose peer answers.
 //! * **Authenticated stateless reset** ([`Connection::check_reset`]): a
 //!   protected client that got a reset token in the handshake accepts a
 //!   40-byte FIN + REMOTE_RESET whose last 16 bytes are that token, and
@@ -46,6 +53,9 @@ pub(crate) struct FailureState {
     outage_open_since: Option<Time>,
     /// The last ICMP unreachable for the peer's address, if any.
     icmp: Option<Unreachable>,
+    /// When it arrived (an established connection: anything heard from
+    /// the peer later clears it).
+    icmp_at: Option<Time>,
 }
 
 impl Connection {
@@ -54,6 +64,11 @@ impl Connection {
     pub(crate) fn on_unreachable(&mut self, now: Time, what: Unreachable) {
         let now = self.tick(now);
         self.failure.icmp = Some(what);
+        if self.failure.icmp_at.is_none() && self.state != ConnectionState::Starting {
+            // Ask for a sign of life: a live peer answers the poll.
+            self.failure.icmp_at = Some(now);
+            self.status_poll_pending = true;
+        }
         if self.state == ConnectionState::Starting {
             let peer = self.remote;
             let reason = match what {
@@ -120,6 +135,57 @@ impl Connection {
             let reason = CloseReason::PeerDead {
                 peer: self.remote,
                 silent_for: now.saturating_duration_since(self.failure.waiting_since),
+                icmp: self.failure.icmp,
+            };
+            self.close_with(now, reason);
+        }
+    }
+
+    /// How long the peer-death rule waits in all: the current RTO times
+    /// 2^n − 1 (n = `peer_death_timeouts`), at most the idle timeout.
+    fn death_span(&self) -> Duration {
+        let n = self.config.peer_death_timeouts.min(16);
+        self.recovery
+            .rtt()
+            .rto()
+            .saturating_mul((1u32 << n) - 1)
+            .min(self.config.idle_timeout)
+    }
+
+    /// When an ICMP unreachable followed by silence makes the peer dead
+    /// (see the module comment); `None` without one, or once the peer was
+    /// heard after it. O(1).
+    pub(crate) fn icmp_death_at(&self) -> Option<Time> {
+        let at = self.failure.icmp_at?;
+        if self.config.peer_death_timeouts == 0 || self.last_received > at {
+            return None;
+        }
+        Some(at + self.death_span())
+    }
+
+    /// The ICMP timer: close if it expired with nothing heard, forget the
+    /// ICMP if the peer spoke since. O(1).
+    pub(crate) fn on_icmp_timer(&mut self, now: Time) {
+        let Some(at) = self.failure.icmp_at else {
+            return;
+        };
+        if self.last_received > at {
+            self.failure.icmp_at = None;
+            self.failure.icmp = None;
+            return;
+        }
+        if self.state == ConnectionState::Closed {
+            return;
+        }
+        if self.outage_expected(now) {
+            // Wait the whole span again once the outage is over.
+            self.failure.icmp_at = Some(now);
+            return;
+        }
+        if self.icmp_death_at().is_some_and(|t| t <= now) {
+            let reason = CloseReason::PeerDead {
+                peer: self.remote,
+                silent_for: now.saturating_duration_since(self.last_received.max(at)),
                 icmp: self.failure.icmp,
             };
             self.close_with(now, reason);

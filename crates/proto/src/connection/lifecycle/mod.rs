@@ -286,8 +286,12 @@ impl Connection {
                 // the grace still wins over a forged REJECT that raced it,
                 // but a real one (a wrong --peer-key: `key_mismatch`) is
                 // reported in about a second, not at the handshake timeout.
+                // `busy` is not final (room may free up): retry until the
+                // handshake timeout as before.
                 self.start.rejected = Some(reason);
-                self.start.deadline = self.start.deadline.min(now + PROTECTED_REJECT_GRACE);
+                if reason != crate::wire::RejectReason::BUSY {
+                    self.start.deadline = self.start.deadline.min(now + PROTECTED_REJECT_GRACE);
+                }
                 return;
             }
             self.close_with(now, CloseReason::Rejected(reason));
