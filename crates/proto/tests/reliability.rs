@@ -682,7 +682,9 @@ fn b_forward_outage_closed_reports_exactly_the_undelivered_messages() {
                 prop_assert!(
                     matches!(
                         reason,
-                        CloseReason::IdleTimeout | CloseReason::HandshakeTimeout
+                        CloseReason::IdleTimeout
+                            | CloseReason::HandshakeTimeout
+                            | CloseReason::PeerDead { .. }
                     ),
                     "undelivered messages but reason {reason:?}"
                 );

@@ -91,9 +91,11 @@ pub struct ConnectionConfig {
     /// (or, without a prediction, until the peer is heard again), the
     /// controller holding its window through a predicted outage (RTW-TCP's
     /// `Hold`: no backoff, no count), or the peer's handover window
-    /// closed to 0. The timeouts double from the RTO, so with the 200 ms
-    /// minimum RTO the default 4 spans 0.2 + 0.4 + 0.8 + 1.6 = 3.0 s on
-    /// any path shorter than ~50 ms. 0: never (only `idle_timeout` ends a
+    /// closed to 0. The timeouts double from the RTO, and the
+    /// retransmission the last one sends gets one more RTO, so with the
+    /// 200 ms minimum RTO the default 4 spans 0.2 + 0.4 + 0.8 + 1.6 + 0.2
+    /// = 3.2 s on any path shorter than ~50 ms, and an outage shorter than
+    /// ~3 s is survived. 0: never (only `idle_timeout` ends a
     /// silent connection; the simulator's experiments do this so that
     /// long scripted outages do not end their flows).
     pub peer_death_timeouts: u32,

@@ -9,8 +9,13 @@
 //!   port a way to end it.
 //! * **Peer death** ([`Connection::count_probe_timeout`]): with data
 //!   outstanding, `ConnectionConfig::peer_death_timeouts` retransmission
-//!   timeouts in a row with nothing heard from the peer close the
-//!   connection (`PeerDead`), unless an outage is expected: a link-failure
+//!   timeouts in a row with nothing heard from the peer, and then one more
+//!   (un-backed-off) RTO for the retransmission the last timeout sent,
+//!   close the connection (`PeerDead`): 0.2 + 0.4 + 0.8 + 1.6 + 0.2 = 3.2 s
+//!   with the 200 ms minimum RTO. That last call matters: without it the
+//!   last probe would leave at 1.4 s, and any outage ending between 1.4 s
+//!   and 3 s would be fatal although the path was back. Not while an
+//!   outage is expected: a link-failure
 //!   hint not yet over, the controller holding through a predicted outage
 //!   (RTW-TCP answers the RTO with `Hold`: no backoff, so no count), or
 //!   the peer's handover window closed to 0.
@@ -19,7 +24,7 @@
 //!   unreachable for its peer arrives it asks the peer for a sign of life
 //!   (a STATUS poll, which every peer answers) and declares it dead if
 //!   nothing at all is heard for the span the RTO rule would have waited
-//!   (the RTO × (2^n − 1): 3.0 s by default). A forged ICMP cannot end a
+//!   (the RTO × 2^n: 3.2 s by default). A forged ICMP cannot end a
 //!   connection whose peer answers.
 //! * **Authenticated stateless reset** ([`Connection::check_reset`]): a
 //!   protected client that got a reset token in the handshake accepts a
@@ -56,6 +61,8 @@ pub(crate) struct FailureState {
     /// When it arrived (an established connection: anything heard from
     /// the peer later clears it).
     icmp_at: Option<Time>,
+    /// The count is reached: the peer is dead unless heard before then.
+    last_call: Option<Time>,
 }
 
 impl Connection {
@@ -121,6 +128,7 @@ impl Connection {
         if self.failure.timeouts == 0 || heard || self.outage_expected(now) {
             // A new run: from this timeout on, or after the outage.
             self.failure.timeouts = 0;
+            self.failure.last_call = None;
             self.failure.heard_at = self.last_received;
             self.failure.waiting_since = Time::from_nanos(
                 now.as_nanos()
@@ -131,24 +139,47 @@ impl Connection {
             }
         }
         self.failure.timeouts += 1;
-        if self.failure.timeouts >= limit {
-            let reason = CloseReason::PeerDead {
-                peer: self.remote,
-                silent_for: now.saturating_duration_since(self.failure.waiting_since),
-                icmp: self.failure.icmp,
-            };
-            self.close_with(now, reason);
+        if self.failure.timeouts >= limit && self.failure.last_call.is_none() {
+            // The retransmission this timeout just sent gets one RTO.
+            self.failure.last_call = Some(now + self.recovery.rtt().rto());
         }
     }
 
+    /// When the peer-death rule's last call ends, if it is running. O(1).
+    pub(crate) fn death_deadline(&self) -> Option<Time> {
+        self.failure.last_call
+    }
+
+    /// The last call ended: dead unless the peer was heard meanwhile. O(1).
+    pub(crate) fn on_death_timer(&mut self, now: Time) {
+        if !self.failure.last_call.is_some_and(|t| t <= now) {
+            return;
+        }
+        self.failure.last_call = None;
+        if self.last_received > self.failure.heard_at
+            || self.state == ConnectionState::Closed
+            || self.outage_expected(now)
+        {
+            self.failure.timeouts = 0;
+            return;
+        }
+        let reason = CloseReason::PeerDead {
+            peer: self.remote,
+            silent_for: now.saturating_duration_since(self.failure.waiting_since),
+            icmp: self.failure.icmp,
+        };
+        self.close_with(now, reason);
+    }
+
     /// How long the peer-death rule waits in all: the current RTO times
-    /// 2^n − 1 (n = `peer_death_timeouts`), at most the idle timeout.
+    /// 2^n (n = `peer_death_timeouts`: 2^n − 1 for the backed-off
+    /// timeouts, 1 for the last call), at most the idle timeout.
     fn death_span(&self) -> Duration {
         let n = self.config.peer_death_timeouts.min(16);
         self.recovery
             .rtt()
             .rto()
-            .saturating_mul((1u32 << n) - 1)
+            .saturating_mul(1u32 << n)
             .min(self.config.idle_timeout)
     }
 

@@ -416,6 +416,7 @@ impl Connection {
         arm(self.path_timeout());
         arm(self.group_timeout());
         arm(self.icmp_death_at());
+        arm(self.death_deadline());
         arm(self.send.next_deadline());
         if self.data_state() && self.send.has_pending() {
             if let Allowance::Wait(at) = self
@@ -455,6 +456,7 @@ impl Connection {
         self.on_path_timer(now);
         self.on_group_timer(now);
         self.on_icmp_timer(now);
+        self.on_death_timer(now);
         if self.status_poll_at.is_some_and(|t| t <= now) {
             self.status_poll_at = None;
             self.status_poll_pending = self.send.window_blocked() || self.send.credit_blocked();
