@@ -146,7 +146,8 @@ fn sockaddr_to_std(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<
     match i32::from(ss.ss_family) {
         libc::AF_INET if len >= std::mem::size_of::<libc::sockaddr_in>() => {
             // SAFETY: the family says the storage holds a sockaddr_in.
-            let a: libc::sockaddr_in = unsafe { std::ptr::read_unaligned(std::ptr::from_ref(ss).cast()) };
+            let a: libc::sockaddr_in =
+                unsafe { std::ptr::read_unaligned(std::ptr::from_ref(ss).cast()) };
             Some(SocketAddr::V4(SocketAddrV4::new(
                 Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
                 u16::from_be(a.sin_port),
@@ -154,7 +155,8 @@ fn sockaddr_to_std(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<
         }
         libc::AF_INET6 if len >= std::mem::size_of::<libc::sockaddr_in6>() => {
             // SAFETY: the family says the storage holds a sockaddr_in6.
-            let a: libc::sockaddr_in6 = unsafe { std::ptr::read_unaligned(std::ptr::from_ref(ss).cast()) };
+            let a: libc::sockaddr_in6 =
+                unsafe { std::ptr::read_unaligned(std::ptr::from_ref(ss).cast()) };
             Some(SocketAddr::V6(SocketAddrV6::new(
                 Ipv6Addr::from(a.sin6_addr.s6_addr),
                 u16::from_be(a.sin6_port),

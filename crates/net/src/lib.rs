@@ -124,14 +124,14 @@ pub enum Error {
     #[error("{0}")]
     Closed(CloseReason),
     /// The endpoint's driver stopped.
-    #[error("endpoint stopped: {0}")]
+    #[error("the endpoint stopped ({0}): open a new endpoint")]
     EndpointStopped(String),
     /// A security configuration cannot work in its role (client or
     /// server); the text names what is missing.
     #[error("security configuration {0}")]
     Security(&'static str),
     /// The operating system's random generator failed.
-    #[error("OS entropy: {0}")]
+    #[error("the operating system's random generator failed: {0}")]
     Entropy(String),
     /// The blocking facade could not start its runtime.
     #[error("runtime: {0}")]

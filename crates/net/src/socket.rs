@@ -105,12 +105,10 @@ impl UdpIo {
         mut f: impl FnMut(SocketAddr, peregrine_proto::Unreachable),
     ) -> usize {
         let mut n = 0;
-        let _ = self
-            .socket
-            .try_io(Interest::ERROR, || -> io::Result<()> {
-                n = crate::icmp::drain(&self.socket, &mut f);
-                Err(io::ErrorKind::WouldBlock.into())
-            });
+        let _ = self.socket.try_io(Interest::ERROR, || -> io::Result<()> {
+            n = crate::icmp::drain(&self.socket, &mut f);
+            Err(io::ErrorKind::WouldBlock.into())
+        });
         n
     }
 

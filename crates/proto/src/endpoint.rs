@@ -74,7 +74,10 @@ pub enum ConnectError {
     #[error(transparent)]
     InvalidConfig(#[from] ConfigError),
     /// The endpoint already has `max_connections` connections (or no free id).
-    #[error("too many connections")]
+    #[error(
+        "too many connections: the endpoint already holds max_connections \
+         (close some, or raise EndpointConfig::max_connections)"
+    )]
     TooManyConnections,
 }
 

@@ -48,7 +48,10 @@ fn run_sending(
     let chunk = vec![1u8; 8 * 1024];
     while sim.now < until {
         for _ in 0..8 {
-            if sim.eps[0].send_message(client, sim.now, 0, &chunk[..]).is_err() {
+            if sim.eps[0]
+                .send_message(client, sim.now, 0, &chunk[..])
+                .is_err()
+            {
                 break;
             }
         }
@@ -65,8 +68,8 @@ fn run_sending(
 fn a_silent_peer_with_data_outstanding_is_dead_after_four_rtos() {
     let cut = Time::from_millis(1000);
     let (mut sim, client, clock) = pair(cut, 7);
-    let (reason, at) =
-        run_sending(&mut sim, client, &clock, Time::from_millis(20_000)).expect("closed before 20 s");
+    let (reason, at) = run_sending(&mut sim, client, &clock, Time::from_millis(20_000))
+        .expect("closed before 20 s");
     let CloseReason::PeerDead {
         peer,
         silent_for,
@@ -141,7 +144,8 @@ fn without_the_hint_the_same_outage_is_peer_death() {
             Fate::Deliver
         }
     });
-    let (reason, _) = run_sending(&mut sim, client, &clock, Time::from_millis(15_000)).expect("closed");
+    let (reason, _) =
+        run_sending(&mut sim, client, &clock, Time::from_millis(15_000)).expect("closed");
     assert!(matches!(reason, CloseReason::PeerDead { .. }), "{reason:?}");
 }
 
@@ -267,8 +271,5 @@ fn every_close_and_reject_reason_says_what_to_do() {
         RejectReason(77).to_string(),
         "the server rejected the connection with reason 77, unknown to this version"
     );
-    assert_eq!(
-        CloseReason::Rejected(RejectReason(77)).kind(),
-        "rejected"
-    );
+    assert_eq!(CloseReason::Rejected(RejectReason(77)).kind(), "rejected");
 }

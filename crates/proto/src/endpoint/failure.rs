@@ -95,7 +95,11 @@ impl Endpoint {
             .connections
             .keys()
             .copied()
-            .filter(|h| self.connections.get(h).is_some_and(|c| c.remote() == remote))
+            .filter(|h| {
+                self.connections
+                    .get(h)
+                    .is_some_and(|c| c.remote() == remote)
+            })
             .collect();
         for h in hit {
             if let Some(c) = self.connections.get_mut(&h) {

@@ -233,7 +233,12 @@ fn doomed(client: ConnectionConfig, server: ConnectionConfig) -> Driver {
 #[test]
 fn handshake_failures_leave_no_connection_and_are_counted() {
     let (ck, sk) = (kp(1), kp(2));
-    let cases: Vec<(&str, ConnectionConfig, ConnectionConfig, Option<RejectReason>)> = vec![
+    let cases: Vec<(
+        &str,
+        ConnectionConfig,
+        ConnectionConfig,
+        Option<RejectReason>,
+    )> = vec![
         (
             "wrong psk",
             cfg(SecurityConfig::PresharedKey([1; 32])),
@@ -504,7 +509,9 @@ fn forged_start_security_gets_a_reject_and_no_state() {
     assert_eq!(e.rejects_sent - before.rejects_sent, 5);
     assert!(sim.eps[1].handles().is_empty());
     assert!(HandshakeError::Missing.answered() && HandshakeError::Unauthenticated.answered());
-    assert!(!HandshakeError::Unauthorized.answered() && !HandshakeError::BindingMismatch.answered());
+    assert!(
+        !HandshakeError::Unauthorized.answered() && !HandshakeError::BindingMismatch.answered()
+    );
 }
 
 #[test]

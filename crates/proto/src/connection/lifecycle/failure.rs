@@ -96,7 +96,8 @@ impl Connection {
         match hint.predicted_duration {
             Some(d) => {
                 let end = hint.issued_at.max(now) + d;
-                self.failure.outage_until = Some(self.failure.outage_until.map_or(end, |t| t.max(end)));
+                self.failure.outage_until =
+                    Some(self.failure.outage_until.map_or(end, |t| t.max(end)));
             }
             None => self.failure.outage_open_since = Some(now),
         }
