@@ -110,8 +110,12 @@ impl Endpoint {
         let now = self.now;
         let c = self.connections.get_mut(&handle)?;
         // Before opening: a failed open leaves the payload unspecified.
+        // (Resets still arriving after the first closed it are dropped.)
+        let open = c.state() != crate::connection::ConnectionState::Closed;
         if c.check_reset(now, bytes) {
-            self.stats.resets_accepted += 1;
+            if open {
+                self.stats.resets_accepted += 1;
+            }
             return Some(None);
         }
         match c.open_incoming(bytes)? {
