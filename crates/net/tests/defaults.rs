@@ -176,7 +176,7 @@ async fn a_wrong_pinned_key_fails_the_handshake() {
         .security(SecurityConfig::Noise(NoiseConfig::ik(kp, impostor)))
         .bind(v4())
         .expect("bind");
-    let t0 = std::time::Instant::now();
+    let t0 = tokio::time::Instant::now();
     let r = client.connect(server.local_addr(), quick()).await;
     // Message 1 does not decrypt: REJECT key_mismatch (issue 21), which
     // the protected client believes after its 1 s grace, not at the

@@ -11,6 +11,10 @@
 //! times are printed for the report, not asserted tightly — speed targets
 //! live in benchmarks, not in timed tests.
 
+// Wall-clock timing, threads and sockets of a test harness: the clippy
+// bans are for the sans-IO crates.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
 use peregrine::{CloseReason, ConnectionConfig, EndpointBuilder, Error, StreamConfig};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

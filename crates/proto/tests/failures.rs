@@ -191,7 +191,7 @@ fn port_unreachable_ends_a_handshake_at_once() {
 fn icmp_on_an_established_connection_is_a_hint_confirmed_by_silence() {
     // A live peer: it answers the STATUS poll the ICMP triggers, and the
     // connection stays (a forged ICMP cannot end it).
-    let (mut sim, client, clock) = pair(Time::from_millis(1000_000), 11);
+    let (mut sim, client, clock) = pair(Time::from_millis(1_000_000), 11);
     assert!(run_sending(&mut sim, client, &clock, Time::from_millis(500)).is_none());
     sim.eps[0].handle_unreachable(sim.now, addr(1), Unreachable::Port);
     sim.flush();

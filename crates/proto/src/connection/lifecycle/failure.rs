@@ -153,7 +153,7 @@ impl Connection {
 
     /// The last call ended: dead unless the peer was heard meanwhile. O(1).
     pub(crate) fn on_death_timer(&mut self, now: Time) {
-        if !self.failure.last_call.is_some_and(|t| t <= now) {
+        if self.failure.last_call.is_none_or(|t| t > now) {
             return;
         }
         self.failure.last_call = None;
