@@ -184,3 +184,53 @@ impl Endpoint {
         self.reset_secret_persistent
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::{NoiseConfig, SecurityConfig, StaticKeypair};
+
+    fn keyed(private: [u8; 32]) -> ConnectionConfig {
+        let kp = StaticKeypair::from_private(private);
+        ConnectionConfig {
+            security: Some(SecurityConfig::Noise(NoiseConfig::server(kp))),
+            ..ConnectionConfig::default()
+        }
+    }
+
+    #[test]
+    fn the_secret_survives_a_restart_only_with_the_same_key() {
+        let a = persistent_secret(&keyed([7; 32])).expect("a keypair");
+        let again = persistent_secret(&keyed([7; 32])).expect("a keypair");
+        let other = persistent_secret(&keyed([8; 32])).expect("a keypair");
+        assert_eq!(a, again);
+        assert_ne!(a, other);
+        // No static key (unprotected, or a PSK every client knows): none.
+        assert_eq!(persistent_secret(&ConnectionConfig::default()), None);
+        let psk = ConnectionConfig {
+            security: Some(SecurityConfig::PresharedKey([1; 32])),
+            ..ConnectionConfig::default()
+        };
+        assert_eq!(persistent_secret(&psk), None);
+        // Two endpoints accepting with the same key derive the same tokens.
+        let mut e1 = Endpoint::new(crate::EndpointConfig::default(), 1);
+        let mut e2 = Endpoint::new(crate::EndpointConfig::default(), 2);
+        assert_ne!(e1.reset_token(5, 6, 7), e2.reset_token(5, 6, 7));
+        e1.accept(keyed([7; 32])).expect("valid");
+        e2.accept(keyed([7; 32])).expect("valid");
+        e2.seed_handshakes([9; 32]);
+        assert!(e1.reset_secret_is_persistent() && e2.reset_secret_is_persistent());
+        assert_eq!(e1.reset_token(5, 6, 7), e2.reset_token(5, 6, 7));
+    }
+
+    #[test]
+    fn a_token_names_one_connection() {
+        let s = derive_secret(b"seed");
+        let t = token(&s, 1, 2, 3);
+        assert_eq!(t, token(&s, 1, 2, 3));
+        for other in [token(&s, 9, 2, 3), token(&s, 1, 9, 3), token(&s, 1, 2, 9)] {
+            assert_ne!(t, other);
+        }
+        assert_ne!(t, token(&derive_secret(b"other"), 1, 2, 3));
+    }
+}
