@@ -104,9 +104,11 @@ impl UdpIo {
         &self,
         mut f: impl FnMut(SocketAddr, peregrine_proto::Unreachable),
     ) -> usize {
-        let mut n = 0;
+        // Read first, whatever tokio last saw (a receive may report the
+        // error before the reactor has polled the POLLERR), then forget
+        // the cached readiness (a no-op if none is cached).
+        let n = crate::icmp::drain(&self.socket, &mut f);
         let _ = self.socket.try_io(Interest::ERROR, || -> io::Result<()> {
-            n = crate::icmp::drain(&self.socket, &mut f);
             Err(io::ErrorKind::WouldBlock.into())
         });
         n
