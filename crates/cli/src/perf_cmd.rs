@@ -23,6 +23,14 @@
 //! goes to stderr once a second; the result is a table, or with `--json`
 //! only a JSON object on stdout (keys in docs/perf.md).
 //!
+//! Failures (`outcome`): errors are one line (`error: …` on stderr) and,
+//! with `--json`, `{"error": {"kind": …, "message": …}}` on stdout, with a
+//! non-zero exit status; Ctrl-C on the client prints the summary so far
+//! (`"interrupted": true`) and closes the connection, exit status 130;
+//! the server says when a client vanished and prints its endpoint's
+//! counters when it exits (Ctrl-C, SIGTERM, or `--once`, which exits
+//! non-zero when its client vanished).
+//!
 //! Both sides encrypt by default (Noise handshake, ChaCha20-Poly1305 on
 //! every packet; options in [`security`]); `--insecure` runs SLTP's plain
 //! wire format. The report states the mode (`security` in the JSON).
@@ -41,6 +49,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
+mod outcome;
 mod parse;
 mod pattern;
 mod report;
@@ -189,7 +198,14 @@ pub fn run(args: PerfArgs) -> Result<()> {
         .context("cannot start the runtime")?;
     match args.command {
         PerfCommand::Server(a) => rt.block_on(server(a)),
-        PerfCommand::Client(a) => rt.block_on(client(a)),
+        PerfCommand::Client(a) => {
+            let json = a.json;
+            let r = rt.block_on(client(a));
+            if let (Err(e), true) = (&r, json) {
+                crate::out(&format!("{}\n", outcome::error_json(e)))?;
+            }
+            r
+        }
     }
 }
 
@@ -218,14 +234,40 @@ async fn server(a: ServerArgs) -> Result<()> {
         .with_context(|| format!("cannot listen on {}", a.listen))?;
     eprintln!("listening on {}", ep.local_addr());
     eprintln!("security: {}", plan.description);
-    while let Some(conn) = ep.accept().await {
-        let task = tokio::spawn(serve(conn, a.json));
-        if a.once {
-            task.await.context("client task")??;
-            break;
+    let run = async {
+        while let Some(conn) = ep.accept().await {
+            let task = tokio::spawn(serve(conn, a.json));
+            if a.once {
+                return task.await.context("client task")?;
+            }
+            // Without --once a vanished client is reported (by `serve`)
+            // and the server goes on.
+            tokio::spawn(async move {
+                let _ = task.await;
+            });
         }
+        Ok(())
+    };
+    let r = tokio::select! {
+        r = run => r,
+        _ = outcome::interrupted() => Ok(()),
+    };
+    eprintln!("{}", outcome::counters_line(&ep));
+    r
+}
+
+/// Serve one client (`serve_inner`), then check how its connection
+/// ended: anything but a normal close is reported as a vanished client
+/// (and is an error, which `--once` turns into the exit status).
+async fn serve(conn: Connection, json_out: bool) -> Result<()> {
+    let peer = conn.remote_address().map_or("?".into(), |p| p.to_string());
+    let served = serve_inner(&conn, json_out).await;
+    let reason = conn.closed().await;
+    let r = outcome::check_close(reason).and(served);
+    if let Err(e) = &r {
+        eprintln!("client {peer}: {e:#}");
     }
-    Ok(())
+    r
 }
 
 /// Transfer mode at the server: check the bytes of stream [`BULK_BASE`]
@@ -297,7 +339,7 @@ fn pmtu_json(s: &peregrine::ConnectionStats) -> Value {
 
 /// Serve one client: count bulk bytes (by up-call), echo streams 1 and 2,
 /// answer `DONE` with the counts.
-async fn serve(conn: Connection, json_out: bool) -> Result<()> {
+async fn serve_inner(conn: &Connection, json_out: bool) -> Result<()> {
     let peer = conn.remote_address();
     let started = Instant::now();
     let counts: Arc<Mutex<BTreeMap<u16, u64>>> = Arc::default();
@@ -359,7 +401,6 @@ async fn serve(conn: Connection, json_out: bool) -> Result<()> {
             s => count(&counts, s, bytes.len()),
         }
     }
-    conn.closed().await;
     if let Some(task) = verify {
         task.await.context("verify task")??;
     }
@@ -457,6 +498,13 @@ async fn client(a: ClientArgs) -> Result<()> {
     } else {
         crate::out(&table(&out))?;
     }
+    if out["interrupted"] == json!(true) {
+        eprintln!(
+            "interrupted: partial summary above (bytes the server acknowledged); connection closed"
+        );
+        // 128 + SIGINT, as a shell reports a command ended by Ctrl-C.
+        std::process::exit(130);
+    }
     if out["verified"] == json!(false) {
         bail!(
             "the transfer did not verify: {}",
@@ -464,6 +512,14 @@ async fn client(a: ClientArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The connection ended under the client: its close reason (which says
+/// what happened and what to do), in context.
+async fn ended(conn: &Connection, when: &str) -> anyhow::Error {
+    let reason = conn.closed().await;
+    anyhow::Error::new(peregrine::Error::Closed(reason))
+        .context(format!("the connection ended {when}"))
 }
 
 /// Transfer mode: `n` bytes of the pattern on stream [`BULK_BASE`] in
@@ -562,10 +618,9 @@ async fn echo_mode(conn: &Connection, size: usize, count: u32) -> Result<Value> 
         let t0 = Instant::now();
         conn.send(ECHO, &buf).await?;
         loop {
-            let (s, b) = conn
-                .recv()
-                .await
-                .ok_or_else(|| anyhow!("the server closed during echo {i}"))?;
+            let Some((s, b)) = conn.recv().await else {
+                return Err(ended(conn, &format!("during echo {i}")).await);
+            };
             if s == ECHO {
                 if b.len() != size {
                     bail!("echo {i}: {} bytes back, {size} sent", b.len());
@@ -681,10 +736,22 @@ async fn bulk_mode(
     let mut duration = None;
     let mut report = None;
     let deadline = end + Duration::from_secs(10);
-    while report.is_none() {
+    let ctrl_c = outcome::interrupted();
+    tokio::pin!(ctrl_c);
+    let mut interrupted = false;
+    while report.is_none() && !interrupted {
         tokio::select! {
+            _ = &mut ctrl_c => {
+                // Ctrl-C: stop sending; the summary is what the server
+                // acknowledged so far (its own count never comes).
+                interrupted = true;
+                stop.store(true, Ordering::Relaxed);
+                duration = Some(start.elapsed().as_secs_f64());
+            }
             m = conn.recv() => {
-                let Some((s, b)) = m else { bail!("the server closed the connection") };
+                let Some((s, b)) = m else {
+                    return Err(ended(conn, "during the run").await);
+                };
                 match s {
                     LATENCY if b.len() >= 4 => {
                         let seq = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
@@ -724,7 +791,11 @@ async fn bulk_mode(
     }
     let report = report.unwrap_or(Value::Null);
     let duration_s = duration.unwrap_or(0.0);
-    let bytes = report["bytes"].as_u64().unwrap_or(0);
+    let bytes = if interrupted {
+        conn.stats().map_or(0, |s| s.bytes_acked)
+    } else {
+        report["bytes"].as_u64().unwrap_or(0)
+    };
     let mut streams = Vec::new();
     if let Some(list) = report["streams"].as_array() {
         for e in list {
@@ -738,11 +809,15 @@ async fn bulk_mode(
             "latency_ms": latency_json(&mut samples),
         }));
     }
-    Ok(json!({
+    let mut out = json!({
         "mode": if a.latency_trace.is_some() { "latency" } else { "bulk" },
         "throughput_bps": if duration_s > 0.0 { bytes as f64 * 8.0 / duration_s } else { 0.0 },
         "bytes": bytes,
         "duration_s": duration_s,
         "streams": streams,
-    }))
+    });
+    if interrupted {
+        out["interrupted"] = json!(true);
+    }
+    Ok(out)
 }

@@ -198,6 +198,7 @@ fn tlvs_json(tlvs: &[Tlv<'_>]) -> Value {
             Tlv::RetryToken(v) => json!({ "retry_token": to_hex(v) }),
             Tlv::Padding(n) => json!({ "padding": n }),
             Tlv::Aead(v) => json!({ "aead": to_hex(v) }),
+            Tlv::StatelessReset => json!({ "stateless_reset": true }),
             Tlv::Unknown { tlv_type, value } => {
                 json!({ "unknown": { "type": tlv_type, "value": to_hex(value) } })
             }
@@ -577,6 +578,7 @@ fn tlvs_from(p: &Obj<'_>) -> Result<Vec<Tlv<'static>>> {
             "retry_token",
             "padding",
             "aead",
+            "stateless_reset",
             "unknown",
         ];
         let t = Obj::new(v, path.clone(), &keys)?;
@@ -603,6 +605,7 @@ fn tlvs_from(p: &Obj<'_>) -> Result<Vec<Tlv<'static>>> {
             "retry_token" => Tlv::RetryToken(t.hex(key)?),
             "padding" => Tlv::Padding(t.num(key, U16)? as u16),
             "aead" => Tlv::Aead(t.hex(key)?),
+            "stateless_reset" => Tlv::StatelessReset,
             _ => {
                 let u = Obj::new(&t.map[key], format!("{path}.unknown"), &["type", "value"])?;
                 Tlv::Unknown {

@@ -396,9 +396,15 @@ fn receive(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) -> u64 {
         match io.recv(rx) {
             Ok(0) => break,
             Ok(_) => {}
-            // Nothing queued (`WouldBlock`), or an ICMP error (port
-            // unreachable) on some platforms: not fatal to the endpoint.
-            Err(_) => break,
+            // Nothing queued (`WouldBlock`): done. An ICMP error the
+            // kernel reports once (`ECONNREFUSED`, …): read the error
+            // queue for whom it concerns (icmp.rs). Never fatal.
+            Err(e) => {
+                if e.kind() != std::io::ErrorKind::WouldBlock {
+                    read_icmp(shared, io);
+                }
+                break;
+            }
         }
         let mut st = shared.lock();
         let now = shared.now();
@@ -408,6 +414,22 @@ fn receive(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) -> u64 {
         total += n;
     }
     total
+}
+
+/// Hand the ICMP destination unreachables queued on the socket to the
+/// core (`Endpoint::handle_unreachable`): a handshake to a port with
+/// nothing listening ends at once as "connection refused" (icmp.rs).
+fn read_icmp(shared: &Shared, io: &UdpIo) {
+    let mut hits = Vec::new();
+    io.drain_errors(|to, what| hits.push((to, what)));
+    if hits.is_empty() {
+        return;
+    }
+    let mut st = shared.lock();
+    let now = shared.now();
+    for (to, what) in hits {
+        st.proto.handle_unreachable(now, to, what);
+    }
 }
 
 /// Wait until `until` (less than [`SLEEP_THREAD_BELOW`] away) on the
@@ -519,6 +541,10 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                         receive(&shared, &io, &mut rx)
                     }
                     _ = tokio::time::sleep_until(sleep_until.unwrap_or_else(Instant::now)), if sleep_until.is_some() => 0,
+                    _ = io.error_ready() => {
+                        read_icmp(&shared, &io);
+                        0
+                    }
                     _ = shared.driver_signal.notified() => 0,
                 }
             }

@@ -106,6 +106,7 @@ mod driver;
 mod endpoint;
 mod events;
 mod inbox;
+mod icmp;
 pub mod keys;
 pub mod pmtu;
 mod socket;
@@ -127,7 +128,7 @@ pub use peregrine_proto::endpoint::EndpointStats;
 pub use peregrine_proto::{
     AbandonReason, CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState,
     ConnectionStats, EndpointConfig, HintEffect, MessageData, MessageId, PmtuDiscovery,
-    SchedulerConfig, SendError, StreamConfig, StreamReliability, WindowTarget,
+    SchedulerConfig, SendError, StreamConfig, StreamReliability, Unreachable, WindowTarget,
     DEFAULT_STREAM_SEND_BUFFER_BYTES,
 };
 
@@ -146,18 +147,18 @@ pub enum Error {
     /// The core refused a message or a stream configuration.
     #[error(transparent)]
     Send(SendError),
-    /// The connection is closed.
-    #[error("connection closed: {0:?}")]
+    /// The connection is closed; the reason says why and what to do.
+    #[error("{0}")]
     Closed(CloseReason),
     /// The endpoint's driver stopped.
-    #[error("endpoint stopped: {0}")]
+    #[error("the endpoint stopped ({0}): open a new endpoint")]
     EndpointStopped(String),
     /// A security configuration cannot work in its role (client or
     /// server); the text names what is missing.
     #[error("security configuration {0}")]
     Security(&'static str),
     /// The operating system's random generator failed.
-    #[error("OS entropy: {0}")]
+    #[error("the operating system's random generator failed: {0}")]
     Entropy(String),
     /// The blocking facade could not start its runtime.
     #[error("runtime: {0}")]

@@ -65,6 +65,8 @@ impl UdpIo {
         let _ = state.set_recv_buffer_size((&std_socket).into(), SOCKET_BUFFER_BYTES);
         let _ = state.set_send_buffer_size((&std_socket).into(), SOCKET_BUFFER_BYTES);
         std_socket.set_nonblocking(true)?;
+        // ICMP errors (port unreachable, …) onto the error queue (icmp.rs).
+        crate::icmp::enable(&std_socket, addr.is_ipv6());
         let socket = UdpSocket::from_std(std_socket)?;
         Ok(UdpIo { socket, state })
     }
@@ -86,6 +88,30 @@ impl UdpIo {
     /// Wait until the socket may have datagrams.
     pub(crate) async fn readable(&self) -> io::Result<()> {
         self.socket.readable().await
+    }
+
+    /// Wait until the socket reports an error (`POLLERR`: an ICMP error
+    /// on its error queue, icmp.rs).
+    pub(crate) async fn error_ready(&self) -> io::Result<()> {
+        self.socket.ready(Interest::ERROR).await.map(drop)
+    }
+
+    /// Read the error queue without waiting, handing each destination
+    /// unreachable to `f(destination, what)`, and clear the cached error
+    /// readiness (so [`error_ready`](Self::error_ready) waits for a new
+    /// one). O(entries read).
+    pub(crate) fn drain_errors(
+        &self,
+        mut f: impl FnMut(SocketAddr, peregrine_proto::Unreachable),
+    ) -> usize {
+        // Read first, whatever tokio last saw (a receive may report the
+        // error before the reactor has polled the POLLERR), then forget
+        // the cached readiness (a no-op if none is cached).
+        let n = crate::icmp::drain(&self.socket, &mut f);
+        let _ = self.socket.try_io(Interest::ERROR, || -> io::Result<()> {
+            Err(io::ErrorKind::WouldBlock.into())
+        });
+        n
     }
 
     /// Read one batch without waiting, handing every datagram (GRO

@@ -49,6 +49,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 mod admission;
+mod failure;
 mod mobility;
 mod security;
 mod set;
@@ -59,6 +60,7 @@ mod timers;
 pub use stats::EndpointStats;
 
 pub use admission::{HALF_OPEN_ENTRY_BYTES, RETRY_TOKEN_LEN};
+pub use failure::RESET_DATAGRAM_LEN;
 
 /// How many closed connections' final stats stay readable.
 const CLOSED_STATS_KEPT: usize = 64;
@@ -74,7 +76,10 @@ pub enum ConnectError {
     #[error(transparent)]
     InvalidConfig(#[from] ConfigError),
     /// The endpoint already has `max_connections` connections (or no free id).
-    #[error("too many connections")]
+    #[error(
+        "too many connections: the endpoint already holds max_connections \
+         (close some, or raise EndpointConfig::max_connections)"
+    )]
     TooManyConnections,
 }
 
@@ -126,6 +131,10 @@ pub struct Endpoint {
     /// `config.server`, shared by the connections it accepts (one copy,
     /// not one per half-open connection).
     server: Option<std::sync::Arc<ConnectionConfig>>,
+    /// The secret of this endpoint's stateless-reset tokens (failure.rs).
+    reset_secret: [u8; 32],
+    /// `reset_secret` comes from the listener's static key.
+    reset_secret_persistent: bool,
 }
 
 /// The optional trace factory (a newtype: `dyn TraceFactory` is not `Debug`).
@@ -175,8 +184,21 @@ impl Endpoint {
             admission: admission::Admission::new(&mut SeededRng::new(seed).fork("admission")),
             trace: TraceFactoryBox::default(),
             server: config.server.clone().map(std::sync::Arc::new),
+            reset_secret: {
+                let mut r = SeededRng::new(seed).fork("reset");
+                let mut s = [0u8; 32];
+                for c in s.chunks_mut(8) {
+                    c.copy_from_slice(&r.next_u64().to_be_bytes());
+                }
+                failure::derive_secret(&s)
+            },
+            reset_secret_persistent: false,
             config,
         };
+        // Adopt the configured listener's static key as the reset secret.
+        if let Some(server) = ep.config.server.clone() {
+            ep.adopt_reset_secret(&server);
+        }
         ep.note_half_open_bounds();
         ep
     }
@@ -202,6 +224,7 @@ impl Endpoint {
         server.validate()?;
         server.validate_security(false)?;
         self.server = Some(std::sync::Arc::new(server.clone()));
+        self.adopt_reset_secret(&server);
         self.config.server = Some(server);
         Ok(())
     }
@@ -586,6 +609,9 @@ impl Endpoint {
         };
         if self.queue_stateless(to, h, Payload::Reject(p)) {
             self.stats.rejects_sent += 1;
+            if reason == RejectReason::BUSY {
+                self.stats.busy_rejects += 1;
+            }
         }
     }
 
@@ -643,6 +669,10 @@ impl Endpoint {
             self.reject(remote, &h, RejectReason::BUSY);
             return;
         };
+        let mut handshake = handshake;
+        if let Some(hs) = handshake.as_mut().filter(|hs| hs.reset_asked()) {
+            hs.set_reset_token(self.reset_token(id, h.src_id, h.sync_no));
+        }
         let sync = self.sync_no();
         let probe_id = self.rng.next_u64() as u32;
         let window = h.flags.contains(Flags::W_VAL).then_some(h.window_size);
@@ -708,6 +738,9 @@ impl SansIo for Endpoint {
     ) {
         let now = self.tick(now);
         self.stats.datagrams_received += 1;
+        if self.protected_stateless_reset(remote, bytes) {
+            return;
+        }
         match self.unprotect(bytes) {
             None => self.handle_plain(now, remote, ecn, bytes),
             // Opened in place: the plaintext datagram is the prefix.

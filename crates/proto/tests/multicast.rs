@@ -520,7 +520,19 @@ fn multicast_silent_member_is_evicted_and_the_group_moves_on() {
     assert_eq!(evicted.len(), 1, "{:?}", source.events);
     let (at, who, reason) = evicted[0];
     assert_eq!(reason, EvictReason::Silent);
-    assert_eq!(h.node(s).ep.remote(who), Some(addr(3)));
+    // The silent member's connection may be gone already: the
+    // peer-death rule (issue 21) closes it ~3.2 s into the silence.
+    let ep = &h.node(s).ep;
+    assert!(
+        ep.remote(who).is_none_or(|a| a == addr(3)),
+        "{:?}",
+        ep.remote(who)
+    );
+    for other in ep.handles() {
+        if matches!(ep.remote(other), Some(a) if a == addr(1) || a == addr(2)) {
+            assert_ne!(other, who, "a live member was evicted");
+        }
+    }
     let at_ms = at.as_nanos() / 1_000_000;
     assert!(
         (SILENT_FROM_MS + 2_000..SILENT_FROM_MS + 3_000).contains(&at_ms),

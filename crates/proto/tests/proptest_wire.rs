@@ -73,7 +73,8 @@ fn tlv() -> impl Strategy<Value = Tlv<'static>> {
         proptest::sample::subsequence((1u8..=255).collect::<Vec<_>>(), 1..=8)
             .prop_shuffle()
             .prop_map(|v| Tlv::Aead(leak(v))),
-        (11u8.., bytes(40)).prop_map(|(tlv_type, value)| Tlv::Unknown { tlv_type, value }),
+        Just(Tlv::StatelessReset),
+        (12u8.., bytes(40)).prop_map(|(tlv_type, value)| Tlv::Unknown { tlv_type, value }),
     ]
 }
 

@@ -385,6 +385,24 @@ fn check_timeout_was_genuine(
                 "{who}: handshake timeout although START was answered"
             );
         }
+        CloseReason::PeerDead { silent_for, .. } => {
+            // Nothing was heard during the backed-off timeouts: the second
+            // half of the span (the first timeout is at 1/16 of it).
+            let from = Time::from_nanos(
+                closed_at
+                    .as_nanos()
+                    .saturating_sub(silent_for.as_nanos() as u64 / 2),
+            );
+            let heard: Vec<Time> = fresh_arrivals(&r.log, node)
+                .into_iter()
+                .map(|(t, _)| t)
+                .filter(|t| *t > from && *t < closed_at)
+                .collect();
+            prop_assert!(
+                heard.is_empty(),
+                "{who}: spurious peer death at {closed_at:?}: fresh datagrams arrived at {heard:?}"
+            );
+        }
         _ => {}
     }
     Ok(())
@@ -417,7 +435,9 @@ fn check_complete(r: &Run) -> Result<Ending, TestCaseError> {
             app.closed(),
             Some((
                 _,
-                CloseReason::IdleTimeout | CloseReason::HandshakeTimeout,
+                CloseReason::IdleTimeout
+                    | CloseReason::HandshakeTimeout
+                    | CloseReason::PeerDead { .. },
                 _
             ))
         )
@@ -682,7 +702,9 @@ fn b_forward_outage_closed_reports_exactly_the_undelivered_messages() {
                 prop_assert!(
                     matches!(
                         reason,
-                        CloseReason::IdleTimeout | CloseReason::HandshakeTimeout
+                        CloseReason::IdleTimeout
+                            | CloseReason::HandshakeTimeout
+                            | CloseReason::PeerDead { .. }
                     ),
                     "undelivered messages but reason {reason:?}"
                 );

@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use peregrine_proto::harness::{Jitter, PipeConfig};
 use peregrine_proto::{
-    AbandonReason, Event, SchedulerConfig, StreamConfig, StreamReliability, Time,
+    AbandonReason, ConnectionConfig, Event, SchedulerConfig, StreamConfig, StreamReliability, Time,
 };
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -152,7 +152,15 @@ fn run(c: &Case) -> Outcome {
         delay_us: c.pipe.delay_us,
         ..PipeConfig::default()
     };
-    let mut p = Pair::new(clean, cubic(c.scheduler), c.seed);
+    // These properties are about delivery whatever the loss: at the
+    // 15 % loss each way a case may draw, five probes in a row can go
+    // unanswered (≈ 0.28^5 per timeout episode), which the peer-death
+    // rule (issue 21) rightly calls a dead peer. Not what is tested here.
+    let config = ConnectionConfig {
+        peer_death_timeouts: 0,
+        ..cubic(c.scheduler)
+    };
+    let mut p = Pair::new(clean, config, c.seed);
     let conn = p.conn;
     for (i, s) in c.streams.iter().enumerate() {
         p.sender()

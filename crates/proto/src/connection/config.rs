@@ -125,6 +125,21 @@ pub struct ConnectionConfig {
     pub keep_alive_interval: Duration,
     /// Give up a START that gets no answer after this long.
     pub handshake_timeout: Duration,
+    /// Declare the peer dead ([`CloseReason::PeerDead`](crate::CloseReason::PeerDead))
+    /// after this many retransmission timeouts in a row with data
+    /// outstanding and nothing heard from the peer — unless an outage is
+    /// expected: a link-failure hint whose predicted end has not passed
+    /// (or, without a prediction, until the peer is heard again), the
+    /// controller holding its window through a predicted outage (RTW-TCP's
+    /// `Hold`: no backoff, no count), or the peer's handover window
+    /// closed to 0. The timeouts double from the RTO, and the
+    /// retransmission the last one sends gets one more RTO, so with the
+    /// 200 ms minimum RTO the default 4 spans 0.2 + 0.4 + 0.8 + 1.6 + 0.2
+    /// = 3.2 s on any path shorter than ~50 ms, and an outage shorter than
+    /// ~3 s is survived. 0: never (only `idle_timeout` ends a
+    /// silent connection; the simulator's experiments do this so that
+    /// long scripted outages do not end their flows).
+    pub peer_death_timeouts: u32,
     /// Upper bound on the packet-pair measured initial window, bytes
     /// (SLTP's 144 KiB by default).
     pub max_initial_window_bytes: u64,
@@ -185,6 +200,7 @@ impl Default for ConnectionConfig {
             idle_timeout: Duration::from_secs(30),
             keep_alive_interval: Duration::from_secs(5),
             handshake_timeout: Duration::from_secs(10),
+            peer_death_timeouts: 4,
             max_initial_window_bytes: 144 * 1024,
             probe_timeout: Duration::from_secs(1),
             reprobe_nack_burst: 3,

@@ -8,6 +8,7 @@
 use crate::streams::AbandonReason;
 use crate::wire::RejectReason;
 use peregrine_cc::LinkHintKind;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// What a link hint did to this side's sender, in
@@ -61,6 +62,131 @@ pub enum CloseReason {
     /// The peer broke the protocol (an impossible START answer, a message
     /// larger than this side accepts, …); the string says what.
     ProtocolViolation(&'static str),
+    /// During the handshake the peer's host answered with an ICMP port
+    /// unreachable: nothing listens on that port (`Endpoint::handle_unreachable`).
+    ConnectionRefused {
+        /// The address the START went to.
+        peer: SocketAddr,
+    },
+    /// During the handshake an ICMP host, network or protocol unreachable
+    /// came back: no route to the peer.
+    HostUnreachable {
+        /// The address the START went to.
+        peer: SocketAddr,
+    },
+    /// With data outstanding, `ConnectionConfig::peer_death_timeouts`
+    /// retransmission timeouts in a row passed with nothing heard from the
+    /// peer (and no outage announced): the peer is declared dead.
+    PeerDead {
+        /// The peer's address.
+        peer: SocketAddr,
+        /// How long the oldest unanswered data had gone without an answer.
+        silent_for: Duration,
+        /// An ICMP unreachable for the peer arrived meanwhile (a hint, not
+        /// a proof: ICMP is not authenticated).
+        icmp: Option<Unreachable>,
+    },
+}
+
+/// What an ICMP (or ICMPv6) destination-unreachable said about a peer
+/// address, as the runtime read it from the socket's error queue.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Unreachable {
+    /// Port unreachable: the host is up and nothing listens on the port.
+    Port,
+    /// Host, network or protocol unreachable, or administratively
+    /// prohibited: no route to the peer.
+    Host,
+}
+
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Unreachable::Port => "ICMP port unreachable",
+            Unreachable::Host => "ICMP host unreachable",
+        })
+    }
+}
+
+impl CloseReason {
+    /// A stable snake_case name for programs (the `kind` of `peregrine
+    /// perf --json`'s `{"error": …}`): `local`, `remote`,
+    /// `handshake_timeout`, `idle_timeout`, `reset`, `aborted`,
+    /// `protocol_violation`, `connection_refused`, `host_unreachable`,
+    /// `peer_dead`, or for a REJECT its reason's name (`busy`,
+    /// `security_required`, `key_mismatch`, …; `rejected` for a code
+    /// without a name). O(1).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CloseReason::Local => "local",
+            CloseReason::Remote => "remote",
+            CloseReason::Rejected(r) => r.name().unwrap_or("rejected"),
+            CloseReason::HandshakeTimeout => "handshake_timeout",
+            CloseReason::IdleTimeout => "idle_timeout",
+            CloseReason::Reset => "reset",
+            CloseReason::Aborted => "aborted",
+            CloseReason::ProtocolViolation(_) => "protocol_violation",
+            CloseReason::ConnectionRefused { .. } => "connection_refused",
+            CloseReason::HostUnreachable { .. } => "host_unreachable",
+            CloseReason::PeerDead { .. } => "peer_dead",
+        }
+    }
+
+    /// Whether the connection ended as both sides meant it to (`Local`,
+    /// `Remote`): anything else is a failure to report. O(1).
+    pub fn is_normal(&self) -> bool {
+        matches!(self, CloseReason::Local | CloseReason::Remote)
+    }
+}
+
+impl std::fmt::Display for CloseReason {
+    /// One line saying what happened and what to do about it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CloseReason::Local => f.write_str("closed by this side"),
+            CloseReason::Remote => f.write_str("the peer closed the connection"),
+            CloseReason::Rejected(r) => write!(f, "{r}"),
+            CloseReason::HandshakeTimeout => f.write_str(
+                "no answer to the handshake: check the address and port, that the server \
+                 runs, and that no firewall drops UDP",
+            ),
+            CloseReason::IdleTimeout => f.write_str(
+                "nothing heard from the peer for the idle timeout: the peer or the path went away",
+            ),
+            CloseReason::Reset => f.write_str(
+                "the peer reset the connection: it restarted or lost the connection's state; \
+                 connect again",
+            ),
+            CloseReason::Aborted => f.write_str("aborted by this side"),
+            CloseReason::ProtocolViolation(what) => {
+                write!(f, "the peer broke the protocol ({what}): check both sides run compatible versions")
+            }
+            CloseReason::ConnectionRefused { peer } => write!(
+                f,
+                "connection refused: nothing listens on {peer} (ICMP port unreachable); \
+                 check the port and that the server runs"
+            ),
+            CloseReason::HostUnreachable { peer } => write!(
+                f,
+                "{peer} is unreachable (ICMP host unreachable): check the address and the route"
+            ),
+            CloseReason::PeerDead {
+                peer,
+                silent_for,
+                icmp,
+            } => {
+                write!(
+                    f,
+                    "no answer from {peer} after {:.1} s: the peer or the path is gone",
+                    silent_for.as_secs_f64()
+                )?;
+                match icmp {
+                    Some(u) => write!(f, " ({u} seen)"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
 }
 
 /// What went wrong in a [`Event::SecurityViolation`].

@@ -74,7 +74,7 @@ mod integrity_tests;
 
 pub use admission::{MAX_RETRIES, MIN_SECURE_START_LEN};
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig, PmtuDiscovery};
-pub use events::{CloseReason, Event, HintEffect, MessageId, ViolationKind};
+pub use events::{CloseReason, Event, HintEffect, MessageId, Unreachable, ViolationKind};
 pub use group::GroupRequestError;
 pub use lifecycle::StartParams;
 pub use path::PathStats;
@@ -187,6 +187,8 @@ pub struct Connection {
     tracer: Option<trace::Tracer>,
     /// Anti-amplification budget and the client's retry token (lifecycle/admission.rs).
     admission: admission::AdmissionState,
+    /// ICMP hints, the peer-death count, expected outages (lifecycle/failure.rs).
+    failure: lifecycle::failure::FailureState,
 }
 
 impl Connection {
@@ -256,6 +258,7 @@ impl Connection {
             security: None,
             tracer: None,
             admission: admission::AdmissionState::default(),
+            failure: lifecycle::failure::FailureState::default(),
         }
     }
 

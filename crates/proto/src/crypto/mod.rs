@@ -30,7 +30,9 @@ pub use keys::{
 };
 
 pub use aead::{AeadAlgorithm, OpenError};
-pub use noise::{binding, derive_keys, DerivedKeys, HandshakeError, BINDING_LEN, XX_MSG3_LEN};
+pub use noise::{
+    binding, derive_keys, DerivedKeys, HandshakeError, BINDING_LEN, RESET_TOKEN_LEN, XX_MSG3_LEN,
+};
 
 use aead::PacketKeys;
 use noise::{ClientHandshake, Established, ServerHandshake};
@@ -99,6 +101,8 @@ pub(crate) struct SecurityState {
     pub(crate) refused: bool,
     /// Server XX awaiting message 3: the application has not been told.
     pub(crate) unannounced: bool,
+    /// Client: the stateless-reset token the server gave in message 2.
+    reset_token: Option<[u8; RESET_TOKEN_LEN]>,
     pub(crate) stats: SecurityStats,
 }
 
@@ -137,6 +141,7 @@ impl SecurityState {
             start_window: None,
             refused: false,
             unannounced: false,
+            reset_token: None,
             stats: SecurityStats {
                 pattern: Some(pattern),
                 ..SecurityStats::default()
@@ -206,8 +211,25 @@ impl SecurityState {
         };
         match &self.hs {
             Handshake::Client(_) => p.start_value_len(),
+            Handshake::Server(s) if s.gives_reset_token() => p.reply_value_len() + RESET_TOKEN_LEN,
             Handshake::Server(_) => p.reply_value_len(),
         }
+    }
+
+    /// Whether our START / START-REPLY carries the empty STATELESS_RESET
+    /// TLV: a client always asks for a token; a server says so when its
+    /// message 2 carries one.
+    pub(crate) fn stateless_reset_tlv(&self) -> bool {
+        match &self.hs {
+            Handshake::Client(_) => true,
+            Handshake::Server(s) => s.gives_reset_token(),
+        }
+    }
+
+    /// Client: the stateless-reset token the server gave, once the
+    /// handshake completed with a server that gives one.
+    pub(crate) fn reset_token(&self) -> Option<&[u8; RESET_TOKEN_LEN]> {
+        self.reset_token.as_ref()
     }
 
     /// Our SECURITY TLV value, once written.
@@ -231,10 +253,16 @@ impl SecurityState {
             _ => Err(HandshakeError::Internal),
         };
         match r {
-            Ok(Established { keys, peer, msg3 }) => {
+            Ok(Established {
+                keys,
+                peer,
+                msg3,
+                reset_token,
+            }) => {
                 self.established(keys);
                 self.stats.peer_static_key = peer;
                 self.msg3 = msg3;
+                self.reset_token = reset_token;
                 Ok(())
             }
             Err(e) => {

@@ -49,6 +49,9 @@ pub const BINDING_LEN: usize = 32;
 pub const XX_MSG3_LEN: usize = KEY_LEN + 16 + 16;
 /// Bytes of seed each handshake's random generator starts from.
 pub const SEED_LEN: usize = 32;
+/// Length of a stateless-reset token (docs/security.md, "Stateless
+/// reset"): it rides encrypted behind the binding in Noise message 2.
+pub const RESET_TOKEN_LEN: usize = 16;
 /// Domain separation of the binding hash.
 const BINDING_LABEL: &[u8] = b"peregrine v1 binding";
 /// Largest Noise message Peregrine's patterns produce (XX message 2 with
@@ -99,22 +102,26 @@ pub enum HandshakeError {
 }
 
 impl HandshakeError {
-    /// Whether the server answers this failure with REJECT
-    /// `security_required` (only a missing or unsupported SECURITY TLV:
-    /// a failed MAC gets no answer).
+    /// Whether the server answers this failure with a REJECT.
     pub fn answered(self) -> bool {
         self.reject_reason().is_some()
     }
 
-    /// The REJECT reason a server answers this failure with: `security_required`
-    /// for a missing or unsupported SECURITY TLV, `aead_unsupported` when
-    /// no offered AEAD is accepted; `None` (no answer) otherwise.
+    /// The REJECT reason a server answers this failure with:
+    /// `security_required` for a missing or unsupported SECURITY TLV,
+    /// `aead_unsupported` when no offered AEAD is accepted, `key_mismatch`
+    /// when message 1 does not decrypt (the client pinned another server
+    /// key, or the pre-shared keys differ: the client can then say so in
+    /// a second instead of timing out; the REJECT is a few dozen bytes
+    /// against a START padded to 256, so no amplification); `None` (no
+    /// answer) otherwise.
     pub fn reject_reason(self) -> Option<RejectReason> {
         match self {
             HandshakeError::Missing | HandshakeError::Malformed | HandshakeError::NotAccepted => {
                 Some(RejectReason::SECURITY_REQUIRED)
             }
             HandshakeError::NoCommonAead => Some(RejectReason::AEAD_UNSUPPORTED),
+            HandshakeError::Unauthenticated => Some(RejectReason::KEY_MISMATCH),
             _ => None,
         }
     }
@@ -135,6 +142,7 @@ fn bound(tlv: &Tlv<'_>) -> bool {
         | Tlv::StartupMode(_)
         | Tlv::StreamCredit(_)
         | Tlv::Aead(_)
+        | Tlv::StatelessReset
         | Tlv::Unknown { .. } => true,
     }
 }
@@ -289,6 +297,8 @@ pub(crate) struct Established {
     pub peer: Option<PublicKey>,
     /// XX client: message 3, to append to its datagrams.
     pub msg3: Option<Vec<u8>>,
+    /// Client: the stateless-reset token the server gave in message 2.
+    pub reset_token: Option<[u8; RESET_TOKEN_LEN]>,
 }
 
 /// The initiator's side: message 1 out, message 2 in (and XX message 3).
@@ -407,7 +417,13 @@ impl ClientHandshake {
             .state
             .read_message(msg, &mut payload)
             .map_err(|_| HandshakeError::Unauthenticated)?;
-        let checked = if payload.get(..n) != Some(&reply_binding[..]) {
+        // The payload is the binding, then (a server that was asked) the
+        // stateless-reset token: encrypted and authenticated by Noise.
+        let reset_token = payload
+            .get(BINDING_LEN..n)
+            .and_then(|t| <[u8; RESET_TOKEN_LEN]>::try_from(t).ok());
+        let shape_ok = n == BINDING_LEN || reset_token.is_some();
+        let checked = if !shape_ok || payload.get(..BINDING_LEN) != Some(&reply_binding[..]) {
             Err(HandshakeError::BindingMismatch)
         } else if self.pattern == NoisePattern::XX
             && self
@@ -438,6 +454,7 @@ impl ClientHandshake {
             peer: remote_static(&self.state),
             keys: packet_keys(&mut self.state, true, aead)?,
             msg3,
+            reset_token,
         })
     }
 }
@@ -464,6 +481,10 @@ pub(crate) struct ServerHandshake {
     /// Whether the START carried an AEAD TLV (the REPLY then names the
     /// choice; a START without one gets none back).
     answer_aead: bool,
+    /// Whether the START asked for a stateless-reset token (TLV
+    /// STATELESS_RESET), and the token message 2 carries once set.
+    reset_asked: bool,
+    reset_token: Option<[u8; RESET_TOKEN_LEN]>,
 }
 
 impl ServerHandshake {
@@ -501,6 +522,8 @@ impl ServerHandshake {
             reply_binding: [0; BINDING_LEN],
             aead,
             answer_aead: offer.is_some(),
+            reset_asked: false,
+            reset_token: None,
         };
         // IK / IKpsk2 reveal the client's key in message 1.
         if let Some(k) = remote_static(&hs.state) {
@@ -527,6 +550,30 @@ impl ServerHandshake {
         self.answer_aead.then(|| self.aead.choice())
     }
 
+    /// The START asked for a stateless-reset token.
+    pub(crate) fn ask_reset_token(&mut self) {
+        self.reset_asked = true;
+    }
+
+    /// Whether the START asked for a stateless-reset token.
+    pub(crate) fn reset_asked(&self) -> bool {
+        self.reset_asked
+    }
+
+    /// The token message 2 carries behind the binding (set before it is
+    /// written; ignored unless the START asked).
+    pub(crate) fn set_reset_token(&mut self, token: [u8; RESET_TOKEN_LEN]) {
+        if self.reset_asked {
+            self.reset_token = Some(token);
+        }
+    }
+
+    /// Whether message 2 carries a token (its START-REPLY then says so
+    /// with an empty STATELESS_RESET TLV).
+    pub(crate) fn gives_reset_token(&self) -> bool {
+        self.reset_token.is_some()
+    }
+
     /// The client's static key, once known.
     pub(crate) fn peer(&self) -> Option<PublicKey> {
         remote_static(&self.state)
@@ -543,9 +590,18 @@ impl ServerHandshake {
             return Ok(None);
         }
         let mut msg = [0u8; MAX_MESSAGE];
+        let mut payload = [0u8; BINDING_LEN + RESET_TOKEN_LEN];
+        payload[..BINDING_LEN].copy_from_slice(&reply_binding);
+        let payload_len = match self.reset_token {
+            Some(t) => {
+                payload[BINDING_LEN..].copy_from_slice(&t);
+                BINDING_LEN + RESET_TOKEN_LEN
+            }
+            None => BINDING_LEN,
+        };
         let n = self
             .state
-            .write_message(&reply_binding, &mut msg)
+            .write_message(&payload[..payload_len], &mut msg)
             .map_err(|_| HandshakeError::Internal)?;
         self.value.push(self.pattern.mode_byte());
         self.value
@@ -576,8 +632,10 @@ impl ServerHandshake {
         state
             .read_message(msg1, &mut buf)
             .map_err(|_| HandshakeError::Internal)?;
+        let mut payload = self.reply_binding.to_vec();
+        payload.extend(self.reset_token.iter().flatten());
         let n = state
-            .write_message(&self.reply_binding, &mut buf)
+            .write_message(&payload, &mut buf)
             .map_err(|_| HandshakeError::Internal)?;
         if buf.get(..n) != self.value.get(1..) {
             return Err(HandshakeError::Internal);

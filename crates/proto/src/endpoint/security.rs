@@ -28,6 +28,10 @@ impl Endpoint {
         };
         self.handshake_rng = HandshakeRng::from_seed(derive(b"peregrine v1 handshake seed"));
         self.admission.rekey(&derive(b"peregrine v1 token secret"));
+        // A secret from the listener's static key survives restarts: keep it.
+        if !self.reset_secret_persistent {
+            self.reset_secret = super::failure::derive_secret(&derive(b"peregrine v1 reset seed"));
+        }
     }
 
     /// The peer's static key of a connection, once its handshake revealed
@@ -77,8 +81,14 @@ impl Endpoint {
             _ => None,
         });
         let seed = self.handshake_rng.next_seed();
+        let asks_reset = tlvs.iter().any(|t| matches!(t, Tlv::StatelessReset));
         ServerHandshake::accept(&sec.noise(), value, offer, binding(h, tlvs), seed)
-            .map(Some)
+            .map(|mut hs| {
+                if asks_reset {
+                    hs.ask_reset_token();
+                }
+                Some(hs)
+            })
             .map_err(|e| {
                 self.stats.handshake_failures += 1;
                 e.reject_reason()
@@ -97,7 +107,17 @@ impl Endpoint {
             return None;
         }
         let handle = self.by_id.get(&dest_id).copied()?;
+        let now = self.now;
         let c = self.connections.get_mut(&handle)?;
+        // Before opening: a failed open leaves the payload unspecified.
+        // (Resets still arriving after the first closed it are dropped.)
+        let open = c.state() != crate::connection::ConnectionState::Closed;
+        if c.check_reset(now, bytes) {
+            if open {
+                self.stats.resets_accepted += 1;
+            }
+            return Some(None);
+        }
         match c.open_incoming(bytes)? {
             Ok(n) => Some(Some(n)),
             Err(OpenError::Unauthenticated | OpenError::NoKeys) => {

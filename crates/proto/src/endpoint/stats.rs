@@ -79,4 +79,12 @@ pub struct EndpointStats {
     /// authenticating, binding mismatch, client key not authorized — no
     /// state kept) and XX message 3 failures.
     pub handshake_failures: u64,
+    /// STARTs answered with REJECT `busy` (the connection cap was reached).
+    pub busy_rejects: u64,
+    /// ICMP destination unreachables the runtime handed in
+    /// (`Endpoint::handle_unreachable`).
+    pub icmp_unreachable: u64,
+    /// Stateless resets received that carried the right token and ended
+    /// a protected connection (docs/security.md, "Stateless reset").
+    pub resets_accepted: u64,
 }

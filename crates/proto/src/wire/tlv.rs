@@ -49,8 +49,12 @@ pub mod code {
     /// Packet AEADs: the codes a client offers (preferred first) or the
     /// one its peer chose.
     pub const AEAD: u8 = 10;
+    /// Authenticated stateless reset, empty value: in START, "give me a
+    /// reset token"; in START-REPLY, "the token follows the binding in the
+    /// payload of Noise message 2" (docs/security.md).
+    pub const STATELESS_RESET: u8 = 11;
     /// The highest known code.
-    pub(crate) const LAST_KNOWN: u8 = AEAD;
+    pub(crate) const LAST_KNOWN: u8 = STATELESS_RESET;
 }
 
 /// Most codes in an AEAD TLV.
@@ -125,6 +129,9 @@ pub enum Tlv<'a> {
     /// unknown), 1 to 8 distinct non-zero bytes: START offers them in
     /// preference order, START-REPLY names the one chosen.
     Aead(&'a [u8]),
+    /// STATELESS_RESET (empty): the client asks for a stateless-reset
+    /// token, or the server says one rides in its Noise message 2.
+    StatelessReset,
     /// A TLV this version does not know: skipped, but kept for re-encoding.
     Unknown {
         /// TYPE code (never 0 nor a known code).
@@ -148,6 +155,7 @@ impl<'a> Tlv<'a> {
             Tlv::RetryToken(_) => code::RETRY_TOKEN,
             Tlv::Padding(_) => code::PADDING,
             Tlv::Aead(_) => code::AEAD,
+            Tlv::StatelessReset => code::STATELESS_RESET,
             Tlv::Unknown { tlv_type, .. } => *tlv_type,
         }
     }
@@ -165,6 +173,7 @@ impl<'a> Tlv<'a> {
             Tlv::RetryToken(_) => "RETRY_TOKEN",
             Tlv::Padding(_) => "PADDING",
             Tlv::Aead(_) => "AEAD",
+            Tlv::StatelessReset => "STATELESS_RESET",
             Tlv::Unknown { .. } => "unknown",
         }
     }
@@ -174,6 +183,7 @@ impl<'a> Tlv<'a> {
             Tlv::Version(_) | Tlv::MaxPacketSize(_) => 2,
             Tlv::WindowScale(_) | Tlv::StartupMode(_) => 1,
             Tlv::StreamCredit(_) => 4,
+            Tlv::StatelessReset => 0,
             Tlv::Controller(name) => name.len(),
             Tlv::Padding(n) => usize::from(*n),
             Tlv::Security(v)
@@ -291,6 +301,10 @@ impl<'a> Tlv<'a> {
             }
             code::RETRY_TOKEN => Tlv::RetryToken(value),
             code::AEAD => Tlv::Aead(value),
+            code::STATELESS_RESET => {
+                fixed("STATELESS_RESET", 0, "0")?;
+                Tlv::StatelessReset
+            }
             code::PADDING => {
                 if value.iter().any(|&b| b != 0) {
                     return Err(WireError::BadTlvValue {
@@ -319,6 +333,7 @@ impl<'a> Tlv<'a> {
             Tlv::StreamCredit(c) => w.u32(*c),
             Tlv::Controller(name) => w.put(name.as_bytes()),
             Tlv::Padding(n) => w.zeros(usize::from(*n)),
+            Tlv::StatelessReset => Ok(()),
             Tlv::Security(v)
             | Tlv::RetryToken(v)
             | Tlv::Aead(v)
@@ -533,10 +548,19 @@ mod tests {
         .validate()
         .is_err());
         assert!(Tlv::Unknown {
-            tlv_type: 11,
+            tlv_type: 12,
             value: &[]
         }
         .validate()
         .is_ok());
+        // STATELESS_RESET (11) is known and empty.
+        assert_eq!(decode(&[11, 0, 0]), Ok(vec![Tlv::StatelessReset]));
+        assert!(matches!(
+            decode(&[11, 0, 1, 7]),
+            Err(WireError::BadTlvLength {
+                name: "STATELESS_RESET",
+                ..
+            })
+        ));
     }
 }

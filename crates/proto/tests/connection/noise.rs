@@ -233,12 +233,17 @@ fn doomed(client: ConnectionConfig, server: ConnectionConfig) -> Driver {
 #[test]
 fn handshake_failures_leave_no_connection_and_are_counted() {
     let (ck, sk) = (kp(1), kp(2));
-    let cases: Vec<(&str, ConnectionConfig, ConnectionConfig, bool)> = vec![
+    let cases: Vec<(
+        &str,
+        ConnectionConfig,
+        ConnectionConfig,
+        Option<RejectReason>,
+    )> = vec![
         (
             "wrong psk",
             cfg(SecurityConfig::PresharedKey([1; 32])),
             cfg(SecurityConfig::PresharedKey([2; 32])),
-            false,
+            Some(RejectReason::KEY_MISMATCH),
         ),
         (
             "wrong server key",
@@ -247,7 +252,7 @@ fn handshake_failures_leave_no_connection_and_are_counted() {
                 kp(3).public(),
             ))),
             cfg(SecurityConfig::Noise(NoiseConfig::server(sk.clone()))),
-            false,
+            Some(RejectReason::KEY_MISMATCH),
         ),
         (
             "unauthorized IK client",
@@ -258,13 +263,13 @@ fn handshake_failures_leave_no_connection_and_are_counted() {
             cfg(SecurityConfig::Noise(
                 NoiseConfig::server(sk.clone()).authorize(vec![kp(4).public()]),
             )),
-            false,
+            None,
         ),
         (
             "pattern not accepted",
             cfg(SecurityConfig::PresharedKey(PSK)),
             cfg(SecurityConfig::Noise(NoiseConfig::server(sk.clone()))),
-            true,
+            Some(RejectReason::SECURITY_REQUIRED),
         ),
     ];
     for (name, client, server, answered) in cases {
@@ -282,14 +287,16 @@ fn handshake_failures_leave_no_connection_and_are_counted() {
             .count() as u64;
         let e = sim.eps[1].endpoint_stats();
         assert_eq!(e.handshake_failures, starts, "{name}: every START counted");
-        // Only an unsupported pattern is answered (REJECT security_required).
-        assert_eq!(e.rejects_sent, if answered { starts } else { 0 }, "{name}");
+        // An unsupported pattern is answered with REJECT
+        // security_required, a key that does not decrypt message 1 with
+        // key_mismatch (issue 21); an unauthorized key gets no answer.
+        assert_eq!(
+            e.rejects_sent,
+            if answered.is_some() { starts } else { 0 },
+            "{name}"
+        );
         assert!(!sim.saw(0, |e| matches!(e, Event::Connected)), "{name}");
-        let want = if answered {
-            CloseReason::Rejected(RejectReason::SECURITY_REQUIRED)
-        } else {
-            CloseReason::HandshakeTimeout
-        };
+        let want = answered.map_or(CloseReason::HandshakeTimeout, CloseReason::Rejected);
         assert!(
             matches!(sim.closed(0), Some(Event::Closed { reason, .. }) if reason == want),
             "{name}: {:?}",
@@ -467,7 +474,7 @@ fn forged_reject_does_not_stop_the_handshake() {
 }
 
 #[test]
-fn forged_start_security_gets_no_answer_and_no_state() {
+fn forged_start_security_gets_a_reject_and_no_state() {
     let (_, _, server) = patterns().remove(0);
     let (mut sim, _) = sim(cfg(SecurityConfig::PresharedKey(PSK)), server, 51);
     let mut h = HeaderRepr::new(PacketType::Start);
@@ -484,7 +491,7 @@ fn forged_start_security_gets_no_answer_and_no_state() {
         buf
     };
     let before = sim.eps[1].endpoint_stats().clone();
-    // IK message 1 of junk: no answer.
+    // IK message 1 of junk: REJECT key_mismatch (it does not decrypt).
     let mut junk = vec![NoisePattern::IK.mode_byte()];
     junk.extend((0..128u32).map(|i| (i * 7) as u8));
     sim.eps[1].handle_datagram(sim.now, addr(5), None, &mut start(Some(&junk)));
@@ -496,10 +503,15 @@ fn forged_start_security_gets_no_answer_and_no_state() {
     sim.eps[1].handle_datagram(sim.now, addr(5), None, &mut start(None));
     let e = sim.eps[1].endpoint_stats();
     assert_eq!(e.handshake_failures - before.handshake_failures, 5);
-    // Answered: the empty value, the unknown mode and the missing TLV.
-    assert_eq!(e.rejects_sent - before.rejects_sent, 3);
+    // Every one is answered: the junk and the truncated message 1 do not
+    // decrypt (key_mismatch), the empty value, the unknown mode and the
+    // missing TLV are security_required. Never any state.
+    assert_eq!(e.rejects_sent - before.rejects_sent, 5);
     assert!(sim.eps[1].handles().is_empty());
-    assert!(HandshakeError::Missing.answered() && !HandshakeError::Unauthenticated.answered());
+    assert!(HandshakeError::Missing.answered() && HandshakeError::Unauthenticated.answered());
+    assert!(
+        !HandshakeError::Unauthorized.answered() && !HandshakeError::BindingMismatch.answered()
+    );
 }
 
 #[test]

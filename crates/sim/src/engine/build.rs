@@ -183,6 +183,9 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             idle_timeout: std::time::Duration::from_nanos(
                 m.duration_ns.saturating_mul(2).max(60_000_000_000),
             ),
+            // Nor the peer-death rule (issue 21): a scripted outage longer
+            // than four backed-off RTOs is part of the experiment.
+            peer_death_timeouts: 0,
             ..ConnectionConfig::default()
         };
         let mut server_config = config.clone();

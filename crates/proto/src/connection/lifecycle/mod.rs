@@ -26,6 +26,7 @@
 //! START and END are retransmitted with exponential backoff from the RTO.
 
 pub(crate) mod admission;
+pub(crate) mod failure;
 pub mod group;
 pub mod path;
 mod security;
@@ -36,6 +37,11 @@ use super::Connection;
 use crate::wire::{StartupMode, Tlv, PROTOCOL_VERSION};
 use peregrine_cc::Time;
 use std::time::Duration;
+
+/// How long a protected client keeps waiting for an authenticated answer
+/// after an (unauthenticated) REJECT before it closes with that REJECT's
+/// reason: a handful of START retransmission timeouts on most paths.
+pub const PROTECTED_REJECT_GRACE: Duration = Duration::from_secs(1);
 
 /// What a START (request or answer) asked for, from its TLVs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,7 +97,7 @@ impl StartParams {
                 Tlv::StreamCredit(c) => p.stream_credit = Some(c),
                 Tlv::RetryToken(t) => p.retry_token = Some(t.to_vec()),
                 // The handshake reads AEAD (crypto::noise).
-                Tlv::Padding(_) | Tlv::Aead(_) | Tlv::Unknown { .. } => {}
+                Tlv::Padding(_) | Tlv::Aead(_) | Tlv::StatelessReset | Tlv::Unknown { .. } => {}
             }
         }
         p
@@ -277,7 +283,16 @@ impl Connection {
     pub(crate) fn on_reject(&mut self, now: Time, reason: crate::wire::RejectReason) {
         if self.state == ConnectionState::Starting {
             if self.security.is_some() {
+                // Unauthenticated: a genuine START-REPLY arriving within
+                // the grace still wins over a forged REJECT that raced it,
+                // but a real one (a wrong --peer-key: `key_mismatch`) is
+                // reported in about a second, not at the handshake timeout.
+                // `busy` is not final (room may free up): retry until the
+                // handshake timeout as before.
                 self.start.rejected = Some(reason);
+                if reason != crate::wire::RejectReason::BUSY {
+                    self.start.deadline = self.start.deadline.min(now + PROTECTED_REJECT_GRACE);
+                }
                 return;
             }
             self.close_with(now, CloseReason::Rejected(reason));
@@ -347,6 +362,13 @@ impl Connection {
         }
         if let Some(aead) = self.security.as_ref().and_then(|s| s.aead_tlv()) {
             tlvs.push(Tlv::Aead(aead));
+        }
+        if self
+            .security
+            .as_ref()
+            .is_some_and(|s| s.stateless_reset_tlv())
+        {
+            tlvs.push(Tlv::StatelessReset);
         }
         if let Some(hello) = self.security_hello() {
             tlvs.push(Tlv::Security(hello));

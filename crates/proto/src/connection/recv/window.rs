@@ -212,6 +212,7 @@ impl Connection {
         if self.state != ConnectionState::Closed {
             let before = self.window.send_hold.is_some();
             self.recovery.on_link_hint(now, hint);
+            self.note_link_hint_outage(now, hint);
             let after = self.recovery.congestion().window_held(now);
             let effect = match (before, after) {
                 (false, true) => HintEffect::WindowHeld,

@@ -421,6 +421,8 @@ impl Connection {
         arm(self.status_poll_at);
         arm(self.path_timeout());
         arm(self.group_timeout());
+        arm(self.icmp_death_at());
+        arm(self.death_deadline());
         arm(self.send.next_deadline());
         if self.data_state() && self.send.has_pending() {
             if let Allowance::Wait(at) = self
@@ -444,8 +446,15 @@ impl Connection {
         ) {
             return;
         }
+        let backoff = self.recovery.rtt().backoff_exponent();
+        let rto = self.recovery.rtt().backed_off_rto();
         let out = self.recovery.on_timeout(now);
         self.apply(out, crate::trace::LossTrigger::Timeout);
+        // The retransmission timer expired and backed off: one more
+        // probe timeout without an answer (lifecycle/failure.rs).
+        if self.recovery.rtt().backoff_exponent() > backoff {
+            self.count_probe_timeout(now, rto);
+        }
         self.expire_messages(now);
         if let Some(outcome) = self.probe.on_timeout(now) {
             self.on_probe_outcome(now, outcome);
@@ -453,6 +462,8 @@ impl Connection {
         self.pmtud.on_timeout(now);
         self.on_path_timer(now);
         self.on_group_timer(now);
+        self.on_icmp_timer(now);
+        self.on_death_timer(now);
         if self.status_poll_at.is_some_and(|t| t <= now) {
             self.status_poll_at = None;
             self.status_poll_pending = self.send.window_blocked() || self.send.credit_blocked();

@@ -67,8 +67,13 @@ impl RejectReason {
     pub const RETRY: RejectReason = RejectReason(7);
     /// The START's AEAD TLV offers no packet AEAD the listener accepts.
     pub const AEAD_UNSUPPORTED: RejectReason = RejectReason(8);
+    /// The START's Noise message 1 did not decrypt: the client pinned
+    /// another server key (`Noise_IK`), or the pre-shared keys differ
+    /// (`Noise_IKpsk2`, `Noise_NNpsk0`). Sent only by a listener that
+    /// requires security; unauthenticated, like every REJECT.
+    pub const KEY_MISMATCH: RejectReason = RejectReason(9);
 
-    const NAMES: [&'static str; 9] = [
+    const NAMES: [&'static str; 10] = [
         "unspecified",
         "version_unsupported",
         "busy",
@@ -78,6 +83,7 @@ impl RejectReason {
         "refused",
         "retry",
         "aead_unsupported",
+        "key_mismatch",
     ];
 
     /// The reason's name, if the code has one.
@@ -89,6 +95,45 @@ impl RejectReason {
     pub fn from_name(name: &str) -> Option<RejectReason> {
         let i = Self::NAMES.iter().position(|n| *n == name)?;
         u8::try_from(i).ok().map(RejectReason)
+    }
+}
+
+impl std::fmt::Display for RejectReason {
+    /// What the rejection means for the person who asked, and what to do.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = match *self {
+            RejectReason::UNSPECIFIED => "the server rejected the connection without a reason",
+            RejectReason::VERSION_UNSUPPORTED => {
+                "the server speaks another protocol version: upgrade the older side"
+            }
+            RejectReason::BUSY => {
+                "server busy: too many connections being set up; try again in a moment"
+            }
+            RejectReason::CONTROLLER_UNSUPPORTED => {
+                "the server does not run the requested congestion controller: choose another --cc"
+            }
+            RejectReason::BAD_PARAMETERS => {
+                "the server refused a connection parameter (packet size, window or stream credit)"
+            }
+            RejectReason::SECURITY_REQUIRED => "the server requires encryption: drop --insecure",
+            RejectReason::REFUSED => "the server refused the connection: it is not accepting",
+            RejectReason::RETRY => {
+                "the server kept asking to validate this address (retry): check for NAT rebinding"
+            }
+            RejectReason::AEAD_UNSUPPORTED => {
+                "no packet cipher in common with the server: change --aead"
+            }
+            RejectReason::KEY_MISMATCH => {
+                "the server's key does not match --peer-key (or the pre-shared keys differ)"
+            }
+            RejectReason(code) => {
+                return write!(
+                    f,
+                    "the server rejected the connection with reason {code}, unknown to this version"
+                )
+            }
+        };
+        f.write_str(text)
     }
 }
 
