@@ -84,6 +84,7 @@ mod connection;
 mod driver;
 mod endpoint;
 pub mod keys;
+mod rx_time;
 mod socket;
 
 pub use connection::Connection;
