@@ -211,6 +211,12 @@ impl<P: CcPolicy> CongestionController for PolicyController<P> {
             .clamp(2, u32::MAX as u64) as u32;
         self.policy
             .on_startup_measurement(&mut self.core, segs, m, path);
+        // A capped window is not the pipe: slow start continues up to the
+        // pipe the pair measured.
+        let pipe_segs = m.pipe_bytes.div_ceil(mss).min(u64::from(SSTHRESH_INF)) as u32;
+        if pipe_segs > self.core.cwnd {
+            self.core.ssthresh = self.core.ssthresh.max(pipe_segs);
+        }
         self.enforce_bounds();
         self.update_pacing(path);
     }

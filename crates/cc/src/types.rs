@@ -30,6 +30,10 @@ pub struct StartupMeasurement {
     /// The window the connection grants from it: `min(bandwidth × RTT,
     /// the configured cap)`, bytes.
     pub window_bytes: u64,
+    /// The pipe the pair measured, uncapped: bandwidth × RTT, bytes. Above
+    /// `window_bytes` when the cap decided: the window starts at the cap
+    /// and slow start (`ssthresh = pipe`) takes it the rest of the way.
+    pub pipe_bytes: u64,
 }
 
 /// The connection's congestion state (kernel `TCP_CA_*`, cc-spec §2.2).

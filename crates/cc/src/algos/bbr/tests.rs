@@ -545,6 +545,7 @@ fn a_startup_measurement_seeds_the_bandwidth_estimate() {
         bandwidth_bytes_per_sec: 2_000_000,
         rtt: ms(50),
         window_bytes: 100_000,
+        pipe_bytes: 100_000,
     };
     c.on_startup_measurement(&m, &path_at(50));
     assert_rel(c.policy().max_bw().segs_per_sec(), 2000.0);

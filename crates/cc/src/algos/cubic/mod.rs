@@ -537,7 +537,7 @@ impl CcPolicy for Cubic {
         &mut self,
         core: &mut Core,
         segs: u32,
-        _m: &StartupMeasurement,
+        m: &StartupMeasurement,
         path: &PathInfo,
     ) {
         self.on_initial_window(core, segs, path);
@@ -545,7 +545,10 @@ impl CcPolicy for Cubic {
         // that is where CUBIC should plateau, so it is `W_max` — the first
         // epoch starts at the plateau (`K = 0`, origin = cwnd) without the
         // initial growth cap, instead of creeping up ≈ 5 % per RTT from an
-        // unknown `W_max`.
-        self.w_max = f64::from(core.cwnd);
+        // unknown `W_max`. A capped window slow-starts up to the pipe
+        // first (the controller wrapper sets ssthresh).
+        let mss = u64::from(core.mss.max(1));
+        let pipe_segs = m.pipe_bytes.div_ceil(mss).min(u64::from(u32::MAX)) as u32;
+        self.w_max = f64::from(core.cwnd.max(pipe_segs));
     }
 }

@@ -171,6 +171,7 @@ fn a_startup_measurement_sets_w_max_and_lifts_the_growth_cap() {
         bandwidth_bytes_per_sec: 1_000_000,
         rtt: Duration::from_millis(100),
         window_bytes: 100 * MSS as u64,
+        pipe_bytes: 100 * MSS as u64,
     };
     c.on_startup_measurement(&m, &path(100, 100));
     assert_eq!((c.core().cwnd, c.core().ssthresh), (100, 100));
@@ -186,6 +187,19 @@ fn a_startup_measurement_sets_w_max_and_lifts_the_growth_cap() {
     };
     c.on_startup_measurement(&small, &path(1_100, 100));
     assert_eq!(c.core().cwnd, 100);
+    // A window capped below the measured pipe slow-starts up to the pipe,
+    // which is W_max.
+    let mut c = CubicConfig::default().build();
+    c.init(&path(0, 100));
+    let capped = crate::types::StartupMeasurement {
+        window_bytes: 100 * MSS as u64,
+        pipe_bytes: 170 * MSS as u64,
+        ..m
+    };
+    c.on_startup_measurement(&capped, &path(100, 100));
+    assert_eq!((c.core().cwnd, c.core().ssthresh), (100, 170));
+    assert!(c.in_slow_start());
+    assert_eq!(c.policy().w_max_segs(), 170.0);
 }
 
 #[test]

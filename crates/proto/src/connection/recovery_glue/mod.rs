@@ -114,6 +114,7 @@ impl Connection {
                         bandwidth_bytes_per_sec: result.bandwidth_bytes_per_sec,
                         rtt: result.latency,
                         window_bytes: window,
+                        pipe_bytes: result.burst_bytes,
                     };
                     self.recovery.on_startup_measurement(now, &m);
                     self.initial_window = Some(window);
