@@ -44,13 +44,15 @@ cpu_seconds() {
 one() {
     local bin=$1 mode=$2 extra=""
     [ "$mode" = paced ] && extra="--cc bbr --bitrate $rate"
+    # A fresh file: reading a previous server's line would connect to a dead port.
+    rm -f "$tmp/server.err"
     # shellcheck disable=SC2086
     /usr/bin/time -v -o "$tmp/server.time" "$bin" perf server --listen 127.0.0.1:0 --once $flags \
         2>"$tmp/server.err" &
     local spid=$!
     local port=""
     for _ in $(seq 100); do
-        port=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$tmp/server.err" | head -1)
+        port=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$tmp/server.err" 2>/dev/null | head -1)
         [ -n "$port" ] && break
         sleep 0.05
     done
