@@ -22,7 +22,7 @@
 //! `now` minus (wall-clock now − timestamp), clamped to `[now − 1 s, now]`
 //! so a wall-clock step cannot move a datagram far.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// The rate at which the datagrams of one GRO buffer are spread
 /// (bytes per second): a 10 Gbit/s interface, the fastest a coalesced
@@ -33,12 +33,22 @@ pub(crate) const GRO_SPREAD_BYTES_PER_SEC: u64 = 10_000_000_000 / 8;
 /// wall-clock step, or a timestamp that makes no sense, is clamped).
 pub(crate) const MAX_AGE: Duration = Duration::from_secs(1);
 
-/// How long before the read (`wall_now`) a datagram with kernel timestamp
-/// `stamp` arrived, at most [`MAX_AGE`]; zero without a timestamp or for
-/// a timestamp in the future.
-pub(crate) fn age(stamp: Option<SystemTime>, wall_now: SystemTime) -> Duration {
+/// The wall clock now, as time since the Unix epoch: what kernel receive
+/// timestamps are compared with.
+pub(crate) fn wall_clock() -> Duration {
+    // The I/O layer may read clocks (the ban is for the sans-IO core);
+    // kernel timestamps are wall-clock, so the age needs this one.
+    #[allow(clippy::disallowed_types, clippy::disallowed_methods)]
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.unwrap_or(Duration::ZERO)
+}
+
+/// How long before the read (`wall_now`, since the Unix epoch) a datagram
+/// with kernel timestamp `stamp` (likewise) arrived, at most [`MAX_AGE`];
+/// zero without a timestamp or for a timestamp in the future.
+pub(crate) fn age(stamp: Option<Duration>, wall_now: Duration) -> Duration {
     stamp
-        .and_then(|t| wall_now.duration_since(t).ok())
+        .and_then(|t| wall_now.checked_sub(t))
         .unwrap_or(Duration::ZERO)
         .min(MAX_AGE)
 }
@@ -60,7 +70,7 @@ pub(crate) mod linux {
     use std::mem;
     use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
     use std::os::fd::RawFd;
-    use std::time::{Duration, SystemTime};
+    use std::time::Duration;
 
     /// Control-message room per message: timestamp (32), packet info
     /// (32), TOS/TCLASS (24), GRO (24), with margin.
@@ -112,14 +122,14 @@ pub(crate) mod linux {
 
     /// One `recvmmsg` into `bufs` (at most [`BATCH_SIZE`]): fills `meta`
     /// (address, length, GRO stride, ECN) and `stamps` (the kernel's
-    /// receive timestamp) of each message; how many. `WouldBlock` when
+    /// receive timestamp, since the Unix epoch) of each message; how many. `WouldBlock` when
     /// nothing is queued. O(messages + control messages); no allocation.
     pub(crate) fn recv(
         fd: RawFd,
         scratch: &mut Scratch,
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
-        stamps: &mut [Option<SystemTime>],
+        stamps: &mut [Option<Duration>],
     ) -> io::Result<usize> {
         let count = bufs.len().min(meta.len()).min(stamps.len()).min(BATCH_SIZE);
         // SAFETY: mmsghdr is plain data; all-zero is a valid (empty) value.
@@ -186,7 +196,7 @@ pub(crate) mod linux {
     fn decode_cmsgs(
         h: &libc::msghdr,
         len: usize,
-    ) -> (usize, Option<EcnCodepoint>, Option<SystemTime>) {
+    ) -> (usize, Option<EcnCodepoint>, Option<Duration>) {
         let mut stride = len;
         let mut ecn_bits = 0u8;
         let mut stamp = None;
@@ -200,10 +210,7 @@ pub(crate) mod linux {
                     (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) => {
                         let ts: libc::timespec = std::ptr::read_unaligned(data.cast());
                         if ts.tv_sec >= 0 && (0..1_000_000_000).contains(&ts.tv_nsec) {
-                            stamp = Some(
-                                SystemTime::UNIX_EPOCH
-                                    + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32),
-                            );
+                            stamp = Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
                         }
                     }
                     (libc::IPPROTO_IP, libc::IP_TOS) | (libc::IPPROTO_IP, libc::IP_RECVTOS) => {
@@ -257,7 +264,7 @@ mod tests {
 
     #[test]
     fn ages_are_clamped_and_gro_datagrams_are_spread() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let now = Duration::from_secs(1_000);
         assert_eq!(age(None, now), Duration::ZERO);
         assert_eq!(
             age(Some(now - Duration::from_micros(30)), now),

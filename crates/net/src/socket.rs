@@ -26,7 +26,7 @@ use peregrine_proto::EcnCodepoint;
 use quinn_udp::{RecvMeta, Transmit, UdpSocketState, BATCH_SIZE};
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
@@ -181,7 +181,7 @@ impl UdpIo {
         scratch: &mut rx_time::linux::Scratch,
         slices: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
-        stamps: &mut [Option<SystemTime>],
+        stamps: &mut [Option<Duration>],
     ) -> io::Result<usize> {
         use std::os::fd::AsRawFd;
         rx_time::linux::recv(self.socket.as_raw_fd(), scratch, slices, meta, stamps)
@@ -193,7 +193,7 @@ impl UdpIo {
         _scratch: &mut (),
         slices: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
-        _stamps: &mut [Option<SystemTime>],
+        _stamps: &mut [Option<Duration>],
     ) -> io::Result<usize> {
         self.state.recv((&self.socket).into(), slices, meta)
     }
@@ -258,8 +258,9 @@ impl UdpIo {
 pub(crate) struct RxBuffers {
     data: Vec<u8>,
     meta: Vec<RecvMeta>,
-    /// The kernel's receive timestamp of each buffer, where it gave one.
-    stamps: Vec<Option<SystemTime>>,
+    /// The kernel's receive timestamp of each buffer (since the Unix
+    /// epoch), where it gave one.
+    stamps: Vec<Option<Duration>>,
     /// Control-message and address buffers of the timestamped `recvmmsg`.
     #[cfg(target_os = "linux")]
     scratch: rx_time::linux::Scratch,
@@ -297,7 +298,7 @@ impl RxBuffers {
     ) -> usize {
         let mut datagrams = 0;
         let filled = std::mem::take(&mut self.filled);
-        let wall_now = SystemTime::now();
+        let wall_now = rx_time::wall_clock();
         for ((meta, stamp), chunk) in self
             .meta
             .iter()

@@ -295,7 +295,7 @@ mod tests {
             let mut now = Time::ZERO;
             let mut bytes = 0u64;
             for step in steps {
-                now = now + Duration::from_micros(step);
+                now += Duration::from_micros(step);
                 while pacer.next_release(now, MSS, &p).is_none() {
                     pacer.on_sent(now, MSS, &p);
                     bytes += MSS;
