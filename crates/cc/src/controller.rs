@@ -2,6 +2,7 @@
 
 use crate::types::{
     AckSample, CcStats, CongestionEvent, CongestionResponse, LinkHint, PathInfo, SendGate,
+    StartupMeasurement,
 };
 use crate::Time;
 use std::time::Duration;
@@ -36,6 +37,17 @@ pub trait CongestionController: Send {
     /// (at least 2 segments) and `ssthresh = cwnd`, i.e. congestion avoidance
     /// from the measured pipe size; each algorithm documents its own.
     fn set_initial_window(&mut self, window_bytes: u64, path: &PathInfo);
+    /// The packet-pair start-up measured the path while the initial window
+    /// was in flight: leave start-up with the state the measurement
+    /// implies. May come at any time after [`init`](Self::init) (data
+    /// flows before it). The default: [`set_initial_window`](Self::set_initial_window)
+    /// with `max(measured window, cwnd)` — the window never shrinks for a
+    /// measurement. CUBIC also takes the measured window as `W_max`, BBR
+    /// the measured bandwidth as its first bandwidth sample. O(1).
+    fn on_startup_measurement(&mut self, m: &StartupMeasurement, path: &PathInfo) {
+        let window = m.window_bytes.max(self.cwnd_bytes());
+        self.set_initial_window(window, path);
+    }
     /// A packet of `bytes` bytes was sent (PRR counts it as `prr_out`).
     fn on_packet_sent(&mut self, path: &PathInfo, bytes: u32);
     /// An ACK was processed (cc-spec §2.3 steps 2 and 4).

@@ -47,5 +47,5 @@ pub use registry::{build, CcConfig, UnknownController, NAMES};
 pub use time::Time;
 pub use types::{
     AckSample, CaState, CcStats, CongestionEvent, CongestionKind, CongestionResponse, CwndEvent,
-    LinkHint, LinkHintKind, PathInfo, RateSample, SendGate, SSTHRESH_INF,
+    LinkHint, LinkHintKind, PathInfo, RateSample, SendGate, StartupMeasurement, SSTHRESH_INF,
 };

@@ -10,7 +10,7 @@ use crate::controller::CongestionController;
 use crate::core::{Core, CoreConfig, RecoveryMode};
 use crate::types::{
     AckSample, CaState, CcStats, CongestionEvent, CongestionKind, CongestionResponse, CwndEvent,
-    LinkHint, PathInfo, SendGate, SSTHRESH_INF,
+    LinkHint, PathInfo, SendGate, StartupMeasurement, SSTHRESH_INF,
 };
 use crate::Time;
 use std::time::Duration;
@@ -78,6 +78,18 @@ pub trait CcPolicy: Send {
     fn on_initial_window(&mut self, core: &mut Core, segs: u32, _path: &PathInfo) {
         core.set_cwnd(segs);
         core.ssthresh = core.cwnd;
+    }
+    /// The packet-pair start-up measured `m` (data may be in flight);
+    /// `segs` is `max(measured window, cwnd)` in segments. Default: the
+    /// same as [`on_initial_window`](Self::on_initial_window).
+    fn on_startup_measurement(
+        &mut self,
+        core: &mut Core,
+        segs: u32,
+        _m: &StartupMeasurement,
+        path: &PathInfo,
+    ) {
+        self.on_initial_window(core, segs, path);
     }
     /// The algorithm's mode name, for stats.
     fn mode(&self) -> Option<&'static str> {
@@ -186,6 +198,25 @@ impl<P: CcPolicy> CongestionController for PolicyController<P> {
         let mss = self.core.mss.max(1) as u64;
         let segs = window_bytes.div_ceil(mss).clamp(2, u32::MAX as u64) as u32;
         self.policy.on_initial_window(&mut self.core, segs, path);
+        self.enforce_bounds();
+        self.update_pacing(path);
+    }
+
+    fn on_startup_measurement(&mut self, m: &StartupMeasurement, path: &PathInfo) {
+        let mss = self.core.mss.max(1) as u64;
+        let segs = m
+            .window_bytes
+            .div_ceil(mss)
+            .max(u64::from(self.core.cwnd))
+            .clamp(2, u32::MAX as u64) as u32;
+        self.policy
+            .on_startup_measurement(&mut self.core, segs, m, path);
+        // A capped window is not the pipe: slow start continues up to the
+        // pipe the pair measured.
+        let pipe_segs = m.pipe_bytes.div_ceil(mss).min(u64::from(SSTHRESH_INF)) as u32;
+        if pipe_segs > self.core.cwnd {
+            self.core.ssthresh = self.core.ssthresh.max(pipe_segs);
+        }
         self.enforce_bounds();
         self.update_pacing(path);
     }

@@ -14,6 +14,28 @@ use std::time::Duration;
 /// `ssthresh` before the first congestion event (kernel `TCP_INFINITE_SSTHRESH`).
 pub const SSTHRESH_INF: u32 = 0x7fff_ffff;
 
+/// What a packet-pair start-up measured (seed 003 §III-D), handed to the
+/// controller when the measurement completes
+/// ([`CongestionController::on_startup_measurement`](crate::CongestionController::on_startup_measurement)).
+/// Data may already be in flight: the connection sends its initial window
+/// while the probe is out.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct StartupMeasurement {
+    /// The bottleneck rate the pair measured: probe size / dispersion,
+    /// bytes per second.
+    pub bandwidth_bytes_per_sec: u64,
+    /// The mean RTT of the pair.
+    pub rtt: Duration,
+    /// The window the connection grants from it: `min(bandwidth × RTT,
+    /// the configured cap)`, bytes.
+    pub window_bytes: u64,
+    /// The pipe the pair measured, uncapped: bandwidth × RTT, bytes. Above
+    /// `window_bytes` when the cap decided: the window starts at the cap
+    /// and slow start (`ssthresh = pipe`) takes it the rest of the way.
+    pub pipe_bytes: u64,
+}
+
 /// The connection's congestion state (kernel `TCP_CA_*`, cc-spec §2.2).
 /// Ordered as the kernel orders them: `Open < Disorder < Cwr < Recovery < Loss`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

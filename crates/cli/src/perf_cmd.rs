@@ -55,7 +55,7 @@ mod pattern;
 mod report;
 mod security;
 
-use parse::{parse_duration, parse_scheduler, parse_trace, TraceMessage};
+use parse::{parse_bitrate, parse_duration, parse_scheduler, parse_trace, TraceMessage};
 use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
 use report::{latency_json, table};
 use security::SecurityArgs;
@@ -69,6 +69,17 @@ const BULK_BASE: u16 = 16;
 const BULK_MESSAGE: usize = 64 * 1024;
 /// Longest message the server accepts (and echoes).
 const MAX_MESSAGE: usize = 16 << 20;
+/// How far behind its schedule an application-paced (`--bitrate`) bulk
+/// stream may fall and still catch up with back-to-back messages.
+const PACING_CATCH_UP: Duration = Duration::from_millis(100);
+
+/// Time between two bulk messages of one of `streams` streams sharing
+/// `bitrate_bps`.
+fn message_gap(bitrate_bps: u64, streams: u16) -> Duration {
+    let per_stream_bps = (bitrate_bps / u64::from(streams.max(1))).max(1);
+    let bits = BULK_MESSAGE as f64 * 8.0;
+    Duration::from_secs_f64(bits / per_stream_bps as f64)
+}
 
 /// Arguments of `peregrine perf`.
 #[derive(Args, Debug)]
@@ -163,6 +174,11 @@ struct ClientArgs {
     /// Reliability of the bulk streams: reliable, unordered, unreliable.
     #[arg(long, default_value = "reliable")]
     reliability: String,
+    /// Application-paced target rate of the bulk streams together, e.g.
+    /// 100Mbps, 1.5Gbps (bps, kbps, Mbps, Gbps); default: as fast as the
+    /// connection goes.
+    #[arg(long, value_name = "RATE", value_parser = parse_bitrate)]
+    bitrate: Option<u64>,
     /// Print only a JSON object on stdout.
     #[arg(long)]
     json: bool,
@@ -674,11 +690,22 @@ async fn bulk_mode(
             },
         )?;
         let (conn, stop) = (conn.clone(), stop.clone());
+        // `--bitrate`: each stream sends its share of the rate, one
+        // message every `gap`.
+        let gap = a.bitrate.map(|bps| message_gap(bps, a.streams));
         tasks.push(tokio::spawn(async move {
             // One shared buffer: every message is a reference to it, so
             // the only copy on the way out is into the datagram.
             let chunk = peregrine::Bytes::from(vec![0x5a; BULK_MESSAGE]);
+            let mut next = Instant::now();
             while !stop.load(Ordering::Relaxed) {
+                if let Some(gap) = gap {
+                    // A sender held up (a full send buffer) catches up by
+                    // at most `PACING_CATCH_UP`, not the whole backlog.
+                    next = next.max(Instant::now() - PACING_CATCH_UP);
+                    tokio::time::sleep_until(next).await;
+                    next += gap;
+                }
                 if conn.send(id, chunk.clone()).await.is_err() {
                     break;
                 }
@@ -811,6 +838,7 @@ async fn bulk_mode(
     }
     let mut out = json!({
         "mode": if a.latency_trace.is_some() { "latency" } else { "bulk" },
+        "bitrate_bps": a.bitrate,
         "throughput_bps": if duration_s > 0.0 { bytes as f64 * 8.0 / duration_s } else { 0.0 },
         "bytes": bytes,
         "duration_s": duration_s,

@@ -140,3 +140,34 @@ fn perf_latency_mode_reports_percentiles_per_stream() {
     assert!(server.wait().expect("exit").success());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn perf_bitrate_paces_the_bulk_streams_and_a_zero_rate_is_refused() {
+    let (mut server, addr) = start_server();
+    // 20 Mbit/s over two streams, BBR: the server counts about that
+    // (a loaded CI machine may fall short, never run far above it).
+    let v = client(
+        &addr,
+        &[
+            "--duration",
+            "2s",
+            "--streams",
+            "2",
+            "--cc",
+            "bbr",
+            "--bitrate",
+            "20Mbps",
+        ],
+    );
+    assert_eq!(v["bitrate_bps"].as_u64(), Some(20_000_000), "{v}");
+    let bps = v["throughput_bps"].as_f64().expect("a number");
+    assert!((8e6..24e6).contains(&bps), "paced at {bps} bit/s");
+    assert!(server.wait().expect("the server exits").success());
+    let out = Command::new(env!("CARGO_BIN_EXE_peregrine"))
+        .args(["perf", "client", "--connect", &addr, "--bitrate", "0Mbps"])
+        .output()
+        .expect("run the client");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--bitrate"), "{err}");
+}

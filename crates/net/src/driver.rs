@@ -23,12 +23,17 @@
 //! through the runtime's `epoll_wait`; and a `send` waiting for buffer
 //! space is woken only by a turn that read datagrams or fired a timer
 //! (the only things that free space), not by every turn. A timer closer
-//! than tokio's 1 ms resolution (a pacing gap) is waited for on the
-//! driver's own thread: parked in naps of at most [`NAP`], reading the
-//! socket between them and unparked by application calls, spinning only
-//! the last [`SPIN_UNDER`] (the kernel's timer slack) — not by a yield
-//! loop that keeps a core busy. A paced sender still wakes once per
-//! datagram: the core's pacer grants no burst.
+//! than tokio's 1 ms resolution is waited for on the driver's own thread:
+//! parked in naps of at most [`NAP`], reading the socket between them and
+//! unparked by application calls — no spinning and no yield loop. Pacing
+//! rarely needs it: the core's pacer grants burst credit (a token bucket,
+//! `peregrine_proto::recovery::pacer`) and releases an empty bucket only
+//! after 1 ms of the rate has accrued, so a paced sender wakes at most
+//! about once a millisecond and sends the burst in one batch (GSO: one
+//! `sendmsg` per run of equal datagrams). Only a bucket clamped by a tiny
+//! congestion window (loopback RTTs) asks for shorter gaps; a nap that
+//! overshoots by the kernel's timer slack costs no rate, because the
+//! tokens keep accruing while the driver sleeps.
 //!
 //! Delivery: each `MessageReceived` either goes to the connection's inbox
 //! (read with `Connection::recv` or, one stream, `Connection::recv_on`;
@@ -69,11 +74,7 @@ const RX_BATCHES_PER_TURN: usize = 8;
 /// Timers closer than this are not slept on through tokio (its timer
 /// wheel has a 1 ms resolution) but by sleeping the driver's own thread.
 const SLEEP_THREAD_BELOW: Duration = Duration::from_millis(1);
-/// Waits shorter than this are spun (`spin_loop` on the clock): a thread
-/// sleep overshoots by the kernel's default timer slack (50 µs), which
-/// would stretch a short pacing gap several times over.
-const SPIN_UNDER: Duration = Duration::from_micros(50);
-/// A driver woken by a due timer (pacing: one datagram per turn) reads
+/// A driver woken by a due timer (a pacing release, say) reads
 /// the socket at most this often: a `recvmmsg` per paced datagram would
 /// mostly find nothing and double the system calls.
 const DUE_RX_INTERVAL: Duration = Duration::from_micros(25);
@@ -409,7 +410,12 @@ fn receive(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) -> u64 {
         let mut st = shared.lock();
         let now = shared.now();
         let st = &mut *st;
-        let n = rx.drain(|from, ecn, dg| st.proto.handle_datagram(now, from, ecn, dg)) as u64;
+        // Each datagram at its own arrival time (kernel timestamp, or its
+        // place in a GRO buffer): the packet pair measures the gaps.
+        let n = rx.drain(|from, ecn, age, dg| {
+            st.proto
+                .handle_datagram(now.saturating_sub(age), from, ecn, dg)
+        }) as u64;
         st.datagrams_in += n;
         total += n;
     }
@@ -435,8 +441,11 @@ fn read_icmp(shared: &Shared, io: &UdpIo) {
 /// Wait until `until` (less than [`SLEEP_THREAD_BELOW`] away) on the
 /// driver's own thread, or until a datagram arrives or an application
 /// call wakes it: park in naps of at most [`NAP`], reading the socket
-/// between them, and spin the last [`SPIN_UNDER`]. Blocking is right here:
-/// the thread runs nothing else. How many datagrams were read.
+/// between them. No spinning: a nap may overshoot by the kernel's timer
+/// slack (50 µs), which the pacer's token bucket absorbs (tokens accrue
+/// while the thread sleeps, so the burst that follows is larger, not the
+/// rate lower). Blocking is right here: the thread runs nothing else. How
+/// many datagrams were read.
 fn short_wait(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers, until: Time) -> u64 {
     shared.napping.store(true, Ordering::SeqCst);
     let mut received = 0;
@@ -449,16 +458,10 @@ fn short_wait(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers, until: Time) -> u
             break;
         }
         let left = until.saturating_duration_since(shared.now());
-        if left > SPIN_UNDER {
-            std::thread::park_timeout((left - SPIN_UNDER).min(NAP));
-            continue;
+        if left.is_zero() {
+            break;
         }
-        // The last few microseconds: the clock and the poke only, no
-        // system call.
-        while shared.now() < until && !shared.poked.load(Ordering::Relaxed) {
-            std::hint::spin_loop();
-        }
-        break;
+        std::thread::park_timeout(left.min(NAP));
     }
     shared.napping.store(false, Ordering::SeqCst);
     received

@@ -109,6 +109,7 @@ mod inbox;
 mod icmp;
 pub mod keys;
 pub mod pmtu;
+mod rx_time;
 mod socket;
 
 pub use connection::{Connection, Delivery};

@@ -14,11 +14,19 @@
 //! over IPv4, 65,527 over IPv6) — 45 datagrams of 1,452 bytes per call. Receiving: every
 //! buffer of a batch may hold several datagrams of one sender cut at
 //! `stride` (GRO); [`UdpIo::recv_batch`] splits them again.
+//!
+//! Every datagram is handed out with its own arrival time (as an age
+//! before the hand-out): on Linux the kernel's receive timestamp
+//! (`SO_TIMESTAMPNS`, read by the `recvmmsg` of [`crate::rx_time`]),
+//! spread in arrival order over a GRO buffer; elsewhere the read time,
+//! likewise spread. No two datagrams of a buffer share a time.
 
+use crate::rx_time;
 use peregrine_proto::EcnCodepoint;
 use quinn_udp::{RecvMeta, Transmit, UdpSocketState, BATCH_SIZE};
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
+use std::time::Duration;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
@@ -50,6 +58,9 @@ pub struct SocketCapabilities {
 pub(crate) struct UdpIo {
     socket: UdpSocket,
     state: UdpSocketState,
+    /// The kernel gives each datagram a receive timestamp (Linux
+    /// `SO_TIMESTAMPNS`), read by our own `recvmmsg`.
+    kernel_timestamps: bool,
 }
 
 impl UdpIo {
@@ -67,8 +78,19 @@ impl UdpIo {
         std_socket.set_nonblocking(true)?;
         // ICMP errors (port unreachable, …) onto the error queue (icmp.rs).
         crate::icmp::enable(&std_socket, addr.is_ipv6());
+        #[cfg(target_os = "linux")]
+        let kernel_timestamps = {
+            use std::os::fd::AsRawFd;
+            rx_time::linux::enable_timestamps(std_socket.as_raw_fd())
+        };
+        #[cfg(not(target_os = "linux"))]
+        let kernel_timestamps = false;
         let socket = UdpSocket::from_std(std_socket)?;
-        Ok(UdpIo { socket, state })
+        Ok(UdpIo {
+            socket,
+            state,
+            kernel_timestamps,
+        })
     }
 
     /// The bound address.
@@ -122,7 +144,7 @@ impl UdpIo {
     pub(crate) fn recv_batch(
         &self,
         bufs: &mut RxBuffers,
-        f: impl FnMut(SocketAddr, Option<EcnCodepoint>, &mut [u8]),
+        f: impl FnMut(SocketAddr, Option<EcnCodepoint>, Duration, &mut [u8]),
     ) -> io::Result<usize> {
         self.recv(bufs)?;
         Ok(bufs.drain(f))
@@ -146,10 +168,19 @@ impl UdpIo {
         let mut chunks = bufs.data.chunks_mut(RX_BUFFER_BYTES);
         let mut slices: [IoSliceMut<'_>; BATCH_SIZE] =
             std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or_default()));
-        match self
-            .state
-            .recv((&self.socket).into(), &mut slices, &mut bufs.meta)
-        {
+        bufs.stamps.fill(None);
+        let got = if self.kernel_timestamps {
+            self.recv_timestamped(
+                &mut bufs.scratch,
+                &mut slices,
+                &mut bufs.meta,
+                &mut bufs.stamps,
+            )
+        } else {
+            self.state
+                .recv((&self.socket).into(), &mut slices, &mut bufs.meta)
+        };
+        match got {
             Ok(n) => {
                 bufs.filled = n;
                 Ok(n)
@@ -167,6 +198,30 @@ impl UdpIo {
                 Err(e)
             }
         }
+    }
+
+    /// One `recvmmsg` that also reads the kernel's receive timestamps.
+    #[cfg(target_os = "linux")]
+    fn recv_timestamped(
+        &self,
+        scratch: &mut rx_time::linux::Scratch,
+        slices: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+        stamps: &mut [Option<Duration>],
+    ) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        rx_time::linux::recv(self.socket.as_raw_fd(), scratch, slices, meta, stamps)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn recv_timestamped(
+        &self,
+        _scratch: &mut (),
+        slices: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+        _stamps: &mut [Option<Duration>],
+    ) -> io::Result<usize> {
+        self.state.recv((&self.socket).into(), slices, meta)
     }
 
     /// Send the whole batch, waiting for the socket to drain when the
@@ -229,6 +284,14 @@ impl UdpIo {
 pub(crate) struct RxBuffers {
     data: Vec<u8>,
     meta: Vec<RecvMeta>,
+    /// The kernel's receive timestamp of each buffer (since the Unix
+    /// epoch), where it gave one.
+    stamps: Vec<Option<Duration>>,
+    /// Control-message and address buffers of the timestamped `recvmmsg`.
+    #[cfg(target_os = "linux")]
+    scratch: rx_time::linux::Scratch,
+    #[cfg(not(target_os = "linux"))]
+    scratch: (),
     /// Buffers the last [`UdpIo::recv`] filled and not yet drained.
     filled: usize,
 }
@@ -239,37 +302,54 @@ impl RxBuffers {
         RxBuffers {
             data: vec![0; RX_BUFFER_BYTES * BATCH_SIZE],
             meta: vec![RecvMeta::default(); BATCH_SIZE],
+            stamps: vec![None; BATCH_SIZE],
+            #[cfg(target_os = "linux")]
+            scratch: rx_time::linux::Scratch::new(),
+            #[cfg(not(target_os = "linux"))]
+            scratch: (),
             filled: 0,
         }
     }
 
     /// Hand every datagram of the last [`UdpIo::recv`] (GRO batches split
-    /// at their stride) to `f(from, ecn, bytes)`, mutable so that it can
-    /// be opened in place; how many. O(datagrams), no copy.
+    /// at their stride) to `f(from, ecn, age, bytes)`, mutable so that it
+    /// can be opened in place; how many. `age` is how long before this
+    /// call the datagram arrived: from its buffer's kernel timestamp (else
+    /// the buffer's last datagram counts as arriving now), each datagram
+    /// of a GRO buffer later than the one before it by the serialization
+    /// time of that one ([`rx_time::gro_offset`]). O(datagrams), no copy.
     pub(crate) fn drain(
         &mut self,
-        mut f: impl FnMut(SocketAddr, Option<EcnCodepoint>, &mut [u8]),
+        mut f: impl FnMut(SocketAddr, Option<EcnCodepoint>, Duration, &mut [u8]),
     ) -> usize {
         let mut datagrams = 0;
         let filled = std::mem::take(&mut self.filled);
-        for (meta, chunk) in self
+        let wall_now = rx_time::wall_clock();
+        for ((meta, stamp), chunk) in self
             .meta
             .iter()
+            .zip(&self.stamps)
             .zip(self.data.chunks_mut(RX_BUFFER_BYTES))
             .take(filled)
         {
             let buf = &mut chunk[..meta.len];
             let ecn = meta.ecn.map(ecn_from_udp);
+            let stride = meta.stride.max(1);
+            // The offset of the buffer's last datagram from its first.
+            let span = rx_time::gro_offset(buf.len().saturating_sub(1) / stride * stride);
+            // At least the span: the buffer's last datagram arrived no
+            // later than now, and each is later than the one before it.
+            let first_age = rx_time::age(*stamp, wall_now).max(span);
             if buf.is_empty() {
                 // An empty datagram is still a datagram: the core counts
                 // it (a decode error) rather than the socket layer hiding it.
-                f(meta.addr, ecn, buf);
+                f(meta.addr, ecn, first_age, buf);
                 datagrams += 1;
                 continue;
             }
-            let stride = meta.stride.max(1);
-            for dg in buf.chunks_mut(stride) {
-                f(meta.addr, ecn, dg);
+            for (i, dg) in buf.chunks_mut(stride).enumerate() {
+                let age = first_age.saturating_sub(rx_time::gro_offset(i * stride));
+                f(meta.addr, ecn, age, dg);
                 datagrams += 1;
             }
         }
@@ -363,7 +443,7 @@ mod tests {
         let mut rx = RxBuffers::new();
         while got.len() < lens.len() {
             b.readable().await.unwrap();
-            let _ = b.recv_batch(&mut rx, |_, _, dg| got.push(dg.to_vec()));
+            let _ = b.recv_batch(&mut rx, |_, _, _, dg| got.push(dg.to_vec()));
         }
         Some(got)
     }
@@ -395,6 +475,52 @@ mod tests {
         assert_eq!(lens, vec![1000, 1000, 1000, 300]);
         for (i, dg) in got.iter().enumerate() {
             assert!(dg.iter().all(|&x| x == i as u8));
+        }
+    }
+
+    #[tokio::test]
+    async fn each_datagram_keeps_its_own_arrival_time() {
+        // Two datagrams sent 3 ms apart and read together afterwards:
+        // their times are their arrivals (kernel timestamps), 3 ms apart,
+        // not the one time of the read.
+        let a = UdpIo::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let b = UdpIo::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let to = b.local_addr().unwrap();
+        for len in [100, 200] {
+            let mut batch = TxBatch::default();
+            batch.push(to, None, &vec![1; len]);
+            a.send_batch(&batch).await.unwrap();
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        let mut ages = Vec::new();
+        let mut rx = RxBuffers::new();
+        while ages.len() < 2 {
+            b.readable().await.unwrap();
+            let _ = b.recv_batch(&mut rx, |_, _, age, dg| ages.push((dg.len(), age)));
+        }
+        assert_eq!(ages.iter().map(|x| x.0).collect::<Vec<_>>(), vec![100, 200]);
+        if b.kernel_timestamps {
+            let gap = ages[0].1.saturating_sub(ages[1].1);
+            assert!(
+                gap >= Duration::from_millis(2) && gap < Duration::from_millis(50),
+                "arrivals {gap:?} apart"
+            );
+        }
+        // A GRO buffer (or a platform without timestamps): in arrival
+        // order, never one shared time.
+        let mut ages = Vec::new();
+        let mut batch = TxBatch::default();
+        for _ in 0..4 {
+            batch.push(to, None, &[2; 1000]);
+        }
+        a.send_batch(&batch).await.unwrap();
+        while ages.len() < 4 {
+            b.readable().await.unwrap();
+            let _ = b.recv_batch(&mut rx, |_, _, age, _| ages.push(age));
+        }
+        let capabilities = b.capabilities();
+        if capabilities.gro_segments > 1 {
+            assert!(ages.windows(2).all(|w| w[0] > w[1]), "{ages:?}");
         }
     }
 

@@ -736,17 +736,21 @@ impl SansIo for Endpoint {
         ecn: Option<EcnCodepoint>,
         bytes: &mut [u8],
     ) {
+        // The datagram's own arrival time goes to its connection as it
+        // is (the connection keeps it for the packet pair and ticks its
+        // clock itself); the endpoint's clock never goes back.
+        let arrived = now;
         let now = self.tick(now);
         self.stats.datagrams_received += 1;
         if self.protected_stateless_reset(remote, bytes) {
             return;
         }
         match self.unprotect(bytes) {
-            None => self.handle_plain(now, remote, ecn, bytes),
+            None => self.handle_plain(now, arrived, remote, ecn, bytes),
             // Opened in place: the plaintext datagram is the prefix.
             Some(Some(n)) => {
                 let plain = bytes.get(..n).unwrap_or_default();
-                self.handle_plain(now, remote, ecn, plain);
+                self.handle_plain(now, arrived, remote, ecn, plain);
             }
             Some(None) => {}
         }
@@ -766,10 +770,12 @@ impl SansIo for Endpoint {
 }
 
 impl Endpoint {
-    /// A datagram in the clear (never protected, or just opened).
+    /// A datagram in the clear (never protected, or just opened), which
+    /// arrived at `arrived` (at or before `now`).
     fn handle_plain(
         &mut self,
         now: Time,
+        arrived: Time,
         remote: SocketAddr,
         ecn: Option<EcnCodepoint>,
         bytes: &[u8],
@@ -794,7 +800,7 @@ impl Endpoint {
             Some(handle) => {
                 if let Some(c) = self.connections.get_mut(&handle) {
                     c.trace_received(now, &dg, bytes.len());
-                    c.handle_datagram(now, remote, ecn, &dg);
+                    c.handle_datagram(arrived, remote, ecn, &dg);
                     c.trace_metrics(now);
                 }
                 self.check_half_open(handle);

@@ -534,8 +534,11 @@ fn multicast_silent_member_is_evicted_and_the_group_moves_on() {
         }
     }
     let at_ms = at.as_nanos() / 1_000_000;
+    // 2 s after its last acknowledgement, which may come a little before
+    // the silence starts (the member acknowledges what it receives; with
+    // data flowing during the packet pair the last one fell at 490 ms).
     assert!(
-        (SILENT_FROM_MS + 2_000..SILENT_FROM_MS + 3_000).contains(&at_ms),
+        (SILENT_FROM_MS + 1_900..SILENT_FROM_MS + 3_000).contains(&at_ms),
         "evicted {at_ms} ms: 2 s after its last acknowledgement"
     );
     assert_eq!(stalled.len(), 2);

@@ -28,6 +28,16 @@ pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v * scale))
 }
 
+/// `--bitrate RATE`: a rate in the scenario files' units (`100Mbps`,
+/// `1.5Gbps`, `500kbps`, `1Gbit/s`, or bits per second), above zero.
+pub(super) fn parse_bitrate(s: &str) -> Result<u64, String> {
+    match peregrine_sim::scenario::units::parse_rate(s) {
+        Ok(r) if r.0 > 0 => Ok(r.0),
+        Ok(_) => Err(format!("`{s}` is not above zero")),
+        Err(e) => Err(e),
+    }
+}
+
 pub(super) fn parse_scheduler(s: &str) -> Result<SchedulerConfig> {
     let (name, arg) = s.split_once(':').unwrap_or((s, ""));
     let num = |default: u64| -> Result<u64> {
@@ -115,6 +125,17 @@ mod tests {
         let e = parse_trace("Delays,Data Length\n0us,22\n5us,x\n").unwrap_err();
         assert!(e.to_string().contains("line 3"), "{e}");
         assert!(parse_trace("Delays,Data Length\n").is_err());
+    }
+
+    #[test]
+    fn bitrates_parse_in_scenario_units_and_zero_is_refused() {
+        assert_eq!(parse_bitrate("100Mbps"), Ok(100_000_000));
+        assert_eq!(parse_bitrate("1.5Gbps"), Ok(1_500_000_000));
+        assert_eq!(parse_bitrate("500kbps"), Ok(500_000));
+        assert_eq!(parse_bitrate("64000"), Ok(64_000));
+        assert!(parse_bitrate("0Mbps").unwrap_err().contains("above zero"));
+        assert!(parse_bitrate("fast").is_err());
+        assert!(parse_bitrate("10MB/s").is_err());
     }
 
     #[test]

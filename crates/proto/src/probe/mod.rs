@@ -12,10 +12,16 @@
 //!   the pipe (bandwidth × RTT), which SLTP uses as the largest amount of
 //!   unacknowledged data.
 //!
-//! The connection hands `min(burst, max_initial_window_bytes)` to the
-//! controller through `set_initial_window` before its first DATA packet.
+//! Data does not wait for the test: the connection sends the controller's
+//! initial window right behind the two probes (no extra RTT before data).
+//! When both answers are back it hands the controller the measurement —
+//! bandwidth, RTT and the window `min(burst, max_initial_window_bytes)` —
+//! through `on_startup_measurement` (CUBIC takes the window as `W_max`,
+//! BBR the bandwidth as its first estimate; the window never shrinks), and
+//! a controller that does not pace is paced at the measured bandwidth for
+//! one RTT, so the larger window is spread over the RTT, not burst.
 //! A "special timer" bounds the test: if both answers are not back within
-//! the probe timeout, the connection starts with the controller's own
+//! the probe timeout, the controller simply keeps running from its own
 //! initial window. The test is repeated after a burst of NACKs; repeated
 //! measurements are reported in the stats (the controller owns the window
 //! once data flows, so they do not reset it).
@@ -152,7 +158,7 @@ impl PacketPair {
         self.pending.is_some()
     }
 
-    /// Whether the start-up test is running (data waits for it).
+    /// Whether the start-up test is running.
     pub fn initial_pending(&self) -> bool {
         self.pending.as_ref().is_some_and(|p| p.initial)
     }

@@ -22,14 +22,16 @@
 //!
 //! It also runs the delivery-rate sampler and round counter (cc-spec H11,
 //! H12), tracks whether the sender is cwnd-limited (H3) or
-//! application-limited, enforces the pacing rate, and honours the
+//! application-limited, enforces the pacing rate through a token bucket
+//! with burst credit ([`super::pacer`]), and honours the
 //! controller's [`SendGate`] including its one-probe-at-a-time rule.
 
+use super::pacer::{PaceInputs, Pacer};
 use super::rtt::RttEstimator;
 use peregrine_cc::rate::{DeliveryRateSampler, PacketRateInfo, RoundCounter};
 use peregrine_cc::{
     AckSample, CaState, CcStats, CongestionController, CongestionEvent, CongestionKind,
-    CongestionResponse, LinkHint, PathInfo, SendGate, Time,
+    CongestionResponse, LinkHint, PathInfo, SendGate, StartupMeasurement, Time,
 };
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -101,7 +103,12 @@ pub struct Congestion {
     round_end_pn: u64,
     max_in_flight_round: u32,
     max_in_flight_prev: u32,
-    next_send_time: Time,
+    pacer: Pacer,
+    /// A controller that does not pace is paced at the packet pair's
+    /// bandwidth until this instant (one RTT after the measurement), so
+    /// the measured window is spread over the RTT instead of sent in one
+    /// burst: `(rate_bytes_per_sec, until)`.
+    startup_pace: Option<(u64, Time)>,
     probe_sent_for: Option<Time>,
     last_send: Option<Time>,
     ack_carry: u64,
@@ -136,7 +143,8 @@ impl Congestion {
             round_end_pn: 0,
             max_in_flight_round: 0,
             max_in_flight_prev: 0,
-            next_send_time: Time::ZERO,
+            pacer: Pacer::new(),
+            startup_pace: None,
             probe_sent_for: None,
             last_send: None,
             ack_carry: 0,
@@ -228,6 +236,19 @@ impl Congestion {
         self.cc.set_initial_window(window_bytes, &path);
     }
 
+    /// The packet pair measured the path (data may be in flight): the
+    /// controller leaves start-up with its state set from it
+    /// ([`CongestionController::on_startup_measurement`]); a controller
+    /// that does not pace is paced at the measured bandwidth for one RTT,
+    /// so the larger window goes out spread over the RTT, not as a burst.
+    pub fn on_startup_measurement(&mut self, m: &StartupMeasurement, ctx: &PathCtx<'_>) {
+        let path = self.path(ctx);
+        self.cc.on_startup_measurement(m, &path);
+        if self.cc.pacing_rate_bytes_per_sec().is_none() {
+            self.startup_pace = Some((m.bandwidth_bytes_per_sec, ctx.now + m.rtt));
+        }
+    }
+
     /// Replace the controller mid-connection; the new one starts from its
     /// initial window in the current state.
     pub fn replace_controller(&mut self, cc: Box<dyn CongestionController>, ctx: &PathCtx<'_>) {
@@ -261,17 +282,36 @@ impl Congestion {
                 if bytes_in_flight > 0 && bytes_in_flight + size > self.cc.cwnd_bytes() {
                     return Allowance::Blocked;
                 }
-                let paced = self
-                    .cc
-                    .pacing_rate_bytes_per_sec()
-                    .is_some_and(|r| r > 0 && now < self.next_send_time);
-                if paced {
-                    Allowance::Wait(self.next_send_time)
-                } else {
-                    Allowance::Send
+                // Paced: the bucket decides (a burst while it holds
+                // tokens, then a wait of at least 1 ms at the rate).
+                match self
+                    .pace_inputs(now)
+                    .and_then(|p| self.pacer.next_release(now, size, &p))
+                {
+                    Some(t) => Allowance::Wait(t),
+                    None => Allowance::Send,
                 }
             }
         }
+    }
+
+    /// What the pacer works from at `now`, when the controller paces (or
+    /// the packet pair's window is being paced).
+    fn pace_inputs(&self, now: Time) -> Option<PaceInputs> {
+        let rate = self
+            .cc
+            .pacing_rate_bytes_per_sec()
+            .filter(|r| *r > 0)
+            .or_else(|| {
+                self.startup_pace
+                    .filter(|(r, until)| *r > 0 && now < *until)
+                    .map(|(r, _)| r)
+            })?;
+        Some(PaceInputs {
+            rate_bytes_per_sec: rate,
+            cwnd_bytes: self.cc.cwnd_bytes(),
+            mss_bytes: u64::from(self.mss),
+        })
     }
 
     /// The sender had room to send but no data.
@@ -329,10 +369,8 @@ impl Congestion {
         }
         let in_flight = self.segs(ctx.bytes_in_flight);
         self.max_in_flight_round = self.max_in_flight_round.max(in_flight);
-        if let Some(rate) = self.cc.pacing_rate_bytes_per_sec().filter(|r| *r > 0) {
-            let gap_ns = u128::from(size) * 1_000_000_000 / u128::from(rate);
-            let gap = Duration::from_nanos(u64::try_from(gap_ns).unwrap_or(u64::MAX));
-            self.next_send_time = now.max(self.next_send_time) + gap;
+        if let Some(p) = self.pace_inputs(now) {
+            self.pacer.on_sent(now, u64::from(size), &p);
         }
         let path = self.path(ctx);
         self.cc.on_packet_sent(&path, size);

@@ -15,6 +15,7 @@
 
 pub mod congestion;
 pub mod loss;
+pub mod pacer;
 pub mod rtt;
 
 #[cfg(test)]
@@ -218,6 +219,13 @@ impl Recovery {
     pub fn set_initial_window(&mut self, now: Time, bytes: u64) {
         let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
         self.cong.set_initial_window(bytes, &ctx);
+    }
+
+    /// Hand the controller the packet pair's measurement (start-up ends;
+    /// data may already be in flight).
+    pub fn on_startup_measurement(&mut self, now: Time, m: &peregrine_cc::StartupMeasurement) {
+        let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
+        self.cong.on_startup_measurement(m, &ctx);
     }
 
     /// Swap the controller.

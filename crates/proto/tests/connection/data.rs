@@ -211,13 +211,15 @@ fn packet_pair_sizes_the_initial_window() {
     assert_eq!(s.probes_started, 1);
     assert_eq!(s.probes_completed, 1);
     let p = s.last_probe.unwrap();
-    // 1452-byte probes at 10 Mbit/s: 1.1616 ms apart; ≈1.25 MB/s.
+    // 1452-byte probes at 10 Mbit/s: 1.1616 ms apart; ≈1.25 MB/s. The
+    // answer to ECHO_2 is one byte longer (so a runtime sends the two
+    // answers separately): 0.8 µs more on the way back.
     assert_eq!(p.probe_size, 1452);
-    assert_eq!(p.dispersion, Duration::from_nanos(1_161_600));
-    assert_eq!(p.bandwidth_bytes_per_sec, 1_250_000);
+    assert_eq!(p.dispersion, Duration::from_nanos(1_161_600 + 800));
+    assert_eq!(p.bandwidth_bytes_per_sec, 1452 * 1_000_000_000 / 1_162_400);
     // Mean RTT ≈ 40 ms + serialisation of the probe (and of the answer).
     assert!(p.latency >= ms(41) && p.latency < ms(43), "{:?}", p.latency);
-    let expected = (p.latency.as_nanos() * 1452 / 1_161_600) as u64;
+    let expected = (p.latency.as_nanos() * 1452 / 1_162_400) as u64;
     assert_eq!(p.burst_bytes, expected);
     assert_eq!(s.initial_window_bytes, Some(expected));
     assert_eq!(
@@ -248,6 +250,63 @@ fn packet_pair_sizes_the_initial_window() {
         sim.eps[0].stats(client).unwrap().initial_window_bytes,
         Some(10_000)
     );
+}
+
+#[test]
+fn data_leaves_with_the_probes_and_the_probed_window_is_paced() {
+    // CUBIC does not pace: the window the pair measured (≈ 52 KB at
+    // 10 Mbit/s and 40 ms) must still be spread over an RTT, not burst.
+    let c = ConnectionConfig {
+        cc: CcConfig::from_name("cubic").expect("registered"),
+        startup: StartupMode::PacketPair,
+        max_initial_window_bytes: 1 << 30,
+        ..cfg()
+    };
+    let (mut sim, client) = pair(c.clone(), c, ms(20));
+    sim.rate_bps = 10_000_000;
+    let bulk = vec![7u8; 400_000];
+    sim.eps[0].send_message(client, sim.now, 0, &bulk).unwrap();
+    sim.run_for(ms(400));
+    let from_client = |t: PacketType| -> Vec<Time> {
+        sim.log
+            .iter()
+            .filter(|x| x.from == 0 && x.header.pk_type == t)
+            .map(|x| x.at)
+            .collect()
+    };
+    let probes = from_client(PacketType::Echo1);
+    let data = from_client(PacketType::Data);
+    assert!(!probes.is_empty());
+    // No extra RTT: the first DATA leaves with the probes.
+    assert_eq!(data[0], probes[0], "data starts with the probe in flight");
+    let s = sim.eps[0].stats(client).unwrap();
+    let p = s.last_probe.expect("the pair completed");
+    let measured_at = p.at;
+    // CUBIC left start-up with the measured window as W_max …
+    assert!(s.cwnd_bytes >= s.initial_window_bytes.unwrap());
+    // … and the packets after the measurement are paced at the measured
+    // rate (1.25 MB/s: one 1,452-byte packet per 1.16 ms, in bursts of at
+    // most the pacer's capacity), not released in one go: over the first
+    // 20 ms after it, at most 10 ms-worth-plus-a-burst left.
+    let after: Vec<Time> = data
+        .iter()
+        .copied()
+        .filter(|t| *t >= measured_at && *t < measured_at + ms(20))
+        .collect();
+    let cap = 10; // packets: the pacer's minimum burst
+    let paced_max = cap + 20_000_000 / 1_161_600;
+    assert!(
+        !after.is_empty() && after.len() as u64 <= paced_max,
+        "{} packets in the 20 ms after the measurement (paced: ≤ {paced_max})",
+        after.len()
+    );
+    // No instant releases more than the bucket holds.
+    let largest_burst = after
+        .chunk_by(|a, b| a == b)
+        .map(<[Time]>::len)
+        .max()
+        .unwrap_or(0);
+    assert!(largest_burst <= cap as usize, "a burst of {largest_burst}");
 }
 
 #[test]

@@ -67,7 +67,7 @@ use crate::core::{Core, CoreConfig, RecoveryMode};
 use crate::filter::WindowedFilter;
 use crate::policy::{CcPolicy, PolicyController};
 use crate::rate::RoundCounter;
-use crate::types::{AckSample, CaState, CwndEvent, PathInfo, SSTHRESH_INF};
+use crate::types::{AckSample, CaState, CwndEvent, PathInfo, StartupMeasurement, SSTHRESH_INF};
 use crate::Time;
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
@@ -472,6 +472,27 @@ impl CcPolicy for Bbr {
         core.set_cwnd(segs);
         self.has_seen_rtt = false;
         self.init_pacing_rate_from_rtt(core.cwnd, path);
+    }
+
+    fn on_startup_measurement(
+        &mut self,
+        core: &mut Core,
+        segs: u32,
+        m: &StartupMeasurement,
+        path: &PathInfo,
+    ) {
+        core.set_cwnd(segs);
+        // The pair's bandwidth is BBR's first bandwidth sample: pacing
+        // (STARTUP's high gain) and the BDP start from it rather than
+        // from the initial window over the first RTT.
+        let bw =
+            Bw::from_segs_per_sec(m.bandwidth_bytes_per_sec as f64 / f64::from(self.mss.max(1)));
+        self.bw_filter.update(self.rounds.round_count, bw.raw());
+        let rate = self.bw_to_pacing_rate(self.bw(), self.pacing_gain_x256);
+        if path.srtt.is_some() {
+            self.has_seen_rtt = true;
+        }
+        self.pacing_rate_bytes_per_sec = self.pacing_rate_bytes_per_sec.max(rate);
     }
 
     fn mode(&self) -> Option<&'static str> {

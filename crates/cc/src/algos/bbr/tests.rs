@@ -536,6 +536,28 @@ fn initial_window_seeds_cwnd_and_pacing() {
 }
 
 #[test]
+fn a_startup_measurement_seeds_the_bandwidth_estimate() {
+    let mut c = BbrConfig::default().build();
+    c.init(&path_at(0));
+    assert_eq!(c.policy().max_bw(), Bw::ZERO);
+    // 2,000 segments/s measured (2 MB/s with 1000-byte segments), RTT 50 ms.
+    let m = crate::types::StartupMeasurement {
+        bandwidth_bytes_per_sec: 2_000_000,
+        rtt: ms(50),
+        window_bytes: 100_000,
+        pipe_bytes: 100_000,
+    };
+    c.on_startup_measurement(&m, &path_at(50));
+    assert_rel(c.policy().max_bw().segs_per_sec(), 2000.0);
+    assert_eq!(c.core().cwnd, 100);
+    // STARTUP paces at high gain × the measured rate (1 % margin).
+    let want =
+        Bw::from_segs_per_sec(2000.0).bytes_per_sec(MSS, BbrConfig::default().high_gain_x256, 1);
+    assert_eq!(c.pacing_rate_bytes_per_sec(), Some(want));
+    assert!(c.stats().bandwidth_estimate_bytes_per_sec.is_some());
+}
+
+#[test]
 fn probe_bw_cwnd_moves_to_target() {
     // Full pipe: cwnd = min(cwnd + acked, target) — it snaps down from above.
     let (mut c, p) = steady(BbrMode::ProbeBw, 3);

@@ -31,6 +31,9 @@
 //! (packet-pair start-up) means `cwnd = ssthresh = segs` and the first ACK
 //! starts a CUBIC epoch with `W_max` unknown (`K = 0`, origin = cwnd, and
 //! the initial growth cap applies) — the measured pipe is not a loss point.
+//! `on_startup_measurement` (packet pair measured while data flows) also
+//! sets `W_max` to the measured window: the epoch plateaus there and the
+//! initial growth cap is off.
 //! The kernel's fixed-point mode (vector CU-7) is not implemented.
 
 mod fixed;
@@ -42,7 +45,7 @@ pub use hystart::{HyStartPlusPlusConfig, LinuxHyStartConfig};
 
 use crate::core::{Core, CoreConfig};
 use crate::policy::{CcPolicy, PolicyController};
-use crate::types::{AckSample, CwndEvent, PathInfo};
+use crate::types::{AckSample, CwndEvent, PathInfo, StartupMeasurement};
 use crate::Time;
 use hystart::{HyStartPlusPlus, LinuxHyStart};
 #[cfg(feature = "serde")]
@@ -528,5 +531,24 @@ impl CcPolicy for Cubic {
         self.w_est = 0.0;
         self.t_epoch = None;
         self.hspp.done = true;
+    }
+
+    fn on_startup_measurement(
+        &mut self,
+        core: &mut Core,
+        segs: u32,
+        m: &StartupMeasurement,
+        path: &PathInfo,
+    ) {
+        self.on_initial_window(core, segs, path);
+        // The pair measured the pipe while the initial window was out:
+        // that is where CUBIC should plateau, so it is `W_max` — the first
+        // epoch starts at the plateau (`K = 0`, origin = cwnd) without the
+        // initial growth cap, instead of creeping up ≈ 5 % per RTT from an
+        // unknown `W_max`. A capped window slow-starts up to the pipe
+        // first (the controller wrapper sets ssthresh).
+        let mss = u64::from(core.mss.max(1));
+        let pipe_segs = m.pipe_bytes.div_ceil(mss).min(u64::from(u32::MAX)) as u32;
+        self.w_max = f64::from(core.cwnd.max(pipe_segs));
     }
 }

@@ -162,6 +162,47 @@ fn cu6_initial_growth_cap() {
 }
 
 #[test]
+fn a_startup_measurement_sets_w_max_and_lifts_the_growth_cap() {
+    let mut c = CubicConfig::default().build();
+    c.init(&path(0, 100));
+    // Slow start ran one RTT with the initial window: cwnd 20.
+    c.core_mut().cwnd = 20;
+    let m = crate::types::StartupMeasurement {
+        bandwidth_bytes_per_sec: 1_000_000,
+        rtt: Duration::from_millis(100),
+        window_bytes: 100 * MSS as u64,
+        pipe_bytes: 100 * MSS as u64,
+    };
+    c.on_startup_measurement(&m, &path(100, 100));
+    assert_eq!((c.core().cwnd, c.core().ssthresh), (100, 100));
+    assert_eq!(c.policy().w_max_segs(), 100.0, "W_max is the measured pipe");
+    c.on_ack(&ack(1), &path(1_000, 100));
+    // At the plateau (W_max = cwnd): no initial growth cap of 20 — the
+    // cubic curve is flat there, so cnt is large, not capped.
+    assert!(c.policy().cnt() > 20, "cnt {}", c.policy().cnt());
+    // A measurement below the window in flight never shrinks it.
+    let small = crate::types::StartupMeasurement {
+        window_bytes: 5 * MSS as u64,
+        ..m
+    };
+    c.on_startup_measurement(&small, &path(1_100, 100));
+    assert_eq!(c.core().cwnd, 100);
+    // A window capped below the measured pipe slow-starts up to the pipe,
+    // which is W_max.
+    let mut c = CubicConfig::default().build();
+    c.init(&path(0, 100));
+    let capped = crate::types::StartupMeasurement {
+        window_bytes: 100 * MSS as u64,
+        pipe_bytes: 170 * MSS as u64,
+        ..m
+    };
+    c.on_startup_measurement(&capped, &path(100, 100));
+    assert_eq!((c.core().cwnd, c.core().ssthresh), (100, 170));
+    assert!(c.in_slow_start());
+    assert_eq!(c.policy().w_max_segs(), 170.0);
+}
+
+#[test]
 fn cu8_hystart_plus_plus() {
     let cfg = HyStartPlusPlusConfig::default();
     for (last_ms, want_us) in [(10, 4_000), (40, 5_000), (100, 12_500), (200, 16_000)] {

@@ -138,9 +138,12 @@ impl Connection {
         self.recovery.init_controller(now);
         self.pmtud.start();
         self.events.push_back(Event::Connected);
-        match self.config.startup {
-            StartupMode::PacketPair => self.start_probe(now, true),
-            StartupMode::SlowStart => self.data_ready = true,
+        // Data starts at once with the controller's initial window; the
+        // packet pair (sent ahead of it) refines the controller's state
+        // when its answers are back — no extra RTT before data.
+        self.data_ready = true;
+        if self.config.startup == StartupMode::PacketPair {
+            self.start_probe(now, true);
         }
     }
 

@@ -117,8 +117,17 @@ impl Connection {
                     self.recovery.on_rtt_sample(r);
                 }
                 if initial {
+                    // Data has been flowing with the initial window since
+                    // the probe left; the controller now leaves start-up
+                    // with its state set from the measurement.
                     let window = result.burst_bytes.min(self.config.max_initial_window_bytes);
-                    self.recovery.set_initial_window(now, window);
+                    let m = peregrine_cc::StartupMeasurement {
+                        bandwidth_bytes_per_sec: result.bandwidth_bytes_per_sec,
+                        rtt: result.latency,
+                        window_bytes: window,
+                        pipe_bytes: result.burst_bytes,
+                    };
+                    self.recovery.on_startup_measurement(now, &m);
                     self.initial_window = Some(window);
                     self.data_ready = true;
                 }

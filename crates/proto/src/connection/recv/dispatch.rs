@@ -25,6 +25,11 @@ impl Connection {
         ecn: Option<EcnCodepoint>,
         dg: &DatagramRepr<'_>,
     ) {
+        // The datagram's own arrival time (per datagram from the runtime,
+        // e.g. a kernel receive timestamp): the packet pair measures the
+        // gap between two arrivals, which the connection's monotonic
+        // clock (`tick`) would flatten if another event came in between.
+        let arrived = now;
         let now = self.tick(now);
         if self.state == ConnectionState::Closed {
             return;
@@ -125,7 +130,7 @@ impl Connection {
             }
             other => {
                 self.recv.record(now, pn);
-                self.on_control(now, h, other);
+                self.on_control(now, arrived, h, other);
             }
         }
         self.note_received(now, h.total_len);
@@ -215,7 +220,13 @@ impl Connection {
         true
     }
 
-    fn on_control(&mut self, now: Time, h: &crate::wire::HeaderRepr, payload: &Payload<'_>) {
+    fn on_control(
+        &mut self,
+        now: Time,
+        arrived: Time,
+        h: &crate::wire::HeaderRepr,
+        payload: &Payload<'_>,
+    ) {
         match (h.pk_type, payload) {
             (PacketType::Ack, Payload::Ack(ack)) => {
                 let out = self.recovery.on_ack(now, ack, h.cn == 3);
@@ -262,7 +273,7 @@ impl Connection {
             }
             (PacketType::Echo | PacketType::Echo1 | PacketType::Echo2, Payload::Echo(e)) => {
                 self.note_path_echo(h.pk_type, h.flags, e);
-                self.on_echo(now, h.pk_type, h.flags, e);
+                self.on_echo(now, arrived, h.pk_type, h.flags, e);
             }
             (PacketType::Status, _) if h.flags.contains(Flags::REPLY_REQ) => {
                 self.status_reply_pending = true;
@@ -291,7 +302,14 @@ impl Connection {
         }
     }
 
-    fn on_echo(&mut self, now: Time, pk_type: PacketType, flags: Flags, e: &EchoPayload) {
+    fn on_echo(
+        &mut self,
+        now: Time,
+        arrived: Time,
+        pk_type: PacketType,
+        flags: Flags,
+        e: &EchoPayload,
+    ) {
         if flags.contains(Flags::REPLY_REQ) {
             if self.echo_replies.len() < MAX_ECHO_REPLIES {
                 self.echo_replies
@@ -304,7 +322,7 @@ impl Connection {
             }
             if let Some(outcome) = self
                 .probe
-                .on_answer(now, pk_type, e.probe_id, e.timestamp_ns)
+                .on_answer(arrived, pk_type, e.probe_id, e.timestamp_ns)
             {
                 self.on_probe_outcome(now, outcome);
             }

@@ -135,11 +135,16 @@ impl Connection {
         if let Some((t, probe_id, timestamp_ns)) = self.echo_replies.pop_front() {
             let pn = self.recovery.take_pn();
             let h = self.header(t, Flags::REPLY);
+            // The answer to ECHO_2 is one byte longer than the answer to
+            // ECHO_1: a runtime joins equal datagrams (the last may be
+            // shorter) into one GSO send, and the two answers must leave
+            // in separate sends so that they arrive as separate datagrams,
+            // each with its own receive timestamp at the prober.
             let p = EchoPayload {
                 packet_number: pn as u32,
                 probe_id,
                 timestamp_ns,
-                padding_len: 0,
+                padding_len: u16::from(t == PacketType::Echo2),
             };
             let n = write(buf, h, Payload::Echo(p))?;
             return self.sent(now, n);
