@@ -12,6 +12,7 @@ mod perf_cmd;
 mod progress;
 mod reproduce;
 mod sim_cmd;
+mod sim_progress;
 mod wire_cmd;
 
 /// Peregrine: a transport for things that move, and a laboratory to study it.

@@ -21,7 +21,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use peregrine_lab::sweep::{run_sweep_to_dir, summary_table, SweepOptions};
 use peregrine_sim::scenario::overrides::{parse_assignment, set_path};
-use peregrine_sim::{run as run_sim, Scenario, ScenarioError};
+use peregrine_sim::{run as run_sim, run_with_progress, Scenario, ScenarioError};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `peregrine sim`.
@@ -73,8 +73,15 @@ pub fn run(args: SimArgs) -> Result<()> {
         return run_sweep_cmd(&args, &origin, &doc);
     }
     let scenario = Scenario::from_file(&args.scenario, &args.set)?;
-    let results = run_sim(&scenario)?;
+    let mut progress =
+        crate::sim_progress::RunProgress::new(scenario.model.duration_ns, args.sweep.quiet);
+    let results = run_with_progress(&scenario, &mut |t, events| progress.report(t, events));
+    progress.finish();
+    let results = results?;
     crate::out(&results.print_table())?;
+    // A run whose flows never connected or delivered nothing must not look
+    // fine: say so on stderr, and fail the command when no flow worked.
+    eprint!("{}", results.failure_warnings());
     if !args.no_write {
         let dir = args
             .out
@@ -86,6 +93,13 @@ pub fn run(args: SimArgs) -> Result<()> {
             "\nwrote {}/summary.json and CSVs\n",
             dir.display()
         ))?;
+    }
+    if results.all_flows_failed() {
+        anyhow::bail!(
+            "every flow failed ({} of {}): check the rates, delays and start times in {origin}",
+            results.flows.len(),
+            results.flows.len()
+        );
     }
     Ok(())
 }

@@ -58,6 +58,35 @@ pub fn run(scenario: &Scenario) -> Result<SimResults, SimError> {
     }
 }
 
+/// [`run`], calling `progress(simulated time, events so far)` every 65,536
+/// events (and never otherwise), so a caller can show how far a long run
+/// is. The observer sees the run; it cannot change it. Cost: that of
+/// [`run`] plus one observer call per 65,536 events.
+pub fn run_with_progress(
+    scenario: &Scenario,
+    progress: &mut dyn FnMut(Time, u64),
+) -> Result<SimResults, SimError> {
+    let m = &scenario.model;
+    let timeline = match &m.vehicular {
+        None => None,
+        Some(v) => Some(
+            world::vehicles::ChannelTimeline::record(v, m.duration_ns, m.seed).map_err(|e| {
+                SimError {
+                    scenario: scenario.name(),
+                    seed: m.seed,
+                    message: e.to_string(),
+                }
+            })?,
+        ),
+    };
+    let mut sim = engine::build::build(scenario)?;
+    if let Some(tl) = &timeline {
+        engine::vehicular::attach(&mut sim, scenario, tl)?;
+    }
+    let events = sim.run_observed(progress)?;
+    Ok(sim.finish(scenario, events))
+}
+
 /// Simulate `scenario` with a vehicular world's channel already recorded
 /// (`timeline`, shared by the runs that differ only in traffic, controller
 /// or hints); `None` for other scenarios.
