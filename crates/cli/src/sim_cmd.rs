@@ -6,7 +6,9 @@
 //! `sim` reads and validates the scenario (errors name the file, the
 //! field and what is allowed), runs it, prints the summary table and
 //! writes `DIR/summary.json` plus the CSVs (default `DIR`:
-//! `sim-out/<scenario name>`). A failed run names its seed.
+//! `sim-out/<scenario name>`) and, unless `--no-plots`, the charts of
+//! `peregrine_lab::sim_plots` in `DIR/plots/`. A failed run names its seed;
+//! failed flows are flagged and the command fails when all failed.
 //!
 //! **Sweeps**: when the scenario has a `[sweep]` table or the command
 //! line gives `--sweep`/`--seeds`, every (grid point, seed) is run in
@@ -38,6 +40,10 @@ pub struct SimArgs {
     /// Print only the table; write nothing.
     #[arg(long)]
     no_write: bool,
+    /// Do not draw DIR/plots/ (throughput, cwnd and RTT per flow, latency
+    /// CDF per stream).
+    #[arg(long)]
+    no_plots: bool,
     /// Sweep options (a sweep runs when any is given or the scenario has [sweep]).
     #[command(flatten)]
     sweep: SweepArgs,
@@ -93,6 +99,14 @@ pub fn run(args: SimArgs) -> Result<()> {
             "\nwrote {}/summary.json and CSVs\n",
             dir.display()
         ))?;
+        if !args.no_plots {
+            let plots = dir.join("plots");
+            peregrine_lab::sim_plots::write_run_plots(&results, &plots)?;
+            crate::out(&format!(
+                "wrote {}/ (throughput, cwnd, RTT, latency CDF)\n",
+                plots.display()
+            ))?;
+        }
     }
     if results.all_flows_failed() {
         anyhow::bail!(

@@ -38,6 +38,7 @@ pub mod published;
 pub mod report;
 pub mod reproduce;
 pub mod showcase;
+pub mod sim_plots;
 pub mod sweep;
 
 pub use keyed::Keyed;
