@@ -261,10 +261,16 @@ fn sim_fails_when_every_flow_failed() {
         .arg("--no-write")
         .output()
         .expect("runs");
-    assert!(!out.status.success(), "every flow failed: the command must fail");
+    assert!(
+        !out.status.success(),
+        "every flow failed: the command must fail"
+    );
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("  ✗ never connected"), "{table}");
-    assert!(table.contains("✗: the flow never connected or delivered nothing"), "{table}");
+    assert!(
+        table.contains("✗: the flow never connected or delivered nothing"),
+        "{table}"
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("warning: flow doomed (s → r) never connected (0 of "),
