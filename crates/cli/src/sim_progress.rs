@@ -31,6 +31,8 @@ pub struct RunProgress {
     warned: bool,
 }
 
+// The wall clock measures the machine (pace, ETA), never the simulation.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 impl RunProgress {
     /// Progress for a run of `duration_ns` simulated nanoseconds; drawn only
     /// if stderr is a terminal and not `quiet`.
@@ -52,7 +54,6 @@ impl RunProgress {
             bar,
             quiet,
             end_ns: duration_ns,
-            #[allow(clippy::disallowed_methods)]
             started: std::time::Instant::now(),
             warned: false,
         }

@@ -78,8 +78,7 @@ impl SimResults {
 }
 
 /// The legend printed under the per-flow table.
-pub const FLOW_TABLE_LEGEND: &str = "\
-  tx/rx pkts: DATA packets sent / received · PDR %: received ÷ sent
+pub const FLOW_TABLE_LEGEND: &str = "  tx/rx pkts: DATA packets sent / received · PDR %: received ÷ sent
   thru: received DATA wire bytes · good: message bytes delivered to the app
   proc: DATA wire bytes that left the sender's first-hop queue (all Mbit/s over the flow's active time)
   delay, p99: one-way DATA delay, mean and 99th percentile · jitter: RFC 3550 estimate, ms
@@ -88,8 +87,8 @@ pub const FLOW_TABLE_LEGEND: &str = "\
 ";
 
 /// The legend printed under the per-stream table.
-pub const STREAM_TABLE_LEGEND: &str = "\
-  msgs / delivered: messages queued by the sender / delivered to the receiving app
+pub const STREAM_TABLE_LEGEND: &str =
+    "  msgs / delivered: messages queued by the sender / delivered to the receiving app
   lat: message latency, queued at the sender → delivered, ms (mean, 50th, 95th, 99th percentile)
   complete s: when a finite application finished, seconds after it started (- : not finished)
 ";

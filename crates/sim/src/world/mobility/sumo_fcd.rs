@@ -77,7 +77,7 @@ pub fn read<R: BufRead>(
     };
     let mut samples: Vec<(f64, Vec3)> = Vec::new();
     loop {
-        let offset = reader.buffer_position() as u64;
+        let offset = reader.buffer_position();
         let event = reader
             .read_event_into(&mut buf)
             .map_err(|e| err(offset, format!("not well-formed XML: {e}")))?;
