@@ -33,6 +33,14 @@ fn sim_prints_a_table_and_writes_summary_and_csvs() {
     assert_eq!(summary["flows"][0]["cc"], "bbr");
     assert_eq!(summary["duration_s"], 3.0);
     assert!(summary["flows"][0]["rx_packets"].as_u64().expect("a count") > 100);
+    for f in ["throughput.svg", "cwnd.svg", "rtt.svg", "latency_cdf.svg"] {
+        let svg = std::fs::read_to_string(dir.join("plots").join(f)).expect("plot drawn");
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{f}"
+        );
+    }
+    assert!(table.contains("wrote ") && table.contains("(throughput, cwnd, RTT, latency CDF)"));
     for f in [
         "flows.csv",
         "timeseries.csv",
@@ -277,5 +285,31 @@ fn sim_fails_when_every_flow_failed() {
         "{err}"
     );
     assert!(err.contains("every flow failed (1 of 1)"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--no-plots` writes the data but no `plots/`.
+#[test]
+fn sim_no_plots_skips_the_charts() {
+    let dir = tempdir("noplots");
+    let out = peregrine()
+        .args([
+            "sim",
+            "scenarios/dumbbell.toml",
+            "--set",
+            "duration=1s",
+            "--no-plots",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.join("summary.json").is_file());
+    assert!(!dir.join("plots").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
