@@ -13,6 +13,7 @@ mod progress;
 mod qlog_cmd;
 mod reproduce;
 mod sim_cmd;
+mod sim_progress;
 mod wire_cmd;
 
 /// Peregrine: a transport for things that move, and a laboratory to study it.

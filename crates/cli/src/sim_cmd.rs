@@ -6,7 +6,9 @@
 //! `sim` reads and validates the scenario (errors name the file, the
 //! field and what is allowed), runs it, prints the summary table and
 //! writes `DIR/summary.json` plus the CSVs (default `DIR`:
-//! `sim-out/<scenario name>`). A failed run names its seed.
+//! `sim-out/<scenario name>`) and, unless `--no-plots`, the charts of
+//! `peregrine_lab::sim_plots` in `DIR/plots/`. A failed run names its seed;
+//! failed flows are flagged and the command fails when all failed.
 //!
 //! **Sweeps**: when the scenario has a `[sweep]` table or the command
 //! line gives `--sweep`/`--seeds`, every (grid point, seed) is run in
@@ -21,7 +23,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use peregrine_lab::sweep::{run_sweep_to_dir, summary_table, SweepOptions};
 use peregrine_sim::scenario::overrides::{parse_assignment, set_path};
-use peregrine_sim::{run as run_sim, run_with_options, RunOptions, Scenario, ScenarioError};
+use peregrine_sim::{run as run_sim, run_observed, RunOptions, Scenario, ScenarioError};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `peregrine sim`.
@@ -49,6 +51,10 @@ pub struct SimArgs {
     /// qvis or draw with `peregrine qlog plot`.
     #[arg(long, value_name = "DIR")]
     qlog: Option<PathBuf>,
+    /// Do not draw DIR/plots/ (throughput, cwnd and RTT per flow, latency
+    /// CDF per stream).
+    #[arg(long)]
+    no_plots: bool,
     /// Sweep options (a sweep runs when any is given or the scenario has [sweep]).
     #[command(flatten)]
     sweep: SweepArgs,
@@ -99,7 +105,13 @@ pub fn run(args: SimArgs) -> Result<()> {
         pcap_dir: args.pcap.clone(),
         qlog_dir: args.qlog.clone(),
     };
-    let results = run_with_options(&scenario, &options)?;
+    let mut progress =
+        crate::sim_progress::RunProgress::new(scenario.model.duration_ns, args.sweep.quiet);
+    let results = run_observed(&scenario, &options, &mut |t, events| {
+        progress.report(t, events)
+    });
+    progress.finish();
+    let results = results?;
     if let Some(dir) = &args.pcap {
         eprintln!("wrote pcapng captures to {}", dir.display());
     }
@@ -107,6 +119,9 @@ pub fn run(args: SimArgs) -> Result<()> {
         eprintln!("wrote qlog files to {}", dir.display());
     }
     crate::out(&results.print_table())?;
+    // A run whose flows never connected or delivered nothing must not look
+    // fine: say so on stderr, and fail the command when no flow worked.
+    eprint!("{}", results.failure_warnings());
     if !args.no_write {
         let dir = args
             .out
@@ -118,6 +133,21 @@ pub fn run(args: SimArgs) -> Result<()> {
             "\nwrote {}/summary.json and CSVs\n",
             dir.display()
         ))?;
+        if !args.no_plots {
+            let plots = dir.join("plots");
+            peregrine_lab::sim_plots::write_run_plots(&results, &plots)?;
+            crate::out(&format!(
+                "wrote {}/ (throughput, cwnd, RTT, latency CDF)\n",
+                plots.display()
+            ))?;
+        }
+    }
+    if results.all_flows_failed() {
+        anyhow::bail!(
+            "every flow failed ({} of {}): check the rates, delays and start times in {origin}",
+            results.flows.len(),
+            results.flows.len()
+        );
     }
     Ok(())
 }

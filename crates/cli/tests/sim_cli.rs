@@ -33,6 +33,14 @@ fn sim_prints_a_table_and_writes_summary_and_csvs() {
     assert_eq!(summary["flows"][0]["cc"], "bbr");
     assert_eq!(summary["duration_s"], 3.0);
     assert!(summary["flows"][0]["rx_packets"].as_u64().expect("a count") > 100);
+    for f in ["throughput.svg", "cwnd.svg", "rtt.svg", "latency_cdf.svg"] {
+        let svg = std::fs::read_to_string(dir.join("plots").join(f)).expect("plot drawn");
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{f}"
+        );
+    }
+    assert!(table.contains("wrote ") && table.contains("(throughput, cwnd, RTT, latency CDF)"));
     for f in [
         "flows.csv",
         "timeseries.csv",
@@ -208,6 +216,102 @@ fn a_sweep_table_in_the_scenario_runs_a_sweep() {
     let csv = std::fs::read_to_string(dir.join("out/sweep.csv")).expect("sweep.csv");
     assert!(csv.contains("links.0.rate=1Mbps"), "{csv}");
     assert!(csv.contains("links.0.rate=2Mbps"), "{csv}");
+}
+
+/// Issue 27: bare numbers and negative values are errors with the exact
+/// field and a suggested unit.
+#[test]
+fn sim_rejects_rates_and_durations_without_units_or_with_a_sign() {
+    for (set, message) in [
+        (
+            "links.1.rate=5",
+            "scenarios/dumbbell.toml: links.1.rate: write a unit, e.g. \"5Mbps\"",
+        ),
+        (
+            "links.1.delay=20",
+            "scenarios/dumbbell.toml: links.1.delay: write a unit, e.g. \"20ms\"",
+        ),
+        (
+            "links.1.delay=-20ms",
+            "scenarios/dumbbell.toml: links.1.delay: \"-20ms\" is negative: a duration must be zero or more",
+        ),
+        (
+            "duration=-5",
+            "scenarios/dumbbell.toml: duration: \"-5\" is negative: a duration must be zero or more",
+        ),
+    ] {
+        let out = peregrine()
+            .args(["sim", "scenarios/dumbbell.toml", "--no-write", "--set", set])
+            .output()
+            .expect("runs");
+        assert!(!out.status.success(), "{set} must fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(message), "{set}: {err}");
+    }
+}
+
+/// Issue 27: a run where no flow ever connects is flagged in the table and
+/// on stderr, and the command fails.
+#[test]
+fn sim_fails_when_every_flow_failed() {
+    let dir = tempdir("allfail");
+    let file = dir.join("dead.toml");
+    std::fs::write(
+        &file,
+        "name = \"dead\"\nduration = \"2s\"\nseed = 1\n[[links]]\na = \"s\"\nb = \"r\"\n\
+         rate = \"1Mbps\"\ndelay = \"10ms\"\nloss = { model = \"bernoulli\", p = 1.0 }\n\
+         [[flows]]\nname = \"doomed\"\nsrc = \"s\"\ndst = \"r\"\n[[flows.streams]]\napp = \"bulk\"\n",
+    )
+    .expect("write scenario");
+    let out = peregrine()
+        .arg("sim")
+        .arg(&file)
+        .arg("--no-write")
+        .output()
+        .expect("runs");
+    assert!(
+        !out.status.success(),
+        "every flow failed: the command must fail"
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("  ✗ never connected"), "{table}");
+    assert!(
+        table.contains("✗: the flow never connected or delivered nothing"),
+        "{table}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: flow doomed (s → r) never connected (0 of "),
+        "{err}"
+    );
+    assert!(err.contains("every flow failed (1 of 1)"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--no-plots` writes the data but no `plots/`.
+#[test]
+fn sim_no_plots_skips_the_charts() {
+    let dir = tempdir("noplots");
+    let out = peregrine()
+        .args([
+            "sim",
+            "scenarios/dumbbell.toml",
+            "--set",
+            "duration=1s",
+            "--no-plots",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.join("summary.json").is_file());
+    assert!(!dir.join("plots").exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

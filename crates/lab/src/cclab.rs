@@ -92,6 +92,13 @@ pub fn comparison_table(traces: &[LabTrace]) -> String {
             kept,
         );
     }
+    // Issue 27: every printed table explains its columns.
+    out.push_str(
+        "\ndelivered: bytes the receiver got · goodput: delivered bits ÷ the run's duration · \
+         mean cwnd: time-weighted · reductions: congestion episodes and RTOs answered with a cut · \
+         holds: those answered by holding the window · cwnd before blockage / 300 ms after: \
+         around the scripted blockage · kept: after ÷ before (- : no blockage).\n",
+    );
     out
 }
 

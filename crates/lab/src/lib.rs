@@ -39,6 +39,7 @@ pub mod qlog_plot;
 pub mod report;
 pub mod reproduce;
 pub mod showcase;
+pub mod sim_plots;
 pub mod sweep;
 
 pub use keyed::Keyed;

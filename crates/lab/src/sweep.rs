@@ -24,6 +24,7 @@
 //! Every output byte depends only on the document, the sweep and the
 //! run results — not on the thread count or the time of day.
 
+use crate::charts::readable::{grid_keys, grid_values, mean_ci, readable};
 use crate::charts::{self, BarSeries, ChartText};
 use crate::progress::Progress;
 use crate::report::{Cell, Report, Table};
@@ -92,23 +93,25 @@ pub fn summary_table(agg: &Aggregate) -> String {
     keys.sort_by_key(rank);
     keys.truncate(4);
     let mut headers = vec!["point".to_string()];
-    headers.extend(keys.iter().cloned());
+    headers.extend(keys.iter().map(|k| readable(k).header()));
     let mut t = Table::new(headers);
-    let sig = |x: f64| format_significant(x, 4);
     for p in &agg.points {
         let mut row = vec![Cell::Text(p.label.clone())];
         for k in &keys {
+            let r = readable(k);
             row.push(match p.get(k) {
-                Some(s) => Cell::NumText(match s.ci95 {
-                    Some(ci) => format!("{} ± {}", sig(s.mean), sig(ci)),
-                    None => sig(s.mean),
-                }),
+                Some(s) => Cell::NumText(mean_ci(s.mean * r.scale, s.ci95.map(|c| c * r.scale))),
                 None => Cell::Text("—".into()),
             });
         }
         t.row(row);
     }
-    t.render()
+    let mut text = t.render();
+    text.push_str(&format!(
+        "  each cell: mean ± 95 % confidence interval over {} seed(s) (Student t), in the column's unit; — : not reported\n",
+        agg.seeds
+    ));
+    text
 }
 
 /// The options of a sweep laid over a scenario's own `[sweep]` table.
@@ -268,9 +271,21 @@ fn runs_jsonl<R: Serialize>(outcome: &SweepOutcome<R>) -> anyhow::Result<String>
     Ok(text)
 }
 
-/// Whether point labels are short and few enough to label chart bars.
+/// A point's label under its bar: its grid values (`bbr · 5Mbps`); the
+/// grid keys go on the axis label.
+fn bar_label(label: &str) -> String {
+    grid_values(label).join(" · ")
+}
+
+/// Whether the points' grid values fit under their bars (about 90
+/// characters across the chart) without overlapping.
 fn labels_fit(agg: &Aggregate) -> bool {
-    agg.points.len() <= 6 && agg.points.iter().all(|p| p.label.chars().count() <= 18)
+    let n = agg.points.len().max(1);
+    n <= 12
+        && agg
+            .points
+            .iter()
+            .all(|p| bar_label(&p.label).chars().count() <= 90 / n)
 }
 
 /// A file-name-safe version of a JSON pointer: `/flows/0/x` → `flows_0_x`.
@@ -300,10 +315,10 @@ fn write_report(
     agg: &Aggregate,
     out_dir: &Path,
 ) -> anyhow::Result<PathBuf> {
-    let mut r = Report::new(title, out_dir);
-    r.heading(2, "What was run");
+    let mut rep = Report::new(title, out_dir);
+    rep.heading(2, "What was run");
     if !description.trim().is_empty() {
-        r.paragraph(description);
+        rep.paragraph(description);
     }
     let mut grid: Vec<String> = spec
         .grid
@@ -318,8 +333,8 @@ fn write_report(
     if grid.is_empty() {
         grid.push("no grid: the base scenario only".into());
     }
-    r.bullets(grid);
-    r.paragraph(&format!(
+    rep.bullets(grid);
+    rep.paragraph(&format!(
         "{} grid point(s) × {} seed(s) (seeds {} to {}) = {} runs. Each value below is the mean over \
          the seeds with its 95 % confidence interval (Student t, n − 1 degrees of freedom); \
          every numeric result is in `sweep.csv` and `sweep.json`.",
@@ -330,7 +345,7 @@ fn write_report(
         spec.run_count(),
     ));
     if agg.keys.is_empty() {
-        r.paragraph("The runs reported no numeric results.");
+        rep.paragraph("The runs reported no numeric results.");
     }
     // Long or many labels would overlap under the bars: number the
     // points instead (the tables give the number of each).
@@ -340,8 +355,22 @@ fn write_report(
     let plots = out_dir.join("plots");
     let keys = report_keys(agg);
     for key in &keys {
-        r.heading(2, &format!("`{key}`"));
-        let mut t = Table::new(["#", "point", "n", "mean ± 95 % CI", "median", "min", "max"]);
+        rep.heading(2, &format!("{} (`{key}`)", readable(key).header()));
+        let r = readable(key);
+        let unit = if r.unit.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", r.unit)
+        };
+        let mut t = Table::new([
+            "#".to_string(),
+            "point".to_string(),
+            "n".to_string(),
+            format!("mean ± 95 % CI{unit}"),
+            format!("median{unit}"),
+            format!("min{unit}"),
+            format!("max{unit}"),
+        ]);
         let mut means = Vec::new();
         let mut cis = Vec::new();
         let mut cats = Vec::new();
@@ -351,42 +380,53 @@ fn write_report(
                 Cell::num((i + 1) as f64, 0),
                 Cell::Text(p.label.clone()),
                 Cell::num(s.n as f64, 0),
-                Cell::NumText(match s.ci95 {
-                    Some(ci) => format!("{} ± {}", sig(s.mean), sig(ci)),
-                    None => sig(s.mean),
-                }),
-                Cell::NumText(sig(s.median)),
-                Cell::NumText(sig(s.min)),
-                Cell::NumText(sig(s.max)),
+                Cell::NumText(mean_ci(s.mean * r.scale, s.ci95.map(|c| c * r.scale))),
+                Cell::NumText(sig(s.median * r.scale)),
+                Cell::NumText(sig(s.min * r.scale)),
+                Cell::NumText(sig(s.max * r.scale)),
             ]);
             cats.push(if numbered {
                 (i + 1).to_string()
             } else {
-                p.label.clone()
+                bar_label(&p.label)
             });
-            means.push(s.mean);
-            cis.push(s.ci95);
+            means.push(s.mean * r.scale);
+            cis.push(s.ci95.map(|c| c * r.scale));
         }
-        r.table(None, &t);
+        rep.table(None, &t);
         std::fs::create_dir_all(&plots)
             .with_context(|| format!("cannot create {}", plots.display()))?;
         let file = plots.join(format!("{}.svg", slug(key)));
-        let x_label = if numbered {
-            "grid point (#, see the table)"
+        let keys_of_grid = agg
+            .points
+            .first()
+            .map(|p| grid_keys(&p.label).join(" · "))
+            .unwrap_or_default();
+        let x_label = if numbered || keys_of_grid.is_empty() {
+            "grid point (#, see the table)".to_string()
         } else {
-            "grid point"
+            keys_of_grid
         };
-        let text = ChartText::new(key.as_str(), x_label, format!("{key} (mean ± 95 % CI)"));
-        charts::bar_chart(&file, &text, &cats, &[BarSeries::new("mean", means, cis)])?;
-        r.image(&format!("{key} per grid point"), &file);
+        let text = ChartText::new(
+            r.name.clone(),
+            x_label,
+            format!("{} (mean ± 95 % CI)", r.header()),
+        );
+        charts::bar_chart(
+            &file,
+            &text,
+            &cats,
+            &[BarSeries::new("mean ± 95 % CI", means, cis)],
+        )?;
+        rep.image(&format!("{} per grid point", r.header()), &file);
     }
     if agg.keys.len() > keys.len() {
-        r.paragraph(&format!(
+        rep.paragraph(&format!(
             "{} more numeric results are in `sweep.csv`.",
             agg.keys.len() - keys.len()
         ));
     }
-    Ok(r.write()?)
+    Ok(rep.write()?)
 }
 
 #[cfg(test)]
@@ -527,14 +567,27 @@ mod tests {
             "{report}"
         );
         assert!(
-            report.contains("![/goodput_mbps per grid point](plots/goodput_mbps.svg)"),
+            report.contains("![goodput (Mbit/s) per grid point](plots/goodput_mbps.svg)"),
+            "{report}"
+        );
+        // Headers in words with units, not JSON pointers; the interval at
+        // the mean's precision.
+        assert!(
+            report.contains("## goodput (Mbit/s) (`/goodput_mbps`)")
+                && report.contains("mean ± 95 % CI (Mbit/s)"),
             "{report}"
         );
         assert!(
-            report.contains("4 | cc=bbr,rate=20 ") && report.contains("18.34 ± 0.7618"),
+            report.contains("4 | cc=bbr,rate=20 ") && report.contains("18.34 ± 0.76 "),
             "{report}"
         );
-        assert!(svg.contains("cc=cubic,rate=10") && svg.contains("mean ± 95 % CI"));
+        // Bars are labelled by grid values, the axis by the grid keys.
+        assert!(
+            svg.contains("\ncubic · 10\n") && svg.contains("\ncc · rate\n"),
+            "{svg}"
+        );
+        assert!(svg.contains("goodput (Mbit/s) (mean ± 95 % CI)"), "{svg}");
+        assert!(!svg.contains("grid point #"), "{svg}");
     }
 
     /// A typed record gives the very files its JSON form gives.

@@ -45,6 +45,47 @@ pub fn run(scenario: &Scenario) -> Result<SimResults, SimError> {
     run_with_options(scenario, &RunOptions::default())
 }
 
+/// [`run`], calling `progress(simulated time, events so far)` every 65,536
+/// events (and never otherwise), so a caller can show how far a long run
+/// is. The observer sees the run; it cannot change it. Cost: that of
+/// [`run`] plus one observer call per 65,536 events.
+pub fn run_with_progress(
+    scenario: &Scenario,
+    progress: &mut dyn FnMut(Time, u64),
+) -> Result<SimResults, SimError> {
+    run_observed(scenario, &RunOptions::default(), progress)
+}
+
+/// [`run_with_options`] and [`run_with_progress`] at once: what
+/// `peregrine sim` calls.
+pub fn run_observed(
+    scenario: &Scenario,
+    options: &RunOptions,
+    progress: &mut dyn FnMut(Time, u64),
+) -> Result<SimResults, SimError> {
+    let timeline = record_timeline(scenario)?;
+    run_inner(scenario, timeline.as_ref(), options, Some(progress))
+}
+
+/// A vehicular world's channel, recorded (`None` for other worlds).
+fn record_timeline(
+    scenario: &Scenario,
+) -> Result<Option<world::vehicles::ChannelTimeline>, SimError> {
+    let m = &scenario.model;
+    m.vehicular
+        .as_ref()
+        .map(|v| {
+            world::vehicles::ChannelTimeline::record(v, m.duration_ns, m.seed).map_err(|e| {
+                SimError {
+                    scenario: scenario.name(),
+                    seed: m.seed,
+                    message: e.to_string(),
+                }
+            })
+        })
+        .transpose()
+}
+
 /// Simulate `scenario` with a vehicular world's channel already recorded
 /// (`timeline`, shared by the runs that differ only in traffic, controller
 /// or hints); `None` for other scenarios.
@@ -52,7 +93,7 @@ pub fn run_with_timeline(
     scenario: &Scenario,
     timeline: Option<&world::vehicles::ChannelTimeline>,
 ) -> Result<SimResults, SimError> {
-    run_inner(scenario, timeline, &RunOptions::default())
+    run_inner(scenario, timeline, &RunOptions::default(), None)
 }
 
 /// What a run writes besides its results (the command line's `--pcap`
@@ -74,26 +115,15 @@ pub struct RunOptions {
 
 /// [`run`] with [`RunOptions`].
 pub fn run_with_options(scenario: &Scenario, options: &RunOptions) -> Result<SimResults, SimError> {
-    match &scenario.model.vehicular {
-        None => run_inner(scenario, None, options),
-        Some(v) => {
-            let m = &scenario.model;
-            let tl = world::vehicles::ChannelTimeline::record(v, m.duration_ns, m.seed).map_err(
-                |e| SimError {
-                    scenario: scenario.name(),
-                    seed: m.seed,
-                    message: e.to_string(),
-                },
-            )?;
-            run_inner(scenario, Some(&tl), options)
-        }
-    }
+    let timeline = record_timeline(scenario)?;
+    run_inner(scenario, timeline.as_ref(), options, None)
 }
 
 fn run_inner(
     scenario: &Scenario,
     timeline: Option<&world::vehicles::ChannelTimeline>,
     options: &RunOptions,
+    progress: Option<&mut dyn FnMut(Time, u64)>,
 ) -> Result<SimResults, SimError> {
     let mut sim = engine::build::build(scenario)?;
     if let Some(tl) = timeline {
@@ -111,7 +141,10 @@ fn run_inner(
             .collect();
         sim.trace_into(dir, &names)?;
     }
-    let events = sim.run()?;
+    let events = match progress {
+        Some(p) => sim.run_observed(p)?,
+        None => sim.run()?,
+    };
     sim.close_capture()?;
     Ok(sim.finish(scenario, events))
 }

@@ -44,3 +44,41 @@ fn every_example_scenario_runs() {
         );
     }
 }
+
+/// Issue 27: a bare number for a rate or a duration is an error naming
+/// the field and suggesting a unit; a negative duration names its sign.
+#[test]
+fn a_rate_without_a_unit_is_an_error() {
+    let doc = |link: &str| {
+        format!(
+            "duration = \"1s\"\nseed = 1\n[[links]]\na = \"x\"\nb = \"y\"\n{link}\n\
+             [[flows]]\nsrc = \"x\"\ndst = \"y\"\n[[flows.streams]]\napp = \"bulk\"\n"
+        )
+    };
+    let e =
+        peregrine_sim::Scenario::from_toml_str(&doc("rate = 5\ndelay = \"20ms\""), "t.toml", &[])
+            .expect_err("rate = 5 is ambiguous");
+    assert_eq!(
+        e.to_string(),
+        "t.toml: links.0.rate: write a unit, e.g. \"5Mbps\""
+    );
+    let e =
+        peregrine_sim::Scenario::from_toml_str(&doc("rate = \"5Mbps\"\ndelay = 20"), "t.toml", &[])
+            .expect_err("delay = 20 is ambiguous");
+    assert_eq!(
+        e.to_string(),
+        "t.toml: links.0.delay: write a unit, e.g. \"20ms\""
+    );
+    let e = peregrine_sim::Scenario::from_toml_str(
+        &doc("rate = \"5Mbps\"\ndelay = \"-20ms\""),
+        "t.toml",
+        &[],
+    )
+    .expect_err("negative");
+    assert_eq!(
+        e.to_string(),
+        "t.toml: links.0.delay: \"-20ms\" is negative: a duration must be zero or more"
+    );
+    peregrine_sim::Scenario::from_toml_str(&doc("rate = \"5Mbps\"\ndelay = 0"), "t.toml", &[])
+        .expect("zero needs no unit");
+}

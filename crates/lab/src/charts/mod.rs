@@ -22,6 +22,7 @@
 mod bars;
 mod boxplot;
 mod cdf;
+pub mod readable;
 mod timeseries;
 
 pub use bars::{bar_chart, BarSeries};
@@ -229,17 +230,23 @@ pub(crate) fn framed_chart<'a, 'b>(
     mesh: Mesh,
 ) -> Result<CategoryChart<'a, 'b>, ChartError> {
     let err = draw_err(file);
+    // Room for tick labels of up to ~7 characters (four significant
+    // digits, see `readable::tick`) *and* the rotated axis description
+    // beside them: at 64 px the description overlapped the ticks.
     let mut chart = ChartBuilder::on(root)
         .caption(&text.title, ("sans-serif", 24))
         .margin(16)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
+        .x_label_area_size(48)
+        .y_label_area_size(88)
         .build_cartesian_2d(x, y)
         .map_err(|e| err(&e))?;
+    let ticks = |v: &f64| readable::tick(*v);
     let mut style = chart.configure_mesh();
     style
         .x_desc(&text.x_label)
         .y_desc(&text.y_label)
+        .x_label_formatter(&ticks)
+        .y_label_formatter(&ticks)
         .axis_desc_style(("sans-serif", 18))
         .label_style(("sans-serif", 15));
     match mesh {

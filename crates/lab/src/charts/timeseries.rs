@@ -54,9 +54,12 @@ pub fn time_series(file: &Path, text: &ChartText, series: &[Series]) -> Result<(
     let (x0, x1) = padded_range(all().map(|p| p.0), 0.0);
     let (y0, y1) = padded_range(all().map(|p| p.1), 0.05);
     // A y axis of non-negative quantities starts at 0; headroom above
-    // for the legend.
+    // for the legend, grown with its entries (about 19 px each of the
+    // ~370 px plot) so the legend never covers a line.
     let y0 = if all().all(|p| p.1 >= 0.0) { 0.0 } else { y0 };
-    let y1 = y1 + 0.15 * (y1 - y0);
+    let legend_px = 12.0 + 19.0 * series.len() as f64;
+    let headroom = (legend_px / (370.0 - legend_px).max(60.0)).max(0.15);
+    let y1 = y1 + headroom * (y1 - y0);
     let err = draw_err(file);
     let root = svg_root(file)?;
     let mut chart = framed_chart(&root, file, text, x0..x1, y0..y1, Mesh::Full)?;

@@ -54,6 +54,9 @@ pub struct SimError {
     pub message: String,
 }
 
+/// Events between two calls of a progress observer ([`Sim::run_observed`]).
+pub(crate) const PROGRESS_EVERY_EVENTS: u64 = 1 << 16;
+
 /// Most events processed at one instant before the engine declares a
 /// livelock (an endpoint whose timer never advances, …).
 const MAX_EVENTS_PER_INSTANT: u64 = 5_000_000;
@@ -193,8 +196,19 @@ impl Sim {
 
     /// Run until the end; returns the number of events processed.
     pub(crate) fn run(&mut self) -> Result<u64, SimError> {
+        self.run_observed(&mut |_, _| {})
+    }
+
+    /// [`Sim::run`], calling `progress(simulated time, events so far)`
+    /// every [`PROGRESS_EVERY_EVENTS`] events (one counter test per event;
+    /// the observer cannot change the run).
+    pub(crate) fn run_observed(
+        &mut self,
+        progress: &mut dyn FnMut(Time, u64),
+    ) -> Result<u64, SimError> {
         let mut last_t = Time::ZERO;
         let mut same_t = 0u64;
+        let mut until_report = PROGRESS_EVERY_EVENTS;
         while let Some(t) = self.queue.peek_time() {
             if t > self.end {
                 break;
@@ -202,6 +216,11 @@ impl Sim {
             let Some((t, ev)) = self.queue.pop() else {
                 break;
             };
+            until_report -= 1;
+            if until_report == 0 {
+                until_report = PROGRESS_EVERY_EVENTS;
+                progress(t, self.queue.processed());
+            }
             if t == last_t {
                 same_t += 1;
                 if same_t > MAX_EVENTS_PER_INSTANT {

@@ -16,6 +16,7 @@
 //! engine reads cwnd after each interaction with the sender's endpoint.
 //! Time series are sampled every `metrics.interval`.
 
+pub mod failures;
 pub mod groups;
 mod hist;
 pub mod output;

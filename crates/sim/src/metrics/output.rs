@@ -661,7 +661,8 @@ impl SimResults {
         );
         // Group members are shown as their group's digest (below).
         let member = |i: usize| self.groups.iter().any(|g| g.flows.contains(&i));
-        if self.groups.is_empty() || (0..self.flows.len()).any(|i| !member(i)) {
+        let flow_table = self.groups.is_empty() || (0..self.flows.len()).any(|i| !member(i));
+        if flow_table {
             let _ = writeln!(s);
             let _ = writeln!(s, "{:<10} {:<9} {:>9} {:>9} {:>7} {:>11} {:>11} {:>10} {:>9} {:>9} {:>9} {:>6} {:>6} {:>5}",
                 "flow", "cc", "tx pkts", "rx pkts", "PDR %", "thru Mb/s", "good Mb/s", "proc Mb/s", "delay ms", "p99 ms", "jitter", "qdrop", "chdrop", "RTOs");
@@ -673,12 +674,20 @@ impl SimResults {
             .filter(|(i, _)| !member(*i))
             .map(|(_, f)| f)
         {
-            let _ = writeln!(s, "{:<10} {:<9} {:>9} {:>9} {:>7} {:>11.3} {:>11.3} {:>10.3} {:>9} {:>9} {:>9.3} {:>6} {:>6} {:>5}",
+            let _ = write!(s, "{:<10} {:<9} {:>9} {:>9} {:>7} {:>11.3} {:>11.3} {:>10.3} {:>9} {:>9} {:>9.3} {:>6} {:>6} {:>5}",
                 f.name, f.cc, f.metrics.c.tx_packets, f.metrics.c.rx_packets,
                 fmt_opt(f.pdr().map(|p| p * 100.0), 2),
                 f.throughput_bps(self.duration_ns) / 1e6, f.goodput_bps(self.duration_ns) / 1e6, f.processed_bps(self.duration_ns) / 1e6,
                 fmt_opt(f.delay_mean_ms(), 2), fmt_opt(f.delay_ms(0.99), 2), ms(f.metrics.jitter_ns),
                 f.metrics.c.queue_drops, f.metrics.c.channel_drops, f.stats.as_ref().map_or(0, |x| x.rtos));
+            match f.failure() {
+                Some(why) => writeln!(s, "  ✗ {}", why.as_str()),
+                None => writeln!(s),
+            }
+            .ok();
+        }
+        if flow_table {
+            s.push_str(super::failures::FLOW_TABLE_LEGEND);
         }
         let streams: Vec<_> = self
             .flows
@@ -724,6 +733,7 @@ impl SimResults {
                     fmt_opt(st.completed_ns.map(|c| (c - st.start_ns) as f64 / 1e9), 3)
                 );
             }
+            s.push_str(super::failures::STREAM_TABLE_LEGEND);
         }
         for g in &self.groups {
             let _ = writeln!(s);

@@ -1,6 +1,13 @@
 //! Units in scenario files: durations (`"100s"`, `"20ms"`, `"1.5s"`,
-//! `"250us"`, or a bare number of seconds) and rates (`"5Mbps"`,
-//! `"1Gbit/s"`, `"64kbps"`, or a bare number of bits per second).
+//! `"250us"`) and rates (`"5Mbps"`, `"1Gbit/s"`, `"64kbps"`).
+//!
+//! In a scenario a duration or a rate must carry its unit: `rate = 5` or
+//! `delay = "20"` is an error (`write a unit, e.g. "5Mbps"`), because a
+//! bare number silently meant 5 bit/s or 20 s (issue 27). Zero is the one
+//! bare number allowed (it is zero in every unit). Negative values are
+//! errors that say so. [`parse_duration`] and [`parse_rate`] themselves
+//! still read a bare number as seconds / bit/s for command-line callers
+//! that document it (`peregrine emu`).
 //!
 //! Both parse into integers (nanoseconds, bits per second) so that the
 //! engine never carries a float time; the parse is exact for decimal
@@ -44,8 +51,21 @@ fn scaled(number: &str, scale: u64) -> Option<u64> {
     Some(total)
 }
 
-/// Parse a duration such as `100s`, `20ms`, `1.5s`, `250us`, `10ns`, `2min`.
+/// `Err` naming the sign when `text` is a negative number.
+fn reject_negative(text: &str, what: &str) -> Result<(), String> {
+    if text.trim_start().starts_with('-') {
+        Err(format!(
+            "{text:?} is negative: a {what} must be zero or more"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Parse a duration such as `100s`, `20ms`, `1.5s`, `250us`, `10ns`, `2min`
+/// (a bare number is seconds). O(length of `text`).
 pub fn parse_duration(text: &str) -> Result<Dur, String> {
+    reject_negative(text, "duration")?;
     let (num, unit) = split_unit(text);
     let scale = match unit {
         "" | "s" => 1_000_000_000,
@@ -64,8 +84,10 @@ pub fn parse_duration(text: &str) -> Result<Dur, String> {
         .ok_or_else(|| format!("{text:?} is not a duration (e.g. \"100s\", \"20ms\")"))
 }
 
-/// Parse a rate such as `5Mbps`, `1Gbit/s`, `64kbps`, `1500bps`.
+/// Parse a rate such as `5Mbps`, `1Gbit/s`, `64kbps`, `1500bps` (a bare
+/// number is bit/s). O(length of `text`).
 pub fn parse_rate(text: &str) -> Result<Rate, String> {
+    reject_negative(text, "rate")?;
     let (num, unit) = split_unit(text);
     let scale = match unit.to_ascii_lowercase().as_str() {
         "" | "bps" | "bit/s" => 1,
@@ -93,20 +115,35 @@ enum StrOrNum {
 }
 
 impl StrOrNum {
-    fn text(self) -> Result<String, String> {
-        match self {
-            StrOrNum::Str(s) => Ok(s),
-            StrOrNum::Int(i) if i >= 0 => Ok(i.to_string()),
-            StrOrNum::Float(f) if f >= 0.0 && f.is_finite() => Ok(format!("{f}")),
-            _ => Err("must not be negative".to_string()),
+    /// The text to parse, or the error for a negative or unit-less value.
+    /// `example_unit` completes the suggestion (`"5Mbps"`); `what` names
+    /// the kind of value in the sign error.
+    fn text(self, example_unit: &str, what: &str) -> Result<String, String> {
+        let number = match self {
+            StrOrNum::Str(s) => {
+                reject_negative(&s, what)?;
+                let (num, unit) = split_unit(&s);
+                if !unit.is_empty() || num.is_empty() {
+                    return Ok(s);
+                }
+                num.to_string()
+            }
+            StrOrNum::Int(i) => i.to_string(),
+            StrOrNum::Float(f) if f.is_finite() => format!("{f}"),
+            StrOrNum::Float(f) => return Err(format!("{f} is not a {what}")),
+        };
+        reject_negative(&number, what)?;
+        if number.trim_matches(['0', '.', '_']).is_empty() {
+            return Ok(number);
         }
+        Err(format!("write a unit, e.g. \"{number}{example_unit}\""))
     }
 }
 
 impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = StrOrNum::deserialize(d)?;
-        v.text()
+        v.text("ms", "duration")
             .and_then(|t| parse_duration(&t))
             .map_err(serde::de::Error::custom)
     }
@@ -115,7 +152,7 @@ impl<'de> Deserialize<'de> for Dur {
 impl<'de> Deserialize<'de> for Rate {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = StrOrNum::deserialize(d)?;
-        v.text()
+        v.text("Mbps", "rate")
             .and_then(|t| parse_rate(&t))
             .map_err(serde::de::Error::custom)
     }
@@ -194,18 +231,64 @@ mod tests {
         assert!(parse_rate("5 furlongs").is_err());
     }
 
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)] // read through Debug in failures only
+    struct T {
+        d: Dur,
+        r: Rate,
+    }
+
+    fn read(doc: &str) -> Result<T, String> {
+        toml::from_str::<T>(doc).map_err(|e| e.message().to_string())
+    }
+
     #[test]
-    fn numbers_in_toml_are_seconds_and_bits_per_second() {
-        #[derive(Deserialize)]
-        struct T {
-            d: Dur,
-            r: Rate,
-        }
-        let t: T = toml::from_str("d = 2\nr = 5000000").expect("valid document");
-        assert_eq!(t.d, Dur(2_000_000_000));
-        assert_eq!(t.r, Rate(5_000_000));
-        let t: T = toml::from_str("d = 0.25\nr = \"5Mbps\"").expect("valid document");
-        assert_eq!(t.d, Dur(250_000_000));
+    fn bare_numbers_in_a_scenario_must_carry_a_unit() {
+        assert_eq!(
+            read("d = \"2s\"\nr = 5").unwrap_err(),
+            "write a unit, e.g. \"5Mbps\""
+        );
+        assert_eq!(
+            read("d = 20\nr = \"5Mbps\"").unwrap_err(),
+            "write a unit, e.g. \"20ms\""
+        );
+        assert_eq!(
+            read("d = 0.25\nr = \"5Mbps\"").unwrap_err(),
+            "write a unit, e.g. \"0.25ms\""
+        );
+        assert_eq!(
+            read("d = \"1\"\nr = \"5Mbps\"").unwrap_err(),
+            "write a unit, e.g. \"1ms\""
+        );
+        assert_eq!(
+            read("d = \"2s\"\nr = \"1200\"").unwrap_err(),
+            "write a unit, e.g. \"1200Mbps\""
+        );
+        // Zero is zero in every unit.
+        let t = read("d = 0\nr = 0.0").expect("zero needs no unit");
+        assert_eq!((t.d, t.r), (Dur(0), Rate(0)));
+        let t = read("d = \"250ms\"\nr = \"5Mbps\"").expect("units");
+        assert_eq!((t.d, t.r), (Dur(250_000_000), Rate(5_000_000)));
+    }
+
+    #[test]
+    fn negative_values_name_the_sign() {
+        assert_eq!(
+            read("d = \"-20ms\"\nr = 0").unwrap_err(),
+            "\"-20ms\" is negative: a duration must be zero or more"
+        );
+        assert_eq!(
+            read("d = -3\nr = 0").unwrap_err(),
+            "\"-3\" is negative: a duration must be zero or more"
+        );
+        assert_eq!(
+            read("d = 0\nr = \"-5Mbps\"").unwrap_err(),
+            "\"-5Mbps\" is negative: a rate must be zero or more"
+        );
+        assert_eq!(
+            parse_duration("-1s").unwrap_err(),
+            "\"-1s\" is negative: a duration must be zero or more"
+        );
     }
 
     #[test]

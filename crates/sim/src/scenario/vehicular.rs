@@ -354,10 +354,8 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
         ("name", s("core")),
         ("a", s("gw")),
         ("b", s("server")),
-        (
-            "rate",
-            Value::Integer(cfg.core_rate.0.min(i64::MAX as u64) as i64),
-        ),
+        // Rates carry their unit: a bare number is an error in a scenario.
+        ("rate", s(format!("{}bps", cfg.core_rate.0))),
         ("delay", s(format!("{}ns", cfg.core_delay.0))),
         ("queue", table(vec![("packets", Value::Integer(100_000))])),
     ]));
@@ -369,7 +367,7 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
             ("a", s("gw")),
             ("b", s(format!("v{i}"))),
             // Replaced by the channel-driven link when the world is built.
-            ("rate", Value::Integer(channel.capacity_cap_bps as i64)),
+            ("rate", s(format!("{}bps", channel.capacity_cap_bps))),
             ("queue", table(vec![("bytes", Value::Integer(rlc as i64))])),
         ]));
         let app = if cfg.traffic == "bulk" {
@@ -377,7 +375,7 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
         } else {
             table(vec![
                 ("app", s("cbr")),
-                ("rate", Value::Integer(rate as i64)),
+                ("rate", s(format!("{rate}bps"))),
                 (
                     "message_bytes",
                     Value::Integer(i64::from(cfg.payload_bytes)),

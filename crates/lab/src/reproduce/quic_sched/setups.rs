@@ -209,7 +209,7 @@ mod tests {
             [[links]]\nname = \"radio\"\na = \"uav\"\nb = \"gcs\"\nrate = \"1Mbps\"\ndelay = \"20ms\"\nqueue = { bdp = 1.0 }\n\
             up = { loss = { model = \"bernoulli\", p = 0.1 } }\n\
             [[flows]]\nname = \"uav\"\nsrc = \"uav\"\ndst = \"gcs\"\ncc = \"cubic\"\nstartup = \"slow_start\"\nscheduler = \"rr\"\npayload_bytes = 1400\n\
-            [[flows.streams]]\nid = 0\napp = \"cbr\"\nmessage_bytes = 5600\nrate = 89600\nstart = \"1s\"\npriority = 0\nweight = 3\n\
+            [[flows.streams]]\nid = 0\napp = \"cbr\"\nmessage_bytes = 5600\nrate = \"89600bps\"\nstart = \"1s\"\npriority = 0\nweight = 3\n\
             [[flows.streams]]\nid = 1\napp = \"bulk\"\npriority = 3\nweight = 1\nbuffer_bytes = 65536\n";
         let file = Scenario::from_toml_str(doc, "t", &[]).unwrap();
         let built = Scenario::from_config(table1("rr", 4, 0.1, 10, 500).unwrap(), "t").unwrap();

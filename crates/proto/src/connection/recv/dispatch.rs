@@ -320,9 +320,9 @@ impl Connection {
                 self.on_pmtu_probe_answer(now, e.timestamp_ns);
                 return;
             }
-            if let Some(outcome) = self
-                .probe
-                .on_answer(arrived, pk_type, e.probe_id, e.timestamp_ns)
+            if let Some(outcome) =
+                self.probe
+                    .on_answer(arrived, pk_type, e.probe_id, e.timestamp_ns)
             {
                 self.on_probe_outcome(now, outcome);
             }

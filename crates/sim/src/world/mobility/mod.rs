@@ -45,6 +45,7 @@ mod manhattan;
 mod random_direction;
 mod random_waypoint;
 mod static_model;
+pub mod sumo_fcd;
 mod trace;
 
 pub use constant_velocity::{Boundary, ConstantVelocityConfig};
@@ -53,7 +54,7 @@ pub use manhattan::{Manhattan, ManhattanConfig};
 pub use random_direction::RandomDirectionConfig;
 pub use random_waypoint::RandomWaypointConfig;
 pub use static_model::StaticConfig;
-pub use trace::{PositionTrace, TraceConfig, TraceMobility};
+pub use trace::{PositionTrace, TraceConfig, TraceFormat, TraceMobility};
 
 use crate::rng::{component_rng, SimRng};
 use crate::world::geom::{Bounds, Vec3};
@@ -113,6 +114,24 @@ pub enum MobilityError {
         /// What is wrong.
         message: String,
     },
+    /// A SUMO FCD file is not what SUMO writes.
+    #[error("mobility trace `{path}`, byte {offset}: {message}")]
+    TraceXml {
+        /// The file.
+        path: String,
+        /// Byte offset of the element at fault.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// A SUMO FCD file has no sample of the vehicle asked for.
+    #[error("mobility trace `{path}` has no samples for vehicle {vehicle}")]
+    TraceVehicleMissing {
+        /// The file.
+        path: String,
+        /// The vehicle looked for (`id "veh0"` or `number 3 …`).
+        vehicle: String,
+    },
     /// The trace has no row for the node.
     #[error("mobility trace `{path}` has no rows for node {node}")]
     TraceNodeMissing {
@@ -139,7 +158,8 @@ pub enum MobilityConfig {
     GaussMarkov(GaussMarkovConfig),
     /// Random direction: straight to a wall, pause, new inward direction.
     RandomDirection(RandomDirectionConfig),
-    /// Replay of a `time_s,node,x,y,z` CSV trace.
+    /// Replay of a `time_s,node,x,y,z` CSV trace or of SUMO's FCD XML
+    /// (`format = "sumo-fcd"`).
     Trace(TraceConfig),
     /// Vehicles on the streets of a Manhattan grid.
     Manhattan(ManhattanConfig),

@@ -1,5 +1,5 @@
 //! Position traces: replay recorded or externally generated motion (GPS
-//! logs, flight plans, later SUMO's FCD output converted to CSV).
+//! logs, flight plans) and SUMO's FCD output ([`super::sumo_fcd`]).
 //!
 //! The file is CSV with the columns `time_s,node,x,y,z` (seconds; an
 //! integer node id; metres). An optional header line with exactly those
@@ -23,17 +23,42 @@ use std::collections::BTreeMap;
 /// The expected columns, in order.
 const COLUMNS: [&str; 5] = ["time_s", "node", "x", "y", "z"];
 
+/// The file format of a position trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TraceFormat {
+    /// `time_s,node,x,y,z` CSV (the default).
+    #[default]
+    #[serde(rename = "csv")]
+    Csv,
+    /// SUMO's floating-car-data XML (`sumo --fcd-output`), streamed
+    /// ([`super::sumo_fcd`]).
+    #[serde(rename = "sumo-fcd")]
+    SumoFcd,
+}
+
+fn is_csv(f: &TraceFormat) -> bool {
+    *f == TraceFormat::Csv
+}
+
 /// `model = "trace"`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TraceConfig {
-    /// The CSV file (`time_s,node,x,y,z`). Relative paths are relative to
+    /// The trace file (also spelled `file`). Relative paths are relative to
     /// the working directory unless [`super::MobilityConfig::resolve_paths`]
     /// made them relative to the scenario file. Required.
+    #[serde(alias = "file")]
     pub path: String,
-    /// The trace's node id to replay; default: the simulated node's index.
+    /// `"csv"` (default) or `"sumo-fcd"`.
+    #[serde(skip_serializing_if = "is_csv")]
+    pub format: TraceFormat,
+    /// CSV: the trace's node id to replay; default: the simulated node's index.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_id: Option<u64>,
+    /// SUMO FCD: the vehicle id to replay; default: the simulated node's
+    /// index-th distinct vehicle in order of first appearance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vehicle: Option<String>,
 }
 
 impl TraceConfig {
@@ -42,12 +67,37 @@ impl TraceConfig {
             !self.path.trim().is_empty(),
             "trace.path",
             "\"\"",
-            "the path of a time_s,node,x,y,z CSV file",
-        )
+            "the path of a time_s,node,x,y,z CSV file or of a SUMO FCD file (format = \"sumo-fcd\")",
+        )?;
+        match self.format {
+            TraceFormat::Csv => check(
+                self.vehicle.is_none(),
+                "trace.vehicle",
+                "given",
+                "only with format = \"sumo-fcd\" (CSV traces pick a node with node_id)",
+            ),
+            TraceFormat::SumoFcd => check(
+                self.node_id.is_none(),
+                "trace.node_id",
+                "given",
+                "only with CSV traces (SUMO FCD traces pick a vehicle with vehicle = \"id\")",
+            ),
+        }
     }
 
     pub(crate) fn build(&self, node: usize) -> Result<TraceMobility, MobilityError> {
-        PositionTrace::load(&self.path)?.node(self.node_id.unwrap_or(node as u64))
+        match self.format {
+            TraceFormat::Csv => {
+                PositionTrace::load(&self.path)?.node(self.node_id.unwrap_or(node as u64))
+            }
+            TraceFormat::SumoFcd => {
+                let choice = match &self.vehicle {
+                    Some(id) => super::sumo_fcd::VehicleChoice::Id(id.clone()),
+                    None => super::sumo_fcd::VehicleChoice::Nth(node),
+                };
+                super::sumo_fcd::load(&self.path, &choice)
+            }
+        }
     }
 }
 
@@ -186,6 +236,13 @@ pub struct TraceMobility {
 }
 
 impl TraceMobility {
+    /// A replay of `samples` (`(time_s, position)`, non-decreasing in time,
+    /// not empty). O(1).
+    pub(super) fn from_samples(samples: Vec<(f64, Vec3)>) -> TraceMobility {
+        debug_assert!(!samples.is_empty());
+        TraceMobility { samples, cursor: 0 }
+    }
+
     /// The segment `[i, i+1]` containing `t` (or `None` outside the span),
     /// moving the cursor forward only.
     fn segment(&mut self, t: f64) -> Option<usize> {
@@ -305,7 +362,7 @@ time_s,node,x,y,z
         ));
         let c = super::super::MobilityConfig::Trace(TraceConfig {
             path: "/nonexistent/peregrine-trace.csv".into(),
-            node_id: None,
+            ..TraceConfig::default()
         });
         let e = c
             .build(0, crate::world::geom::Bounds::from_size(1.0, 1.0, 1.0), 1)
@@ -322,6 +379,7 @@ time_s,node,x,y,z
         let mut c = super::super::MobilityConfig::Trace(TraceConfig {
             path: "t.csv".into(),
             node_id: Some(0),
+            ..TraceConfig::default()
         });
         c.resolve_paths(&dir);
         let mut m = c
