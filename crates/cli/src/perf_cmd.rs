@@ -372,7 +372,7 @@ async fn serve_inner(conn: &Connection, json_out: bool) -> Result<()> {
                     .and_then(|s| s.trim().parse().ok())
                     .unwrap_or(0);
                 if verify.is_none() {
-                    verify = Some(start_verify(&conn, n, json_out));
+                    verify = Some(start_verify(conn, n, json_out));
                 }
                 conn.send(CONTROL, b"READY").await?;
             }

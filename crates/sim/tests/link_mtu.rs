@@ -81,3 +81,37 @@ app = "bulk"
     let e = Scenario::from_toml_str(text, "t.toml", &[]).expect_err("too small");
     assert!(e.to_string().contains("links.0.mtu"), "{e}");
 }
+
+/// A path whose MTU is half the window (64 KB datagrams, as on loopback):
+/// datagrams are sized to at most a quarter of the window, so the ACK
+/// clock keeps running. Before, one datagram per round trip left (the
+/// window check held the second back, the receiver waited its 25 ms ACK
+/// delay for it): 21 Mbit/s on a 10 Gbit/s, 0.1 ms path.
+#[test]
+fn jumbo_datagrams_do_not_stall_on_a_small_window() {
+    let text = r#"
+duration = "2s"
+seed = 1
+[[links]]
+a = "a"
+b = "b"
+rate = "10Gbps"
+delay = "0.05ms"
+mtu = 65535
+queue = { packets = 1000 }
+[[flows]]
+src = "a"
+dst = "b"
+payload_bytes = 64000
+startup = "packet_pair"
+[[flows.streams]]
+app = "bulk"
+"#;
+    let s = Scenario::from_toml_str(text, "t.toml", &[]).expect("valid");
+    let r = run(&s).expect("runs");
+    let j = r.summary_json();
+    let goodput = j["flows"][0]["goodput_bps"].as_f64().expect("goodput");
+    assert!(goodput > 1e9, "goodput {goodput} bit/s");
+    let st = r.flows[0].stats.as_ref().expect("stats");
+    assert!(st.pmtu.current_bytes > 60_000, "{:?}", st.pmtu);
+}
