@@ -244,3 +244,28 @@ impl Drop for Group {
         self.shared.lock().groups.remove(&self.id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_event_queue_drops_the_oldest_and_counts_it() {
+        let mut g = GroupEntry::new(GroupConfig::default());
+        for n in 0..GROUP_EVENT_QUEUE_CAPACITY as u64 + 2 {
+            g.sender
+                .join(peregrine_proto::Time::ZERO, ConnectionHandle(n));
+        }
+        assert!(g.collect_events());
+        assert_eq!(g.events.len(), GROUP_EVENT_QUEUE_CAPACITY);
+        assert_eq!(g.events_dropped, 2);
+        assert_eq!(
+            g.events.front(),
+            Some(&GroupEvent::MemberJoined {
+                member: ConnectionHandle(2),
+                first_seq: 0
+            })
+        );
+        assert!(!g.collect_events(), "nothing new");
+    }
+}

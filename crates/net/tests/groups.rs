@@ -186,7 +186,7 @@ async fn late_joiner_and_leaver_get_exactly_their_membership_in_order() {
         "B joined mid-stream: {first_b}"
     );
     assert!(
-        end_c >= 2 * TOTAL / 3 && end_c < TOTAL,
+        (2 * TOTAL / 3..TOTAL).contains(&end_c),
         "C left mid-stream: {end_c}"
     );
     assert!(!end.contains_key(&a_src.handle()) && !end.contains_key(&b_src.handle()));
@@ -256,4 +256,46 @@ async fn refusals_name_the_group_and_the_reason() {
         }
         other => panic!("a JOIN on a closed connection was not refused: {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn leaving_and_joining_again_resumes_at_the_new_membership() {
+    let source = Endpoint::server(v4(), ConnectionConfig::default()).expect("bind source");
+    let group = source.group(GROUP).expect("group");
+    let (_ep, conn, _at_source) = receiver(&source).await;
+    let mut expected = Vec::new();
+    let mut next = 0u64;
+    for round in 0..2 {
+        conn.join_group(GROUP).expect("join");
+        joined(&conn).await;
+        let first_seq = match timeout(Duration::from_secs(5), group.next_event()).await {
+            Ok(Some(GroupEvent::MemberJoined { first_seq, .. })) => first_seq,
+            other => panic!("round {round}: {other:?}"),
+        };
+        for _ in 0..20 {
+            next = group.send(&body(next)).await.expect("send") + 1;
+        }
+        conn.leave_group(GROUP).expect("leave");
+        let end_seq = match timeout(Duration::from_secs(5), group.next_event()).await {
+            Ok(Some(GroupEvent::MemberLeft { end_seq, .. })) => end_seq,
+            other => panic!("round {round}: {other:?}"),
+        };
+        expected.extend(first_seq..end_seq);
+        // Sent while not a member: must not arrive.
+        for _ in 0..5 {
+            next = group.send(&body(next)).await.expect("send") + 1;
+        }
+    }
+    let mut got = Vec::new();
+    while let Ok(Some(m)) = timeout(
+        Duration::from_millis(500),
+        conn.recv_on(DEFAULT_GROUP_STREAM),
+    )
+    .await
+    {
+        got.push(seq_of(&m));
+    }
+    assert_eq!(got.len(), 40, "two memberships of 20 messages");
+    assert_eq!(got, expected);
+    assert_eq!(conn.group_messages_rejected(), 0);
 }
