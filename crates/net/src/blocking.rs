@@ -144,6 +144,44 @@ impl Endpoint {
     }
 }
 
+impl Endpoint {
+    /// Become the source of multicast group `id` (see
+    /// [`crate::Endpoint::group`]).
+    pub fn group(&self, id: u32) -> Result<Group, Error> {
+        Ok(Group {
+            inner: self.inner.group(id)?,
+            rt: self.rt.clone(),
+        })
+    }
+}
+
+/// The source of a multicast group (blocking; see [`crate::Group`]).
+#[derive(Debug)]
+pub struct Group {
+    // Field order: the async group goes before the runtime.
+    inner: crate::Group,
+    rt: Arc<Rt>,
+}
+
+impl Group {
+    /// The async group underneath (members, stats, `try_send`).
+    pub fn as_async(&self) -> &crate::Group {
+        &self.inner
+    }
+
+    /// Admit `bytes` for every current member, blocking while the group
+    /// queue is full; its group sequence number.
+    pub fn send(&self, bytes: &[u8]) -> Result<u64, Error> {
+        self.rt.rt.block_on(self.inner.send(bytes))
+    }
+
+    /// Block until the next membership event; `None` once the endpoint
+    /// stopped.
+    pub fn next_event(&self) -> Option<crate::GroupEvent> {
+        self.rt.rt.block_on(self.inner.next_event())
+    }
+}
+
 /// A blocking connection.
 #[derive(Debug, Clone)]
 pub struct Connection {
@@ -155,6 +193,19 @@ impl Connection {
     /// The async connection underneath.
     pub fn as_async(&self) -> &crate::Connection {
         &self.inner
+    }
+
+    /// Join the peer's multicast group `group` (see
+    /// [`crate::Connection::join_group`]); its messages arrive on
+    /// [`crate::DEFAULT_GROUP_STREAM`].
+    pub fn join_group(&self, group: u32) -> Result<(), Error> {
+        self.inner.join_group(group)
+    }
+
+    /// Leave multicast group `group` (see
+    /// [`crate::Connection::leave_group`]).
+    pub fn leave_group(&self, group: u32) -> Result<(), Error> {
+        self.inner.leave_group(group)
     }
 
     /// Configure a stream (class, weight, reliability, buffer limit).

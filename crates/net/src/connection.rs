@@ -17,10 +17,12 @@
 
 use crate::driver::Shared;
 use crate::events::{ConnectionEvent, MessageOutcome};
+use crate::group::GroupError;
 use crate::Error;
 use bytes::Bytes;
 use peregrine_cc::{CcConfig, LinkHint};
 use peregrine_proto::crypto::{AeadAlgorithm, NoisePattern, PublicKey};
+use peregrine_proto::multicast::GroupReceiver;
 use peregrine_proto::{
     CloseReason, ConnectionHandle, ConnectionState, ConnectionStats, MessageData, MessageId,
     SchedulerConfig, SendError, StreamConfig, WindowTarget,
@@ -537,6 +539,69 @@ impl Connection {
         if let Some(c) = self.shared().lock().conns.get_mut(&h) {
             c.callbacks.insert(stream);
         }
+    }
+
+    /// Join multicast group `group` of the peer (the group's source):
+    /// JOIN is sent (and repeated until answered); the peer's
+    /// confirmation is [`ConnectionEvent::GroupJoined`]. From the moment
+    /// the source applies the JOIN, each group message arrives once and
+    /// in order, without its 12-byte group header, on
+    /// [`DEFAULT_GROUP_STREAM`](crate::DEFAULT_GROUP_STREAM): read it
+    /// with `recv`, `recv_on` or an `on_message` callback like any other
+    /// message. The request is refused locally — an
+    /// [`Error::Group`] naming the group and why — when the connection is
+    /// not established or 64 requests already wait for their answer.
+    /// O(log groups).
+    pub fn join_group(&self, group: u32) -> Result<(), Error> {
+        self.join_group_on(group, crate::DEFAULT_GROUP_STREAM)
+    }
+
+    /// [`join_group`](Self::join_group) for a group whose source sends on
+    /// `stream` (`Endpoint::group_with`).
+    pub fn join_group_on(&self, group: u32, stream: u16) -> Result<(), Error> {
+        let h = self.inner.handle;
+        {
+            let mut st = self.shared().lock();
+            let now = self.shared().now();
+            st.proto
+                .join_group(h, now, group)
+                .map_err(|source| Error::Group(GroupError::Request { group, source }))?;
+            if let Some(c) = st.conns.get_mut(&h) {
+                c.group_streams.insert(stream);
+                c.group_rx.entry(group).or_insert_with(|| {
+                    GroupReceiver::new(group, crate::group::RECEIVER_MAX_PENDING)
+                });
+            }
+        }
+        self.shared().wake();
+        Ok(())
+    }
+
+    /// Leave multicast group `group`: LEAVE is sent (and repeated until
+    /// answered); the confirmation is [`ConnectionEvent::GroupLeft`].
+    /// Messages the source admitted before it applied the LEAVE still
+    /// arrive (it drains them); nothing after. Refused locally like
+    /// [`join_group`](Self::join_group). O(log groups).
+    pub fn leave_group(&self, group: u32) -> Result<(), Error> {
+        let h = self.inner.handle;
+        {
+            let mut st = self.shared().lock();
+            let now = self.shared().now();
+            st.proto
+                .leave_group(h, now, group)
+                .map_err(|source| Error::Group(GroupError::Request { group, source }))?;
+        }
+        self.shared().wake();
+        Ok(())
+    }
+
+    /// Messages on this connection's group streams that were not valid
+    /// messages of a group it joined (dropped).
+    pub fn group_messages_rejected(&self) -> u64 {
+        let st = self.shared().lock();
+        st.conns
+            .get(&self.inner.handle)
+            .map_or(0, |c| c.group_rejected)
     }
 
     /// A snapshot of the connection's counters (also after it closed, for

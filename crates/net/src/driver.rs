@@ -49,9 +49,11 @@
 //! the tracked messages still pending for acknowledgement.
 
 use crate::events::{ConnectionEvent, EventQueue, MessageOutcome};
+use crate::group::GroupEntry;
 use crate::inbox::Inbox;
 use crate::socket::{RxBuffers, TxBatch, UdpIo};
 use bytes::Bytes;
+use peregrine_proto::multicast::{GroupMessage, GroupReceiver};
 use peregrine_proto::{
     CloseReason, ConnectionHandle, Endpoint as ProtoEndpoint, Event, MessageId, SansIo, Time,
 };
@@ -119,6 +121,15 @@ pub(crate) struct ConnState {
     /// Wakes `recv`, `send`, `connect`, `closed`, `next_event` and
     /// `Delivery` waiters.
     pub(crate) changed: Arc<Notify>,
+    /// Streams that carry group messages on this connection (a group was
+    /// joined on them): their messages go through `group_rx`.
+    pub(crate) group_streams: BTreeSet<u16>,
+    /// One receiver per group joined on this connection (kept after a
+    /// LEAVE: the source drains what it admitted before).
+    pub(crate) group_rx: BTreeMap<u32, GroupReceiver>,
+    /// Messages on a group stream that were not valid group messages of
+    /// a joined group (dropped).
+    pub(crate) group_rejected: u64,
 }
 
 impl ConnState {
@@ -137,6 +148,9 @@ impl ConnState {
             tracked: BTreeMap::new(),
             tracked_pending: 0,
             changed: Arc::new(Notify::new()),
+            group_streams: BTreeSet::new(),
+            group_rx: BTreeMap::new(),
+            group_rejected: 0,
         }
     }
 
@@ -181,6 +195,8 @@ pub(crate) struct State {
     pub(crate) datagrams_in: u64,
     /// Datagrams the socket layer sent.
     pub(crate) datagrams_out: u64,
+    /// Groups this endpoint is the source of, by id (`crate::group`).
+    pub(crate) groups: BTreeMap<u32, GroupEntry>,
 }
 
 /// The state shared by the driver and every application handle.
@@ -246,10 +262,25 @@ impl Shared {
 
 /// Read the core's events and hand them out; return the up-calls to run
 /// once the lock is released.
-fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Bytes)>) -> bool {
+fn dispatch_events(
+    st: &mut State,
+    now: Time,
+    upcalls: &mut Vec<(ConnectionHandle, u16, Bytes)>,
+) -> bool {
     let mut accepted = false;
     while let Some((h, ev)) = st.proto.poll_event() {
         let outgoing_known = st.conns.contains_key(&h);
+        // Membership (JOIN/LEAVE applied, connection closed) for the
+        // groups this endpoint is the source of: O(groups), and only for
+        // the events a group uses.
+        if matches!(
+            ev,
+            Event::PeerJoined { .. } | Event::PeerLeft { .. } | Event::Closed { .. }
+        ) {
+            for g in st.groups.values_mut() {
+                g.sender.handle_event(now, h, &ev);
+            }
+        }
         // Everything but messages, `Connected` and `Writable` goes to the
         // application's event queue as well (crate::events); a message
         // costs no extra look-up here.
@@ -277,16 +308,13 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
                 let Some(c) = st.conns.get_mut(&h).filter(|c| !c.released) else {
                     continue;
                 };
-                let bytes = Bytes::from(bytes);
-                if c.callbacks.contains(&stream) {
-                    upcalls.push((h, stream, bytes));
+                if c.group_streams.contains(&stream) {
+                    for body in group_bodies(c, &bytes) {
+                        deliver(c, &mut st.proto, h, stream, Bytes::from(body), upcalls);
+                    }
                     continue;
                 }
-                c.inbox.push(stream, bytes);
-                if c.inbox.bytes() > c.inbox_limit && c.held.insert(stream) {
-                    st.proto.hold_stream(h, stream, true);
-                }
-                c.changed.notify_waiters();
+                deliver(c, &mut st.proto, h, stream, Bytes::from(bytes), upcalls);
             }
             Event::PeerClosed => {
                 if let Some(c) = st.conns.get_mut(&h) {
@@ -343,6 +371,68 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
         }
     }
     accepted
+}
+
+/// Hand a delivered message to the stream's callback (after the lock is
+/// released) or to the inbox, holding the stream when the inbox is full.
+fn deliver(
+    c: &mut ConnState,
+    proto: &mut ProtoEndpoint,
+    h: ConnectionHandle,
+    stream: u16,
+    bytes: Bytes,
+    upcalls: &mut Vec<(ConnectionHandle, u16, Bytes)>,
+) {
+    if c.callbacks.contains(&stream) {
+        upcalls.push((h, stream, bytes));
+        return;
+    }
+    c.inbox.push(stream, bytes);
+    if c.inbox.bytes() > c.inbox_limit && c.held.insert(stream) {
+        proto.hold_stream(h, stream, true);
+    }
+    c.changed.notify_waiters();
+}
+
+/// The bodies a message on a group stream releases, in group order: the
+/// core's `GroupReceiver` of its group checks the header and drops
+/// copies. One connection delivers its group stream reliably and in
+/// order, so a sequence number ahead of the next expected one can only
+/// mean this side was not a member in between (it left and joined
+/// again): delivery restarts there instead of waiting for a gap no path
+/// will fill. A message of no joined group, or malformed, is dropped and
+/// counted (`group_rejected`). O(log groups) plus the copy of the body.
+fn group_bodies(c: &mut ConnState, bytes: &[u8]) -> Vec<Vec<u8>> {
+    let Ok(m) = GroupMessage::decode(bytes) else {
+        c.group_rejected += 1;
+        return Vec::new();
+    };
+    let Some(rx) = c.group_rx.get_mut(&m.group) else {
+        c.group_rejected += 1;
+        return Vec::new();
+    };
+    if rx.next_seq().is_some_and(|next| m.seq > next) {
+        rx.expect_from(m.seq);
+    }
+    if rx.on_message(bytes).is_err() {
+        c.group_rejected += 1;
+    }
+    std::iter::from_fn(|| rx.poll_message().map(|(_, body)| body)).collect()
+}
+
+/// Move every group of the endpoint along (`GroupSender::poll`: read
+/// member acknowledgements, hand member connections what they may take,
+/// finish leaving members, evict silent ones) and wake its waiters.
+/// O(groups · members).
+fn poll_groups(st: &mut State, now: Time) {
+    let State { proto, groups, .. } = st;
+    for g in groups.values_mut() {
+        g.sender.poll(proto, now);
+        g.collect_events();
+        // Room may have opened in the queue, or an event arrived; with no
+        // waiter this is one atomic operation.
+        g.changed.notify_waiters();
+    }
 }
 
 /// Settle the tracked messages the peer has acknowledged since the last
@@ -566,6 +656,14 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             if fired {
                 st.proto.handle_timeout(now);
             }
+            // Membership changes the last datagrams carried reach the
+            // groups before they fan out (a new member gets the queued
+            // messages in this turn's datagrams).
+            let mut accepted_now = false;
+            if !st.groups.is_empty() {
+                accepted_now = dispatch_events(st, now, &mut upcalls);
+                poll_groups(st, now);
+            }
             tx.clear();
             more_to_send = false;
             while let Some(t) = st.proto.poll_transmit(now, &mut buf) {
@@ -576,7 +674,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                 }
             }
             st.datagrams_out += tx.len() as u64;
-            accepted = dispatch_events(st, &mut upcalls);
+            accepted = dispatch_events(st, now, &mut upcalls) || accepted_now;
             if (received > 0 || fired) && !st.tracking.is_empty() {
                 settle_tracked(st);
             }
@@ -596,6 +694,12 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                 }
             }
             timer = st.proto.poll_timeout();
+            // A group's eviction deadline.
+            for g in st.groups.values() {
+                if let Some(t) = g.sender.poll_timeout() {
+                    timer = Some(timer.map_or(t, |x| x.min(t)));
+                }
+            }
             if st.users == 0 {
                 if shutdown_at.is_none() {
                     for h in st.proto.handles() {

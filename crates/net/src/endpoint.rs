@@ -18,12 +18,14 @@
 //! ([`EndpointBuilder::aead`]).
 
 use crate::driver::{self, ConnState, Shared, State};
+use crate::group::{Group, GroupEntry};
 use crate::socket::{SocketCapabilities, UdpIo};
 use crate::{Connection, Error};
 use peregrine_proto::crypto::{
     AeadPreference, NoiseConfig, PublicKey, SecurityConfig, StaticKeypair,
 };
 use peregrine_proto::endpoint::EndpointStats;
+use peregrine_proto::multicast::GroupConfig;
 use peregrine_proto::{ConnectionConfig, Endpoint as ProtoEndpoint, EndpointConfig};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -207,6 +209,7 @@ impl EndpointBuilder {
                 stopped: None,
                 datagrams_in: 0,
                 datagrams_out: 0,
+                groups: BTreeMap::new(),
             }),
             driver_signal: Notify::new(),
             incoming: Notify::new(),
@@ -427,6 +430,49 @@ impl Endpoint {
             }
             notified.await;
         }
+    }
+
+    /// Become the source of multicast group `id`: its messages go on
+    /// [`DEFAULT_GROUP_STREAM`](crate::DEFAULT_GROUP_STREAM) with the
+    /// core's default limits (`GroupConfig`: a 256-message group queue, 64
+    /// messages in flight per member, eviction after 5 s without
+    /// progress). See [`group_with`](Self::group_with).
+    pub fn group(&self, id: u32) -> Result<Group, Error> {
+        self.group_with(GroupConfig {
+            group: id,
+            stream: crate::DEFAULT_GROUP_STREAM,
+            ..GroupConfig::default()
+        })
+    }
+
+    /// Become the source of the group `config.group`, configured as
+    /// `config`. Any connection of this endpoint whose peer joins the
+    /// group (`Connection::join_group` on its side) becomes a member —
+    /// also one that joined before this call. Fails with
+    /// [`GroupError::Exists`](crate::GroupError::Exists) if the endpoint
+    /// already has the group. O(connections) (the early joiners are
+    /// looked up).
+    pub fn group_with(&self, config: GroupConfig) -> Result<Group, Error> {
+        let id = config.group;
+        let changed = {
+            let mut st = self.shared.lock();
+            if st.groups.contains_key(&id) {
+                return Err(Error::Group(crate::GroupError::Exists { group: id }));
+            }
+            let now = self.shared.now();
+            let mut entry = GroupEntry::new(config);
+            for h in st.proto.handles() {
+                if st.proto.peer_in_group(h, id) {
+                    entry.sender.join(now, h);
+                }
+            }
+            entry.collect_events();
+            let changed = entry.changed.clone();
+            st.groups.insert(id, entry);
+            changed
+        };
+        self.shared.wake();
+        Ok(Group::new(self.shared.clone(), id, changed))
     }
 
     /// Endpoint-wide counters.

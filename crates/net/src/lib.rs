@@ -39,6 +39,12 @@
 //! * `EndpointBuilder::memory_ceiling(bytes)` bounds the message bytes all
 //!   connections of an endpoint hold (the core's buffer pool; a full pool
 //!   makes `send` wait); `Endpoint::stats().core` reports the pool.
+//! * **Multicast groups** (issue 29, [`Group`]): `Endpoint::group(id)`
+//!   makes this endpoint a group's source (`send`, membership events);
+//!   a peer joins with `Connection::join_group(id)` / `leave_group(id)`
+//!   and receives the group's messages on
+//!   [`DEFAULT_GROUP_STREAM`] through `recv`, `recv_on` and
+//!   `on_message`. Delivery is fan-out over each member's connection.
 //! * [`blocking`] — the same without an async runtime in the application:
 //!   it owns a small tokio runtime.
 //! * **Encrypted by default** (issue 13): every connection runs a Noise
@@ -105,6 +111,7 @@ mod connection;
 mod driver;
 mod endpoint;
 mod events;
+mod group;
 mod icmp;
 mod inbox;
 pub mod keys;
@@ -115,6 +122,11 @@ mod socket;
 pub use connection::{Connection, Delivery};
 pub use endpoint::{Endpoint, EndpointBuilder, Stats};
 pub use events::{ConnectionEvent, MessageOutcome, EVENT_QUEUE_CAPACITY};
+pub use group::{
+    EvictReason, Group, GroupError, GroupEvent, GroupRequestError, DEFAULT_GROUP_STREAM,
+    GROUP_EVENT_QUEUE_CAPACITY,
+};
+pub use peregrine_proto::multicast::{GroupConfig, GroupSenderStats};
 pub use socket::SocketCapabilities;
 
 pub use bytes::Bytes;
@@ -164,4 +176,7 @@ pub enum Error {
     /// The blocking facade could not start its runtime.
     #[error("runtime: {0}")]
     Runtime(String),
+    /// A multicast group operation failed (`crate::group`).
+    #[error(transparent)]
+    Group(GroupError),
 }

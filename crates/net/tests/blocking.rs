@@ -78,3 +78,31 @@ fn dropping_blocking_handles_still_closes_gracefully() {
     assert_eq!(n, 50, "every queued message was delivered");
     assert_eq!(reason, CloseReason::Remote);
 }
+
+#[test]
+fn blocking_group_send_and_receive() {
+    use peregrine::{GroupEvent, DEFAULT_GROUP_STREAM};
+    let source = Endpoint::server(
+        "127.0.0.1:0".parse().expect("literal"),
+        ConnectionConfig::default(),
+    )
+    .expect("bind");
+    let group = source.group(9).expect("group");
+    let member = Endpoint::client("127.0.0.1:0".parse().expect("literal")).expect("bind");
+    let conn = member
+        .connect(source.local_addr(), ConnectionConfig::default())
+        .expect("connect");
+    let _at_source = source.accept().expect("accept");
+    conn.join_group(9).expect("join");
+    match group.next_event() {
+        Some(GroupEvent::MemberJoined { first_seq: 0, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    for n in 0u8..10 {
+        assert_eq!(group.send(&[n; 32]).expect("send"), u64::from(n));
+    }
+    for n in 0u8..10 {
+        let got = conn.recv().expect("message");
+        assert_eq!(got, (DEFAULT_GROUP_STREAM, bytes::Bytes::from(vec![n; 32])));
+    }
+}

@@ -27,6 +27,7 @@ pub(super) fn error_kind(e: &anyhow::Error) -> &'static str {
                 peregrine::Error::Config(_) | peregrine::Error::Connect(_) => "config",
                 peregrine::Error::Send(_) => "send",
                 peregrine::Error::Runtime(_) => "runtime",
+                peregrine::Error::Group(_) => "group",
             };
         }
         if let Some(v) = cause.downcast_ref::<Vanished>() {
