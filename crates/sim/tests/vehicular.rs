@@ -54,3 +54,81 @@ fn the_urban_street_scene_has_outages_of_every_kind_and_they_cut_the_links() {
     let delivered: u64 = r.flows.iter().map(|f| f.metrics.c.rx_packets).sum();
     assert!(delivered > 1000, "{delivered}");
 }
+
+/// Issue 23, deliverable 1: with a scheduler the base stations share
+/// their air time. On the same channel (same seed), `pf` and `rr` never
+/// give the vehicles together more than the stations' capacity, while
+/// `unshared` does; sharing never invents or removes an outage; and a run
+/// is deterministic.
+#[test]
+fn cells_share_their_capacity_and_keep_the_outages() {
+    let record = |sched: &str| {
+        let s = scenario(&[
+            "duration=\"2s\"",
+            "vehicular.vehicles=20",
+            &format!("vehicular.scheduler=\"{sched}\""),
+        ]);
+        let m = &s.model;
+        let v = m.vehicular.as_ref().expect("vehicular");
+        let tl = ChannelTimeline::record(v, m.duration_ns, m.seed).expect("records");
+        (
+            tl,
+            v.channel.capacity_cap_bps,
+            v.config.base_stations.len() as u64,
+        )
+    };
+    let (unshared, cap, stations) = record("unshared");
+    let mut peak_unshared = 0u64;
+    for sched in ["pf", "rr"] {
+        let (shared, _, _) = record(sched);
+        assert_eq!(shared.counts, unshared.counts, "{sched}: same channel");
+        let mut peak = 0u64;
+        for ms in 0..2000u64 {
+            let t = peregrine_sim::Time::from_nanos(ms * 1_000_000 + 500_000);
+            let mut total = 0u64;
+            for (a, b) in shared.capacity.iter().zip(&unshared.capacity) {
+                assert_eq!(a.at(t) == 0, b.at(t) == 0, "{sched} at {ms} ms");
+                assert!(a.at(t) <= b.at(t));
+                total += a.at(t);
+            }
+            peak = peak.max(total);
+            peak_unshared =
+                peak_unshared.max(unshared.capacity.iter().map(|c| c.at(t)).sum::<u64>());
+        }
+        assert!(
+            peak <= stations * cap,
+            "{sched}: {peak} > {stations} × {cap}"
+        );
+        assert!(peak > 0);
+    }
+    assert!(
+        peak_unshared > stations * cap,
+        "20 vehicles on 5 stations: unshared sums to {peak_unshared}"
+    );
+    let (again, _, _) = record("pf");
+    let (first, _, _) = record("pf");
+    assert_eq!(again.capacity, first.capacity, "deterministic");
+}
+
+/// `handover_buffer = "drop"` loses queued packets at handovers; `move`
+/// keeps them (fewer outage drops, same channel).
+#[test]
+fn a_dropping_handover_loses_more_packets_than_a_moving_one() {
+    let drops = |policy: &str| {
+        let s = scenario(&[
+            "duration=\"3s\"",
+            "vehicular.vehicles=20",
+            "vehicular.traffic=\"bulk\"",
+            "vehicular.scheduler=\"pf\"",
+            &format!("vehicular.handover_buffer=\"{policy}\""),
+        ]);
+        let m = &s.model;
+        let v = m.vehicular.as_ref().expect("vehicular");
+        let tl = ChannelTimeline::record(v, m.duration_ns, m.seed).expect("records");
+        assert!(tl.counts.handover > 0, "{:?}", tl.counts);
+        let r = run_with_timeline(&s, Some(&tl)).expect("runs");
+        r.links.iter().map(|l| l.stats.outage_drops).sum::<u64>()
+    };
+    let (moved, dropped) = (drops("move"), drops("drop"));
+    assert!(dropped > moved, "drop {dropped} vs move {moved}");
+}

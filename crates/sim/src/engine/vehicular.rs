@@ -5,6 +5,9 @@
 //! sending connection of that vehicle's flow (`Endpoint::link_hint` at
 //! `deliver_at`).
 //!
+//! With `handover_buffer = "drop"` the downlink direction loses its queue
+//! (the old station's RLC buffer) at each of the vehicle's handovers.
+//!
 //! Hints are known in advance because the channel is recorded before the
 //! run (it does not depend on traffic); scheduling them up front is
 //! exactly equivalent to emitting them as the outages happen.
@@ -12,7 +15,9 @@
 use super::{Ev, Sim, SimError};
 use crate::scenario::model::ServerSpec;
 use crate::scenario::Scenario;
+use crate::world::cells::HandoverBuffer;
 use crate::world::channel::hints::HintSource;
+use crate::world::channel::mmwave::FailureKind;
 use crate::world::link::QueueLimit;
 use crate::world::mmwave_link::MmWaveLink;
 use crate::world::vehicles::ChannelTimeline;
@@ -52,11 +57,23 @@ pub(crate) fn attach(
                 bytes: dir.queue.bytes,
                 floor_packets: dir.queue_floor_packets,
             };
-            sim.links[2 * li + d] = Box::new(MmWaveLink::new(
+            let mut link = MmWaveLink::new(
                 std::sync::Arc::clone(cap),
                 std::time::Duration::from_nanos(dir.delay_ns),
                 limit,
-            ));
+            );
+            // Direction 0 is gw → vehicle: the base station's RLC buffer.
+            if d == 0 && v.handover_buffer == HandoverBuffer::Drop {
+                link = link.with_flush_at(
+                    timeline
+                        .events
+                        .iter()
+                        .filter(|e| e.vehicle == i && e.kind == FailureKind::Handover)
+                        .map(|e| e.time)
+                        .collect(),
+                );
+            }
+            sim.links[2 * li + d] = Box::new(link);
         }
     }
     let mut hints = HintSource::new(

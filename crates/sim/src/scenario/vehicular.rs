@@ -21,6 +21,7 @@
 
 use super::units::{Dur, Rate};
 use super::ScenarioError;
+use crate::world::cells::{HandoverBuffer, SchedulerKind};
 use crate::world::channel::hints::HintMode;
 use crate::world::channel::mmwave::{Environment, MmWaveConfig};
 use serde::{Deserialize, Serialize};
@@ -87,6 +88,18 @@ fn d_payload() -> u32 {
 }
 fn d_traffic() -> String {
     "cbr".into()
+}
+fn d_scheduler() -> String {
+    "unshared".into()
+}
+fn d_pf_window() -> Dur {
+    Dur(100_000_000)
+}
+fn d_pf_min_share() -> f64 {
+    0.1
+}
+fn d_handover_buffer() -> String {
+    "move".into()
 }
 
 /// `[vehicular]`: see the module documentation and `docs/scenarios.md`.
@@ -161,6 +174,24 @@ pub struct VehicularConfig {
     /// `cbr` (the offered load) or `bulk` (always backlogged); default `cbr`.
     #[serde(default = "d_traffic")]
     pub traffic: String,
+    /// How a base station shares its air time among the vehicles it
+    /// serves (`world::cells`): `pf` (proportional fair), `rr` (round
+    /// robin) or `unshared` (every vehicle keeps its own rate, the model
+    /// before issue 23); default `unshared`, so older outputs are
+    /// unchanged until a scenario asks for `pf`.
+    #[serde(default = "d_scheduler")]
+    pub scheduler: String,
+    /// Averaging window of the proportional-fair throughput; default 100 ms.
+    #[serde(default = "d_pf_window")]
+    pub pf_window: Dur,
+    /// Fraction of a step every vehicle in coverage keeps under PF,
+    /// divided among the cell's vehicles (0 … 1); default 0.1.
+    #[serde(default = "d_pf_min_share")]
+    pub pf_min_share: f64,
+    /// The base station's RLC buffer of a vehicle at a handover: `move`
+    /// (forwarded to the new station) or `drop` (lost); default `move`.
+    #[serde(default = "d_handover_buffer")]
+    pub handover_buffer: String,
 }
 
 impl Default for VehicularConfig {
@@ -187,6 +218,10 @@ impl Default for VehicularConfig {
             step: d_ms(),
             payload_bytes: d_payload(),
             traffic: d_traffic(),
+            scheduler: d_scheduler(),
+            pf_window: d_pf_window(),
+            pf_min_share: d_pf_min_share(),
+            handover_buffer: d_handover_buffer(),
         }
     }
 }
@@ -211,6 +246,10 @@ pub struct VehicularModel {
     pub hints: HintMode,
     /// The channel parameters (environment preset, capacity cap scaled).
     pub channel: MmWaveConfig,
+    /// How each base station shares its air time.
+    pub scheduler: SchedulerKind,
+    /// What a handover does to the base station's RLC buffer.
+    pub handover_buffer: HandoverBuffer,
     /// Index (in `Model::links`) of `access-v0`; vehicle `i`'s is `+ i`.
     pub first_access_link: usize,
     /// Index (in `Model::flows`) of flow `v0`; vehicle `i`'s is `+ i`.
@@ -224,6 +263,7 @@ fn err(origin: &str, field: &str, message: impl Into<String>) -> ScenarioError {
 impl VehicularConfig {
     /// Checks every field, naming the first bad one.
     pub fn check(&self, origin: &str) -> Result<(VehicleMobility, HintMode), ScenarioError> {
+        self.cells(origin)?;
         let mobility = match self.mobility.as_str() {
             "manhattan" => VehicleMobility::Manhattan,
             "random" => VehicleMobility::Random,
@@ -297,6 +337,31 @@ impl VehicularConfig {
         Ok((mobility, hints))
     }
 
+    /// The scheduler and the handover-buffer policy, each checked.
+    pub fn cells(&self, origin: &str) -> Result<(SchedulerKind, HandoverBuffer), ScenarioError> {
+        let scheduler = SchedulerKind::parse(&self.scheduler).ok_or_else(|| {
+            err(
+                origin,
+                "scheduler",
+                format!("{:?}: use pf, rr or unshared", self.scheduler),
+            )
+        })?;
+        let buffer = HandoverBuffer::parse(&self.handover_buffer).ok_or_else(|| {
+            err(
+                origin,
+                "handover_buffer",
+                format!("{:?}: use move or drop", self.handover_buffer),
+            )
+        })?;
+        if self.pf_window.0 < 1_000_000 || self.pf_window.0 > 100_000_000_000 {
+            return Err(err(origin, "pf_window", "must be 1 ms … 100 s"));
+        }
+        if !(self.pf_min_share.is_finite() && (0.0..=1.0).contains(&self.pf_min_share)) {
+            return Err(err(origin, "pf_min_share", "must be in [0, 1]"));
+        }
+        Ok((scheduler, buffer))
+    }
+
     fn scaled(&self, bps: u64) -> u64 {
         ((bps as f64 * self.rate_scale).round() as u64).max(1)
     }
@@ -330,6 +395,7 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
         )
     })?;
     let (mobility, hints) = cfg.check(origin)?;
+    let (scheduler, handover_buffer) = cfg.cells(origin)?;
     let mut channel = cfg.environment.config();
     channel.capacity_cap_bps = cfg.scaled(channel.capacity_cap_bps);
     let Value::Table(t) = doc else {
@@ -403,6 +469,8 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
         mobility,
         hints,
         channel,
+        scheduler,
+        handover_buffer,
         first_access_link,
         first_flow,
     }))
@@ -484,6 +552,13 @@ mod tests {
         assert_eq!(bad("vehicular.vehicles=0"), "vehicular.vehicles");
         assert_eq!(bad("vehicular.cc=\"nope\""), "flows.0.cc");
         assert_eq!(bad("vehicular.colour=1"), "vehicular.colour");
+        assert_eq!(bad("vehicular.scheduler=\"wfq\""), "vehicular.scheduler");
+        assert_eq!(
+            bad("vehicular.handover_buffer=\"keep\""),
+            "vehicular.handover_buffer"
+        );
+        assert_eq!(bad("vehicular.pf_min_share=2.0"), "vehicular.pf_min_share");
+        assert_eq!(bad("vehicular.pf_window=\"10us\""), "vehicular.pf_window");
         let s = Scenario::from_toml_str(
             DOC,
             "t",

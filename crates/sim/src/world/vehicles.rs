@@ -9,6 +9,11 @@
 //! load and hint-mode run (common random numbers: the runs being compared
 //! see exactly the same outages), and the recording is cheap to share.
 //!
+//! Sharing: each step, every base station's air time is divided among
+//! the vehicles it serves by the scenario's scheduler
+//! ([`super::cells::CellScheduler`], `vehicular.scheduler`), and the share
+//! is what is recorded; `unshared` records each vehicle's own rate.
+//!
 //! Stepping: every `step` (1 ms by default) and, in between, at the
 //! channel's `next_change()` so that every outage ends exactly on time.
 //! The obstacle field keeps the streets (Manhattan) and the base-station
@@ -16,6 +21,7 @@
 //! vehicles may drive through buildings (they are then blocked, as
 //! random-mobility studies without road maps have them).
 
+use super::cells::CellScheduler;
 use super::channel::mmwave::{FailureCounts, FailureEvent, MmWaveChannel};
 use super::channel::obstacles::{ObstacleField, Rect};
 use super::geom::{Bounds, Vec3};
@@ -24,6 +30,7 @@ use super::mobility::{ManhattanConfig, Mobility, MobilityConfig, RandomWaypointC
 use crate::scenario::vehicular::{VehicleMobility, VehicularModel};
 use crate::Time;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Half-width of the street corridors kept free of obstacles, m.
 const STREET_HALF_WIDTH_M: f64 = 4.0;
@@ -125,6 +132,14 @@ impl ChannelTimeline {
         let mut caps: Vec<CapacitySteps> = vec![CapacitySteps::new(); c.vehicles];
         let mut state: Vec<(Vec3, Vec3)> = vec![(Vec3::ZERO, Vec3::ZERO); c.vehicles];
         let mut events = Vec::new();
+        let mut scheduler = CellScheduler::new(
+            v.scheduler,
+            c.vehicles,
+            Duration::from_nanos(c.pf_window.0),
+            c.pf_min_share,
+        );
+        let mut links: Vec<(Option<usize>, u64)> = vec![(None, 0); c.vehicles];
+        let mut shares = Vec::with_capacity(c.vehicles);
         let mut t = 0u64;
         let mut steps = 0u64;
         loop {
@@ -140,19 +155,26 @@ impl ChannelTimeline {
             channel.step(now, &state);
             steps += 1;
             events.extend(channel.drain_events());
-            for (i, cap) in caps.iter_mut().enumerate() {
-                let l = channel.link(i);
-                cap.push(now, if l.up { l.capacity_bps } else { 0 });
-            }
-            if t >= duration_ns {
-                break;
-            }
             let mut next = (t + c.step.0).min(duration_ns);
             if let Some(ch) = channel.next_change() {
                 let ch = ch.as_nanos();
                 if ch > t && ch < next {
                     next = ch;
                 }
+            }
+            // The shares hold until the next step (one step's length
+            // after the last one).
+            let dt = if next > t { next - t } else { c.step.0 };
+            for (i, l) in links.iter_mut().enumerate() {
+                let s = channel.link(i);
+                *l = (s.bs, if s.up { s.capacity_bps } else { 0 });
+            }
+            scheduler.schedule(Duration::from_nanos(dt), &links, &mut shares);
+            for (cap, share) in caps.iter_mut().zip(&shares) {
+                cap.push(now, share.rate_bps);
+            }
+            if t >= duration_ns {
+                break;
             }
             t = next;
         }

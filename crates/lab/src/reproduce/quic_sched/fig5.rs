@@ -14,9 +14,9 @@ use crate::charts::{self, ChartText, Samples};
 use crate::progress::Progress;
 use crate::published;
 use crate::report::{Cell, Report, Table};
-use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
 use crate::Keyed;
 use peregrine_sim::experiment::Summary;
+use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
 use std::path::Path;
 
 /// Part (a)'s `summary.json` entry.
