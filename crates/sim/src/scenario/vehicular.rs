@@ -101,6 +101,9 @@ fn d_pf_min_share() -> f64 {
 fn d_handover_buffer() -> String {
     "move".into()
 }
+fn d_channel_model() -> String {
+    "outage".into()
+}
 
 /// `[vehicular]`: see the module documentation and `docs/scenarios.md`.
 /// Serializes as the table it was read from (for scenarios built in
@@ -192,6 +195,13 @@ pub struct VehicularConfig {
     /// (forwarded to the new station) or `drop` (lost); default `move`.
     #[serde(default = "d_handover_buffer")]
     pub handover_buffer: String,
+    /// The channel: `outage` (blockage, deafness, misalignment and
+    /// handover switch the link off; issue 11) or `fading` (SINR with
+    /// shadowing and interference, blockage and misalignment as losses,
+    /// capacity continuous; deafness and handover still interrupt;
+    /// issue 23); default `outage`, so older outputs are unchanged.
+    #[serde(default = "d_channel_model")]
+    pub channel_model: String,
 }
 
 impl Default for VehicularConfig {
@@ -222,6 +232,7 @@ impl Default for VehicularConfig {
             pf_window: d_pf_window(),
             pf_min_share: d_pf_min_share(),
             handover_buffer: d_handover_buffer(),
+            channel_model: d_channel_model(),
         }
     }
 }
@@ -356,6 +367,9 @@ impl VehicularConfig {
         if self.pf_window.0 < 1_000_000 || self.pf_window.0 > 100_000_000_000 {
             return Err(err(origin, "pf_window", "must be 1 ms … 100 s"));
         }
+        if !matches!(self.channel_model.as_str(), "outage" | "fading") {
+            return Err(err(origin, "channel_model", "use outage or fading"));
+        }
         if !(self.pf_min_share.is_finite() && (0.0..=1.0).contains(&self.pf_min_share)) {
             return Err(err(origin, "pf_min_share", "must be in [0, 1]"));
         }
@@ -398,6 +412,7 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
     let (scheduler, handover_buffer) = cfg.cells(origin)?;
     let mut channel = cfg.environment.config();
     channel.capacity_cap_bps = cfg.scaled(channel.capacity_cap_bps);
+    channel.fading = cfg.channel_model == "fading";
     let Value::Table(t) = doc else {
         return Err(ScenarioError::new(origin, "(document)", "is not a table"));
     };
@@ -558,6 +573,10 @@ mod tests {
             "vehicular.handover_buffer"
         );
         assert_eq!(bad("vehicular.pf_min_share=2.0"), "vehicular.pf_min_share");
+        assert_eq!(
+            bad("vehicular.channel_model=\"rayleigh\""),
+            "vehicular.channel_model"
+        );
         assert_eq!(bad("vehicular.pf_window=\"10us\""), "vehicular.pf_window");
         let s = Scenario::from_toml_str(
             DOC,
