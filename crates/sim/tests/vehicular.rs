@@ -181,3 +181,26 @@ fn the_fading_channel_varies_continuously_and_counts_its_events() {
         "blockage attenuates: down {fading_down} ns vs {outage_down} ns ({outage:?})"
     );
 }
+
+/// Issue 23, deliverable 3 end to end: a named hint source changes the
+/// run (its hints are estimates, not the outages' durations) and is
+/// deterministic; the oracle default leaves older outputs as they were.
+#[test]
+fn named_hint_sources_run_deterministically_and_differ_from_the_oracle() {
+    let summary = |source: &str| {
+        let s = scenario(&[
+            "duration=\"2s\"",
+            "vehicular.vehicles=10",
+            "vehicular.traffic=\"bulk\"",
+            "vehicular.hints=\"noisy\"",
+            &format!("vehicular.hint_source=\"{source}\""),
+        ]);
+        serde_json::to_string(&run(&s).expect("runs").summary_json()).expect("json")
+    };
+    let oracle = summary("oracle");
+    for source in ["base_station", "mobility"] {
+        let a = summary(source);
+        assert_eq!(a, summary(source), "{source}: deterministic");
+        assert_ne!(a, oracle, "{source}: other hints, another run");
+    }
+}

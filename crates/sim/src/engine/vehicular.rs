@@ -16,7 +16,7 @@ use super::{Ev, Sim, SimError};
 use crate::scenario::model::ServerSpec;
 use crate::scenario::Scenario;
 use crate::world::cells::HandoverBuffer;
-use crate::world::channel::hints::HintSource;
+use crate::world::channel::hints::{HintOrigin, HintPriors, HintSource};
 use crate::world::channel::mmwave::FailureKind;
 use crate::world::link::QueueLimit;
 use crate::world::mmwave_link::MmWaveLink;
@@ -76,19 +76,32 @@ pub(crate) fn attach(
             sim.links[2 * li + d] = Box::new(link);
         }
     }
+    let origin = HintOrigin::parse(&v.config.hint_source)
+        .ok_or_else(|| fail(format!("vehicular.hint_source: {:?}", v.config.hint_source)))?;
+    let ms = |x: f64| std::time::Duration::from_secs_f64(x.max(0.0) * 1e-3);
+    let c = &v.channel;
+    let priors = HintPriors {
+        recovery: ms(c.link_recovery_ms),
+        handover: ms(c.handover_interruption_ms),
+        blockage: ms(c.nlos_recovery_ms),
+        horizon: ms(c.blockage_horizon_ms),
+        ..HintPriors::default()
+    };
     let mut hints = HintSource::new(
         v.hints.clone(),
         std::time::Duration::from_nanos(v.config.hint_delay.0),
         m.seed,
     )
-    .map_err(|e| fail(e.to_string()))?;
-    for ev in &timeline.events {
-        if let Some(h) = hints.on_event(ev) {
-            let at = h.deliver_at;
-            if at.as_nanos() <= m.duration_ns && h.vehicle < v.config.vehicles {
-                sim.queue
-                    .push(at, Ev::Hint(v.first_flow + h.vehicle, Box::new(h.hint)));
-            }
+    .map_err(|e| fail(e.to_string()))?
+    .with_origin(origin, priors);
+    let end = crate::Time::from_nanos(m.duration_ns);
+    let mut scheduled = hints.false_alarms(v.config.vehicles, end);
+    scheduled.extend(timeline.events.iter().filter_map(|ev| hints.on_event(ev)));
+    for h in scheduled {
+        let at = h.deliver_at;
+        if at.as_nanos() <= m.duration_ns && h.vehicle < v.config.vehicles {
+            sim.queue
+                .push(at, Ev::Hint(v.first_flow + h.vehicle, Box::new(h.hint)));
         }
     }
     Ok(())

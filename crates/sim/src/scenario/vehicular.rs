@@ -22,7 +22,7 @@
 use super::units::{Dur, Rate};
 use super::ScenarioError;
 use crate::world::cells::{HandoverBuffer, SchedulerKind};
-use crate::world::channel::hints::HintMode;
+use crate::world::channel::hints::{HintMode, HintOrigin};
 use crate::world::channel::mmwave::{Environment, MmWaveConfig};
 use serde::{Deserialize, Serialize};
 use toml::Value;
@@ -103,6 +103,9 @@ fn d_handover_buffer() -> String {
 }
 fn d_channel_model() -> String {
     "outage".into()
+}
+fn d_hint_source() -> String {
+    "oracle".into()
 }
 
 /// `[vehicular]`: see the module documentation and `docs/scenarios.md`.
@@ -202,6 +205,14 @@ pub struct VehicularConfig {
     /// issue 23); default `outage`, so older outputs are unchanged.
     #[serde(default = "d_channel_model")]
     pub channel_model: String,
+    /// Who produces the hints (`world::channel::hints::HintOrigin`):
+    /// `oracle` (the outage's own duration — foreknowledge; the model
+    /// before issue 23), `base_station` (learns blockage lengths as they
+    /// end) or `mobility` (blocker length over the vehicle's speed); with
+    /// a named source `perfect` means zero delay and no misses. Default
+    /// `oracle`, so older outputs are unchanged.
+    #[serde(default = "d_hint_source")]
+    pub hint_source: String,
 }
 
 impl Default for VehicularConfig {
@@ -233,6 +244,7 @@ impl Default for VehicularConfig {
             pf_min_share: d_pf_min_share(),
             handover_buffer: d_handover_buffer(),
             channel_model: d_channel_model(),
+            hint_source: d_hint_source(),
         }
     }
 }
@@ -366,6 +378,13 @@ impl VehicularConfig {
         })?;
         if self.pf_window.0 < 1_000_000 || self.pf_window.0 > 100_000_000_000 {
             return Err(err(origin, "pf_window", "must be 1 ms … 100 s"));
+        }
+        if HintOrigin::parse(&self.hint_source).is_none() {
+            return Err(err(
+                origin,
+                "hint_source",
+                "use oracle, base_station or mobility",
+            ));
         }
         if !matches!(self.channel_model.as_str(), "outage" | "fading") {
             return Err(err(origin, "channel_model", "use outage or fading"));
@@ -578,6 +597,10 @@ mod tests {
             "vehicular.channel_model"
         );
         assert_eq!(bad("vehicular.pf_window=\"10us\""), "vehicular.pf_window");
+        assert_eq!(
+            bad("vehicular.hint_source=\"crystal\""),
+            "vehicular.hint_source"
+        );
         let s = Scenario::from_toml_str(
             DOC,
             "t",
