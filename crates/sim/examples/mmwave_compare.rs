@@ -4,7 +4,7 @@
 //! `mobility`), per seed, with 95 % confidence half-widths.
 //!
 //!   cargo run -p peregrine-sim --example mmwave_compare -- \
-//!       [seconds] [seeds] [environment] [mobility]
+//!       [seconds] [seeds] [environment] [mobility] [rlc_buffer_bytes]
 //!
 //! Prints one line per (model, controller): mean aggregate throughput
 //! (Mbit/s) ± half-width, mean of the flows' sampled SRTT (ms) ±
@@ -34,6 +34,11 @@ fn main() {
     let seeds: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(3);
     let env = args.get(2).cloned().unwrap_or_else(|| "urban".into());
     let mobility = args.get(3).cloned().unwrap_or_else(|| "random".into());
+    // Before rate_scale (0.025), as in `[vehicular]`; default the seed's 50 MB.
+    let rlc: u64 = args
+        .get(4)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(50_000_000);
     let models = [
         ("old", ["unshared", "outage", "oracle"]),
         ("new", ["pf", "fading", "mobility"]),
@@ -48,7 +53,8 @@ fn main() {
                      per_message = false\n[vehicular]\nenvironment = \"{env}\"\n\
                      mobility = \"{mobility}\"\nrate_scale = 0.025\ntraffic = \"bulk\"\n\
                      cc = \"{cc}\"\nhints = \"perfect\"\nscheduler = \"{sched}\"\n\
-                     channel_model = \"{channel}\"\nhint_source = \"{source}\"\n"
+                     channel_model = \"{channel}\"\nhint_source = \"{source}\"\n\
+                     rlc_buffer_bytes = {rlc}\n"
                 );
                 let s = Scenario::from_toml_str(&doc, "compare", &[]).expect("valid");
                 let m = &s.model;
