@@ -204,3 +204,24 @@ fn named_hint_sources_run_deterministically_and_differ_from_the_oracle() {
         assert_ne!(a, oracle, "{source}: other hints, another run");
     }
 }
+
+/// Issue 23, deliverable 4: ON/OFF traffic offers about half of what CBR
+/// offers at the same load with equal mean ON and OFF periods.
+#[test]
+fn onoff_traffic_offers_about_half_of_cbr() {
+    let rx = |traffic: &str| {
+        let s = scenario(&[
+            "duration=\"20s\"",
+            "vehicular.vehicles=4",
+            "vehicular.load=0.2",
+            "vehicular.onoff_mean_on=\"500ms\"",
+            "vehicular.onoff_mean_off=\"500ms\"",
+            &format!("vehicular.traffic=\"{traffic}\""),
+        ]);
+        let r = run(&s).expect("runs");
+        r.flows.iter().map(|f| f.metrics.c.rx_packets).sum::<u64>() as f64
+    };
+    let (cbr, onoff) = (rx("cbr"), rx("onoff"));
+    let ratio = onoff / cbr;
+    assert!((0.3..0.7).contains(&ratio), "onoff/cbr = {ratio}");
+}

@@ -107,6 +107,9 @@ fn d_channel_model() -> String {
 fn d_hint_source() -> String {
     "oracle".into()
 }
+fn d_onoff_mean() -> Dur {
+    Dur(1_000_000_000)
+}
 
 /// `[vehicular]`: see the module documentation and `docs/scenarios.md`.
 /// Serializes as the table it was read from (for scenarios built in
@@ -177,7 +180,10 @@ pub struct VehicularConfig {
     /// Stream bytes per DATA packet; default 1400 (seed 004).
     #[serde(default = "d_payload")]
     pub payload_bytes: u32,
-    /// `cbr` (the offered load) or `bulk` (always backlogged); default `cbr`.
+    /// `cbr` (the offered load), `bulk` (always backlogged) or `onoff`
+    /// (the offered load during exponential ON periods of mean
+    /// `onoff_mean_on`, silent for exponential OFF periods of mean
+    /// `onoff_mean_off`); default `cbr`.
     #[serde(default = "d_traffic")]
     pub traffic: String,
     /// How a base station shares its air time among the vehicles it
@@ -213,6 +219,12 @@ pub struct VehicularConfig {
     /// `oracle`, so older outputs are unchanged.
     #[serde(default = "d_hint_source")]
     pub hint_source: String,
+    /// Mean ON period of `traffic = "onoff"`; default 1 s.
+    #[serde(default = "d_onoff_mean")]
+    pub onoff_mean_on: Dur,
+    /// Mean OFF period of `traffic = "onoff"`; default 1 s.
+    #[serde(default = "d_onoff_mean")]
+    pub onoff_mean_off: Dur,
 }
 
 impl Default for VehicularConfig {
@@ -245,6 +257,8 @@ impl Default for VehicularConfig {
             handover_buffer: d_handover_buffer(),
             channel_model: d_channel_model(),
             hint_source: d_hint_source(),
+            onoff_mean_on: d_onoff_mean(),
+            onoff_mean_off: d_onoff_mean(),
         }
     }
 }
@@ -310,8 +324,14 @@ impl VehicularConfig {
                 ))
             }
         };
-        if !matches!(self.traffic.as_str(), "cbr" | "bulk") {
-            return Err(err(origin, "traffic", "use cbr or bulk"));
+        if !matches!(self.traffic.as_str(), "cbr" | "bulk" | "onoff") {
+            return Err(err(origin, "traffic", "use cbr, bulk or onoff"));
+        }
+        if self.onoff_mean_on.0 == 0 {
+            return Err(err(origin, "onoff_mean_on", "must be positive"));
+        }
+        if self.onoff_mean_off.0 == 0 {
+            return Err(err(origin, "onoff_mean_off", "must be positive"));
         }
         if !(1..=1000).contains(&self.vehicles) {
             return Err(err(origin, "vehicles", "must be 1 … 1000"));
@@ -474,6 +494,18 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
         ]));
         let app = if cfg.traffic == "bulk" {
             table(vec![("app", s("bulk"))])
+        } else if cfg.traffic == "onoff" {
+            table(vec![
+                ("app", s("onoff")),
+                ("rate", Value::Integer(rate as i64)),
+                (
+                    "message_bytes",
+                    Value::Integer(i64::from(cfg.payload_bytes)),
+                ),
+                ("distribution", s("exponential")),
+                ("mean_on", s(format!("{}ns", cfg.onoff_mean_on.0))),
+                ("mean_off", s(format!("{}ns", cfg.onoff_mean_off.0))),
+            ])
         } else {
             table(vec![
                 ("app", s("cbr")),
@@ -597,6 +629,11 @@ mod tests {
             "vehicular.channel_model"
         );
         assert_eq!(bad("vehicular.pf_window=\"10us\""), "vehicular.pf_window");
+        assert_eq!(bad("vehicular.traffic=\"poisson\""), "vehicular.traffic");
+        assert_eq!(
+            bad("vehicular.onoff_mean_off=\"0s\""),
+            "vehicular.onoff_mean_off"
+        );
         assert_eq!(
             bad("vehicular.hint_source=\"crystal\""),
             "vehicular.hint_source"
