@@ -4,7 +4,8 @@
 //! `mobility`), per seed, with 95 % confidence half-widths.
 //!
 //!   cargo run -p peregrine-sim --example mmwave_compare -- \
-//!       [seconds] [seeds] [environment] [mobility] [rlc_buffer_bytes]
+//!       [seconds] [seeds] [environment] [mobility] [rlc_buffer_bytes] \
+//!       [hints] [new-model hint_source]
 //!
 //! Prints one line per (model, controller): mean aggregate throughput
 //! (Mbit/s) ± half-width, mean of the flows' sampled SRTT (ms) ±
@@ -39,9 +40,11 @@ fn main() {
         .get(4)
         .and_then(|s| s.parse().ok())
         .unwrap_or(50_000_000);
+    let hints = args.get(5).cloned().unwrap_or_else(|| "perfect".into());
+    let new_source = args.get(6).cloned().unwrap_or_else(|| "mobility".into());
     let models = [
         ("old", ["unshared", "outage", "oracle"]),
-        ("new", ["pf", "fading", "mobility"]),
+        ("new", ["pf", "fading", new_source.as_str()]),
     ];
     for (label, [sched, channel, source]) in models {
         for cc in ["rtwtcp", "cubic", "compound", "bbr"] {
@@ -52,7 +55,7 @@ fn main() {
                     "duration = \"{secs}s\"\nseed = {seed}\n[metrics]\ninterval = \"50ms\"\n\
                      per_message = false\n[vehicular]\nenvironment = \"{env}\"\n\
                      mobility = \"{mobility}\"\nrate_scale = 0.025\ntraffic = \"bulk\"\n\
-                     cc = \"{cc}\"\nhints = \"perfect\"\nscheduler = \"{sched}\"\n\
+                     cc = \"{cc}\"\nhints = \"{hints}\"\nscheduler = \"{sched}\"\n\
                      channel_model = \"{channel}\"\nhint_source = \"{source}\"\n\
                      rlc_buffer_bytes = {rlc}\n"
                 );
