@@ -161,7 +161,7 @@ impl CellScheduler {
     /// Shares of the next `dt` for every vehicle: `links[i]` is vehicle
     /// `i`'s (serving station, own rate bit/s; 0 = down). Writes
     /// `out[i]` (resized to `links.len()`); a vehicle down or unassociated
-    /// gets nothing. O(n log n) in the vehicles.
+    /// gets nothing. O(stations × vehicles + vehicles · log vehicles).
     pub fn schedule(&mut self, dt: Duration, links: &[(Option<usize>, u64)], out: &mut Vec<Share>) {
         out.clear();
         out.resize(
