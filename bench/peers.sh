@@ -18,10 +18,16 @@
 #      bytes of UDP payload on both QUIC-like contenders: Peregrine's default
 #      max_packet_size, and quinn-peer's initial_mtu = min_mtu = 1452 with
 #      MTU discovery off (quinn would otherwise start at 1,200 bytes);
-#   2. idle: 1,000 concurrent idle connections on one server endpoint; the
-#      server's resident-memory growth per connection (peak RSS while they
-#      are open, VmHWM, minus RSS before): quinn-peer idle, and Peregrine
-#      through `perf client --idle-connections` or else bench/peregrine-idle;
+#   2. idle: IDLE_CONNECTIONS (default 1,000) concurrent idle connections on
+#      one server endpoint, opened one after another by one client and held
+#      IDLE_HOLD seconds (default 10): the seconds the client took to open
+#      them (open_s, until it reports them all open), the server's
+#      resident-memory growth per connection (peak RSS while they are open,
+#      VmHWM, minus RSS before) and the server's CPU use while they are held
+#      (idle_cpu_cores: user + system time over wall time, from
+#      /proc/PID/stat, for IDLE_HOLD - 1 seconds after they are all open):
+#      quinn-peer idle, and Peregrine through `perf client
+#      --idle-connections` or else bench/peregrine-idle;
 #   3. latency: open loop, 1,000 messages/s of 200 bytes on a priority stream
 #      while a bulk stream saturates, p50/p99 per scheduler
 #      (peregrine perf --latency-trace with a generated trace).
@@ -35,6 +41,8 @@
 #   env QUINN_PEER=path/to/quinn-peer (default bench/quinn-peer/target/release/quinn-peer, built if missing)
 #   env PEREGRINE_IDLE=path/to/peregrine-idle (default bench/peregrine-idle/..., built if missing;
 #       used for the idle row when `peregrine perf client` has no --idle-connections)
+#   env IDLE_CONNECTIONS=1000 (idle section: connections to open and hold)
+#   env IDLE_HOLD=10 (idle section: seconds to hold them open; at least 2)
 #   env BASE_PORT=47100 (ports BASE_PORT .. BASE_PORT+9 on 127.0.0.1)
 #   env PEREGRINE_BASELINE=path/to/another/peregrine (optional): adds its bulk rows
 #       (baseline, baseline-insecure) to the same interleaved run, for a before/after
@@ -50,7 +58,8 @@ RUNS=5
 DURATION=5
 OUT="$ROOT/out/peers"
 ONLY="bulk,idle,latency"
-IDLE_CONNECTIONS=1000
+IDLE_CONNECTIONS=${IDLE_CONNECTIONS:-1000}
+IDLE_HOLD=${IDLE_HOLD:-10}
 SCHEDULERS="rr wfq abs adaptive edf aging"
 BASE_PORT=${BASE_PORT:-47100}
 
@@ -60,7 +69,7 @@ while [ $# -gt 0 ]; do
     --duration) DURATION=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
-    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
     *) echo "peers.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -74,7 +83,7 @@ trap 'rm -rf "$TMP"' EXIT
 note() { echo "peers.sh: $*" >&2; }
 
 # ---- tools ----------------------------------------------------------------
-for tool in jq /usr/bin/time; do
+for tool in jq bc /usr/bin/time; do
   command -v "$tool" >/dev/null || { note "$tool is required (apt-get install -y ${tool##*/})"; exit 1; }
 done
 HAVE_IPERF=1
@@ -201,20 +210,24 @@ summary_bulk() {
 # ---- 2. idle connections ---------------------------------------------------------
 # Empty (not an error under `set -e`) when the process is gone.
 rss_kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status" 2>/dev/null || true; }
+# User + system clock ticks of a process (fields 14 and 15 of /proc/PID/stat,
+# counted after the parenthesised command name); empty when it is gone.
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12 + $13}' || true; }
+now_s() { date +%s.%N; }
 idle_one() {
   local who=$1 port=$((BASE_PORT + 2)) client=()
   case "$who" in
     quinn)
       "$QUINN_PEER" server --listen "127.0.0.1:$port" --cert-out "$TMP/cert.der" 2>/dev/null &
-      client=("$QUINN_PEER" idle --connect "127.0.0.1:$port" --connections "$IDLE_CONNECTIONS" --duration 3 --cert "$TMP/cert.der") ;;
+      client=("$QUINN_PEER" idle --connect "127.0.0.1:$port" --connections "$IDLE_CONNECTIONS" --duration "$IDLE_HOLD" --cert "$TMP/cert.der") ;;
     peregrine)
       "$PEREGRINE" perf server --listen "127.0.0.1:$port" "${PERF_FLAGS[@]}" >/dev/null 2>&1 &
-      client=("$PEREGRINE" perf client --connect "127.0.0.1:$port" --idle-connections "$IDLE_CONNECTIONS" --duration 3s --json "${PERF_FLAGS[@]}") ;;
+      client=("$PEREGRINE" perf client --connect "127.0.0.1:$port" --idle-connections "$IDLE_CONNECTIONS" --duration "${IDLE_HOLD}s" --json "${PERF_FLAGS[@]}") ;;
     peregrine-idle)
       "$PEREGRINE_IDLE" server --listen "127.0.0.1:$port" 2>/dev/null &
-      client=("$PEREGRINE_IDLE" client --connect "127.0.0.1:$port" --connections "$IDLE_CONNECTIONS" --duration 3) ;;
+      client=("$PEREGRINE_IDLE" client --connect "127.0.0.1:$port" --connections "$IDLE_CONNECTIONS" --duration "$IDLE_HOLD") ;;
   esac
-  local spid=$! before after
+  local spid=$! before after t0 t_open t1 c1 t2 c2 cpid rc=0
   sleep 0.5
   if ! kill -0 "$spid" 2>/dev/null; then
     note "idle server of $who exited at start: its row is skipped"
@@ -222,12 +235,28 @@ idle_one() {
     return 0
   fi
   before=$(rss_kib "$spid" VmRSS)
-  if ! timeout 120 "${client[@]}" >"$TMP/idle.out" 2>"$TMP/idle.err"; then
-    note "idle run of $who failed: $(tail -n 2 "$TMP/idle.err" | tr '\n' ' ')"
+  : >"$TMP/idle.out"
+  t0=$(now_s)
+  # Opening 10,000 connections took minutes before issue 20: the limit grows with the count.
+  timeout $((IDLE_HOLD + 120 + IDLE_CONNECTIONS / 20)) "${client[@]}" >"$TMP/idle.out" 2>"$TMP/idle.err" &
+  cpid=$!
+  # Every client prints its one JSON line once all its connections are open.
+  while [ ! -s "$TMP/idle.out" ] && kill -0 "$cpid" 2>/dev/null; do sleep 0.01; done
+  t_open=$(now_s)
+  if [ -s "$TMP/idle.out" ]; then
+    t1=$(now_s); c1=$(cpu_ticks "$spid")
+    sleep $((IDLE_HOLD > 2 ? IDLE_HOLD - 1 : 1))
+    t2=$(now_s); c2=$(cpu_ticks "$spid")
+  fi
+  wait "$cpid" || rc=$?
+  if [ "$rc" != 0 ] || [ ! -s "$TMP/idle.out" ]; then
+    note "idle run of $who failed (exit $rc): $(tail -n 2 "$TMP/idle.err" | tr '\n' ' ')"
   else
     after=$(rss_kib "$spid" VmHWM)
     awk -v w="$who" -v n="$IDLE_CONNECTIONS" -v b="$before" -v a="$after" \
-      'BEGIN { printf "%s,%d,%d,%d,%.1f\n", w, n, b, a, (a - b) / n }' >>"$OUT/idle.csv"
+      -v o="$(echo "$t_open - $t0" | bc -l)" -v hz="$(getconf CLK_TCK)" \
+      -v c="$(( ${c2:-0} - ${c1:-0} ))" -v dt="$(echo "${t2:-1} - ${t1:-0}" | bc -l)" \
+      'BEGIN { printf "%s,%d,%d,%d,%.1f,%.2f,%.3f\n", w, n, b, a, (a - b) / n, o, (c / hz) / dt }' >>"$OUT/idle.csv"
     note "idle $who: $(tail -n 1 "$OUT/idle.csv")"
   fi
   kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
@@ -270,7 +299,7 @@ if [[ ",$ONLY," == *",bulk,"* ]]; then
 fi
 
 if [[ ",$ONLY," == *",idle,"* ]]; then
-  echo "contender,connections,rss_before_kib,rss_peak_kib,kib_per_connection" >"$OUT/idle.csv"
+  echo "contender,connections,rss_before_kib,rss_peak_kib,kib_per_connection,open_s,idle_cpu_cores" >"$OUT/idle.csv"
   [ $HAVE_QUINN = 1 ] && idle_one quinn
   if [ $HAVE_PEREGRINE = 1 ] && "$PEREGRINE" perf client --help 2>/dev/null | grep -q -- --idle-connections; then
     idle_one peregrine
@@ -288,11 +317,11 @@ if [[ ",$ONLY," == *",idle,"* ]]; then
     fi
   fi
   {
-    echo "### $IDLE_CONNECTIONS idle connections on one server endpoint"
+    echo "### $IDLE_CONNECTIONS idle connections on one server endpoint, held ${IDLE_HOLD} s"
     echo
-    echo "| contender | RSS before (KiB) | peak RSS (KiB) | KiB per connection |"
-    echo "|---|---:|---:|---:|"
-    tail -n +2 "$OUT/idle.csv" | awk -F, '{ printf "| %s | %d | %d | %.1f |\n", $1, $3, $4, $5 }'
+    echo "| contender | RSS before (KiB) | peak RSS (KiB) | KiB per connection | open (s) | idle CPU (cores) |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    tail -n +2 "$OUT/idle.csv" | awk -F, '{ printf "| %s | %d | %d | %.1f | %.2f | %.3f |\n", $1, $3, $4, $5, $6, $7 }'
     echo
   } >>"$OUT/summary.md"
 fi

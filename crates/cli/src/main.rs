@@ -6,6 +6,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 mod cc_cmd;
+mod emu_cmd;
 mod keygen_cmd;
 mod perf_cmd;
 mod progress;
@@ -29,18 +30,27 @@ enum Command {
     Wire(wire_cmd::WireArgs),
     /// Run one simulation scenario (TOML) and write its results.
     Sim(sim_cmd::SimArgs),
-    /// Benchmarks: `peregrine bench sim`.
+    /// Benchmarks: `peregrine bench sim`, `peregrine bench endpoint`.
     Bench(sim_cmd::BenchArgs),
     /// Write a static keypair (FILE, FILE.pub) or a fleet pre-shared key (--psk).
     Keygen(keygen_cmd::KeygenArgs),
     /// Measure Peregrine over real UDP (iperf-like server and client).
     Perf(perf_cmd::PerfArgs),
+    /// Run a command over an emulated link (the simulator's link model, live, in a network namespace).
+    Emu(emu_cmd::EmuArgs),
     /// Rerun a seed paper's experiments: `peregrine reproduce quic-sched`, `sltp`, ….
     Reproduce(reproduce::ReproduceArgs),
     /// Background CPU load for `reproduce sltp` (one duty-cycled busy loop).
     #[command(hide = true)]
     Hog(reproduce::HogArgs),
 }
+
+/// Counts live heap bytes only while a benchmark enables it
+/// (`peregrine bench endpoint`'s KiB per connection); otherwise one
+/// relaxed load per allocation.
+#[global_allocator]
+static ALLOC: peregrine_lab::bench::alloc::CountingAlloc =
+    peregrine_lab::bench::alloc::CountingAlloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -52,6 +62,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(args)) => sim_cmd::bench(args),
         Some(Command::Keygen(args)) => keygen_cmd::run(args),
         Some(Command::Perf(args)) => perf_cmd::run(args),
+        Some(Command::Emu(args)) => emu_cmd::run(args),
         Some(Command::Reproduce(args)) => reproduce::run(args),
         Some(Command::Hog(args)) => reproduce::hog(args),
     };

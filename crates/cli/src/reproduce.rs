@@ -148,6 +148,13 @@ struct SltpArgs {
     /// The binary providing `perf` (default: this one). For tests.
     #[arg(long, hide = true)]
     perf_bin: Option<PathBuf>,
+    /// Measure across a wire instead of loopback: servers and clients in two
+    /// new network namespaces joined by a veth pair with a 1,500-byte MTU
+    /// (segment offloads off) shaped to 1 Gbit/s each way, as on the seed's
+    /// Ethernet. Needs root and iproute2 (`ip`, `tc`); the namespaces are
+    /// deleted on exit, also on error or Ctrl-C.
+    #[arg(long)]
+    ethernet: bool,
 }
 
 /// Arguments of the hidden `peregrine hog`.
@@ -218,6 +225,7 @@ fn run_sltp(a: SltpArgs) -> anyhow::Result<()> {
         echoes: a.echoes,
         perf_bin: a.perf_bin,
         command: peregrine_lab::reproduce::command_line(),
+        ethernet: a.ethernet,
         ..sltp::Options::new(exe)
     };
     let o = sltp::run(&opts, &Bar::new(false))?;

@@ -1,5 +1,6 @@
 //! `peregrine sim SCENARIO.toml [--set key=value]… [--out DIR]
-//! [--sweep key=v1,v2,…]… [--seeds N]` and `peregrine bench sim`: a thin
+//! [--sweep key=v1,v2,…]… [--seeds N]`, `peregrine bench sim` and
+//! `peregrine bench endpoint` (`peregrine_lab::bench::endpoint`): a thin
 //! layer over `peregrine_sim`.
 //!
 //! `sim` reads and validates the scenario (errors name the file, the
@@ -11,7 +12,7 @@
 //! line gives `--sweep`/`--seeds`, every (grid point, seed) is run in
 //! parallel through [`peregrine_lab::sweep::run_sweep_to_dir`] (progress bar,
 //! mean and 95 % CI per point) and `DIR` (default
-//! `sim-out/<name>-sweep`) gets `sweep.csv`, `sweep.json`, `runs.jsonl`,
+//! `sim-out/<name>-sweep`) gets `sweep.csv`, `sweep.json`, `runs.jsonl`, `runs.parquet`,
 //! `report.md` and `plots/`. The `--set` overrides apply to the base
 //! document before the grid.
 
@@ -156,12 +157,13 @@ fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &toml::Value) -> Result<()> 
     )?;
     crate::out(&summary_table(&files.aggregate))?;
     crate::out(&format!(
-        "\n{} runs; wrote {}, {}, {}, {} and plots/\n",
+        "\n{} runs; wrote {}, {}, {}, {}, {} and plots/\n",
         files.outcome.runs.iter().map(Vec::len).sum::<usize>(),
         files.report.display(),
         files.csv.display(),
         files.json.display(),
         files.runs.display(),
+        files.parquet.display(),
     ))
 }
 
@@ -186,6 +188,17 @@ enum BenchCommand {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
     },
+    /// One server endpoint with N connections, sans-IO in virtual time:
+    /// handshake, 1 KiB each way, 60 s of keep-alives; wall time, µs and
+    /// KiB per connection.
+    Endpoint {
+        /// Connection counts, one run each.
+        #[arg(long, value_delimiter = ',', default_values_t = peregrine_lab::bench::endpoint::DEFAULT_CONNECTIONS)]
+        connections: Vec<usize>,
+        /// Print `{"runs": [{"connections", "seconds", "us_per_connection", "kib_per_connection"}, …]}`.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// The reference scenario, embedded so the benchmark runs anywhere.
@@ -193,11 +206,14 @@ const DUMBBELL: &str = include_str!("../../../scenarios/dumbbell.toml");
 
 /// Run `peregrine bench`.
 pub fn bench(args: BenchArgs) -> Result<()> {
-    let BenchCommand::Sim {
-        scenario,
-        runs,
-        set,
-    } = args.command;
+    let (scenario, runs, set) = match args.command {
+        BenchCommand::Sim {
+            scenario,
+            runs,
+            set,
+        } => (scenario, runs, set),
+        BenchCommand::Endpoint { connections, json } => return bench_endpoint(connections, json),
+    };
     let scenario = match scenario {
         Some(p) => Scenario::from_file(&p, &set)?,
         None => Scenario::from_toml_str(DUMBBELL, "scenarios/dumbbell.toml (embedded)", &set)?,
@@ -234,4 +250,18 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         events as f64 / median,
         scenario.model.duration_ns as f64 / 1e9 / median,
     ))
+}
+
+/// Run `peregrine bench endpoint` (the work is `peregrine_lab::bench::endpoint`).
+fn bench_endpoint(connections: Vec<usize>, json: bool) -> Result<()> {
+    use peregrine_lab::bench::endpoint;
+    let outcome = endpoint::run(&endpoint::Options {
+        connections,
+        ..endpoint::Options::default()
+    })?;
+    if json {
+        crate::out(&format!("{}\n", serde_json::to_string(&outcome)?))
+    } else {
+        crate::out(&outcome.table())
+    }
 }

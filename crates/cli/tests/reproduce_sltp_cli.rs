@@ -29,7 +29,14 @@ fn reproduce_sltp_help() {
         &peregrine(&["reproduce", "sltp", "--help"]),
         "reproduce sltp --help",
     );
-    for flag in ["--quick", "--out", "--transports", "--sizes", "--loads"] {
+    for flag in [
+        "--quick",
+        "--out",
+        "--transports",
+        "--sizes",
+        "--loads",
+        "--ethernet",
+    ] {
         assert!(help.contains(flag), "help lacks {flag}:\n{help}");
     }
     let group = stdout_ok(&peregrine(&["reproduce", "--help"]), "reproduce --help");
@@ -148,5 +155,86 @@ fn reproduce_sltp_fails_clearly_without_perf() {
         err.contains("perf server") && err.contains("--transports tcp"),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--ethernet --quick` with the smallest sizes, end to end with the real
+/// `peregrine perf`: both transports measured across the veth pair, the
+/// link recorded in `summary.json` and the report, no namespace left behind.
+/// Where namespaces cannot be made (not root, no veth/tbf) it prints
+/// `skipped: …` and returns.
+#[test]
+fn reproduce_sltp_ethernet_measures_across_a_veth_pair() {
+    // /proc/self/status names the effective uid (no libc in this crate).
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or("?");
+    if euid != "0" {
+        println!("skipped: --ethernet needs root (effective uid {euid})");
+        return;
+    }
+    let dir = temp_dir("sltp-ethernet");
+    let out_dir = dir.join("out");
+    let out = peregrine(&[
+        "reproduce",
+        "sltp",
+        "--ethernet",
+        "--quick",
+        "--sizes",
+        "1024,16384",
+        "--loads",
+        "0",
+        "--echoes",
+        "3",
+        "--out",
+        out_dir.to_str().expect("utf-8 path"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success()
+        && (stderr.contains("cannot create a network namespace")
+            || stderr.contains("cannot create a veth pair")
+            || stderr.contains("cannot shape the veth pair"))
+    {
+        println!("skipped: network namespaces unavailable here: {stderr}");
+        return;
+    }
+    stdout_ok(&out, "reproduce sltp --ethernet --quick");
+    let text = std::fs::read_to_string(out_dir.join("sltp/summary.json")).expect("summary.json");
+    let summary: serde_json::Value = serde_json::from_str(&text).expect("summary is JSON");
+    assert_eq!(
+        summary["run"]["link"],
+        serde_json::json!({"kind": "veth", "mtu_bytes": 1500, "rate_bps": 1e9}),
+        "{text}"
+    );
+    let points = summary["points"].as_array().expect("points");
+    for transport in ["peregrine", "tcp"] {
+        for size in [1024, 16384] {
+            let p = points
+                .iter()
+                .find(|p| p["transport"] == transport && p["size_bytes"] == size)
+                .unwrap_or_else(|| panic!("no {transport} point at {size} B: {text}"));
+            let median = p["network_time_ms"]["median"].as_f64().expect("a median");
+            assert!(median > 0.0 && median.is_finite(), "{p}");
+        }
+    }
+    assert_eq!(summary["failures"], serde_json::json!([]), "{text}");
+    let report = std::fs::read_to_string(out_dir.join("sltp/report.md")).expect("report");
+    assert!(
+        report.contains("veth, MTU 1500 bytes, shaped to 1000 Mbit/s"),
+        "{report}"
+    );
+    // The namespaces are gone with the process.
+    let left: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("pgsltp-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

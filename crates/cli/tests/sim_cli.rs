@@ -171,7 +171,10 @@ fn sim_sweep_writes_outputs_deterministically() {
             "{report}"
         );
         assert!(out_dir.join("plots/flows_0_goodput_bps.svg").exists());
-        outputs.push((csv, read("sweep.json"), report, read("runs.jsonl")));
+        let parquet = std::fs::read(out_dir.join("runs.parquet")).expect("runs.parquet");
+        assert!(parquet.starts_with(b"PAR1") && parquet.ends_with(b"PAR1"));
+        assert!(stdout.contains("runs.parquet"), "{stdout}");
+        outputs.push((csv, read("sweep.json"), report, read("runs.jsonl"), parquet));
     }
     assert_eq!(outputs[0], outputs[1], "outputs depend on the thread count");
     // Different seeds gave different runs (2 % loss), so the CI is not zero.

@@ -15,6 +15,8 @@
 //!   `mmwave_cvn` (seed 004), `sltp` (seed 003, real sockets).
 //! * [`showcase`]: the drone-control showcase of `cargo run --release`.
 //! * [`cclab`]: the controller lab's table, showcase report and plots.
+//! * [`bench`]: `peregrine bench endpoint`, one server endpoint with
+//!   thousands of connections in virtual time.
 //! * [`sweep`]: a scenario sweep written to a directory with its report.
 //! * [`report`], [`charts`], [`published`]: Markdown reports, SVG charts
 //!   and the seed papers' published numbers.
@@ -23,9 +25,12 @@
 
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod cclab;
 pub mod charts;
 pub mod keyed;
+pub mod netns;
+pub mod parquet;
 pub mod plan;
 pub mod plot;
 pub mod progress;

@@ -9,6 +9,9 @@
 //! * `runs.jsonl`: every run's own summary, one JSON line per run in
 //!   (point, seed) order (`{"point": label, "seed": n, "summary": {…}}`),
 //!   for plots that need the raw values (CDFs, box plots);
+//! * `runs.parquet`: the same runs as a table, one row per run
+//!   ([`crate::parquet::runs_parquet`]: `point`, `seed`, one column per
+//!   grid key, one per numeric summary field);
 //! * `report.md`: what was run (grid, seeds), then for each key of
 //!   interest ([`report_keys`]: goodput, delay, latency, completion,
 //!   retransmissions of engine summaries; else the first [`REPORT_KEYS`]
@@ -140,6 +143,8 @@ pub struct SweepFiles<R> {
     pub json: PathBuf,
     /// `out/runs.jsonl`.
     pub runs: PathBuf,
+    /// `out/runs.parquet`.
+    pub parquet: PathBuf,
     /// `out/report.md`.
     pub report: PathBuf,
     /// Every run's record, in (point, seed) order.
@@ -150,7 +155,8 @@ pub struct SweepFiles<R> {
 
 /// Run the sweep of `base` (its `[sweep]` table with `args` laid over it)
 /// through `run`, reporting to `progress`, and write `sweep.csv`,
-/// `sweep.json`, `runs.jsonl`, `report.md` and `plots/` into `out_dir`.
+/// `sweep.json`, `runs.jsonl`, `runs.parquet`, `report.md` and `plots/`
+/// into `out_dir`.
 /// `description` (Markdown: the scenario, the command line) opens the
 /// report's "What was run" section; it may be empty.
 ///
@@ -185,7 +191,8 @@ where
     );
     progress.finish();
     let outcome = result.map_err(|e| anyhow::anyhow!("{e:#}"))?;
-    let aggregate = experiment::aggregate(&as_json(&outcome)?);
+    let json_outcome = as_json(&outcome)?;
+    let aggregate = experiment::aggregate(&json_outcome);
     let write = |name: &str, text: &str| -> anyhow::Result<PathBuf> {
         let path = out_dir.join(name);
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
@@ -194,11 +201,16 @@ where
     let csv = write("sweep.csv", &aggregate.to_csv())?;
     let json = write("sweep.json", &aggregate.to_json_string())?;
     let runs = write("runs.jsonl", &runs_jsonl(&outcome)?)?;
+    let parquet_path = out_dir.join("runs.parquet");
+    let bytes = crate::parquet::runs_parquet(&json_outcome, &aggregate)?;
+    std::fs::write(&parquet_path, bytes)
+        .with_context(|| format!("cannot write {}", parquet_path.display()))?;
     let report = write_report(title, description, &spec, &aggregate, out_dir)?;
     Ok(SweepFiles {
         csv,
         json,
         runs,
+        parquet: parquet_path,
         report,
         outcome,
         aggregate,
@@ -471,9 +483,11 @@ mod tests {
             .unwrap();
             assert_eq!(files.outcome.runs.len(), 4);
             let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+            let read_bytes = |p: &Path| std::fs::read(p).unwrap();
             let plot = out.join("plots/goodput_mbps.svg");
             let runs = read(&files.runs);
             assert_eq!(runs.lines().count(), 12);
+            assert!(read_bytes(&files.parquet).starts_with(b"PAR1"));
             let first: serde_json::Value =
                 serde_json::from_str(runs.lines().next().unwrap()).unwrap();
             assert_eq!(
@@ -486,11 +500,12 @@ mod tests {
                 read(&files.report),
                 read(&plot),
                 runs,
+                read_bytes(&files.parquet),
             ));
             let _ = std::fs::remove_dir_all(&out);
         }
         assert_eq!(outputs[0], outputs[1]);
-        let (csv, json, report, svg, _) = &outputs[0];
+        let (csv, json, report, svg, _, _) = &outputs[0];
         assert!(csv.starts_with("point,key,n,mean,ci95,std,min,median,max\n"));
         assert_eq!(
             csv.lines().count(),

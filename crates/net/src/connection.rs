@@ -52,7 +52,15 @@ impl Drop for Inner {
             .callbacks
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        cbs.retain(|(h, _), _| *h != self.handle);
+        // This connection's callbacks only: a range of the map, not a walk
+        // over every connection's (issue 20).
+        let mine: Vec<(ConnectionHandle, u16)> = cbs
+            .range((self.handle, 0)..=(self.handle, u16::MAX))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in mine {
+            cbs.remove(&k);
+        }
         drop(cbs);
         self.shared.wake();
     }
@@ -327,6 +335,7 @@ impl Connection {
                     Err(SendError::BufferFull) | Err(SendError::WouldBlock { .. }) => {
                         if let Some(c) = st.conns.get_mut(&h) {
                             c.send_waiting = true;
+                            st.send_waiters.insert(h);
                         }
                         Look::Wait
                     }

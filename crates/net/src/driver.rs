@@ -134,6 +134,9 @@ pub(crate) struct State {
     pub(crate) conns: BTreeMap<ConnectionHandle, ConnState>,
     /// Accepted connections not yet returned by `accept`.
     pub(crate) incoming: VecDeque<ConnectionHandle>,
+    /// Connections with a `send` waiting for buffer space (`send_waiting`):
+    /// a turn that may have freed space wakes these, not every connection.
+    pub(crate) send_waiters: BTreeSet<ConnectionHandle>,
     /// Receive-buffer size of accepted connections (their inbox limit).
     pub(crate) server_inbox_limit: usize,
     /// Application handles (endpoints and connections) alive; at zero the
@@ -459,11 +462,12 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             // (datagrams read) and timers (expiring messages) free some,
             // so only such a turn wakes them — not every turn, and only
             // those waiters (not every waiter of every connection: with
-            // many connections that is a thundering herd). The pool's
+            // many connections that is a thundering herd; nor a walk over
+            // every connection to find them: `send_waiters`). The pool's
             // `Writable` wakes its waiters in `dispatch_events`.
-            if received > 0 || fired {
-                for c in st.conns.values_mut() {
-                    if c.send_waiting {
+            if (received > 0 || fired) && !st.send_waiters.is_empty() {
+                for h in std::mem::take(&mut st.send_waiters) {
+                    if let Some(c) = st.conns.get_mut(&h).filter(|c| c.send_waiting) {
                         c.send_waiting = false;
                         c.changed.notify_waiters();
                     }

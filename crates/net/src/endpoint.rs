@@ -195,6 +195,7 @@ impl EndpointBuilder {
                 proto,
                 conns: BTreeMap::new(),
                 incoming: VecDeque::new(),
+                send_waiters: Default::default(),
                 server_inbox_limit,
                 users: 1,
                 stopped: None,

@@ -50,7 +50,9 @@ use std::net::SocketAddr;
 mod admission;
 mod mobility;
 mod security;
+mod set;
 mod stats;
+mod timers;
 
 pub use stats::EndpointStats;
 
@@ -104,11 +106,14 @@ pub struct Endpoint {
     handshake_rng: HandshakeRng,
     now: Time,
     next_handle: u64,
-    pub(crate) connections: BTreeMap<ConnectionHandle, Connection>,
+    /// The connections, with the queues of those that have something to
+    /// send or report and their deadlines (set.rs).
+    pub(crate) connections: set::ConnectionSet,
     by_id: BTreeMap<u16, ConnectionHandle>,
     by_peer: BTreeMap<(SocketAddr, u16), ConnectionHandle>,
     stateless: VecDeque<(SocketAddr, Vec<u8>)>,
-    cursor: u64,
+    /// Connections due in `handle_timeout` (reused: no list per timer).
+    due: Vec<ConnectionHandle>,
     closed_stats: VecDeque<(ConnectionHandle, ConnectionStats)>,
     stats: EndpointStats,
     pool: BufferPool,
@@ -119,6 +124,8 @@ pub struct Endpoint {
 impl Endpoint {
     /// An endpoint whose every random choice (connection ids, SYNC_NO,
     /// probe ids) derives from `seed`.
+    ///
+    /// Complexity: O(1).
     pub fn new(config: EndpointConfig, seed: u64) -> Endpoint {
         Endpoint {
             rng: SeededRng::new(seed).fork("endpoint"),
@@ -133,11 +140,11 @@ impl Endpoint {
             },
             now: Time::ZERO,
             next_handle: 0,
-            connections: BTreeMap::new(),
+            connections: set::ConnectionSet::default(),
             by_id: BTreeMap::new(),
             by_peer: BTreeMap::new(),
             stateless: VecDeque::new(),
-            cursor: 0,
+            due: Vec::new(),
             closed_stats: VecDeque::new(),
             stats: EndpointStats {
                 pool_ceiling_bytes: config.memory_ceiling_bytes as u64,
@@ -155,6 +162,8 @@ impl Endpoint {
     }
 
     /// Start accepting connections, configured as `server`.
+    ///
+    /// Complexity: O(1).
     pub fn accept(&mut self, server: ConnectionConfig) -> Result<(), ConfigError> {
         server.validate()?;
         server.validate_security(false)?;
@@ -163,12 +172,17 @@ impl Endpoint {
     }
 
     /// Stop accepting connections (STARTs are rejected with `refused`).
+    ///
+    /// Complexity: O(1).
     pub fn stop_accepting(&mut self) {
         self.config.server = None;
     }
 
     /// Open a connection to `remote`: its START leaves at the next
     /// `poll_transmit`. Messages may be queued at once.
+    ///
+    /// Complexity: O(log n) (n: connections held), plus the handshake's first key
+    /// operations for a protected connection.
     pub fn connect(
         &mut self,
         now: Time,
@@ -210,7 +224,7 @@ impl Endpoint {
         if let Some(p) = peer {
             self.by_peer.insert(p, handle);
         }
-        self.connections.insert(handle, conn);
+        self.connections.insert(handle, conn, peer);
         handle
     }
 
@@ -236,7 +250,8 @@ impl Endpoint {
     ///
     /// `bytes` is any [`MessageData`]: a `bytes::Bytes` (or `Vec<u8>`) is
     /// kept without a copy, its blocks sent as slices of it; a borrowed
-    /// slice is copied once, when accepted. O(log streams + log messages).
+    /// slice is copied once, when accepted. O(log n + log streams + log
+    /// messages), n: connections held.
     pub fn send_message(
         &mut self,
         handle: ConnectionHandle,
@@ -250,6 +265,8 @@ impl Endpoint {
     /// Queue a message that is useless after `deadline`: if the peer has
     /// not acknowledged all of it by then, it is dropped, reported with
     /// [`Event::MessageAbandoned`] and skipped by the receiver.
+    ///
+    /// Complexity: O(log n + log streams + log messages).
     pub fn send_message_with_deadline(
         &mut self,
         handle: ConnectionHandle,
@@ -265,6 +282,8 @@ impl Endpoint {
     /// Open a stream with `config`, or change an open one (priority class
     /// 0–3, weight, reliability mode, buffer limit). Either side may open
     /// streams; the receiver needs no configuration.
+    ///
+    /// Complexity: O(log n + log streams).
     pub fn open_stream(
         &mut self,
         handle: ConnectionHandle,
@@ -282,6 +301,8 @@ impl Endpoint {
 
     /// Switch the connection's stream scheduler; queued data carries over.
     /// Returns false for an unknown connection.
+    ///
+    /// Complexity: O(log n) plus the scheduler's rebuild over the connection's streams.
     pub fn set_scheduler(
         &mut self,
         handle: ConnectionHandle,
@@ -299,6 +320,8 @@ impl Endpoint {
     }
 
     /// Close gracefully: finish sending, then END / END + FIN.
+    ///
+    /// Complexity: O(log n).
     pub fn close(&mut self, handle: ConnectionHandle, now: Time) {
         let now = self.tick(now);
         if let Some(c) = self.connections.get_mut(&handle) {
@@ -308,6 +331,8 @@ impl Endpoint {
     }
 
     /// Abort: tell the peer with REMOTE_RESET and close at once.
+    ///
+    /// Complexity: O(log n).
     pub fn abort(&mut self, handle: ConnectionHandle, now: Time) {
         let now = self.tick(now);
         if let Some(c) = self.connections.get_mut(&handle) {
@@ -318,6 +343,8 @@ impl Endpoint {
 
     /// Replace the congestion controller of a connection (it restarts from
     /// its initial window). Returns `false` for an unknown handle.
+    ///
+    /// Complexity: O(log n).
     pub fn set_controller(&mut self, handle: ConnectionHandle, now: Time, cc: CcConfig) -> bool {
         let now = self.tick(now);
         match self.connections.get_mut(&handle) {
@@ -330,6 +357,8 @@ impl Endpoint {
     }
 
     /// Hand a link-layer hint (blockage, handover, …) to a connection's controller.
+    ///
+    /// Complexity: O(log n).
     pub fn link_hint(&mut self, handle: ConnectionHandle, now: Time, hint: &LinkHint) {
         let now = self.tick(now);
         if let Some(c) = self.connections.get_mut(&handle) {
@@ -338,6 +367,8 @@ impl Endpoint {
     }
 
     /// A snapshot of a connection (also for the last closed ones).
+    ///
+    /// Complexity: O(log n) (+ the 64 closed ones kept).
     pub fn stats(&self, handle: ConnectionHandle) -> Option<ConnectionStats> {
         if let Some(c) = self.connections.get(&handle) {
             return Some(c.stats());
@@ -349,26 +380,36 @@ impl Endpoint {
     }
 
     /// The life-cycle state of a connection still held.
+    ///
+    /// Complexity: O(log n).
     pub fn state(&self, handle: ConnectionHandle) -> Option<ConnectionState> {
         self.connections.get(&handle).map(Connection::state)
     }
 
     /// The peer address of a connection still held.
+    ///
+    /// Complexity: O(log n).
     pub fn remote(&self, handle: ConnectionHandle) -> Option<SocketAddr> {
         self.connections.get(&handle).map(Connection::remote)
     }
 
     /// Connections held (closed ones are released once their events are read).
+    ///
+    /// Complexity: O(1).
     pub fn connection_count(&self) -> usize {
         self.connections.len()
     }
 
     /// Handles of the connections held, ascending.
+    ///
+    /// Complexity: O(n): it lists them all.
     pub fn handles(&self) -> Vec<ConnectionHandle> {
         self.connections.keys().copied().collect()
     }
 
     /// Endpoint-wide counters.
+    ///
+    /// Complexity: O(1).
     pub fn endpoint_stats(&self) -> &EndpointStats {
         &self.stats
     }
@@ -379,6 +420,9 @@ impl Endpoint {
     /// `initial_stream_credit`) stops growing; nor the connection's
     /// `PeerClosed` / `Closed` queued behind them (the end of a connection
     /// never overtakes a message). Whether the connection exists.
+    ///
+    /// Complexity: O(log n + log streams); releasing a stream moves its parked
+    /// messages back, O(their count).
     pub fn hold_stream(&mut self, handle: ConnectionHandle, stream: u16, held: bool) -> bool {
         match self.connections.get_mut(&handle) {
             Some(c) => {
@@ -389,19 +433,35 @@ impl Endpoint {
         }
     }
 
-    /// The next event of any connection.
+    /// The next event of any connection: those of one connection in
+    /// order, connections in the order they came to have events.
+    /// O(log n) amortized: only connections with events are visited (a
+    /// queue of them, kept as connections change), never a scan of all.
     pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
-        let mut found = None;
-        for (h, c) in self.connections.iter_mut() {
-            if let Some(ev) = c.poll_event() {
-                found = Some((*h, ev));
-                break;
+        self.connections.settle();
+        while let Some(h) = self.connections.front_ev() {
+            let ev = self
+                .connections
+                .get_mut(&h)
+                .and_then(Connection::poll_event);
+            match ev {
+                Some(ev) => {
+                    self.reap(h);
+                    return Some((h, ev));
+                }
+                None => self.connections.done_ev(),
             }
         }
-        if let Some((h, _)) = &found {
-            self.reap(*h);
-        }
-        found
+        None
+    }
+
+    /// Connections visited so far by the loops of `poll_transmit`,
+    /// `handle_timeout`, `poll_event` and `poll_timeout` (a test-only
+    /// figure: a turn with one active connection must visit O(1) of them,
+    /// whatever the count held).
+    #[doc(hidden)]
+    pub fn connections_visited(&self) -> u64 {
+        self.connections.visited
     }
 
     fn reap(&mut self, handle: ConnectionHandle) {
@@ -414,10 +474,16 @@ impl Endpoint {
         }
         self.pool_sync(handle);
         self.forget_half_open(handle);
-        if let Some(c) = self.connections.remove(&handle) {
+        if let Some((c, peer)) = self.connections.remove(&handle) {
             self.pool_release(handle, c.pool_accounted());
             self.by_id.remove(&c.local_id());
-            self.by_peer.retain(|_, h| *h != handle);
+            if let Some(p) = peer {
+                // Only if it still names this connection (a later one
+                // from the same peer and id may have replaced it).
+                if self.by_peer.get(&p) == Some(&handle) {
+                    self.by_peer.remove(&p);
+                }
+            }
             self.closed_stats.push_back((handle, c.stats()));
             while self.closed_stats.len() > CLOSED_STATS_KEPT {
                 self.closed_stats.pop_front();
@@ -568,6 +634,12 @@ impl Endpoint {
     }
 }
 
+/// Complexities (n: connections held): `handle_datagram` O(log n) plus the
+/// connection's own work; `poll_transmit` O(log n) per connection it
+/// visits, and it visits only those touched since they last had nothing
+/// to send; `poll_timeout` O(log n) after settling the touched
+/// connections (O(log n) each); `handle_timeout` O(log n) per due
+/// connection (and per expired half-open one), none for the others.
 impl SansIo for Endpoint {
     fn handle_datagram(
         &mut self,
@@ -653,31 +725,29 @@ impl Endpoint {
                 size: bytes.len(),
             });
         }
-        // Round robin, starting after the connection that sent last (no
-        // allocation: this runs once per datagram).
-        let mut key = self.cursor;
-        for _ in 0..self.connections.len() {
-            let next = self
+        // Only connections touched since they last had nothing to send
+        // are visited, round robin (one that sent goes to the back).
+        self.connections.settle();
+        while let Some(handle) = self.connections.pop_tx() {
+            let sent = self
                 .connections
-                .range(ConnectionHandle(key)..)
-                .next()
-                .or_else(|| self.connections.iter().next())
-                .map(|(h, _)| *h);
-            let Some(handle) = next else { break };
-            key = handle.0.saturating_add(1);
-            let Some(c) = self.connections.get_mut(&handle) else {
-                continue;
-            };
-            if let Some(size) = c.poll_transmit(now, buf) {
-                self.cursor = key;
-                let Some(size) = c.seal_outgoing(buf, size) else {
+                .get_untracked(&handle)
+                .and_then(|c| c.poll_transmit(now, buf));
+            if let Some(size) = sent {
+                // Its deadline and events are re-keyed at the next settle.
+                let sealed = self.connections.get_mut(&handle).and_then(|c| {
+                    c.seal_outgoing(buf, size)
+                        .map(|n| (n, c.transmit_destination()))
+                });
+                let Some((size, destination)) = sealed else {
                     // No keys yet: the datagram cannot leave (recovery
                     // treats it as lost). Try the next one.
                     self.pool_sync(handle);
                     buf.clear();
                     continue;
                 };
-                let destination = c.transmit_destination();
+                // It may have more: back of the queue.
+                self.connections.requeue_tx(handle);
                 self.note_sent(handle, size);
                 self.pool_sync(handle);
                 self.reap(handle);
@@ -687,42 +757,45 @@ impl Endpoint {
                     size,
                 });
             }
+            // Nothing to send: off the queue until something touches it;
+            // its deadline and events are re-keyed here.
             self.note_held(handle);
             self.pool_sync(handle);
             self.reap(handle);
+            self.connections.refresh(handle, false);
+            self.connections.untouch(handle);
         }
         buf.clear();
         None
     }
 
     fn poll_timeout_inner(&mut self) -> Option<Time> {
-        self.connections
-            .values()
-            .filter_map(Connection::poll_timeout)
-            .chain(self.half_open_timeout())
-            .min()
+        self.connections.settle();
+        let conn = self.connections.timers.next().map(|(t, _)| t);
+        let half_open = self.half_open_timeout();
+        match (conn, half_open) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn handle_timeout_inner(&mut self, now: Time) {
         let now = self.tick(now);
+        self.connections.settle();
         self.expire_half_open(now);
-        // Walk the connections in handle order without listing the due
-        // ones first (this runs on every timer, often once per packet).
-        let mut key = 0;
-        while let Some(handle) = self
-            .connections
-            .range(ConnectionHandle(key)..)
-            .find(|(_, c)| c.poll_timeout().is_some_and(|t| t <= now))
-            .map(|(h, _)| *h)
-        {
+        // Only the due connections, each once (a connection whose timer is
+        // still due after its handler runs waits for the next call).
+        let mut due = std::mem::take(&mut self.due);
+        while let Some(handle) = self.connections.pop_due(now) {
+            due.push(handle);
+        }
+        for handle in due.drain(..) {
+            self.connections.visit();
             if let Some(c) = self.connections.get_mut(&handle) {
                 c.handle_timeout(now);
             }
             self.pool_sync(handle);
-            match handle.0.checked_add(1) {
-                Some(k) => key = k,
-                None => break,
-            }
         }
+        self.due = due;
     }
 }

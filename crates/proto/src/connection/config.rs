@@ -259,6 +259,8 @@ pub struct EndpointConfig {
     /// accepts no connection (every START is answered with REJECT `refused`).
     pub server: Option<ConnectionConfig>,
     /// Most connections at once (further STARTs get REJECT `busy`).
+    /// Default [`MAX_CONNECTIONS`] (65,535): every connection id SLTP's
+    /// 16-bit DEST_ID/SRC_ID can name on one endpoint (0 means "none").
     pub max_connections: usize,
     /// Run the controller the initiator asks for in its CONTROLLER TLV
     /// (when it is a registered name) instead of `server.cc`; an unknown
@@ -275,12 +277,14 @@ pub struct EndpointConfig {
     pub memory_ceiling_bytes: usize,
     /// Hard cap on half-open connections (server side, START answered,
     /// nothing valid received since): at the cap even a START with a valid
-    /// retry token gets REJECT `busy`. Default 256.
+    /// retry token gets REJECT `busy`. Default 16,384 (a quarter of the
+    /// connection limit, the ratio of the former 256 to 1,024).
     pub max_half_open: usize,
     /// A START without a valid retry token is accepted only while fewer
     /// connections than this are half-open; otherwise it is answered with
     /// REJECT `retry` (or dropped when that REJECT would be larger than the
-    /// START). `0` = always require a token. Default 32.
+    /// START). `0` = always require a token. Default 2,048 (1/32 of the
+    /// connection limit, the ratio of the former 32 to 1,024).
     pub retry_when_half_open_above: usize,
     /// A half-open connection that receives nothing valid for this long is
     /// dropped (counted in `EndpointStats::half_open_expired`). Default 10 s
@@ -298,16 +302,20 @@ pub struct EndpointConfig {
     pub aes_hardware: bool,
 }
 
+/// The most connections one endpoint can hold: its connection ids are
+/// SLTP's 16-bit DEST_ID/SRC_ID, and 0 means "no connection yet".
+pub const MAX_CONNECTIONS: usize = u16::MAX as usize;
+
 impl Default for EndpointConfig {
     fn default() -> Self {
         EndpointConfig {
             server: None,
-            max_connections: 1024,
+            max_connections: MAX_CONNECTIONS,
             adopt_peer_controller: false,
             max_stateless_queue: 64,
             memory_ceiling_bytes: 64 << 20,
-            max_half_open: 256,
-            retry_when_half_open_above: 32,
+            max_half_open: MAX_CONNECTIONS.div_ceil(4),
+            retry_when_half_open_above: MAX_CONNECTIONS.div_ceil(32),
             half_open_timeout: Duration::from_secs(10),
             retry_token_lifetime: Duration::from_secs(10),
             aes_hardware: false,

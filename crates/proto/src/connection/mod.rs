@@ -135,6 +135,10 @@ pub struct Connection {
     advertised: BTreeMap<u16, u32>,
     /// Streams whose messages the application does not read for now.
     held: BTreeSet<u16>,
+    /// Messages of held streams taken off `events` by `poll_event` (so
+    /// it never rescans them), per stream in order; back at the front of
+    /// `events` when their stream is released.
+    parked: BTreeMap<u16, VecDeque<Event>>,
     /// Where the next ACK's credit section starts (rotation).
     credit_cursor: u16,
     packet_size: u16,
@@ -192,6 +196,7 @@ impl Connection {
             delivered: Vec::new(),
             advertised: BTreeMap::new(),
             held: BTreeSet::new(),
+            parked: BTreeMap::new(),
             credit_cursor: 0,
             start: StartProgress {
                 pending: false,

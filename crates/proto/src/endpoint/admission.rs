@@ -37,6 +37,7 @@
 //! passed in), in milliseconds: tokens from another endpoint, or from a
 //! restarted one, fail (new key).
 
+use super::timers::TimerQueue;
 use super::{ConnectionHandle, Endpoint};
 use crate::connection::Connection;
 use crate::rng::SeededRng;
@@ -44,7 +45,6 @@ use crate::wire::{HeaderRepr, Payload, RejectPayload, RejectReason, Tlv};
 use hmac::{Hmac, Mac};
 use peregrine_cc::Time;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 /// Bytes of a retry token: 4 (issued_at_ms mod 2^32) + 16 (truncated HMAC).
@@ -56,8 +56,9 @@ const TAG_LEN: usize = 16;
 #[derive(Debug)]
 pub(crate) struct Admission {
     key: [u8; 32],
-    /// Half-open connections and when each expires.
-    half_open: BTreeMap<ConnectionHandle, Time>,
+    /// Half-open connections and when each expires, ordered by expiry
+    /// (O(log n) to arm, clear, and find the due ones).
+    half_open: TimerQueue<ConnectionHandle>,
 }
 
 /// What `Endpoint::admit` decided for a new START.
@@ -82,7 +83,7 @@ impl Admission {
         }
         Admission {
             key: h.finalize().into(),
-            half_open: BTreeMap::new(),
+            half_open: TimerQueue::default(),
         }
     }
 
@@ -258,14 +259,14 @@ impl Endpoint {
     /// Track a just accepted connection as half-open.
     pub(super) fn track_half_open(&mut self, now: Time, handle: ConnectionHandle) {
         let expires = now + self.config.half_open_timeout;
-        self.admission.half_open.insert(handle, expires);
+        self.admission.half_open.set(handle, Some(expires));
         self.note_half_open();
     }
 
     /// After a datagram reached `handle`: a connection that received a
     /// valid packet is no longer half-open.
     pub(super) fn check_half_open(&mut self, handle: ConnectionHandle) {
-        if !self.admission.half_open.contains_key(&handle) {
+        if !self.admission.half_open.contains(handle) {
             return;
         }
         let done = self
@@ -273,42 +274,41 @@ impl Endpoint {
             .get(&handle)
             .is_none_or(|c| c.has_received_valid());
         if done {
-            self.admission.half_open.remove(&handle);
+            self.admission.half_open.remove(handle);
             self.note_half_open();
         }
     }
 
     /// A connection is gone: forget it.
     pub(super) fn forget_half_open(&mut self, handle: ConnectionHandle) {
-        if self.admission.half_open.remove(&handle).is_some() {
+        if self.admission.half_open.contains(handle) {
+            self.admission.half_open.remove(handle);
             self.note_half_open();
         }
     }
 
-    /// The earliest half-open expiry.
+    /// The earliest half-open expiry. O(log n).
     pub(super) fn half_open_timeout(&self) -> Option<Time> {
-        self.admission.half_open.values().min().copied()
+        self.admission.half_open.next().map(|(t, _)| t)
     }
 
     /// Close half-open connections whose time is up. They never said
     /// anything valid: no packet goes to their (perhaps forged) address.
+    /// O(log n) per expired one; nothing when none is due.
     pub(super) fn expire_half_open(&mut self, now: Time) {
-        let due: Vec<ConnectionHandle> = self
-            .admission
-            .half_open
-            .iter()
-            .filter(|(_, t)| **t <= now)
-            .map(|(h, _)| *h)
-            .collect();
-        for handle in due {
-            self.admission.half_open.remove(&handle);
+        let mut any = false;
+        while let Some(handle) = self.admission.half_open.pop_due(now) {
+            any = true;
+            self.connections.visit();
             self.stats.half_open_expired += 1;
             if let Some(c) = self.connections.get_mut(&handle) {
                 c.expire_half_open(now);
             }
             self.pool_sync(handle);
         }
-        self.note_half_open();
+        if any {
+            self.note_half_open();
+        }
     }
 
     fn note_half_open(&mut self) {
@@ -373,6 +373,8 @@ impl Endpoint {
     /// Whether a connection's peer address is proven (`None`: unknown
     /// handle). Only a server-side connection accepted without a valid
     /// retry token starts unproven; its first valid packet proves it.
+    ///
+    /// Complexity: O(log n).
     pub fn address_validated(&self, handle: ConnectionHandle) -> Option<bool> {
         self.connections
             .get(&handle)
@@ -383,6 +385,8 @@ impl Endpoint {
     /// queues, bytes: every connection's
     /// structure, buffers and pending events, the stateless queue and the
     /// half-open set. For flood tests and monitoring; not exact.
+    ///
+    /// Complexity: O(n): it visits every connection (monitoring, not a hot path).
     pub fn memory_estimate(&self) -> usize {
         let conns: usize = self
             .connections

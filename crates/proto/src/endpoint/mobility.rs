@@ -14,6 +14,8 @@ impl Endpoint {
     /// reopens; `u64::MAX` removes the cap. A connection-wide change sends
     /// CWIN (`handover_start` when closing to 0, `handover_end` when
     /// reopening). Whether the connection exists.
+    ///
+    /// Complexity: O(log n).
     pub fn set_receive_window(
         &mut self,
         handle: ConnectionHandle,
@@ -26,6 +28,8 @@ impl Endpoint {
 
     /// [`set_receive_window`](Self::set_receive_window) with the CWIN's
     /// reason code chosen by the application (`None`: the default one).
+    ///
+    /// Complexity: O(log n).
     pub fn set_receive_window_with_reason(
         &mut self,
         handle: ConnectionHandle,

@@ -16,6 +16,8 @@ impl Endpoint {
     /// runtime passes OS entropy: the 64-bit endpoint seed alone would
     /// bound their entropy to 64 bits). Two secrets are derived with
     /// separate labels, so neither reveals the other.
+    ///
+    /// Complexity: O(1).
     pub fn seed_handshakes(&mut self, seed: [u8; 32]) {
         let derive = |label: &[u8]| -> [u8; 32] {
             use sha2::Digest;
@@ -31,17 +33,23 @@ impl Endpoint {
     /// The peer's static key of a connection, once its handshake revealed
     /// it (`Noise_IK`, `Noise_XX`, `Noise_IKpsk2`; `None` for
     /// `Noise_NNpsk0` and unprotected connections).
+    ///
+    /// Complexity: O(log n).
     pub fn peer_static_key(&self, handle: ConnectionHandle) -> Option<PublicKey> {
         self.connections.get(&handle)?.peer_static_key()
     }
 
     /// The Noise pattern a connection's handshake runs (`None`: unprotected).
+    ///
+    /// Complexity: O(log n).
     pub fn security_pattern(&self, handle: ConnectionHandle) -> Option<NoisePattern> {
         self.connections.get(&handle)?.security_pattern()
     }
 
     /// The packet AEAD a connection's handshake agreed on (`None`:
     /// unprotected, or keys not yet established).
+    ///
+    /// Complexity: O(log n).
     pub fn security_aead(&self, handle: ConnectionHandle) -> Option<AeadAlgorithm> {
         self.connections.get(&handle)?.security_stats().aead
     }

@@ -137,6 +137,8 @@ impl Endpoint {
     /// Ask the peer of `handle` (a group's source) to add this side to
     /// `group`; [`Event::GroupJoined`](crate::Event::GroupJoined) follows
     /// when it confirms. The request is repeated until answered.
+    ///
+    /// Complexity: O(log n).
     pub fn join_group(
         &mut self,
         handle: ConnectionHandle,
@@ -153,6 +155,8 @@ impl Endpoint {
     /// Ask the peer of `handle` to remove this side from `group`;
     /// [`Event::GroupLeft`](crate::Event::GroupLeft) follows when it
     /// confirms. Messages the source admitted before still arrive.
+    ///
+    /// Complexity: O(log n).
     pub fn leave_group(
         &mut self,
         handle: ConnectionHandle,
@@ -168,6 +172,8 @@ impl Endpoint {
 
     /// Whether the peer of `handle` is a member of `group` (source side:
     /// its latest JOIN/LEAVE was a JOIN).
+    ///
+    /// Complexity: O(log n).
     pub fn peer_in_group(&self, handle: ConnectionHandle, group: u32) -> bool {
         self.connections
             .get(&handle)
@@ -177,6 +183,8 @@ impl Endpoint {
     /// Whether message `id`, sent on `handle`, is settled: acknowledged
     /// completely by the peer (or abandoned). `None` if the connection is
     /// gone.
+    ///
+    /// Complexity: O(log n).
     pub fn message_settled(&self, handle: ConnectionHandle, id: MessageId) -> Option<bool> {
         self.connections.get(&handle).map(|c| c.message_settled(id))
     }

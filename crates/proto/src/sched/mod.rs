@@ -169,7 +169,9 @@ impl SchedulerConfig {
     }
 }
 
-/// A dense set of stream ids (65,536 bits), O(1) membership.
+/// A dense set of stream ids, O(1) membership: one bit per id up to the
+/// highest inserted (a connection using streams 0–63 holds one word, not
+/// the 8 KiB of all 65,536 ids: issue 20, memory per idle connection).
 #[derive(Clone)]
 pub(crate) struct IdSet(Vec<u64>);
 
@@ -181,22 +183,51 @@ impl Debug for IdSet {
 
 impl IdSet {
     pub(crate) fn new() -> IdSet {
-        IdSet(vec![0; 1024])
+        IdSet(Vec::new())
     }
     pub(crate) fn contains(&self, id: u16) -> bool {
-        self.0[usize::from(id >> 6)] & (1 << (id & 63)) != 0
+        self.0
+            .get(usize::from(id >> 6))
+            .is_some_and(|w| w & (1 << (id & 63)) != 0)
     }
-    /// Insert; whether it was new.
+    /// Insert; whether it was new. Amortized O(1): grows to the word of
+    /// `id` at most once.
     pub(crate) fn insert(&mut self, id: u16) -> bool {
+        let word = usize::from(id >> 6);
+        if word >= self.0.len() {
+            self.0.resize(word + 1, 0);
+        }
         let had = self.contains(id);
-        self.0[usize::from(id >> 6)] |= 1 << (id & 63);
+        self.0[word] |= 1 << (id & 63);
         !had
     }
     /// Remove; whether it was there.
     pub(crate) fn remove(&mut self, id: u16) -> bool {
         let had = self.contains(id);
-        self.0[usize::from(id >> 6)] &= !(1 << (id & 63));
+        if let Some(w) = self.0.get_mut(usize::from(id >> 6)) {
+            *w &= !(1 << (id & 63));
+        }
         had
+    }
+}
+
+#[cfg(test)]
+mod id_set_tests {
+    use super::IdSet;
+
+    #[test]
+    fn an_id_set_grows_to_its_highest_id_only() {
+        let mut s = IdSet::new();
+        assert!(!s.contains(0) && !s.contains(65_535));
+        assert!(!s.remove(7));
+        assert!(s.insert(3));
+        assert!(!s.insert(3));
+        assert_eq!(s.0.len(), 1, "streams 0-63 take one word");
+        assert!(s.insert(65_535));
+        assert_eq!(s.0.len(), 1024);
+        assert!(s.contains(3) && s.contains(65_535) && !s.contains(64));
+        assert!(s.remove(65_535));
+        assert!(!s.contains(65_535));
     }
 }
 

@@ -11,13 +11,9 @@
 //! flows.
 
 use super::{node_of, Sim};
-use crate::rng::component_rng;
 use crate::scenario::Model;
-use peregrine_proto::crypto::{
-    AeadPreference, NoiseConfig, NoisePattern, SecurityConfig, StaticKeypair,
-};
+use peregrine_proto::crypto::{NoisePattern, SecurityConfig};
 use peregrine_proto::EndpointConfig;
-use rand::RngExt;
 use std::net::SocketAddr;
 
 /// Port of a shared server endpoint (below the flows' `10000 + flow`).
@@ -64,16 +60,6 @@ pub(crate) fn shared_endpoint_config(
     c
 }
 
-/// 32 bytes of the component stream `name` of `seed`.
-fn key_bytes(seed: u64, name: &str) -> [u8; 32] {
-    let mut rng = component_rng(seed, name);
-    let mut k = [0u8; 32];
-    for b in k.iter_mut() {
-        *b = rng.random::<u8>();
-    }
-    k
-}
-
 /// `(client, server)` security of group member `flow` whose shared server
 /// endpoint is at node `server_node`: the client's key is the flow's
 /// (`keys/N/client`), the server's static key and PSK the endpoint's
@@ -86,33 +72,7 @@ pub(crate) fn member_security(
     server_node: &str,
     pattern: NoisePattern,
 ) -> (SecurityConfig, SecurityConfig) {
-    let client_kp = StaticKeypair::from_private(key_bytes(seed, &format!("keys/{flow}/client")));
-    let server_kp = StaticKeypair::from_private(key_bytes(
-        seed,
-        &format!("keys/shared/{server_node}/server"),
-    ));
-    let psk = key_bytes(seed, &format!("keys/shared/{server_node}/psk"));
-    let server_pub = server_kp.public();
-    let (client, server) = match pattern {
-        NoisePattern::IK => (
-            NoiseConfig::ik(client_kp, server_pub),
-            NoiseConfig::server(server_kp),
-        ),
-        NoisePattern::XX => (NoiseConfig::xx(client_kp), NoiseConfig::server(server_kp)),
-        NoisePattern::IKpsk2 => (
-            NoiseConfig::ik_psk2(client_kp, server_pub, psk),
-            NoiseConfig::server_psk(Some(server_kp), psk),
-        ),
-        NoisePattern::NNpsk0 => (
-            NoiseConfig::nn_psk0(psk),
-            NoiseConfig::server_psk(None, psk),
-        ),
-    };
-    let aead = AeadPreference::ChaCha20Poly1305;
-    (
-        SecurityConfig::Noise(client.with_aead(aead)),
-        SecurityConfig::Noise(server.with_aead(aead)),
-    )
+    super::security::noise_pair(seed, flow, &format!("keys/shared/{server_node}"), pattern)
 }
 
 impl Sim {

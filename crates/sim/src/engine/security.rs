@@ -31,15 +31,29 @@ fn key_bytes(seed: u64, name: &str) -> [u8; 32] {
 }
 
 /// `(client, server)` security configurations of flow `flow` running
-/// `pattern`.
+/// `pattern`: the flow's own client and server keys (`keys/N/…`).
 pub(crate) fn flow_security(
     seed: u64,
     flow: usize,
     pattern: NoisePattern,
 ) -> (SecurityConfig, SecurityConfig) {
+    noise_pair(seed, flow, &format!("keys/{flow}"), pattern)
+}
+
+/// `(client, server)` Noise configurations running `pattern`: the client
+/// key of flow `flow` (`keys/N/client`), the server's static key and PSK
+/// from `server_keys` (`<server_keys>/server`, `<server_keys>/psk`) —
+/// the flow's own for a point-to-point flow, the shared endpoint's for a
+/// flow group. O(1).
+pub(crate) fn noise_pair(
+    seed: u64,
+    flow: usize,
+    server_keys: &str,
+    pattern: NoisePattern,
+) -> (SecurityConfig, SecurityConfig) {
     let client_kp = StaticKeypair::from_private(key_bytes(seed, &format!("keys/{flow}/client")));
-    let server_kp = StaticKeypair::from_private(key_bytes(seed, &format!("keys/{flow}/server")));
-    let psk = key_bytes(seed, &format!("keys/{flow}/psk"));
+    let server_kp = StaticKeypair::from_private(key_bytes(seed, &format!("{server_keys}/server")));
+    let psk = key_bytes(seed, &format!("{server_keys}/psk"));
     let server_pub = server_kp.public();
     let (client, server) = match pattern {
         NoisePattern::IK => (

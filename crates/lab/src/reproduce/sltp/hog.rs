@@ -112,7 +112,9 @@ impl Hog {
                 .stderr(Stdio::null())
                 .spawn()
                 .with_context(|| format!("cannot start the hog {} hog", exe.display()))?;
-            // Pushed at once so that a later failure still kills this one (Drop).
+            // Pushed at once so that a later failure still kills this one
+            // (Drop), and registered so that an interrupted run does too.
+            crate::netns::kill_on_signal(child.id());
             hog.children.push(child);
         }
         hog.started = std::time::Instant::now();
@@ -145,6 +147,7 @@ impl Hog {
 }
 
 fn kill(mut c: Child) {
+    crate::netns::release_on_signal(c.id());
     let _ = c.kill();
     let _ = c.wait();
 }

@@ -2,7 +2,7 @@
 //! plots, the seed's findings beside ours, and how this run differs from the
 //! seed's testbed.
 
-use super::report::{echo_rate_mb_s, findings, fmt_size, Results, Transport};
+use super::report::{echo_rate_mb_s, findings, fmt_size, LinkKind, Results, Transport};
 use std::fmt::Write as _;
 
 /// The report, linking the SVGs named in `plots` as (caption, file name).
@@ -26,8 +26,22 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
         i.connections,
         i.echoes_per_connection,
     );
+    let _ = writeln!(
+        s,
+        "**Link (every figure below used it)**: {}.\n",
+        i.link.describe()
+    );
+    if i.link.kind == LinkKind::Veth {
+        s.push_str(
+            "The servers (Peregrine's `perf server` and the TCP echo server) run in one namespace at \
+             10.251.0.1 and the clients in the other at 10.251.0.2, so every byte crosses the shaped veth: \
+             kernel TCP's segments carry at most 1,448 bytes of payload, the size of Peregrine's datagrams, \
+             as on the seed's Ethernet (offloaded super-packets longer than tbf's 4-frame bucket are cut into \
+             such frames; shorter ones pass whole, shaped by their bytes). The hogs run in the host's namespace (CPU load has no namespace).\n\n",
+        );
+    }
     s.push_str(
-        "- **Peregrine**: a `peregrine perf server --insecure` process on 127.0.0.1 and, per connection, a \
+        "- **Peregrine**: a `peregrine perf server --insecure` process and, per connection, a \
          `peregrine perf client --insecure --echo-size B --echo-count N --json` process; the times and the \
          packet-pair probe (latency, bandwidth, burst measured at connection start) come from its JSON. \
          Both run `--insecure` (no encryption), as SLTP does: `perf` encrypts by default, which the seed \
@@ -67,9 +81,19 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
         }
     }
     s.push_str("## Network time by load (seed Figs. 7, 9, 10)\n\n");
-    s.push_str(
-        "Median round-trip time in ms; \"P/T\" is Peregrine's time over TCP's (below 1: Peregrine \
-         faster); MB/s is both directions' bytes over the median round trip.\n\n",
+    let _ =
+        writeln!(
+        s,
+        "Link: {}. Median round-trip time in ms; \"P/T\" is Peregrine's time over TCP's (below 1: \
+         Peregrine faster); MB/s is both directions' bytes over the median round trip.\n",
+        match i.link.kind {
+            LinkKind::Loopback => format!("loopback, MTU {} bytes, not shaped", i.link.mtu_bytes),
+            LinkKind::Veth => format!(
+                "veth, MTU {} bytes, shaped to {} Mbit/s",
+                i.link.mtu_bytes,
+                i.link.rate_bps.map_or("?".into(), |r| format!("{:.0}", r / 1e6))
+            ),
+        }
     );
     for load in &i.loads_pct {
         let _ = writeln!(s, "### {load} % background load\n");
@@ -158,14 +182,27 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
     s.push_str("## How this run differs from the seed's\n\n");
     s.push_str(
         "The seed ran between two machines over 1 Gbit/s Ethernet (two i5 PCs; a Xeon server and an \
-         RSU; two single-core MIPS 24Kc RSUs with 64 MB of RAM) and loaded the RSUs with its hog. Here \
+         RSU; two single-core MIPS 24Kc RSUs with 64 MB of RAM) and loaded the RSUs with its hog. ",
+    );
+    s.push_str(match i.link.kind {
+        LinkKind::Loopback => "Here \
          both ends run on one host over loopback: there is no wire, no NIC and no 1 Gbit/s bottleneck, so \
          round trips are bounded by CPU and system calls rather than serialization, and the hog loads the \
          sender and the receiver at once. Kernel TCP over loopback uses a 64 KiB MTU and segment \
          offloads, while Peregrine sends packets of at most 1452 bytes by default (its \
          `max_packet_size`, SLTP's own choice), so a large buffer is ~45 times as many packets for \
          Peregrine, each crossing the user/kernel boundary unless GSO batches them; the seed's TCP ran \
-         on Ethernet with segments of the same size as SLTP's. Peregrine also differs from the seed's SLTP in ways \
+         on Ethernet with segments of the same size as SLTP's (`--ethernet` measures that setting). ",
+        LinkKind::Veth => "Here \
+         both ends run on one host in two network namespaces joined by a veth pair with the seed's \
+         1,500-byte MTU and a 1 Gbit/s token-bucket bottleneck each way that cuts offloaded super-packets \
+         into frames, so kernel TCP's segments on the wire are of Peregrine's datagram size as on the \
+         seed's Ethernet. There is still \
+         no NIC: the veth hands packets over in the kernel, both ends share this host's CPUs (and the \
+         hog loads the sender and the receiver at once), and the shaper is software. ",
+    });
+    s.push_str(
+        "Peregrine also differs from the seed's SLTP in ways \
          that cost time per packet (a 32-bit packet number, stream framing, its own acknowledgement \
          scheme) and its window and pacing are set by its congestion controller rather than a fixed \
          144 KB window. The probe figures are Peregrine's latest packet-pair test on each connection \
@@ -227,6 +264,25 @@ mod tests {
         assert!(md.contains("| 100 % | 62 % |"), "{md}");
         // The fixture's probes differ: no ceiling note.
         assert!(!md.contains("same bandwidth"));
+        // The link every figure used is named, above the tables too.
+        assert!(
+            md.contains("**Link (every figure below used it)**: loopback"),
+            "{md}"
+        );
+        assert!(
+            md.contains("Link: loopback, MTU 65536 bytes, not shaped."),
+            "{md}"
+        );
+        let mut wire = r.clone();
+        wire.info.link = super::super::report::Link {
+            kind: LinkKind::Veth,
+            mtu_bytes: 1500,
+            rate_bps: Some(1e9),
+        };
+        let md_wire = report_md(&wire, &[]);
+        assert!(md_wire.contains("Link: veth, MTU 1500 bytes, shaped to 1000 Mbit/s."));
+        assert!(md_wire.contains("two network namespaces joined by a veth pair"));
+        assert!(!md_wire.contains("over loopback"), "{md_wire}");
         let mut same = r.clone();
         for m in &mut same.measurements {
             for p in &mut m.probes {

@@ -9,6 +9,13 @@
 //! `DIR/sltp/report.md` (tables, SVG plots, the seed's findings beside ours),
 //! CSVs and `summary.json`.
 //!
+//! With `ethernet` (`--ethernet`) the two ends are not on loopback but in
+//! two network namespaces joined by a veth pair with a 1,500-byte MTU
+//! shaped to 1 Gbit/s ([`crate::netns::VethPair`]): servers in one, clients
+//! in the other, so kernel TCP's segments are the size of Peregrine's
+//! datagrams, as on the seed's Ethernet. `summary.json`'s `run.link` says
+//! which link a run used.
+//!
 //! Key choices: the transports are interleaved at every point (Peregrine
 //! then TCP, connection by connection) so drift on a shared machine hits
 //! both alike; every figure is a median of repeated round trips; each load
@@ -22,9 +29,12 @@ pub mod report;
 pub mod stats;
 pub mod tcp_echo;
 
+use crate::netns::{Side, VethPair};
 use crate::progress::Progress;
 use anyhow::{bail, Context};
-use report::{fmt_size, AchievedLoad, Machine, Measurement, Results, RunInfo, Transport};
+use report::{
+    fmt_size, AchievedLoad, Link, LinkKind, Machine, Measurement, Results, RunInfo, Transport,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -54,7 +64,17 @@ pub struct Options {
     pub perf_bin: Option<PathBuf>,
     /// The command line, for the report.
     pub command: String,
+    /// Measure between two network namespaces joined by a veth pair of
+    /// [`ETHERNET_MTU_BYTES`] shaped to [`ETHERNET_RATE_BPS`] instead of
+    /// over loopback (`--ethernet`; needs root).
+    pub ethernet: bool,
 }
+
+/// The MTU of the `--ethernet` veth pair: the seed's Ethernet.
+pub const ETHERNET_MTU_BYTES: u32 = 1500;
+/// The rate each direction of the `--ethernet` veth pair is shaped to: the
+/// seed's 1 Gbit/s Ethernet.
+pub const ETHERNET_RATE_BPS: u64 = 1_000_000_000;
 
 impl Options {
     /// The defaults of the command, running the binary `peregrine_bin`.
@@ -70,6 +90,7 @@ impl Options {
             peregrine_bin,
             perf_bin: None,
             command: "peregrine reproduce sltp".into(),
+            ethernet: false,
         }
     }
 }
@@ -154,15 +175,46 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let dir = args.out.join("sltp");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
 
+    // Made first and dropped last (after the processes in it are killed):
+    // its Drop deletes the namespaces on every way out of this function.
+    let wire = if args.ethernet {
+        Some(VethPair::create(ETHERNET_MTU_BYTES, ETHERNET_RATE_BPS)?)
+    } else {
+        None
+    };
+    let link = match &wire {
+        Some(w) => Link {
+            kind: LinkKind::Veth,
+            mtu_bytes: w.mtu_bytes,
+            rate_bps: Some(w.rate_bps as f64),
+        },
+        None => Link {
+            kind: LinkKind::Loopback,
+            mtu_bytes: std::fs::read_to_string("/sys/class/net/lo/mtu")
+                .ok()
+                .and_then(|m| m.trim().parse().ok())
+                .unwrap_or(0),
+            rate_bps: None,
+        },
+    };
     let peregrine = if plan.transports.contains(&Transport::Peregrine) {
         Some(perf::PerfServer::start(
             &perf_bin,
             &dir.join("perf-server.log"),
+            wire.as_ref(),
         )?)
     } else {
         None
     };
-    let tcp = tcp_echo::TcpEchoServer::start()?;
+    // The echo server's listener lives until the process exits; after the
+    // wire is dropped it keeps the (then unnamed) server namespace alive
+    // that long, and nothing else.
+    let tcp = match &wire {
+        None => tcp_echo::TcpEchoServer::start()?,
+        Some(w) => w.run_in(Side::Server, || {
+            tcp_echo::TcpEchoServer::start_on(VethPair::addr(Side::Server).into())
+        })?,
+    };
 
     let total =
         plan.loads_pct.len() * plan.sizes_bytes.len() * plan.connections * plan.transports.len();
@@ -192,19 +244,29 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
                             probes: Vec::new(),
                         });
                     let outcome = match (t, &peregrine) {
-                        (Transport::Peregrine, Some(server)) => {
-                            perf::echo_client(&perf_bin, server.addr, size, plan.echoes).map(|r| {
-                                m.probes.extend(r.probe);
-                                r.echo.map(|e| e.times_ms).unwrap_or_default()
-                            })
-                        }
+                        (Transport::Peregrine, Some(server)) => perf::echo_client(
+                            &perf_bin,
+                            server.addr,
+                            size,
+                            plan.echoes,
+                            wire.as_ref(),
+                        )
+                        .map(|r| {
+                            m.probes.extend(r.probe);
+                            r.echo.map(|e| e.times_ms).unwrap_or_default()
+                        }),
                         // Not reached (the server is started whenever Peregrine is
                         // planned), but an error is cheaper than a panic to keep so.
                         (Transport::Peregrine, None) => {
                             Err(anyhow::anyhow!("no perf server running"))
                         }
                         (Transport::Tcp, _) => {
-                            tcp_echo::echo_round_trips(tcp.addr, size as usize, plan.echoes)
+                            let echo =
+                                || tcp_echo::echo_round_trips(tcp.addr, size as usize, plan.echoes);
+                            match &wire {
+                                None => echo(),
+                                Some(w) => w.run_in(Side::Client, echo),
+                            }
                         }
                     };
                     match outcome {
@@ -237,6 +299,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
             loads_pct: plan.loads_pct.clone(),
             connections: plan.connections,
             echoes_per_connection: plan.echoes,
+            link,
             elapsed_s: started.elapsed().as_secs_f64(),
             achieved_load: achieved,
             machine,

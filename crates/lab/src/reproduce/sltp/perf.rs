@@ -8,9 +8,10 @@
 //! contract is the one `perf` documents in `docs/perf.md`; only the keys read
 //! here are required, unknown keys are ignored.
 
+use crate::netns::{Side, VethPair};
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -100,16 +101,22 @@ pub struct PerfServer {
 }
 
 impl PerfServer {
-    /// Start `bin perf server --insecure --listen 127.0.0.1:PORT` on a free UDP port,
-    /// its standard error going to `log`, and check that it is still
-    /// running shortly after.
-    pub fn start(bin: &Path, log: &Path) -> anyhow::Result<PerfServer> {
-        let addr = free_udp_port()?;
+    /// Start `bin perf server --insecure --listen IP:PORT` on a free UDP
+    /// port, its standard error going to `log`, and check that it is still
+    /// running shortly after. IP is 127.0.0.1, or with `wire` the server
+    /// side's address inside the server namespace (where the process runs).
+    pub fn start(bin: &Path, log: &Path, wire: Option<&VethPair>) -> anyhow::Result<PerfServer> {
+        let addr = match wire {
+            None => free_udp_port(Ipv4Addr::LOCALHOST.into())?,
+            Some(w) => w.run_in(Side::Server, || {
+                free_udp_port(VethPair::addr(Side::Server).into())
+            })?,
+        };
         // A file, not a pipe: nobody reads the server's diagnostics while it
         // runs, and a full or closed pipe would stall or kill it.
         let log_file = std::fs::File::create(log)
             .with_context(|| format!("cannot create {}", log.display()))?;
-        let mut child = Command::new(bin)
+        let mut child = command(bin, wire, Side::Server)?
             // Seed fidelity: SLTP has no encryption, so neither side of
             // the reproduction encrypts (`perf` does by default).
             .args([
@@ -124,8 +131,10 @@ impl PerfServer {
             .stderr(log_file)
             .spawn()
             .with_context(|| format!("cannot start {} perf server", bin.display()))?;
+        crate::netns::kill_on_signal(child.id());
         std::thread::sleep(Duration::from_millis(300));
         if let Some(status) = child.try_wait()? {
+            crate::netns::release_on_signal(child.id());
             let err = std::fs::read_to_string(log).unwrap_or_default();
             bail!(
                 "`{} perf server` exited at once ({status}): {}\n\
@@ -141,32 +150,44 @@ impl PerfServer {
 
 impl Drop for PerfServer {
     fn drop(&mut self) {
+        crate::netns::release_on_signal(self.child.id());
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-/// A free UDP port on loopback: bind port 0, read it, release it.
+/// A free UDP port on `ip` (in the calling thread's namespace): bind
+/// port 0, read it, release it.
 #[allow(clippy::disallowed_types)] // the CLI runtime asks the OS for a port; no datagram is sent
-fn free_udp_port() -> anyhow::Result<SocketAddr> {
-    let sock = std::net::UdpSocket::bind("127.0.0.1:0").context("cannot bind a UDP socket")?;
+fn free_udp_port(ip: IpAddr) -> anyhow::Result<SocketAddr> {
+    let sock = std::net::UdpSocket::bind((ip, 0)).context("cannot bind a UDP socket")?;
     Ok(sock.local_addr()?)
 }
 
-/// Run one `perf client` in echo mode and parse its report. A first failure
-/// is retried twice (the server may still be binding).
+/// `bin` as a command, run in `side`'s namespace of `wire` if there is one.
+fn command(bin: &Path, wire: Option<&VethPair>, side: Side) -> anyhow::Result<Command> {
+    match wire {
+        None => Ok(Command::new(bin)),
+        Some(w) => w.command(side, bin),
+    }
+}
+
+/// Run one `perf client` in echo mode (with `wire`, in its client
+/// namespace) and parse its report. A first failure is retried twice (the
+/// server may still be binding).
 pub fn echo_client(
     bin: &Path,
     server: SocketAddr,
     size_bytes: u64,
     count: usize,
+    wire: Option<&VethPair>,
 ) -> anyhow::Result<PerfReport> {
     let mut last = None;
     for attempt in 0..3 {
         if attempt > 0 {
             std::thread::sleep(Duration::from_millis(300));
         }
-        let out = Command::new(bin)
+        let child = command(bin, wire, Side::Client)?
             .args([
                 "perf",
                 "client",
@@ -177,8 +198,16 @@ pub fn echo_client(
             .args(["--echo-size", &size_bytes.to_string()])
             .args(["--echo-count", &count.to_string(), "--json"])
             .stdin(Stdio::null())
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .with_context(|| format!("cannot run {} perf client", bin.display()))?;
+        // Registered so that an interrupted run does not leave it behind.
+        let pid = child.id();
+        crate::netns::kill_on_signal(pid);
+        let out = child.wait_with_output();
+        crate::netns::release_on_signal(pid);
+        let out = out.with_context(|| format!("cannot run {} perf client", bin.display()))?;
         if out.status.success() {
             let stdout = String::from_utf8_lossy(&out.stdout);
             return parse_echo(&stdout, size_bytes);

@@ -98,6 +98,51 @@ pub struct AchievedLoad {
     pub hog_cpu_pct: Option<f64>,
 }
 
+/// The link between the two ends: every figure of a run used the same one.
+/// In `summary.json` as `run.link`, e.g. `{"kind": "veth", "mtu_bytes":
+/// 1500, "rate_bps": 1e9}` or `{"kind": "loopback", "mtu_bytes": 65536,
+/// "rate_bps": null}`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Link {
+    /// `loopback` (both ends in this host's namespace on `lo`) or `veth`
+    /// (`--ethernet`: two network namespaces joined by a shaped veth pair).
+    pub kind: LinkKind,
+    /// The MTU both ends used, bytes (loopback: `lo`'s, read from /sys;
+    /// 0 if unreadable).
+    pub mtu_bytes: u32,
+    /// The shaped rate of each direction, bit/s; `None` (null): not shaped.
+    pub rate_bps: Option<f64>,
+}
+
+/// [`Link::kind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkKind {
+    /// The host's loopback device.
+    Loopback,
+    /// A veth pair between two network namespaces.
+    Veth,
+}
+
+impl Link {
+    /// One line for the report: what the link was.
+    pub fn describe(&self) -> String {
+        match self.kind {
+            LinkKind::Loopback => format!(
+                "loopback (both ends on `lo` in one namespace, MTU {} bytes, TCP segment offloads on, not shaped)",
+                self.mtu_bytes
+            ),
+            LinkKind::Veth => format!(
+                "a veth pair between two network namespaces (`--ethernet`): MTU {} bytes, shaped to {} Mbit/s \
+                 each way by `tc tbf` on both ends, whose 4-frame bucket cuts TSO/GSO super-packets into \
+                 MTU-sized frames as a NIC would",
+                self.mtu_bytes,
+                self.rate_bps.map_or("?".into(), |r| format!("{:.0}", r / 1e6))
+            ),
+        }
+    }
+}
+
 /// What was run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunInfo {
@@ -113,6 +158,8 @@ pub struct RunInfo {
     pub connections: usize,
     /// Echo round trips per connection.
     pub echoes_per_connection: usize,
+    /// The link every figure of this run used.
+    pub link: Link,
     /// Wall-clock length of the run, seconds.
     pub elapsed_s: f64,
     /// Per load level, what the hogs achieved.
@@ -433,6 +480,11 @@ pub(crate) mod tests {
                 loads_pct: vec![0, 100],
                 connections: 2,
                 echoes_per_connection: 3,
+                link: Link {
+                    kind: LinkKind::Loopback,
+                    mtu_bytes: 65536,
+                    rate_bps: None,
+                },
                 elapsed_s: 12.0,
                 achieved_load: vec![
                     AchievedLoad {
@@ -536,6 +588,11 @@ pub(crate) mod tests {
         let summary = summary_json(&fixture());
         assert_eq!(summary.points.len(), 7);
         assert_eq!(summary.run.machine.cores, 2);
+        let json = serde_json::to_value(&summary).expect("serializes");
+        assert_eq!(
+            json["run"]["link"],
+            serde_json::json!({"kind": "loopback", "mtu_bytes": 65536, "rate_bps": null})
+        );
         assert_eq!(summary.failures.len(), 1);
         assert!(summary.points[0].network_time_ms.is_some());
     }

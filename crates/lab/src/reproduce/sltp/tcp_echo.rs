@@ -1,5 +1,6 @@
 //! The kernel-TCP side of the reproduction: an in-process echo server and a
-//! client that times "send a buffer, receive it back" over loopback.
+//! client that times "send a buffer, receive it back" over loopback
+//! (or, with `--ethernet`, across a veth pair between two namespaces).
 //!
 //! Framing is a 4-byte big-endian length then the buffer; the server reads
 //! the whole buffer before returning it, as an SLTP/Peregrine message is
@@ -31,8 +32,14 @@ pub struct TcpEchoServer {
 impl TcpEchoServer {
     /// Bind `127.0.0.1:0` and start accepting.
     pub fn start() -> anyhow::Result<TcpEchoServer> {
-        let listener =
-            TcpListener::bind("127.0.0.1:0").context("cannot bind the TCP echo server")?;
+        Self::start_on(std::net::Ipv4Addr::LOCALHOST.into())
+    }
+
+    /// Bind `ip:0` (in the calling thread's network namespace, where the
+    /// listener stays) and start accepting.
+    pub fn start_on(ip: std::net::IpAddr) -> anyhow::Result<TcpEchoServer> {
+        let listener = TcpListener::bind((ip, 0))
+            .with_context(|| format!("cannot bind the TCP echo server on {ip}"))?;
         let addr = listener.local_addr()?;
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {

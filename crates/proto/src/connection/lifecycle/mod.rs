@@ -467,9 +467,26 @@ impl Connection {
             self.closing.end_retx_at = None;
             self.closing.end_pending = true;
         }
-        if now >= self.last_sent + self.config.keep_alive_interval {
+        if now >= self.keep_alive_at() {
             self.keep_alive_pending = true;
         }
+    }
+
+    /// When the next keep-alive is due: `keep_alive_interval` after the
+    /// last datagram sent, rounded up to a grid of 1/16 of the interval
+    /// (less if the idle timeout is close) counted from time zero, so the
+    /// keep-alives of an endpoint's idle connections fall due together —
+    /// one endpoint turn and one send batch for many — instead of one
+    /// turn each (issue 20: timers coalesced).
+    pub(crate) fn keep_alive_at(&self) -> Time {
+        let interval = self.config.keep_alive_interval;
+        let due = self.last_sent + interval;
+        let slack = self.config.idle_timeout.saturating_sub(interval) / 4;
+        let grid = u64::try_from((interval / 16).min(slack).as_nanos()).unwrap_or(u64::MAX);
+        if grid == 0 {
+            return due;
+        }
+        Time::from_nanos(due.as_nanos().div_ceil(grid).saturating_mul(grid))
     }
 }
 

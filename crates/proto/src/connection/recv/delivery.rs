@@ -7,22 +7,29 @@ use crate::wire::{AckPayload, StreamCredit};
 
 impl Connection {
     /// The next event for the application.
+    /// O(1) amortized: a held stream's message is parked once, not
+    /// rescanned at every call.
     pub(crate) fn poll_event(&mut self) -> Option<Event> {
-        let at = if self.held.is_empty() {
-            0
-        } else {
-            let at = self.events.iter().position(|e| {
-                !matches!(e, Event::MessageReceived { stream, .. } if self.held.contains(stream))
-            })?;
-            // The end of the connection never overtakes a held message: an
-            // application told "closed" must have been handed every message
-            // first (the runtime reads "closed, inbox empty" as the end).
-            if at > 0 && matches!(self.events[at], Event::PeerClosed | Event::Closed { .. }) {
-                return None;
+        while let Some(Event::MessageReceived { stream, .. }) = self.events.front() {
+            if !self.held.contains(stream) {
+                break;
             }
-            at
-        };
-        let ev = self.events.remove(at)?;
+            let stream = *stream;
+            let ev = self.events.pop_front()?;
+            self.parked.entry(stream).or_default().push_back(ev);
+        }
+        // The end of the connection never overtakes a held message: an
+        // application told "closed" must have been handed every message
+        // first (the runtime reads "closed, inbox empty" as the end).
+        if !self.parked.is_empty()
+            && matches!(
+                self.events.front(),
+                Some(Event::PeerClosed | Event::Closed { .. })
+            )
+        {
+            return None;
+        }
+        let ev = self.events.pop_front()?;
         if let Event::MessageReceived { id, .. } = &ev {
             self.on_app_read(*id);
         }
@@ -45,7 +52,17 @@ impl Connection {
             self.held.insert(stream);
         } else {
             self.held.remove(&stream);
+            // Its parked messages came before everything still queued.
+            for ev in self.parked.remove(&stream).into_iter().flatten().rev() {
+                self.events.push_front(ev);
+            }
         }
+    }
+
+    /// Whether `poll_event` may have something (the endpoint's queue of
+    /// connections with events).
+    pub(crate) fn has_events(&self) -> bool {
+        !self.events.is_empty()
     }
 
     /// A delivered message waits for the application.

@@ -405,7 +405,7 @@ impl Connection {
         }
         arm(Some(self.last_received + self.config.idle_timeout));
         if !self.keep_alive_pending {
-            arm(Some(self.last_sent + self.config.keep_alive_interval));
+            arm(Some(self.keep_alive_at()));
         }
         arm(self.recovery.timeout());
         arm(self.recv.ack_deadline());

@@ -1,0 +1,9 @@
+//! # Benchmarks that run in the laboratory's process
+//!
+//! * [`endpoint`]: `peregrine bench endpoint`, the sans-IO scale
+//!   benchmark of one server endpoint holding thousands of connections
+//!   (issue 20).
+//! * [`alloc`]: the heap counter it reads its KiB per connection from.
+
+pub mod alloc;
+pub mod endpoint;

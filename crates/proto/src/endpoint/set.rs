@@ -1,0 +1,301 @@
+//! # The endpoint's connections, and which of them have something to do
+//!
+//! Work proportional to what is active, not to what exists (issue 20):
+//! a connection's wishes — a datagram to send, an event to report, its
+//! next deadline — change only when the endpoint calls into it. So every
+//! mutable access goes through [`ConnectionSet::get_mut`], which marks the
+//! connection *touched*; before the endpoint answers a `poll_*` or
+//! `handle_timeout` it *settles* the touched ones: re-keys its deadline in
+//! the [`TimerQueue`], and queues it as ready to transmit and, if it has
+//! events, as ready to report. The endpoint's loops then visit only those
+//! queues (quinn-proto keeps the same shape: connections push
+//! `EndpointEvent`s and the endpoint polls only the ones it was told
+//! about).
+//!
+//! Lookup by handle is a B-tree (O(log n)); connections are boxed so the
+//! tree's nodes stay small and moving an entry moves a pointer.
+
+use super::timers::TimerOrder;
+use super::ConnectionHandle;
+use crate::connection::Connection;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+
+/// A connection's key in the endpoint's `by_peer` map: the peer's
+/// address and connection id.
+pub(crate) type PeerKey = (SocketAddr, u16);
+
+/// One connection and its bookkeeping.
+#[derive(Debug)]
+struct Slot {
+    conn: Box<Connection>,
+    /// Its key in the endpoint's `by_peer` map (accepted connections), so
+    /// reaping removes exactly that entry instead of scanning the map.
+    peer: Option<PeerKey>,
+    /// In `touched`, not settled yet.
+    touched: bool,
+    /// In `tx_ready`.
+    in_tx: bool,
+    /// In `ev_ready`.
+    in_ev: bool,
+    /// The deadline it is armed with in `timers`.
+    armed: Option<peregrine_cc::Time>,
+}
+
+/// The connections of one endpoint, with the queues of the active ones.
+#[derive(Debug, Default)]
+pub(crate) struct ConnectionSet {
+    map: BTreeMap<ConnectionHandle, Slot>,
+    /// Connections called into since the last settle.
+    touched: Vec<ConnectionHandle>,
+    /// Each connection's next deadline (the deadline itself is in its
+    /// slot).
+    pub(crate) timers: TimerOrder<ConnectionHandle>,
+    /// Connections that may have a datagram to send, in round-robin order
+    /// (a connection that sent goes to the back).
+    tx_ready: VecDeque<ConnectionHandle>,
+    /// Connections that have events to report.
+    ev_ready: VecDeque<ConnectionHandle>,
+    /// Connections visited by the `poll_*` / `handle_timeout` loops
+    /// (tests check that a turn with one active connection visits O(1)).
+    pub(crate) visited: u64,
+}
+
+impl ConnectionSet {
+    /// Connections held. O(1).
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// A connection, read-only. O(log n).
+    pub(crate) fn get(&self, handle: &ConnectionHandle) -> Option<&Connection> {
+        self.map.get(handle).map(|s| &*s.conn)
+    }
+
+    /// A connection, to call into: marks it touched (it is settled before
+    /// the endpoint next answers a poll). O(log n).
+    pub(crate) fn get_mut(&mut self, handle: &ConnectionHandle) -> Option<&mut Connection> {
+        let slot = self.map.get_mut(handle)?;
+        if !slot.touched {
+            slot.touched = true;
+            self.touched.push(*handle);
+        }
+        Some(&mut slot.conn)
+    }
+
+    /// A connection, for a caller that re-keys it itself
+    /// ([`refresh`](Self::refresh)). O(log n).
+    pub(crate) fn get_untracked(&mut self, handle: &ConnectionHandle) -> Option<&mut Connection> {
+        self.map.get_mut(handle).map(|s| &mut *s.conn)
+    }
+
+    /// Handles, ascending. O(n) for all of them.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &ConnectionHandle> {
+        self.map.keys()
+    }
+
+    /// Every connection, read-only. O(n) for all of them.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Connection> {
+        self.map.values().map(|s| &*s.conn)
+    }
+
+    /// Add a new connection (touched: its first datagram and deadline are
+    /// looked at the next time). O(log n).
+    pub(crate) fn insert(
+        &mut self,
+        handle: ConnectionHandle,
+        conn: Connection,
+        peer: Option<PeerKey>,
+    ) {
+        self.map.insert(
+            handle,
+            Slot {
+                conn: Box::new(conn),
+                peer,
+                touched: true,
+                in_tx: false,
+                in_ev: false,
+                armed: None,
+            },
+        );
+        self.touched.push(handle);
+    }
+
+    /// Remove a connection; its `by_peer` key. Queue entries it leaves are
+    /// skipped when reached. O(log n).
+    pub(crate) fn remove(
+        &mut self,
+        handle: &ConnectionHandle,
+    ) -> Option<(Box<Connection>, Option<PeerKey>)> {
+        let slot = self.map.remove(handle)?;
+        self.timers.rearm(*handle, slot.armed, None);
+        Some((slot.conn, slot.peer))
+    }
+
+    /// Re-key a connection: its deadline, and the event queue if it has
+    /// events; the transmit queue too when `tx`. O(log n).
+    pub(crate) fn refresh(&mut self, handle: ConnectionHandle, tx: bool) {
+        let Some(slot) = self.map.get_mut(&handle) else {
+            return;
+        };
+        let t = slot.conn.poll_timeout();
+        self.timers.rearm(handle, slot.armed, t);
+        slot.armed = t;
+        if tx && !slot.in_tx {
+            slot.in_tx = true;
+            self.tx_ready.push_back(handle);
+        }
+        if !slot.in_ev && slot.conn.has_events() {
+            slot.in_ev = true;
+            self.ev_ready.push_back(handle);
+        }
+    }
+
+    /// The connection was re-keyed by its caller: it needs no settling.
+    /// O(log n).
+    pub(crate) fn untouch(&mut self, handle: ConnectionHandle) {
+        if let Some(slot) = self.map.get_mut(&handle) {
+            slot.touched = false;
+        }
+    }
+
+    /// Settle every touched connection. O(touched · log n).
+    pub(crate) fn settle(&mut self) {
+        let mut touched = std::mem::take(&mut self.touched);
+        for h in touched.drain(..) {
+            let Some(slot) = self.map.get_mut(&h) else {
+                continue;
+            };
+            if !slot.touched {
+                continue;
+            }
+            slot.touched = false;
+            self.refresh(h, true);
+        }
+        // Keep the allocation for the next round.
+        if self.touched.is_empty() {
+            self.touched = touched;
+        }
+    }
+
+    /// The next connection that may have a datagram to send, taken off
+    /// the transmit queue (put it back with [`requeue_tx`](Self::requeue_tx)
+    /// if it sent one). Amortized O(log n).
+    pub(crate) fn pop_tx(&mut self) -> Option<ConnectionHandle> {
+        while let Some(h) = self.tx_ready.pop_front() {
+            if let Some(slot) = self.map.get_mut(&h) {
+                slot.in_tx = false;
+                self.visited += 1;
+                return Some(h);
+            }
+        }
+        None
+    }
+
+    /// Put a connection that just sent at the back of the transmit queue.
+    /// O(log n).
+    pub(crate) fn requeue_tx(&mut self, handle: ConnectionHandle) {
+        if let Some(slot) = self.map.get_mut(&handle) {
+            if !slot.in_tx {
+                slot.in_tx = true;
+                self.tx_ready.push_back(handle);
+            }
+        }
+    }
+
+    /// The first connection on the event queue (it stays there until
+    /// [`done_ev`](Self::done_ev)). Amortized O(log n).
+    pub(crate) fn front_ev(&mut self) -> Option<ConnectionHandle> {
+        while let Some(&h) = self.ev_ready.front() {
+            if self.map.contains_key(&h) {
+                self.visited += 1;
+                return Some(h);
+            }
+            self.ev_ready.pop_front();
+        }
+        None
+    }
+
+    /// The front connection of the event queue has no event to report
+    /// now: take it off. O(log n).
+    pub(crate) fn done_ev(&mut self) {
+        if let Some(h) = self.ev_ready.pop_front() {
+            if let Some(slot) = self.map.get_mut(&h) {
+                slot.in_ev = false;
+            }
+        }
+    }
+
+    /// Take off a connection whose deadline is at or before `now`
+    /// (earliest first). O(log n).
+    pub(crate) fn pop_due(&mut self, now: peregrine_cc::Time) -> Option<ConnectionHandle> {
+        let h = self.timers.pop_due(now)?;
+        if let Some(slot) = self.map.get_mut(&h) {
+            slot.armed = None;
+        }
+        Some(h)
+    }
+
+    /// Count a connection visited by a loop other than the queues'.
+    pub(crate) fn visit(&mut self) {
+        self.visited += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connection::ConnectionConfig;
+    use peregrine_cc::Time;
+
+    fn conn(id: u16) -> Connection {
+        Connection::connect(
+            Time::ZERO,
+            ConnectionConfig::default(),
+            id,
+            "10.0.0.2:4000".parse().unwrap(),
+            1,
+            1,
+        )
+    }
+
+    #[test]
+    fn only_touched_connections_are_queued_and_each_once() {
+        let mut s = ConnectionSet::default();
+        for i in 0..10u64 {
+            s.insert(ConnectionHandle(i), conn(i as u16 + 1), None);
+        }
+        s.settle();
+        // Every new connection has its START to send and a deadline.
+        assert_eq!(s.timers.len(), 10);
+        let mut popped = Vec::new();
+        while let Some(h) = s.pop_tx() {
+            popped.push(h.0);
+        }
+        assert_eq!(popped, (0..10).collect::<Vec<_>>());
+        // Touching one (twice) queues it once; the others stay out.
+        s.get_mut(&ConnectionHandle(7));
+        s.get_mut(&ConnectionHandle(7));
+        s.settle();
+        assert_eq!(s.pop_tx(), Some(ConnectionHandle(7)));
+        assert_eq!(s.pop_tx(), None);
+        // A connection that sent goes to the back; untracked access and
+        // untouch leave the queue alone.
+        s.requeue_tx(ConnectionHandle(3));
+        s.requeue_tx(ConnectionHandle(3));
+        assert_eq!(s.pop_tx(), Some(ConnectionHandle(3)));
+        assert_eq!(s.pop_tx(), None);
+        s.get_mut(&ConnectionHandle(4));
+        s.untouch(ConnectionHandle(4));
+        s.settle();
+        assert_eq!(s.pop_tx(), None);
+        // A removed connection's queue entry and timer go with it.
+        s.get_mut(&ConnectionHandle(5));
+        s.settle();
+        assert!(s.remove(&ConnectionHandle(5)).is_some());
+        assert_eq!(s.pop_tx(), None);
+        assert_eq!(s.timers.len(), 9);
+        assert_eq!(s.len(), 9);
+        assert_eq!(s.front_ev(), None, "no connection has events");
+    }
+}
