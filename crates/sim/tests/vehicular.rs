@@ -225,3 +225,29 @@ fn onoff_traffic_offers_about_half_of_cbr() {
     let ratio = onoff / cbr;
     assert!((0.3..0.7).contains(&ratio), "onoff/cbr = {ratio}");
 }
+
+/// Issue 23, deliverable 4: the highway world of `scenarios/mmwave-highway.toml`
+/// (0.119 vehicles/m, 50.08 km/h mean, ON/OFF traffic) records a channel in
+/// which the neighbours block each other and hands over between the
+/// road-side stations, deterministically, and its ON/OFF flows run on it.
+#[test]
+fn the_highway_scenario_blocks_hands_over_and_runs_onoff_traffic() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/mmwave-highway.toml");
+    let text = std::fs::read_to_string(path).expect("the scenario file");
+    let s = Scenario::from_toml_str(&text, path, &["duration=\"3s\"".to_string()])
+        .expect("valid");
+    let m = &s.model;
+    let v = m.vehicular.as_ref().expect("vehicular");
+    let density = v.config.vehicles as f64 / v.config.area_m[0];
+    assert!((density - 0.119).abs() < 0.001, "{density}");
+    let mean_kmh = (v.config.speed_min_mps + v.config.speed_max_mps) / 2.0 * 3.6;
+    assert!((mean_kmh - 50.08).abs() < 0.01, "{mean_kmh}");
+    let tl = ChannelTimeline::record(v, m.duration_ns, m.seed).expect("records");
+    let again = ChannelTimeline::record(v, m.duration_ns, m.seed).expect("records");
+    assert_eq!(format!("{:?}", tl.events), format!("{:?}", again.events));
+    assert!(tl.counts.blockage > 0 && tl.counts.handover > 0, "{:?}", tl.counts);
+    let r = run_with_timeline(&s, Some(&tl)).expect("runs");
+    let bits: f64 = r.flows.iter().map(|f| f.goodput_bps(r.duration_ns)).sum();
+    // 20 ON/OFF flows at 50 Mbit/s while ON share 5 × 50 Mbit/s of cells.
+    assert!(bits > 10e6 && bits < 250e6, "{bits}");
+}
