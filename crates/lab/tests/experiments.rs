@@ -172,7 +172,8 @@ fn mmwave_cvn_quick_gives_the_contract_shape_and_is_deterministic() {
         mmwave_cvn::run(&opts, &Silent).expect("runs")
     };
     let o = run(dir.join("a"));
-    assert_eq!(o.runs, (2 * 4 + 2 * 4) * 2);
+    // Absent hints only for RTW-TCP: the others' runs are the perfect ones.
+    assert_eq!(o.runs, (4 + 1 + 2 * 4) * 2);
     let report = read(&o.report);
     for needle in [
         "Bulk flows",

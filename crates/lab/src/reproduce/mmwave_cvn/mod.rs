@@ -242,6 +242,10 @@ pub struct Plan {
     pub highway_loads: Vec<f64>,
 }
 
+/// Every world × hint mode × controller × traffic, in that nesting order;
+/// with hints other than `perfect` only RTW-TCP (the one controller that
+/// reads hints: the others' runs would be the perfect-hint runs again,
+/// byte for byte, and are copied from them — [`copy_hint_blind`]).
 fn cross(
     worlds: &[World],
     hints: &[&'static str],
@@ -251,6 +255,9 @@ fn cross(
     for &world in worlds {
         for &hints in hints {
             for cc in CONTROLLERS {
+                if hints != "perfect" && !reads_hints(cc) {
+                    continue;
+                }
                 for &traffic in traffic {
                     out.push(GridPoint {
                         world,
@@ -264,11 +271,45 @@ fn cross(
     }
 }
 
+/// Whether controller `cc` reacts to link hints (only RTW-TCP does; the
+/// others ignore `on_link_hint`, so their runs do not depend on the hint
+/// mode).
+pub fn reads_hints(cc: &str) -> bool {
+    cc == "rtwtcp"
+}
+
+/// For every point run with noisy or absent hints, the controllers that
+/// ignore hints get the figures of their perfect-hint run of the same
+/// world and traffic (the same runs). O(points · log points).
+fn copy_hint_blind(results: &mut Results) {
+    let mut copies = Vec::new();
+    for k in results.keys().filter(|k| k.hints != "perfect") {
+        for cc in CONTROLLERS.iter().filter(|cc| !reads_hints(cc)) {
+            let from = PointKey {
+                hints: "perfect".into(),
+                cc: cc.to_string(),
+                ..k.clone()
+            };
+            if let Some(r) = results.get(&from) {
+                copies.push((
+                    PointKey {
+                        cc: cc.to_string(),
+                        ..k.clone()
+                    },
+                    r.clone(),
+                ));
+            }
+        }
+    }
+    results.extend(copies);
+}
+
 impl Plan {
     /// The default grid: bulk × every world × perfect hints × [`SEEDS`];
     /// bulk × noisy/absent hints × [`SIDE_SEEDS`]; CBR at [`LOADS`] ×
     /// perfect hints × [`SIDE_SEEDS`]; the highway's ON/OFF at
-    /// [`HIGHWAY_LOADS`] × every hint mode × [`SEEDS`]. With `quick`:
+    /// [`HIGHWAY_LOADS`] × every hint mode × [`SEEDS`]; noisy and absent
+    /// hints for RTW-TCP only (see [`reads_hints`]). With `quick`:
     /// urban/random bulk with perfect and absent hints, and CBR at 0.6
     /// and 1.0, × [`QUICK_SEEDS`]. `seeds` (if given) replaces every
     /// part's seed count. O(points).
@@ -642,6 +683,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         }
     }
     progress.finish();
+    copy_hint_blind(&mut results);
     let counts = cache
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
@@ -952,7 +994,7 @@ mod grid_tests {
     fn the_grids_have_their_parts_and_seeds() {
         let quick = Plan::of(true, None);
         assert!(quick.points().iter().all(|p| p.world.key() == "urban_random"));
-        assert_eq!(quick.runs(), (2 * 4 + 2 * 4) * QUICK_SEEDS as usize);
+        assert_eq!(quick.runs(), (4 + 1 + 2 * 4) * QUICK_SEEDS as usize);
         let full = Plan::of(false, None);
         let names: Vec<&str> = full.parts.iter().map(|p| p.name).collect();
         assert_eq!(names, ["bulk", "hints", "cbr", "highway"]);
@@ -961,9 +1003,9 @@ mod grid_tests {
             sizes,
             [
                 (4 * 4, SEEDS),
-                (4 * 2 * 4, SIDE_SEEDS),
+                (4 * 2, SIDE_SEEDS),
                 (4 * 4 * 6, SIDE_SEEDS),
-                (3 * 4 * 3, SEEDS)
+                (3 * (4 + 2), SEEDS)
             ]
         );
         assert!(SEEDS >= 5 && SIDE_SEEDS >= 3 && DURATION_S >= 30.0);

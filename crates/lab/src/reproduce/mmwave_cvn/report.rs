@@ -392,7 +392,7 @@ fn hint_value(ctx: &ReportCtx<'_>, rep: &mut Report, keys: &[String]) {
         "absent",
     ]);
     for k in keys {
-        for cc in CONTROLLERS {
+        for cc in ["rtwtcp"] {
             let p: Vec<Option<&PointStats>> =
                 HINTS.iter().map(|h| ctx.get(k, h, cc, "bulk")).collect();
             if p.iter().filter(|x| x.is_some()).count() < 2 {
@@ -408,9 +408,10 @@ fn hint_value(ctx: &ReportCtx<'_>, rep: &mut Report, keys: &[String]) {
         }
     }
     rep.paragraph(
-        "Only RTW-TCP reads hints; the other controllers' rows show how much the hint \
-         modes differ by chance alone (their runs are otherwise identical, and with the \
-         same seed they are the same runs).",
+        "Only RTW-TCP reads hints, so only RTW-TCP is run with noisy and absent hints; \
+         in `summary.json` the other controllers' noisy and absent figures are those of \
+         their perfect-hint runs (the same runs: they ignore hints). Without hints \
+         RTW-TCP is CUBIC.",
     );
     rep.table(Some("Bulk throughput (Mbit/s) and RTT by hint accuracy"), &t);
 }
