@@ -87,7 +87,11 @@ fn main() {
                 let tl = ChannelTimeline::record(v, m.duration_ns, m.seed).expect("records");
                 counts = Some(tl.counts);
                 let r = run_with_timeline(&s, Some(&tl)).expect("runs");
-                let per: Vec<f64> = r.flows.iter().map(|f| f.goodput_bps(r.duration_ns)).collect();
+                let per: Vec<f64> = r
+                    .flows
+                    .iter()
+                    .map(|f| f.goodput_bps(r.duration_ns))
+                    .collect();
                 let total: f64 = per.iter().sum();
                 let sq: f64 = per.iter().map(|x| x * x).sum();
                 jain.push(total * total / (per.len() as f64 * sq.max(1e-9)));

@@ -232,10 +232,12 @@ fn onoff_traffic_offers_about_half_of_cbr() {
 /// road-side stations, deterministically, and its ON/OFF flows run on it.
 #[test]
 fn the_highway_scenario_blocks_hands_over_and_runs_onoff_traffic() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/mmwave-highway.toml");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/mmwave-highway.toml"
+    );
     let text = std::fs::read_to_string(path).expect("the scenario file");
-    let s = Scenario::from_toml_str(&text, path, &["duration=\"3s\"".to_string()])
-        .expect("valid");
+    let s = Scenario::from_toml_str(&text, path, &["duration=\"3s\"".to_string()]).expect("valid");
     let m = &s.model;
     let v = m.vehicular.as_ref().expect("vehicular");
     let density = v.config.vehicles as f64 / v.config.area_m[0];
@@ -245,7 +247,11 @@ fn the_highway_scenario_blocks_hands_over_and_runs_onoff_traffic() {
     let tl = ChannelTimeline::record(v, m.duration_ns, m.seed).expect("records");
     let again = ChannelTimeline::record(v, m.duration_ns, m.seed).expect("records");
     assert_eq!(format!("{:?}", tl.events), format!("{:?}", again.events));
-    assert!(tl.counts.blockage > 0 && tl.counts.handover > 0, "{:?}", tl.counts);
+    assert!(
+        tl.counts.blockage > 0 && tl.counts.handover > 0,
+        "{:?}",
+        tl.counts
+    );
     let r = run_with_timeline(&s, Some(&tl)).expect("runs");
     let bits: f64 = r.flows.iter().map(|f| f.goodput_bps(r.duration_ns)).sum();
     // 20 ON/OFF flows at 50 Mbit/s while ON share 5 × 50 Mbit/s of cells.

@@ -367,8 +367,8 @@ impl VehicularConfig {
                 "speeds must satisfy 0 < speed_min_mps <= speed_max_mps <= 1000",
             ));
         }
-        let road_m = crate::world::vehicles::HIGHWAY_LANES as f64
-            * crate::world::vehicles::LANE_WIDTH_M;
+        let road_m =
+            crate::world::vehicles::HIGHWAY_LANES as f64 * crate::world::vehicles::LANE_WIDTH_M;
         if mobility == VehicleMobility::Highway && self.area_m[1] < road_m {
             return Err(err(
                 origin,

@@ -261,7 +261,9 @@ mod tests {
         let n = 200;
         let v = highway(n);
         let area = Bounds::from_size(168.0, 40.0, 3.0);
-        let lanes: Vec<f64> = (0..HIGHWAY_LANES).map(|l| highway_lane(40.0, l).0).collect();
+        let lanes: Vec<f64> = (0..HIGHWAY_LANES)
+            .map(|l| highway_lane(40.0, l).0)
+            .collect();
         assert!(lanes.iter().all(|y| (13.0..=27.0).contains(y)), "{lanes:?}");
         let (mut speed_sum, mut per_tenth) = (0.0, [0usize; 10]);
         for i in 0..n {
@@ -286,7 +288,8 @@ mod tests {
 
     #[test]
     fn a_highway_too_narrow_for_its_lanes_is_refused() {
-        let doc = "duration = \"1s\"\n[vehicular]\nmobility = \"highway\"\narea_m = [168.0, 10.0]\n";
+        let doc =
+            "duration = \"1s\"\n[vehicular]\nmobility = \"highway\"\narea_m = [168.0, 10.0]\n";
         let e = Scenario::from_toml_str(doc, "t", &[]).unwrap_err();
         assert_eq!(e.field, "vehicular.area_m");
     }

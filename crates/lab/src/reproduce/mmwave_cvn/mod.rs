@@ -246,12 +246,7 @@ pub struct Plan {
 /// with hints other than `perfect` only RTW-TCP (the one controller that
 /// reads hints: the others' runs would be the perfect-hint runs again,
 /// byte for byte, and are copied from them — [`copy_hint_blind`]).
-fn cross(
-    worlds: &[World],
-    hints: &[&'static str],
-    traffic: &[Traffic],
-    out: &mut Vec<GridPoint>,
-) {
+fn cross(worlds: &[World], hints: &[&'static str], traffic: &[Traffic], out: &mut Vec<GridPoint>) {
     for &world in worlds {
         for &hints in hints {
             for cc in CONTROLLERS {
@@ -327,7 +322,13 @@ impl Plan {
         if quick {
             let w = &SCENARIOS[3..];
             let loads = [0.6, 1.0];
-            part("bulk", w, &["perfect", "absent"], &[Traffic::Bulk], QUICK_SEEDS);
+            part(
+                "bulk",
+                w,
+                &["perfect", "absent"],
+                &[Traffic::Bulk],
+                QUICK_SEEDS,
+            );
             let cbr: Vec<Traffic> = loads.iter().map(|l| Traffic::Cbr(*l)).collect();
             part("cbr", w, &["perfect"], &cbr, QUICK_SEEDS);
             return Plan {
@@ -908,10 +909,16 @@ mod tests {
         assert!((hw - 4.303 / 3f64.sqrt()).abs() < 1e-3, "{hw}");
         assert_eq!(leaf["ci95"]["rtt_ms"], 0.0);
         // Bulk first, then the loads; a single seed has a zero half-width.
-        let loads = s.scenarios.get("urban_random").and_then(|h| h.get("hints_perfect"));
+        let loads = s
+            .scenarios
+            .get("urban_random")
+            .and_then(|h| h.get("hints_perfect"));
         let loads = loads.and_then(|c| c.get("rtwtcp")).expect("controller");
         assert_eq!(loads.keys().collect::<Vec<_>>(), ["bulk", "load_0.6"]);
-        assert_eq!(loads.get("load_0.6").expect("cbr").ci95.throughput_mbps, 0.0);
+        assert_eq!(
+            loads.get("load_0.6").expect("cbr").ci95.throughput_mbps,
+            0.0
+        );
         assert_eq!(load_key(0.2), "load_0.2");
         assert_eq!(load_key(1.0), "load_1.0");
         assert_eq!(Traffic::Bulk.key(), "bulk");
@@ -963,7 +970,10 @@ mod grid_tests {
     /// the point's controller, hints and load.
     #[test]
     fn the_highway_point_is_the_scenario_file() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/mmwave-highway.toml");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/mmwave-highway.toml"
+        );
         let text = std::fs::read_to_string(path).expect("the scenario file");
         let sets = [
             "name=\"mmwave-cvn\"",
@@ -993,12 +1003,19 @@ mod grid_tests {
     #[test]
     fn the_grids_have_their_parts_and_seeds() {
         let quick = Plan::of(true, None);
-        assert!(quick.points().iter().all(|p| p.world.key() == "urban_random"));
+        assert!(quick
+            .points()
+            .iter()
+            .all(|p| p.world.key() == "urban_random"));
         assert_eq!(quick.runs(), (4 + 1 + 2 * 4) * QUICK_SEEDS as usize);
         let full = Plan::of(false, None);
         let names: Vec<&str> = full.parts.iter().map(|p| p.name).collect();
         assert_eq!(names, ["bulk", "hints", "cbr", "highway"]);
-        let sizes: Vec<(usize, u32)> = full.parts.iter().map(|p| (p.points.len(), p.seeds)).collect();
+        let sizes: Vec<(usize, u32)> = full
+            .parts
+            .iter()
+            .map(|p| (p.points.len(), p.seeds))
+            .collect();
         assert_eq!(
             sizes,
             [
