@@ -851,9 +851,10 @@ fn differences(rows: &[Comparison]) -> String {
          1/40 and runs last tens of seconds; (5) our channel parameters for the failure \
          processes are our own (docs/sim-parts/mmwave.md); (6) the highway uses our \
          own geometry (four lanes, wrap-around) for the seed's traces, which we do not \
-         have, and there the neighbours' 2 m bodies stay below the ray from the 1.5 m \
-         antennas to the 5 m stations on the verges, so the seed's many blockages by \
-         neighbouring vehicles do not appear (see the failure table)."
+         have, and there the neighbours' 2 m bodies mostly stay below the ray from the \
+         1.5 m antennas to the 5 m stations on the verges, so blockages are rarer on our \
+         highway than in the grid worlds, where the seed has many blockages by \
+         neighbouring vehicles (see the failure table)."
             .to_string(),
     );
     parts.join(" ")
