@@ -54,3 +54,209 @@ fn the_urban_street_scene_has_outages_of_every_kind_and_they_cut_the_links() {
     let delivered: u64 = r.flows.iter().map(|f| f.metrics.c.rx_packets).sum();
     assert!(delivered > 1000, "{delivered}");
 }
+
+/// Issue 23, deliverable 1: with a scheduler the base stations share
+/// their air time. On the same channel (same seed), `pf` and `rr` never
+/// give the vehicles together more than the stations' capacity, while
+/// `unshared` does; sharing never invents or removes an outage; and a run
+/// is deterministic.
+#[test]
+fn cells_share_their_capacity_and_keep_the_outages() {
+    let record = |sched: &str| {
+        let s = scenario(&[
+            "duration=\"2s\"",
+            "vehicular.vehicles=20",
+            &format!("vehicular.scheduler=\"{sched}\""),
+        ]);
+        let m = &s.model;
+        let v = m.vehicular.as_ref().expect("vehicular");
+        let tl = ChannelTimeline::record(v, m.duration_ns, m.seed).expect("records");
+        (
+            tl,
+            v.channel.capacity_cap_bps,
+            v.config.base_stations.len() as u64,
+        )
+    };
+    let (unshared, cap, stations) = record("unshared");
+    let mut peak_unshared = 0u64;
+    for sched in ["pf", "rr"] {
+        let (shared, _, _) = record(sched);
+        assert_eq!(shared.counts, unshared.counts, "{sched}: same channel");
+        let mut peak = 0u64;
+        for ms in 0..2000u64 {
+            let t = peregrine_sim::Time::from_nanos(ms * 1_000_000 + 500_000);
+            let mut total = 0u64;
+            for (a, b) in shared.capacity.iter().zip(&unshared.capacity) {
+                assert_eq!(a.at(t) == 0, b.at(t) == 0, "{sched} at {ms} ms");
+                assert!(a.at(t) <= b.at(t));
+                total += a.at(t);
+            }
+            peak = peak.max(total);
+            peak_unshared =
+                peak_unshared.max(unshared.capacity.iter().map(|c| c.at(t)).sum::<u64>());
+        }
+        assert!(
+            peak <= stations * cap,
+            "{sched}: {peak} > {stations} × {cap}"
+        );
+        assert!(peak > 0);
+    }
+    assert!(
+        peak_unshared > stations * cap,
+        "20 vehicles on 5 stations: unshared sums to {peak_unshared}"
+    );
+    let (again, _, _) = record("pf");
+    let (first, _, _) = record("pf");
+    assert_eq!(again.capacity, first.capacity, "deterministic");
+}
+
+/// `handover_buffer = "drop"` loses queued packets at handovers; `move`
+/// keeps them (fewer outage drops, same channel).
+#[test]
+fn a_dropping_handover_loses_more_packets_than_a_moving_one() {
+    let drops = |policy: &str| {
+        let s = scenario(&[
+            "duration=\"3s\"",
+            "vehicular.vehicles=20",
+            "vehicular.traffic=\"bulk\"",
+            "vehicular.scheduler=\"pf\"",
+            &format!("vehicular.handover_buffer=\"{policy}\""),
+        ]);
+        let m = &s.model;
+        let v = m.vehicular.as_ref().expect("vehicular");
+        let tl = ChannelTimeline::record(v, m.duration_ns, m.seed).expect("records");
+        assert!(tl.counts.handover > 0, "{:?}", tl.counts);
+        let r = run_with_timeline(&s, Some(&tl)).expect("runs");
+        r.links.iter().map(|l| l.stats.outage_drops).sum::<u64>()
+    };
+    let (moved, dropped) = (drops("move"), drops("drop"));
+    assert!(dropped > moved, "drop {dropped} vs move {moved}");
+}
+
+/// Issue 23, deliverable 2 end to end: the fading channel keeps the
+/// event counts per kind, its capacity takes many values (not on/off) and
+/// blockage no longer switches the link off.
+#[test]
+fn the_fading_channel_varies_continuously_and_counts_its_events() {
+    let record = |model: &str| {
+        let s = scenario(&[
+            "duration=\"3s\"",
+            "vehicular.vehicles=20",
+            &format!("vehicular.channel_model=\"{model}\""),
+        ]);
+        let m = &s.model;
+        let v = m.vehicular.as_ref().expect("vehicular");
+        let tl = ChannelTimeline::record(v, m.duration_ns, m.seed).expect("records");
+        let end = peregrine_sim::Time::from_nanos(m.duration_ns);
+        let down: u64 = tl
+            .capacity
+            .iter()
+            .map(|k| k.down_time(end).as_nanos() as u64)
+            .sum();
+        let mut levels: Vec<u64> = tl
+            .capacity
+            .iter()
+            .flat_map(|k| k.steps().iter().map(|s| s.1))
+            .collect();
+        levels.sort_unstable();
+        levels.dedup();
+        (tl.counts, down, levels.len())
+    };
+    let (outage, outage_down, outage_levels) = record("outage");
+    let (fading, fading_down, fading_levels) = record("fading");
+    assert!(fading.blockage > 0 && fading.deafness > 0, "{fading:?}");
+    // More than on/off — but few levels: with the 2 Gbit/s cap, a 100 m
+    // cell's line-of-sight links sit at the cap (status-23 "known
+    // problems"); the levels come from blocked and far links.
+    assert!(
+        fading_levels > outage_levels,
+        "{fading_levels} vs {outage_levels}"
+    );
+    eprintln!(
+        "outage {outage:?} down {outage_down} ns, {outage_levels} levels; \
+         fading {fading:?} down {fading_down} ns, {fading_levels} levels"
+    );
+    assert!(
+        fading_down < outage_down,
+        "blockage attenuates: down {fading_down} ns vs {outage_down} ns ({outage:?})"
+    );
+}
+
+/// Issue 23, deliverable 3 end to end: a named hint source changes the
+/// run (its hints are estimates, not the outages' durations) and is
+/// deterministic; the oracle default leaves older outputs as they were.
+#[test]
+fn named_hint_sources_run_deterministically_and_differ_from_the_oracle() {
+    let summary = |source: &str| {
+        let s = scenario(&[
+            "duration=\"2s\"",
+            "vehicular.vehicles=10",
+            "vehicular.traffic=\"bulk\"",
+            "vehicular.hints=\"noisy\"",
+            &format!("vehicular.hint_source=\"{source}\""),
+        ]);
+        serde_json::to_string(&run(&s).expect("runs").summary_json()).expect("json")
+    };
+    let oracle = summary("oracle");
+    for source in ["base_station", "mobility"] {
+        let a = summary(source);
+        assert_eq!(a, summary(source), "{source}: deterministic");
+        assert_ne!(a, oracle, "{source}: other hints, another run");
+    }
+}
+
+/// Issue 23, deliverable 4: ON/OFF traffic offers about half of what CBR
+/// offers at the same load with equal mean ON and OFF periods.
+#[test]
+fn onoff_traffic_offers_about_half_of_cbr() {
+    let rx = |traffic: &str| {
+        let s = scenario(&[
+            "duration=\"20s\"",
+            "vehicular.vehicles=4",
+            "vehicular.load=0.2",
+            "vehicular.onoff_mean_on=\"500ms\"",
+            "vehicular.onoff_mean_off=\"500ms\"",
+            &format!("vehicular.traffic=\"{traffic}\""),
+        ]);
+        let r = run(&s).expect("runs");
+        r.flows.iter().map(|f| f.metrics.c.rx_packets).sum::<u64>() as f64
+    };
+    let (cbr, onoff) = (rx("cbr"), rx("onoff"));
+    let ratio = onoff / cbr;
+    assert!((0.3..0.7).contains(&ratio), "onoff/cbr = {ratio}");
+}
+
+/// Issue 23, deliverable 4: the highway world of `scenarios/mmwave-highway.toml`
+/// (0.119 vehicles/m, 50.08 km/h mean, ON/OFF traffic) records a channel
+/// with deafness and handovers between the road-side stations,
+/// deterministically, and its ON/OFF flows run on it. (No blockage is
+/// asserted: with 2 m vehicle bodies, 1.5 m antennas and 5 m stations on
+/// the verges the ray clears the neighbours in this geometry — measured,
+/// a known limit of the model reported with issue 23.)
+#[test]
+fn the_highway_scenario_hands_over_and_runs_onoff_traffic() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/mmwave-highway.toml"
+    );
+    let text = std::fs::read_to_string(path).expect("the scenario file");
+    let s = Scenario::from_toml_str(&text, path, &["duration=\"3s\"".to_string()]).expect("valid");
+    let m = &s.model;
+    let v = m.vehicular.as_ref().expect("vehicular");
+    let density = v.config.vehicles as f64 / v.config.area_m[0];
+    assert!((density - 0.119).abs() < 0.001, "{density}");
+    let mean_kmh = (v.config.speed_min_mps + v.config.speed_max_mps) / 2.0 * 3.6;
+    assert!((mean_kmh - 50.08).abs() < 0.01, "{mean_kmh}");
+    let tl = ChannelTimeline::record(v, m.duration_ns, m.seed).expect("records");
+    let again = ChannelTimeline::record(v, m.duration_ns, m.seed).expect("records");
+    assert_eq!(format!("{:?}", tl.events), format!("{:?}", again.events));
+    assert!(
+        tl.counts.deafness > 0 && tl.counts.handover > 0,
+        "{:?}",
+        tl.counts
+    );
+    let r = run_with_timeline(&s, Some(&tl)).expect("runs");
+    let bits: f64 = r.flows.iter().map(|f| f.goodput_bps(r.duration_ns)).sum();
+    // 20 ON/OFF flows at 50 Mbit/s while ON share 5 × 50 Mbit/s of cells.
+    assert!(bits > 10e6 && bits < 250e6, "{bits}");
+}

@@ -5,6 +5,9 @@
 //! sending connection of that vehicle's flow (`Endpoint::link_hint` at
 //! `deliver_at`).
 //!
+//! With `handover_buffer = "drop"` the downlink direction loses its queue
+//! (the old station's RLC buffer) at each of the vehicle's handovers.
+//!
 //! Hints are known in advance because the channel is recorded before the
 //! run (it does not depend on traffic); scheduling them up front is
 //! exactly equivalent to emitting them as the outages happen.
@@ -12,7 +15,9 @@
 use super::{Ev, Sim, SimError};
 use crate::scenario::model::ServerSpec;
 use crate::scenario::Scenario;
-use crate::world::channel::hints::HintSource;
+use crate::world::cells::HandoverBuffer;
+use crate::world::channel::hints::{HintOrigin, HintPriors, HintSource};
+use crate::world::channel::mmwave::FailureKind;
 use crate::world::link::QueueLimit;
 use crate::world::mmwave_link::MmWaveLink;
 use crate::world::vehicles::ChannelTimeline;
@@ -52,26 +57,51 @@ pub(crate) fn attach(
                 bytes: dir.queue.bytes,
                 floor_packets: dir.queue_floor_packets,
             };
-            sim.links[2 * li + d] = Box::new(MmWaveLink::new(
+            let mut link = MmWaveLink::new(
                 std::sync::Arc::clone(cap),
                 std::time::Duration::from_nanos(dir.delay_ns),
                 limit,
-            ));
+            );
+            // Direction 0 is gw → vehicle: the base station's RLC buffer.
+            if d == 0 && v.handover_buffer == HandoverBuffer::Drop {
+                link = link.with_flush_at(
+                    timeline
+                        .events
+                        .iter()
+                        .filter(|e| e.vehicle == i && e.kind == FailureKind::Handover)
+                        .map(|e| e.time)
+                        .collect(),
+                );
+            }
+            sim.links[2 * li + d] = Box::new(link);
         }
     }
+    let origin = HintOrigin::parse(&v.config.hint_source)
+        .ok_or_else(|| fail(format!("vehicular.hint_source: {:?}", v.config.hint_source)))?;
+    let ms = |x: f64| std::time::Duration::from_secs_f64(x.max(0.0) * 1e-3);
+    let c = &v.channel;
+    let priors = HintPriors {
+        recovery: ms(c.link_recovery_ms),
+        handover: ms(c.handover_interruption_ms),
+        blockage: ms(c.nlos_recovery_ms),
+        horizon: ms(c.blockage_horizon_ms),
+        ..HintPriors::default()
+    };
     let mut hints = HintSource::new(
         v.hints.clone(),
         std::time::Duration::from_nanos(v.config.hint_delay.0),
         m.seed,
     )
-    .map_err(|e| fail(e.to_string()))?;
-    for ev in &timeline.events {
-        if let Some(h) = hints.on_event(ev) {
-            let at = h.deliver_at;
-            if at.as_nanos() <= m.duration_ns && h.vehicle < v.config.vehicles {
-                sim.queue
-                    .push(at, Ev::Hint(v.first_flow + h.vehicle, Box::new(h.hint)));
-            }
+    .map_err(|e| fail(e.to_string()))?
+    .with_origin(origin, priors);
+    let end = crate::Time::from_nanos(m.duration_ns);
+    let mut scheduled = hints.false_alarms(v.config.vehicles, end);
+    scheduled.extend(timeline.events.iter().filter_map(|ev| hints.on_event(ev)));
+    for h in scheduled {
+        let at = h.deliver_at;
+        if at.as_nanos() <= m.duration_ns && h.vehicle < v.config.vehicles {
+            sim.queue
+                .push(at, Ev::Hint(v.first_flow + h.vehicle, Box::new(h.hint)));
         }
     }
     Ok(())

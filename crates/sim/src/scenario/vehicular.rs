@@ -21,7 +21,8 @@
 
 use super::units::{Dur, Rate};
 use super::ScenarioError;
-use crate::world::channel::hints::HintMode;
+use crate::world::cells::{HandoverBuffer, SchedulerKind};
+use crate::world::channel::hints::{HintMode, HintOrigin};
 use crate::world::channel::mmwave::{Environment, MmWaveConfig};
 use serde::{Deserialize, Serialize};
 use toml::Value;
@@ -88,6 +89,27 @@ fn d_payload() -> u32 {
 fn d_traffic() -> String {
     "cbr".into()
 }
+fn d_scheduler() -> String {
+    "unshared".into()
+}
+fn d_pf_window() -> Dur {
+    Dur(100_000_000)
+}
+fn d_pf_min_share() -> f64 {
+    0.1
+}
+fn d_handover_buffer() -> String {
+    "move".into()
+}
+fn d_channel_model() -> String {
+    "outage".into()
+}
+fn d_hint_source() -> String {
+    "oracle".into()
+}
+fn d_onoff_mean() -> Dur {
+    Dur(1_000_000_000)
+}
 
 /// `[vehicular]`: see the module documentation and `docs/scenarios.md`.
 /// Serializes as the table it was read from (for scenarios built in
@@ -98,8 +120,12 @@ pub struct VehicularConfig {
     /// `rural` or `urban` (obstacle density preset); default `urban`.
     #[serde(default = "d_environment")]
     pub environment: Environment,
-    /// `manhattan` (streets of a grid) or `random` (2-D random waypoint,
-    /// no pause); default `manhattan`.
+    /// `manhattan` (streets of a grid), `random` (2-D random waypoint,
+    /// no pause) or `highway` (a straight multi-lane road along x through
+    /// the middle of the area, half the lanes each way, every vehicle at
+    /// its own constant speed drawn in `[speed_min_mps, speed_max_mps]`,
+    /// leaving at one end and re-entering at the other so the density
+    /// `vehicles / area_m[0]` stays constant); default `manhattan`.
     #[serde(default = "d_mobility")]
     pub mobility: String,
     /// Number of vehicles (1 … 1000); default 20.
@@ -158,9 +184,51 @@ pub struct VehicularConfig {
     /// Stream bytes per DATA packet; default 1400 (seed 004).
     #[serde(default = "d_payload")]
     pub payload_bytes: u32,
-    /// `cbr` (the offered load) or `bulk` (always backlogged); default `cbr`.
+    /// `cbr` (the offered load), `bulk` (always backlogged) or `onoff`
+    /// (the offered load during exponential ON periods of mean
+    /// `onoff_mean_on`, silent for exponential OFF periods of mean
+    /// `onoff_mean_off`); default `cbr`.
     #[serde(default = "d_traffic")]
     pub traffic: String,
+    /// How a base station shares its air time among the vehicles it
+    /// serves (`world::cells`): `pf` (proportional fair), `rr` (round
+    /// robin) or `unshared` (every vehicle keeps its own rate, the model
+    /// before issue 23); default `unshared`, so older outputs are
+    /// unchanged until a scenario asks for `pf`.
+    #[serde(default = "d_scheduler")]
+    pub scheduler: String,
+    /// Averaging window of the proportional-fair throughput; default 100 ms.
+    #[serde(default = "d_pf_window")]
+    pub pf_window: Dur,
+    /// Fraction of a step every vehicle in coverage keeps under PF,
+    /// divided among the cell's vehicles (0 … 1); default 0.1.
+    #[serde(default = "d_pf_min_share")]
+    pub pf_min_share: f64,
+    /// The base station's RLC buffer of a vehicle at a handover: `move`
+    /// (forwarded to the new station) or `drop` (lost); default `move`.
+    #[serde(default = "d_handover_buffer")]
+    pub handover_buffer: String,
+    /// The channel: `outage` (blockage, deafness, misalignment and
+    /// handover switch the link off; issue 11) or `fading` (SINR with
+    /// shadowing and interference, blockage and misalignment as losses,
+    /// capacity continuous; deafness and handover still interrupt;
+    /// issue 23); default `outage`, so older outputs are unchanged.
+    #[serde(default = "d_channel_model")]
+    pub channel_model: String,
+    /// Who produces the hints (`world::channel::hints::HintOrigin`):
+    /// `oracle` (the outage's own duration — foreknowledge; the model
+    /// before issue 23), `base_station` (learns blockage lengths as they
+    /// end) or `mobility` (blocker length over the vehicle's speed); with
+    /// a named source `perfect` means zero delay and no misses. Default
+    /// `oracle`, so older outputs are unchanged.
+    #[serde(default = "d_hint_source")]
+    pub hint_source: String,
+    /// Mean ON period of `traffic = "onoff"`; default 1 s.
+    #[serde(default = "d_onoff_mean")]
+    pub onoff_mean_on: Dur,
+    /// Mean OFF period of `traffic = "onoff"`; default 1 s.
+    #[serde(default = "d_onoff_mean")]
+    pub onoff_mean_off: Dur,
 }
 
 impl Default for VehicularConfig {
@@ -187,6 +255,14 @@ impl Default for VehicularConfig {
             step: d_ms(),
             payload_bytes: d_payload(),
             traffic: d_traffic(),
+            scheduler: d_scheduler(),
+            pf_window: d_pf_window(),
+            pf_min_share: d_pf_min_share(),
+            handover_buffer: d_handover_buffer(),
+            channel_model: d_channel_model(),
+            hint_source: d_hint_source(),
+            onoff_mean_on: d_onoff_mean(),
+            onoff_mean_off: d_onoff_mean(),
         }
     }
 }
@@ -198,6 +274,9 @@ pub enum VehicleMobility {
     Manhattan,
     /// 2-D random waypoint without pauses.
     Random,
+    /// A straight multi-lane road with wrap-around (seed 004's congested
+    /// highway, §4: 0.119 vehicles/m, 50.08 km/h mean).
+    Highway,
 }
 
 /// The validated `[vehicular]` table and where its parts landed in the model.
@@ -211,6 +290,10 @@ pub struct VehicularModel {
     pub hints: HintMode,
     /// The channel parameters (environment preset, capacity cap scaled).
     pub channel: MmWaveConfig,
+    /// How each base station shares its air time.
+    pub scheduler: SchedulerKind,
+    /// What a handover does to the base station's RLC buffer.
+    pub handover_buffer: HandoverBuffer,
     /// Index (in `Model::links`) of `access-v0`; vehicle `i`'s is `+ i`.
     pub first_access_link: usize,
     /// Index (in `Model::flows`) of flow `v0`; vehicle `i`'s is `+ i`.
@@ -224,14 +307,16 @@ fn err(origin: &str, field: &str, message: impl Into<String>) -> ScenarioError {
 impl VehicularConfig {
     /// Checks every field, naming the first bad one.
     pub fn check(&self, origin: &str) -> Result<(VehicleMobility, HintMode), ScenarioError> {
+        self.cells(origin)?;
         let mobility = match self.mobility.as_str() {
             "manhattan" => VehicleMobility::Manhattan,
             "random" => VehicleMobility::Random,
+            "highway" => VehicleMobility::Highway,
             o => {
                 return Err(err(
                     origin,
                     "mobility",
-                    format!("{o:?}: use manhattan or random"),
+                    format!("{o:?}: use manhattan, random or highway"),
                 ))
             }
         };
@@ -247,8 +332,14 @@ impl VehicularConfig {
                 ))
             }
         };
-        if !matches!(self.traffic.as_str(), "cbr" | "bulk") {
-            return Err(err(origin, "traffic", "use cbr or bulk"));
+        if !matches!(self.traffic.as_str(), "cbr" | "bulk" | "onoff") {
+            return Err(err(origin, "traffic", "use cbr, bulk or onoff"));
+        }
+        if self.onoff_mean_on.0 == 0 {
+            return Err(err(origin, "onoff_mean_on", "must be positive"));
+        }
+        if self.onoff_mean_off.0 == 0 {
+            return Err(err(origin, "onoff_mean_off", "must be positive"));
         }
         if !(1..=1000).contains(&self.vehicles) {
             return Err(err(origin, "vehicles", "must be 1 … 1000"));
@@ -276,6 +367,15 @@ impl VehicularConfig {
                 "speeds must satisfy 0 < speed_min_mps <= speed_max_mps <= 1000",
             ));
         }
+        let road_m =
+            crate::world::vehicles::HIGHWAY_LANES as f64 * crate::world::vehicles::LANE_WIDTH_M;
+        if mobility == VehicleMobility::Highway && self.area_m[1] < road_m {
+            return Err(err(
+                origin,
+                "area_m",
+                format!("the highway's {road_m} m of lanes must fit in area_m[1]"),
+            ));
+        }
         if !(self.block_size_m.is_finite() && self.block_size_m >= 1.0) {
             return Err(err(origin, "block_size_m", "must be >= 1 m"));
         }
@@ -295,6 +395,41 @@ impl VehicularConfig {
             return Err(err(origin, "payload_bytes", "must be 64 … 60000"));
         }
         Ok((mobility, hints))
+    }
+
+    /// The scheduler and the handover-buffer policy, each checked.
+    pub fn cells(&self, origin: &str) -> Result<(SchedulerKind, HandoverBuffer), ScenarioError> {
+        let scheduler = SchedulerKind::parse(&self.scheduler).ok_or_else(|| {
+            err(
+                origin,
+                "scheduler",
+                format!("{:?}: use pf, rr or unshared", self.scheduler),
+            )
+        })?;
+        let buffer = HandoverBuffer::parse(&self.handover_buffer).ok_or_else(|| {
+            err(
+                origin,
+                "handover_buffer",
+                format!("{:?}: use move or drop", self.handover_buffer),
+            )
+        })?;
+        if self.pf_window.0 < 1_000_000 || self.pf_window.0 > 100_000_000_000 {
+            return Err(err(origin, "pf_window", "must be 1 ms … 100 s"));
+        }
+        if HintOrigin::parse(&self.hint_source).is_none() {
+            return Err(err(
+                origin,
+                "hint_source",
+                "use oracle, base_station or mobility",
+            ));
+        }
+        if !matches!(self.channel_model.as_str(), "outage" | "fading") {
+            return Err(err(origin, "channel_model", "use outage or fading"));
+        }
+        if !(self.pf_min_share.is_finite() && (0.0..=1.0).contains(&self.pf_min_share)) {
+            return Err(err(origin, "pf_min_share", "must be in [0, 1]"));
+        }
+        Ok((scheduler, buffer))
     }
 
     fn scaled(&self, bps: u64) -> u64 {
@@ -330,8 +465,10 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
         )
     })?;
     let (mobility, hints) = cfg.check(origin)?;
+    let (scheduler, handover_buffer) = cfg.cells(origin)?;
     let mut channel = cfg.environment.config();
     channel.capacity_cap_bps = cfg.scaled(channel.capacity_cap_bps);
+    channel.fading = cfg.channel_model == "fading";
     let Value::Table(t) = doc else {
         return Err(ScenarioError::new(origin, "(document)", "is not a table"));
     };
@@ -372,6 +509,18 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
         ]));
         let app = if cfg.traffic == "bulk" {
             table(vec![("app", s("bulk"))])
+        } else if cfg.traffic == "onoff" {
+            table(vec![
+                ("app", s("onoff")),
+                ("rate", Value::Integer(rate as i64)),
+                (
+                    "message_bytes",
+                    Value::Integer(i64::from(cfg.payload_bytes)),
+                ),
+                ("distribution", s("exponential")),
+                ("mean_on", s(format!("{}ns", cfg.onoff_mean_on.0))),
+                ("mean_off", s(format!("{}ns", cfg.onoff_mean_off.0))),
+            ])
         } else {
             table(vec![
                 ("app", s("cbr")),
@@ -401,6 +550,8 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
         mobility,
         hints,
         channel,
+        scheduler,
+        handover_buffer,
         first_access_link,
         first_flow,
     }))
@@ -482,6 +633,26 @@ mod tests {
         assert_eq!(bad("vehicular.vehicles=0"), "vehicular.vehicles");
         assert_eq!(bad("vehicular.cc=\"nope\""), "flows.0.cc");
         assert_eq!(bad("vehicular.colour=1"), "vehicular.colour");
+        assert_eq!(bad("vehicular.scheduler=\"wfq\""), "vehicular.scheduler");
+        assert_eq!(
+            bad("vehicular.handover_buffer=\"keep\""),
+            "vehicular.handover_buffer"
+        );
+        assert_eq!(bad("vehicular.pf_min_share=2.0"), "vehicular.pf_min_share");
+        assert_eq!(
+            bad("vehicular.channel_model=\"rayleigh\""),
+            "vehicular.channel_model"
+        );
+        assert_eq!(bad("vehicular.pf_window=\"10us\""), "vehicular.pf_window");
+        assert_eq!(bad("vehicular.traffic=\"poisson\""), "vehicular.traffic");
+        assert_eq!(
+            bad("vehicular.onoff_mean_off=\"0s\""),
+            "vehicular.onoff_mean_off"
+        );
+        assert_eq!(
+            bad("vehicular.hint_source=\"crystal\""),
+            "vehicular.hint_source"
+        );
         let s = Scenario::from_toml_str(
             DOC,
             "t",

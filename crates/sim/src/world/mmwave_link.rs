@@ -110,6 +110,13 @@ pub struct MmWaveLink {
     /// an outage cuts it.
     in_service: Option<(Packet, Time, bool)>,
     stats: LinkStats,
+    /// Handovers that lose the queue (`handover_buffer = "drop"`), in
+    /// increasing time, and how many have been applied.
+    flush_at: Vec<Time>,
+    flushed: usize,
+    /// Drops of a flush applied in `enqueue`, handed out at the next
+    /// `advance`.
+    pending_drops: Vec<(Packet, DropReason)>,
 }
 
 impl MmWaveLink {
@@ -122,26 +129,69 @@ impl MmWaveLink {
             queue: DropTailQueue::new(limit),
             in_service: None,
             stats: LinkStats::default(),
+            flush_at: Vec::new(),
+            flushed: 0,
+            pending_drops: Vec::new(),
+        }
+    }
+
+    /// At each of `times` (handovers, sorted here) every packet still
+    /// queued is dropped (`DropReason::Outage`): the old station's RLC
+    /// buffer is lost. Packets queued after the handover are kept.
+    pub fn with_flush_at(mut self, mut times: Vec<Time>) -> MmWaveLink {
+        times.sort_unstable();
+        self.flush_at = times;
+        self.flushed = 0;
+        self
+    }
+
+    /// Applies the flushes due at or before `t`. O(packets dropped).
+    fn flush_until(&mut self, t: Time, out: &mut LinkOutput) {
+        let mut due = false;
+        while self.flush_at.get(self.flushed).is_some_and(|h| *h <= t) {
+            self.flushed += 1;
+            due = true;
+        }
+        if due {
+            for p in self.queue.drain() {
+                self.stats.outage_drops += 1;
+                out.dropped.push((p, DropReason::Outage));
+            }
         }
     }
 }
 
 impl LinkModel for MmWaveLink {
-    fn enqueue(&mut self, _now: Time, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), (Packet, DropReason)> {
+        if self.flush_at.get(self.flushed).is_some_and(|h| *h <= now) {
+            // A handover passed while nothing woke the link: the queue
+            // was lost then, before this packet came.
+            let mut out = LinkOutput::default();
+            self.flush_until(now, &mut out);
+            self.pending_drops.append(&mut out.dropped);
+        }
         self.queue.push(pkt, &mut self.stats)
     }
 
     fn next_wake(&mut self, now: Time) -> Option<Time> {
+        if !self.pending_drops.is_empty() {
+            return Some(now);
+        }
         if let Some((_, at, _)) = &self.in_service {
             return Some(*at);
         }
         if self.queue.is_empty() {
             return None;
         }
-        self.capacity.up_at(now)
+        let up = self.capacity.up_at(now);
+        match self.flush_at.get(self.flushed) {
+            Some(h) if up.is_none_or(|u| *h < u) => Some((*h).max(now)),
+            _ => up,
+        }
     }
 
     fn advance(&mut self, now: Time, out: &mut LinkOutput) {
+        out.dropped.append(&mut self.pending_drops);
         loop {
             let mut t = now;
             if let Some((_, at, _)) = &self.in_service {
@@ -160,6 +210,7 @@ impl LinkModel for MmWaveLink {
                     }
                 }
             }
+            self.flush_until(t, out);
             let rate = self.capacity.at(t);
             if self.queue.is_empty() || rate == 0 {
                 return;
@@ -272,5 +323,55 @@ mod tests {
         assert_eq!(at, vec![20_500_500, 21_000_500]);
         assert_eq!(l.stats().outage_drops, 1);
         assert_eq!(l.backlog(), (0, 0));
+    }
+
+    fn limit() -> QueueLimit {
+        QueueLimit {
+            packets: Some(100),
+            bytes: None,
+            floor_packets: 0,
+        }
+    }
+
+    #[test]
+    fn a_dropping_handover_loses_the_queue_and_a_moving_one_keeps_it() {
+        // Handover outage 10–20 ms (the steps' outage stands for it).
+        let run = |flush: Vec<Time>| {
+            let mut l = MmWaveLink::new(steps(), Duration::ZERO, limit()).with_flush_at(flush);
+            let mut out = LinkOutput::default();
+            for i in 0..5 {
+                l.enqueue(t(9_900_000), pkt(i)).unwrap();
+            }
+            let mut now = t(9_900_000);
+            while let Some(w) = l.next_wake(now) {
+                if w > t(40_000_000) {
+                    break;
+                }
+                now = w;
+                l.advance(now, &mut out);
+            }
+            (
+                out.delivered.len(),
+                out.dropped.len(),
+                l.stats().outage_drops,
+            )
+        };
+        // Move: the one on the air at 10 ms is cut, the other 4 wait.
+        assert_eq!(run(Vec::new()), (4, 1, 1));
+        // Drop at 10 ms: the cut packet and the 4 queued are lost.
+        assert_eq!(run(vec![t(10_000_000)]), (0, 5, 5));
+        // Drop at 15 ms: a packet queued before is lost, one arriving
+        // after the flush is kept for the new station.
+        let mut l =
+            MmWaveLink::new(steps(), Duration::ZERO, limit()).with_flush_at(vec![t(15_000_000)]);
+        let mut out = LinkOutput::default();
+        l.enqueue(t(12_000_000), pkt(1)).unwrap();
+        assert_eq!(l.next_wake(t(12_000_000)), Some(t(15_000_000)));
+        l.enqueue(t(16_000_000), pkt(2)).unwrap();
+        assert_eq!(l.next_wake(t(16_000_000)), Some(t(16_000_000)));
+        l.advance(t(16_000_000), &mut out);
+        assert_eq!(out.dropped.len(), 1);
+        assert_eq!(out.dropped[0].0.id, 1);
+        assert_eq!(l.backlog().0, 1);
     }
 }

@@ -2,6 +2,7 @@
 //! and outages. Positions are sampled by the channel when it needs them;
 //! everything here is a pure value driven in virtual time.
 
+pub mod cells;
 pub mod channel;
 pub mod dcf;
 pub mod geom;

@@ -9,26 +9,62 @@
 //! load and hint-mode run (common random numbers: the runs being compared
 //! see exactly the same outages), and the recording is cheap to share.
 //!
+//! Sharing: each step, every base station's air time is divided among
+//! the vehicles it serves by the scenario's scheduler
+//! ([`super::cells::CellScheduler`], `vehicular.scheduler`), and the share
+//! is what is recorded; `unshared` records each vehicle's own rate.
+//!
 //! Stepping: every `step` (1 ms by default) and, in between, at the
 //! channel's `next_change()` so that every outage ends exactly on time.
-//! The obstacle field keeps the streets (Manhattan) and the base-station
+//! Highway (`vehicular.mobility = "highway"`): [`HIGHWAY_LANES`] lanes of
+//! [`LANE_WIDTH_M`] centred on `y = area_m[1] / 2`, the lower half driven
+//! towards +x, the upper half towards −x; vehicle `i` takes lane
+//! `i mod lanes` at an evenly spaced, jittered position along the road
+//! (so the density is exactly `vehicles / area_m[0]`) and a constant speed
+//! drawn once in `[speed_min_mps, speed_max_mps]`; it leaves through one end
+//! and re-enters through the other (a ring road cut open: the density never
+//! thins out). Vehicles on one lane pass through each other (overtaking is
+//! not modelled; the neighbours still block each other's beams).
+//!
+//! The obstacle field keeps the streets (Manhattan), the road (highway) and the base-station
 //! sites clear; with random mobility only the sites are kept clear and
 //! vehicles may drive through buildings (they are then blocked, as
 //! random-mobility studies without road maps have them).
 
+use super::cells::CellScheduler;
 use super::channel::mmwave::{FailureCounts, FailureEvent, MmWaveChannel};
 use super::channel::obstacles::{ObstacleField, Rect};
 use super::geom::{Bounds, Vec3};
 use super::mmwave_link::CapacitySteps;
-use super::mobility::{ManhattanConfig, Mobility, MobilityConfig, RandomWaypointConfig};
+use super::mobility::{
+    Boundary, ConstantVelocityConfig, ManhattanConfig, Mobility, MobilityConfig,
+    RandomWaypointConfig,
+};
 use crate::scenario::vehicular::{VehicleMobility, VehicularModel};
 use crate::Time;
+use rand::RngExt;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Half-width of the street corridors kept free of obstacles, m.
 const STREET_HALF_WIDTH_M: f64 = 4.0;
 /// Half-side of the square kept clear around a base-station site, m.
 const SITE_CLEARANCE_M: f64 = 3.0;
+
+/// Lanes of the highway world, half each way.
+pub const HIGHWAY_LANES: usize = 4;
+/// Width of a highway lane, m.
+pub const LANE_WIDTH_M: f64 = 3.5;
+/// Antenna height of a highway vehicle, m (the channel uses ground positions).
+const HIGHWAY_ANTENNA_M: f64 = 1.5;
+
+/// The highway lane `lane`'s centre line `y` and direction (+1 towards +x,
+/// −1 towards −x) in an area `area_y_m` high. O(1).
+pub fn highway_lane(area_y_m: f64, lane: usize) -> (f64, f64) {
+    let half = HIGHWAY_LANES / 2;
+    let y = area_y_m / 2.0 + (lane as f64 - half as f64 + 0.5) * LANE_WIDTH_M;
+    (y, if lane < half { 1.0 } else { -1.0 })
+}
 
 /// What the channel did over a run, for every vehicle.
 #[derive(Clone, Debug, Default)]
@@ -69,6 +105,19 @@ fn build_mobility(
             speed_max_mps: c.speed_max_mps,
             pause_s: 0.0,
         }),
+        VehicleMobility::Highway => {
+            // Its own stream, so adding vehicles does not move the others.
+            let mut rng = crate::rng::component_rng(seed, &format!("highway/{i}"));
+            let (y, dir) = highway_lane(c.area_m[1], i % HIGHWAY_LANES);
+            let spacing_m = c.area_m[0] / c.vehicles as f64;
+            let x = (i as f64 + rng.random::<f64>()) * spacing_m;
+            let speed = c.speed_min_mps + (c.speed_max_mps - c.speed_min_mps) * rng.random::<f64>();
+            MobilityConfig::ConstantVelocity(ConstantVelocityConfig {
+                initial_position_m: Some([x.min(c.area_m[0]), y, HIGHWAY_ANTENNA_M]),
+                velocity_mps: [dir * speed, 0.0, 0.0],
+                boundary: Boundary::Wrap,
+            })
+        }
     };
     cfg.build(i, area, seed)
         .map_err(|e| VehicularError(format!("vehicular.mobility: {e}")))
@@ -88,6 +137,15 @@ impl ChannelTimeline {
             .iter()
             .map(|b| Rect::around(b[0], b[1], SITE_CLEARANCE_M))
             .collect();
+        if v.mobility == VehicleMobility::Highway {
+            let half_road_m = HIGHWAY_LANES as f64 / 2.0 * LANE_WIDTH_M;
+            keep.push(Rect {
+                min_x: 0.0,
+                min_y: c.area_m[1] / 2.0 - half_road_m - STREET_HALF_WIDTH_M,
+                max_x: c.area_m[0],
+                max_y: c.area_m[1] / 2.0 + half_road_m + STREET_HALF_WIDTH_M,
+            });
+        }
         if v.mobility == VehicleMobility::Manhattan {
             let mut x = 0.0;
             while x <= c.area_m[0] {
@@ -125,6 +183,14 @@ impl ChannelTimeline {
         let mut caps: Vec<CapacitySteps> = vec![CapacitySteps::new(); c.vehicles];
         let mut state: Vec<(Vec3, Vec3)> = vec![(Vec3::ZERO, Vec3::ZERO); c.vehicles];
         let mut events = Vec::new();
+        let mut scheduler = CellScheduler::new(
+            v.scheduler,
+            c.vehicles,
+            Duration::from_nanos(c.pf_window.0),
+            c.pf_min_share,
+        );
+        let mut links: Vec<(Option<usize>, u64)> = vec![(None, 0); c.vehicles];
+        let mut shares = Vec::with_capacity(c.vehicles);
         let mut t = 0u64;
         let mut steps = 0u64;
         loop {
@@ -140,19 +206,26 @@ impl ChannelTimeline {
             channel.step(now, &state);
             steps += 1;
             events.extend(channel.drain_events());
-            for (i, cap) in caps.iter_mut().enumerate() {
-                let l = channel.link(i);
-                cap.push(now, if l.up { l.capacity_bps } else { 0 });
-            }
-            if t >= duration_ns {
-                break;
-            }
             let mut next = (t + c.step.0).min(duration_ns);
             if let Some(ch) = channel.next_change() {
                 let ch = ch.as_nanos();
                 if ch > t && ch < next {
                     next = ch;
                 }
+            }
+            // The shares hold until the next step (one step's length
+            // after the last one).
+            let dt = if next > t { next - t } else { c.step.0 };
+            for (i, l) in links.iter_mut().enumerate() {
+                let s = channel.link(i);
+                *l = (s.bs, if s.up { s.capacity_bps } else { 0 });
+            }
+            scheduler.schedule(Duration::from_nanos(dt), &links, &mut shares);
+            for (cap, share) in caps.iter_mut().zip(&shares) {
+                cap.push(now, share.rate_bps);
+            }
+            if t >= duration_ns {
+                break;
             }
             t = next;
         }
@@ -162,5 +235,62 @@ impl ChannelTimeline {
             counts: channel.counts(),
             steps,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Scenario;
+
+    fn highway(vehicles: usize) -> VehicularModel {
+        let doc = format!(
+            "duration = \"1s\"\nseed = 5\n[vehicular]\nmobility = \"highway\"\n\
+             vehicles = {vehicles}\narea_m = [168.0, 40.0]\nspeed_min_mps = 8.91\n\
+             speed_max_mps = 18.91\n"
+        );
+        let s = Scenario::from_toml_str(&doc, "t", &[]).expect("valid");
+        s.model.vehicular.expect("vehicular")
+    }
+
+    /// Vehicles sit on the lanes, half each way, evenly spread along the
+    /// road (the configured density), at speeds in range whose mean is the
+    /// range's middle, and wrap around at the road's ends.
+    #[test]
+    fn highway_vehicles_keep_their_lane_density_and_speed() {
+        let n = 200;
+        let v = highway(n);
+        let area = Bounds::from_size(168.0, 40.0, 3.0);
+        let lanes: Vec<f64> = (0..HIGHWAY_LANES)
+            .map(|l| highway_lane(40.0, l).0)
+            .collect();
+        assert!(lanes.iter().all(|y| (13.0..=27.0).contains(y)), "{lanes:?}");
+        let (mut speed_sum, mut per_tenth) = (0.0, [0usize; 10]);
+        for i in 0..n {
+            let mut m = build_mobility(&v, area, i, 5).expect("builds");
+            let p0 = m.position(Time::ZERO);
+            let vel = m.velocity(Time::ZERO);
+            let (y, dir) = highway_lane(40.0, i % HIGHWAY_LANES);
+            assert!((p0.y - y).abs() < 1e-9 && vel.y == 0.0 && vel.x * dir > 0.0);
+            let speed = vel.x.abs();
+            assert!((8.91..=18.91).contains(&speed), "{speed}");
+            speed_sum += speed;
+            per_tenth[((p0.x / 16.8) as usize).min(9)] += 1;
+            // 20 s at ≥ 8.91 m/s is more than one lap: still on the road.
+            let p = m.position(Time::from_nanos(20_000_000_000));
+            assert!((0.0..=168.0).contains(&p.x) && (p.y - y).abs() < 1e-9);
+        }
+        let mean = speed_sum / n as f64;
+        assert!((mean - 13.91).abs() < 0.6, "mean speed {mean}");
+        // Evenly spaced: every tenth of the road holds a tenth of the cars.
+        assert!(per_tenth.iter().all(|c| *c == n / 10), "{per_tenth:?}");
+    }
+
+    #[test]
+    fn a_highway_too_narrow_for_its_lanes_is_refused() {
+        let doc =
+            "duration = \"1s\"\n[vehicular]\nmobility = \"highway\"\narea_m = [168.0, 10.0]\n";
+        let e = Scenario::from_toml_str(doc, "t", &[]).unwrap_err();
+        assert_eq!(e.field, "vehicular.area_m");
     }
 }

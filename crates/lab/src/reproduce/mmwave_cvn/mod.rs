@@ -1,29 +1,43 @@
 //! `peregrine reproduce mmwave-cvn [--quick] [--out DIR]`: seed 004 §4 —
 //! RTW-TCP against CUBIC, Compound and BBR for 20 connected vehicles on
 //! 28 GHz mmWave (100 m × 100 m, 5 road-side base stations, 5–30 m/s,
-//! rural/urban × Manhattan/random mobility, normalized load 0.2 … 1.2,
-//! 1400-byte packets, 1 ms core delay), with link hints perfect, noisy
-//! and absent.
+//! rural/urban × Manhattan/random mobility, plus the seed's congested
+//! highway), 1400-byte packets, 1 ms core delay, with link hints perfect,
+//! noisy and absent.
+//!
+//! The model (issue 23): each base station shares its air time among the
+//! vehicles it serves (proportional fair), the channel fades (SINR with
+//! shadowing, interference, blockage as attenuation), and hints come from
+//! a named source — the mobility predictor (the base station's estimate
+//! from the vehicle's speed, seed 004 §3) — after the signalling delay,
+//! never the channel's own future. The grid has four parts
+//! ([`Plan::of`]): bulk (saturating) flows for the main throughput and RTT
+//! comparison with perfect hints, the same with noisy and absent hints,
+//! the seed's offered loads 0.2 … 1.2 as CBR in their own figure, and
+//! ON/OFF traffic on the highway. Every point runs several seeds; figures
+//! are means with 95 % Student-t half-widths.
 //!
 //! The grid runs through the sweep runner (`peregrine_sim::experiment`)
 //! as overrides of one `[vehicular]` scenario document. The channel does
 //! not depend on traffic, so it is recorded once per (environment,
 //! mobility, seed) and shared by every controller, load and hint run of
 //! that world (a cache keyed by those three; the runs being compared see
-//! the very same outages). Outputs in `DIR/mmwave-cvn/`: `summary.json`
-//! (`scenarios → hints_<mode> → controller → load_<x> →
-//! {throughput_mbps, rtt_ms}`), `report.md` and `plots/`.
+//! the very same channel). Outputs in `DIR/mmwave-cvn/`: `summary.json`
+//! (`scenarios → hints_<mode> → controller → bulk | load_<x> →
+//! {throughput_mbps, rtt_ms, retransmissions, ci95}`), `report.md` and
+//! `plots/`.
 //!
 //! Scaling (stated in the report): every rate is multiplied by
 //! [`RATE_SCALE`] (the 2 Gbit/s channel cap becomes 50 Mbit/s, a load of
-//! 1.0 offers 50 Mbit/s per vehicle) and runs last [`DURATION_S`]
-//! seconds, so the default grid takes minutes on two cores.
+//! 1.0 offers 50 Mbit/s per vehicle, the 50 MB RLC buffer 1.25 MB) so the
+//! default grid fits in minutes on two cores.
 
 use crate::plan::{run_plan, PlanRuns};
 use crate::progress::Progress;
 use crate::report::Comparison;
 use crate::Keyed;
 use anyhow::Context;
+use peregrine_sim::experiment::Summary;
 use peregrine_sim::scenario::units::{Dur, Rate};
 use peregrine_sim::scenario::vehicular::VehicularConfig;
 use peregrine_sim::scenario::ScenarioConfig;
@@ -38,16 +52,29 @@ use std::sync::{Arc, Mutex};
 /// Every rate of the world is multiplied by this (2 Gbit/s → 50 Mbit/s).
 pub const RATE_SCALE: f64 = 0.025;
 /// Simulated seconds per run (default grid).
-pub const DURATION_S: f64 = 3.0;
+pub const DURATION_S: f64 = 30.0;
 /// Simulated seconds per run with `--quick`.
-pub const QUICK_DURATION_S: f64 = 3.0;
+pub const QUICK_DURATION_S: f64 = 10.0;
+/// Seeds per point of the main (bulk, perfect hints) comparison and of
+/// the highway.
+pub const SEEDS: u32 = 5;
+/// Seeds per point of the hint-mode grid (noisy, absent) and of the
+/// offered-load figure: the issue's first drop (≥ 3), to fit two cores in
+/// ten minutes.
+pub const SIDE_SEEDS: u32 = 3;
+/// Seeds per point with `--quick`.
+pub const QUICK_SEEDS: u32 = 3;
+/// The named hint source of every run (`vehicular.hint_source`).
+pub const HINT_SOURCE: &str = "mobility";
 /// The controllers compared.
 pub const CONTROLLERS: [&str; 4] = ["rtwtcp", "cubic", "compound", "bbr"];
 /// Hint accuracies.
 pub const HINTS: [&str; 3] = ["perfect", "noisy", "absent"];
-/// Normalized loads.
+/// Normalized CBR loads of the offered-load figure (seed 004 Fig. 8).
 pub const LOADS: [f64; 6] = [0.2, 0.4, 0.6, 0.8, 1.0, 1.2];
-/// The worlds, in report order.
+/// Offered loads (while ON) of the highway's ON/OFF flows (Fig. 12).
+pub const HIGHWAY_LOADS: [f64; 3] = [0.2, 0.6, 1.0];
+/// The grid worlds, in report order.
 pub const SCENARIOS: [World; 4] = [
     World {
         environment: Environment::Rural,
@@ -66,25 +93,57 @@ pub const SCENARIOS: [World; 4] = [
         mobility: "random",
     },
 ];
+/// Seed 004's congested highway (0.119 vehicles/m, 50.08 km/h mean):
+/// `scenarios/mmwave-highway.toml`'s world.
+pub const HIGHWAY: World = World {
+    environment: Environment::Rural,
+    mobility: "highway",
+};
 
 /// An area preset and a mobility model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct World {
     /// Obstacle density preset.
     pub environment: Environment,
-    /// `manhattan` or `random` (the `vehicular.mobility` names).
+    /// `manhattan`, `random` or `highway` (the `vehicular.mobility` names).
     pub mobility: &'static str,
 }
 
 impl World {
-    /// `<environment>_<mobility>`: the world's key in `summary.json`.
+    /// `<environment>_<mobility>` (`highway` for the highway): the world's
+    /// key in `summary.json`.
     pub fn key(&self) -> String {
+        if self.mobility == "highway" {
+            return "highway".into();
+        }
         format!("{}_{}", self.environment.as_str(), self.mobility)
     }
 }
 
-/// One point of the grid: a world, a hint accuracy, a controller and a
-/// normalized load.
+/// What every vehicle's application sends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Traffic {
+    /// Always backlogged (saturating): the controller sets the rate.
+    Bulk,
+    /// Constant bit rate at a normalized load.
+    Cbr(f64),
+    /// ON/OFF (exponential, 1 s mean each) at a normalized load while ON.
+    OnOff(f64),
+}
+
+impl Traffic {
+    /// The load key in `summary.json`: `bulk`, or `load_<x>` (CBR on the
+    /// grid worlds, ON/OFF on the highway).
+    pub fn key(&self) -> String {
+        match self {
+            Traffic::Bulk => "bulk".into(),
+            Traffic::Cbr(l) | Traffic::OnOff(l) => load_key(*l),
+        }
+    }
+}
+
+/// One point of the grid: a world, a hint accuracy, a controller and what
+/// the applications send.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GridPoint {
     /// The world.
@@ -93,33 +152,58 @@ pub struct GridPoint {
     pub hints: &'static str,
     /// The controller of every vehicle's flow (one of [`CONTROLLERS`]).
     pub cc: &'static str,
-    /// Offered load per vehicle, a fraction of the reference rate.
-    pub load: f64,
+    /// The traffic.
+    pub traffic: Traffic,
 }
 
 impl GridPoint {
     /// The point's scenario, `duration` long (seed 1; each run sets its
     /// own): 20 vehicles with every rate scaled by [`RATE_SCALE`], the
-    /// 2 Gbit/s reference rate, a 1 ms core, 1400-byte packets, the
-    /// senders sampled every 20 ms. O(1).
+    /// 2 Gbit/s reference rate, a 1 ms core, 1400-byte packets, PF cells,
+    /// the fading channel and [`HINT_SOURCE`] hints, the senders sampled
+    /// every 20 ms. O(1).
     pub fn scenario(&self, duration: Dur) -> ScenarioConfig {
         let mut s = ScenarioConfig::new(duration, 1);
         s.name = Some("mmwave-cvn".into());
         s.metrics.interval = Dur::from_millis(20);
         s.metrics.per_message = false;
-        s.vehicular = Some(VehicularConfig {
+        let (traffic, load) = match self.traffic {
+            Traffic::Bulk => ("bulk", 1.0),
+            Traffic::Cbr(l) => ("cbr", l),
+            Traffic::OnOff(l) => ("onoff", l),
+        };
+        let mut v = VehicularConfig {
             environment: self.world.environment,
             mobility: self.world.mobility.into(),
             hints: self.hints.into(),
             cc: self.cc.into(),
-            load: self.load,
+            load,
+            traffic: traffic.into(),
             vehicles: 20,
             rate_scale: RATE_SCALE,
             reference_rate: Rate(2_000_000_000),
             core_delay: Dur::from_millis(1),
             payload_bytes: 1400,
+            scheduler: "pf".into(),
+            channel_model: "fading".into(),
+            hint_source: HINT_SOURCE.into(),
             ..VehicularConfig::default()
-        });
+        };
+        if self.world.mobility == "highway" {
+            // scenarios/mmwave-highway.toml: 20 vehicles on 168 m of four
+            // lanes (0.119 vehicles/m), 8.91–18.91 m/s (50.08 km/h mean).
+            v.area_m = [168.0, 40.0];
+            v.base_stations = vec![
+                [16.8, 8.0],
+                [50.4, 32.0],
+                [84.0, 8.0],
+                [117.6, 32.0],
+                [151.2, 8.0],
+            ];
+            v.speed_min_mps = 8.91;
+            v.speed_max_mps = 18.91;
+        }
+        s.vehicular = Some(v);
         s
     }
 
@@ -129,68 +213,175 @@ impl GridPoint {
             scenario: self.world.key(),
             hints: self.hints.to_string(),
             cc: self.cc.to_string(),
-            load: load_key(self.load),
+            load: self.traffic.key(),
         }
     }
 }
 
-/// The size of the grid: its worlds and loads (every hint accuracy and
-/// controller are always run).
+/// A part of the grid run with its own number of seeds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    /// What the part is for (progress and errors).
+    pub name: &'static str,
+    /// Its points.
+    pub points: Vec<GridPoint>,
+    /// Runs per point (seeds 1, 2, …).
+    pub seeds: u32,
+}
+
+/// The grid: its parts, and the worlds and loads the report walks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
-    /// The worlds, in report order.
+    /// The parts, in run order.
+    pub parts: Vec<Part>,
+    /// The grid worlds (bulk and CBR), in report order.
     pub worlds: Vec<World>,
-    /// The normalized loads.
+    /// The CBR loads of the offered-load figure (empty: no figure).
     pub loads: Vec<f64>,
+    /// The highway's ON/OFF loads (empty: no highway).
+    pub highway_loads: Vec<f64>,
 }
 
-impl Plan {
-    /// Every world and load; with `quick` urban/random at loads 0.6 and 1.0.
-    pub fn of(quick: bool) -> Plan {
-        if quick {
-            Plan {
-                worlds: SCENARIOS[3..].to_vec(),
-                loads: vec![0.6, 1.0],
-            }
-        } else {
-            Plan {
-                worlds: SCENARIOS.to_vec(),
-                loads: LOADS.to_vec(),
-            }
-        }
-    }
-
-    /// The grid: every world × hint accuracy × controller × load, in that
-    /// nesting order. O(points).
-    pub fn points(&self) -> Vec<GridPoint> {
-        let mut points = Vec::new();
-        for &world in &self.worlds {
-            for hints in HINTS {
-                for cc in CONTROLLERS {
-                    for &load in &self.loads {
-                        points.push(GridPoint {
-                            world,
-                            hints,
-                            cc,
-                            load,
-                        });
-                    }
+/// Every world × hint mode × controller × traffic, in that nesting order;
+/// with hints other than `perfect` only RTW-TCP (the one controller that
+/// reads hints: the others' runs would be the perfect-hint runs again,
+/// byte for byte, and are copied from them — [`copy_hint_blind`]).
+fn cross(worlds: &[World], hints: &[&'static str], traffic: &[Traffic], out: &mut Vec<GridPoint>) {
+    for &world in worlds {
+        for &hints in hints {
+            for cc in CONTROLLERS {
+                if hints != "perfect" && !reads_hints(cc) {
+                    continue;
+                }
+                for &traffic in traffic {
+                    out.push(GridPoint {
+                        world,
+                        hints,
+                        cc,
+                        traffic,
+                    });
                 }
             }
         }
-        points
+    }
+}
+
+/// Whether controller `cc` reacts to link hints (only RTW-TCP does; the
+/// others ignore `on_link_hint`, so their runs do not depend on the hint
+/// mode).
+pub fn reads_hints(cc: &str) -> bool {
+    cc == "rtwtcp"
+}
+
+/// For every point run with noisy or absent hints, the controllers that
+/// ignore hints get the figures of their perfect-hint run of the same
+/// world and traffic (the same runs). O(points · log points).
+fn copy_hint_blind(results: &mut Results) {
+    let mut copies = Vec::new();
+    for k in results.keys().filter(|k| k.hints != "perfect") {
+        for cc in CONTROLLERS.iter().filter(|cc| !reads_hints(cc)) {
+            let from = PointKey {
+                hints: "perfect".into(),
+                cc: cc.to_string(),
+                ..k.clone()
+            };
+            if let Some(r) = results.get(&from) {
+                copies.push((
+                    PointKey {
+                        cc: cc.to_string(),
+                        ..k.clone()
+                    },
+                    r.clone(),
+                ));
+            }
+        }
+    }
+    results.extend(copies);
+}
+
+impl Plan {
+    /// The default grid: bulk × every world × perfect hints × [`SEEDS`];
+    /// bulk × noisy/absent hints × [`SIDE_SEEDS`]; CBR at [`LOADS`] ×
+    /// perfect hints × [`SIDE_SEEDS`]; the highway's ON/OFF at
+    /// [`HIGHWAY_LOADS`] × every hint mode × [`SEEDS`]; noisy and absent
+    /// hints for RTW-TCP only (see [`reads_hints`]). With `quick`:
+    /// urban/random bulk with perfect and absent hints, and CBR at 0.6
+    /// and 1.0, × [`QUICK_SEEDS`]. `seeds` (if given) replaces every
+    /// part's seed count. O(points).
+    pub fn of(quick: bool, seeds: Option<u32>) -> Plan {
+        let mut parts = Vec::new();
+        let mut part = |name, worlds: &[World], hints: &[&'static str], traffic: &[Traffic], n| {
+            let mut points = Vec::new();
+            cross(worlds, hints, traffic, &mut points);
+            parts.push(Part {
+                name,
+                points,
+                seeds: seeds.unwrap_or(n).max(1),
+            });
+        };
+        if quick {
+            let w = &SCENARIOS[3..];
+            let loads = [0.6, 1.0];
+            part(
+                "bulk",
+                w,
+                &["perfect", "absent"],
+                &[Traffic::Bulk],
+                QUICK_SEEDS,
+            );
+            let cbr: Vec<Traffic> = loads.iter().map(|l| Traffic::Cbr(*l)).collect();
+            part("cbr", w, &["perfect"], &cbr, QUICK_SEEDS);
+            return Plan {
+                parts,
+                worlds: w.to_vec(),
+                loads: loads.to_vec(),
+                highway_loads: Vec::new(),
+            };
+        }
+        part("bulk", &SCENARIOS, &["perfect"], &[Traffic::Bulk], SEEDS);
+        part(
+            "hints",
+            &SCENARIOS,
+            &["noisy", "absent"],
+            &[Traffic::Bulk],
+            SIDE_SEEDS,
+        );
+        let cbr: Vec<Traffic> = LOADS.iter().map(|l| Traffic::Cbr(*l)).collect();
+        part("cbr", &SCENARIOS, &["perfect"], &cbr, SIDE_SEEDS);
+        let onoff: Vec<Traffic> = HIGHWAY_LOADS.iter().map(|l| Traffic::OnOff(*l)).collect();
+        part("highway", &[HIGHWAY], &HINTS, &onoff, SEEDS);
+        Plan {
+            parts,
+            worlds: SCENARIOS.to_vec(),
+            loads: LOADS.to_vec(),
+            highway_loads: HIGHWAY_LOADS.to_vec(),
+        }
+    }
+
+    /// Every point of every part, in run order. O(points).
+    pub fn points(&self) -> Vec<GridPoint> {
+        self.parts.iter().flat_map(|p| p.points.clone()).collect()
+    }
+
+    /// Runs the plan makes (points × seeds over the parts). O(parts).
+    pub fn runs(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|p| p.points.len() * p.seeds as usize)
+            .sum()
     }
 }
 
 /// Options of the reproduction (`peregrine reproduce mmwave-cvn`).
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Urban/random only, loads 0.6 and 1.0 (under two minutes).
+    /// Urban/random only, bulk and two CBR loads, 3 seeds of 10 s (≤ 60 s).
     pub quick: bool,
     /// Output folder; the report goes to `out/mmwave-cvn/`.
     pub out: PathBuf,
-    /// Runs per grid point (seeds 1, 2, …); values are their means.
-    pub seeds: u32,
+    /// Runs per grid point (seeds 1, 2, …) for every part; `None`: the
+    /// plan's own ([`SEEDS`], [`SIDE_SEEDS`], [`QUICK_SEEDS`]).
+    pub seeds: Option<u32>,
     /// Worker threads (0: one per core). Results do not depend on it.
     pub threads: usize,
     /// Simulated seconds per run (tests use a tiny one).
@@ -202,7 +393,7 @@ impl Default for Options {
         Options {
             quick: false,
             out: PathBuf::from("repro-out"),
-            seeds: 1,
+            seeds: None,
             threads: 0,
             duration_s: None,
         }
@@ -232,10 +423,21 @@ pub struct Outcome {
 /// One run's measurements.
 #[derive(Clone, Debug, Default)]
 struct RunResult {
+    /// Aggregate goodput of the 20 flows, Mbit/s.
     throughput_mbps: f64,
+    /// Mean of the senders' sampled SRTT, ms.
     rtt_ms: f64,
+    /// Retransmitted packets of all flows.
+    retransmissions: f64,
+    /// Mean RLC (downlink access queue) backlog per vehicle, kB.
+    rlc_kb: f64,
+    /// Slowest flow's goodput over the mean flow's.
+    slowest_share: f64,
     events: u64,
+    /// Vehicle 0's sender cwnd (kB) over time (s).
     cwnd_v0: Vec<(f64, f64)>,
+    /// Vehicle 0's RLC backlog (kB) over time (s).
+    rlc_v0: Vec<(f64, f64)>,
 }
 
 type Cache = Mutex<BTreeMap<(String, String, u64), Arc<ChannelTimeline>>>;
@@ -278,11 +480,14 @@ fn run_one(
     };
     let r = run_with_timeline(&s, Some(&tl))?;
     let secs = m.duration_ns as f64 / 1e9;
-    let bits: f64 = r
+    let per_flow: Vec<f64> = r
         .flows
         .iter()
-        .map(|f| f.metrics.c.goodput_bytes as f64 * 8.0)
-        .sum();
+        .map(|f| f.metrics.c.goodput_bytes as f64 * 8.0 / secs / 1e6)
+        .collect();
+    let total: f64 = per_flow.iter().sum();
+    let mean_flow = total / per_flow.len().max(1) as f64;
+    let slowest = per_flow.iter().cloned().fold(f64::INFINITY, f64::min);
     let rtts: Vec<f64> = r
         .flows
         .iter()
@@ -294,6 +499,31 @@ fn run_one(
     } else {
         rtts.iter().sum::<f64>() / rtts.len() as f64
     };
+    let retransmissions: u64 = r
+        .flows
+        .iter()
+        .filter_map(|f| f.stats.as_ref())
+        .map(|s| s.packets_retransmitted)
+        .sum();
+    // Direction 0 of `access-v<i>` is gw → vehicle: the RLC buffer.
+    let downlinks: Vec<_> = (0..v.config.vehicles)
+        .filter_map(|i| r.links.get(2 * (v.first_access_link + i)))
+        .collect();
+    let samples: usize = downlinks.iter().map(|l| l.samples.len()).sum();
+    let backlog: u64 = downlinks
+        .iter()
+        .flat_map(|l| l.samples.iter().map(|x| x.backlog_bytes))
+        .sum();
+    let series = |pick: &dyn Fn(usize) -> f64| -> Vec<(f64, f64)> {
+        r.flows.first().map_or(Vec::new(), |f| {
+            f.metrics
+                .samples
+                .iter()
+                .enumerate()
+                .map(|(k, x)| (x.time_ns as f64 / 1e9, pick(k)))
+                .collect()
+        })
+    };
     let cwnd_v0 = r.flows.first().map_or(Vec::new(), |f| {
         f.metrics
             .samples
@@ -301,16 +531,31 @@ fn run_one(
             .map(|x| (x.time_ns as f64 / 1e9, x.cwnd_bytes as f64 / 1e3))
             .collect()
     });
+    let rlc_v0 = series(&|k| {
+        downlinks
+            .first()
+            .and_then(|l| l.samples.get(k))
+            .map_or(0.0, |x| x.backlog_bytes as f64 / 1e3)
+    });
     Ok(RunResult {
-        throughput_mbps: bits / secs / 1e6,
+        throughput_mbps: total,
         rtt_ms: rtt,
+        retransmissions: retransmissions as f64,
+        rlc_kb: backlog as f64 / samples.max(1) as f64 / 1e3,
+        slowest_share: if mean_flow > 0.0 {
+            slowest / mean_flow
+        } else {
+            0.0
+        },
         events: r.events,
         cwnd_v0,
+        rlc_v0,
     })
 }
 
 /// Where a point's figures sit in `summary.json`: world key
-/// (`urban_random`), hint accuracy, controller and load key (`load_0.6`).
+/// (`urban_random`), hint accuracy, controller and load key (`bulk`,
+/// `load_0.6`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct PointKey {
     scenario: String,
@@ -319,15 +564,64 @@ struct PointKey {
     load: String,
 }
 
-/// Per point: the means over seeds; cwnd of seed 1.
-type Results = BTreeMap<PointKey, RunResult>;
+/// Mean and 95 % half-width over a point's seeds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Stat {
+    mean: f64,
+    ci95: Option<f64>,
+}
+
+impl Stat {
+    fn of(values: &[f64]) -> Stat {
+        Summary::of(values).map_or(Stat::default(), |s| Stat {
+            mean: s.mean,
+            ci95: s.ci95,
+        })
+    }
+}
+
+/// A point's figures over its seeds; the time series of its first seed.
+#[derive(Debug, Clone, Default)]
+struct PointStats {
+    throughput_mbps: Stat,
+    rtt_ms: Stat,
+    retransmissions: Stat,
+    rlc_kb: Stat,
+    slowest_share: Stat,
+    /// Per seed, in seed order (for paired differences).
+    throughput_by_seed: Vec<f64>,
+    /// Per seed, in seed order.
+    rtt_by_seed: Vec<f64>,
+    cwnd_v0: Vec<(f64, f64)>,
+    rlc_v0: Vec<(f64, f64)>,
+}
+
+impl PointStats {
+    fn of(runs: &[RunResult]) -> PointStats {
+        let col = |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(f).collect::<Vec<f64>>();
+        PointStats {
+            throughput_mbps: Stat::of(&col(&|r| r.throughput_mbps)),
+            rtt_ms: Stat::of(&col(&|r| r.rtt_ms)),
+            retransmissions: Stat::of(&col(&|r| r.retransmissions)),
+            rlc_kb: Stat::of(&col(&|r| r.rlc_kb)),
+            slowest_share: Stat::of(&col(&|r| r.slowest_share)),
+            throughput_by_seed: col(&|r| r.throughput_mbps),
+            rtt_by_seed: col(&|r| r.rtt_ms),
+            cwnd_v0: runs.first().map(|r| r.cwnd_v0.clone()).unwrap_or_default(),
+            rlc_v0: runs.first().map(|r| r.rlc_v0.clone()).unwrap_or_default(),
+        }
+    }
+}
+
+type Results = BTreeMap<PointKey, PointStats>;
 
 fn load_key(load: f64) -> String {
     format!("load_{load:.1}")
 }
 
 /// Run the reproduction, reporting to `progress`, and write
-/// `out/mmwave-cvn/`. Cost: one simulation per grid point and seed.
+/// `out/mmwave-cvn/`. Cost: one simulation per grid point and seed, one
+/// channel recording per world and seed.
 // The wall clock measures the closing benchmark line only (printed, never
 // written to a file, so outputs stay byte-deterministic).
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -342,52 +636,67 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         duration_s.is_finite() && duration_s > 0.0 && duration_s <= 3600.0,
         "--duration-s must be in (0, 3600]"
     );
-    let plan = Plan::of(args.quick);
-    let points = plan.points();
-    let duration = Dur::from_secs_f64(duration_s);
-    let how = PlanRuns {
-        seeds: args.seeds.max(1),
-        base_seed: 1,
-        threads: args.threads,
-    };
-    let runs = points.len() * how.seeds as usize;
-    let cache: Cache = Mutex::new(BTreeMap::new());
-    progress.start("mmwave-cvn", runs);
-    let outcome = run_plan(
-        &points,
-        how,
-        &|done, total| progress.update(done, total),
-        |p| {
-            format!(
-                "mmwave-cvn {} hints {} {} load {}",
-                p.world.key(),
-                p.hints,
-                p.cc,
-                p.load
-            )
-        },
-        |p, seed| run_one(p, duration, seed, &cache),
+    anyhow::ensure!(
+        args.seeds.is_none_or(|s| (1..=30).contains(&s)),
+        "--seeds must be in 1 … 30"
     );
-    progress.finish();
-    let outcome = outcome?;
+    let plan = Plan::of(args.quick, args.seeds);
+    let duration = Dur::from_secs_f64(duration_s);
+    let runs = plan.runs();
+    let cache: Cache = Mutex::new(BTreeMap::new());
     let mut results = Results::new();
     let mut events = 0u64;
-    for (point, runs) in points.iter().zip(&outcome.runs) {
-        events += runs.iter().map(|r| r.events).sum::<u64>();
-        let n = runs.len().max(1) as f64;
-        let mean = RunResult {
-            throughput_mbps: runs.iter().map(|r| r.throughput_mbps).sum::<f64>() / n,
-            rtt_ms: runs.iter().map(|r| r.rtt_ms).sum::<f64>() / n,
-            events: 0,
-            cwnd_v0: runs.first().map(|r| r.cwnd_v0.clone()).unwrap_or_default(),
+    let mut done_before = 0usize;
+    progress.start("mmwave-cvn", runs);
+    for part in &plan.parts {
+        let how = PlanRuns {
+            seeds: part.seeds,
+            base_seed: 1,
+            threads: args.threads,
         };
-        results.insert(point.key(), mean);
+        let outcome = run_plan(
+            &part.points,
+            how,
+            &|done, _| progress.update(done_before + done, runs),
+            |p| {
+                format!(
+                    "mmwave-cvn {} {} hints {} {} {}",
+                    part.name,
+                    p.world.key(),
+                    p.hints,
+                    p.cc,
+                    p.traffic.key()
+                )
+            },
+            |p, seed| run_one(p, duration, seed, &cache),
+        );
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                progress.finish();
+                return Err(e);
+            }
+        };
+        done_before += part.points.len() * part.seeds as usize;
+        for (point, runs) in part.points.iter().zip(&outcome.runs) {
+            events += runs.iter().map(|r| r.events).sum::<u64>();
+            results.insert(point.key(), PointStats::of(runs));
+        }
     }
+    progress.finish();
+    copy_hint_blind(&mut results);
     let counts = cache
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
         .into_iter()
-        .map(|((env, mob, _), t)| (format!("{env}_{mob}"), t))
+        .map(|((env, mob, _), t)| {
+            let key = if mob == HIGHWAY.mobility {
+                HIGHWAY.key()
+            } else {
+                format!("{env}_{mob}")
+            };
+            (key, t)
+        })
         .fold(
             BTreeMap::new(),
             |mut acc: BTreeMap<String, Vec<_>>, (k, t)| {
@@ -398,19 +707,21 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let dir = args.out.join("mmwave-cvn");
     std::fs::create_dir_all(dir.join("plots"))
         .with_context(|| format!("cannot create {}", dir.display()))?;
-    let keys: Vec<String> = plan.worlds.iter().map(World::key).collect();
-    let summary = summary_json(&results, &keys, &plan.loads);
+    let mut keys: Vec<String> = plan.worlds.iter().map(World::key).collect();
+    if !plan.highway_loads.is_empty() {
+        keys.push(HIGHWAY.key());
+    }
+    let summary = summary_json(&results, &keys);
     let text = serde_json::to_string_pretty(&summary)? + "\n";
     std::fs::write(dir.join("summary.json"), text)
         .with_context(|| format!("cannot write {}/summary.json", dir.display()))?;
     let ctx = ReportCtx {
         dir: &dir,
         results: &results,
+        plan: &plan,
         keys: &keys,
-        loads: &plan.loads,
         timelines: &counts,
         duration_s,
-        seeds: how.seeds,
         quick: args.quick,
     };
     let (report, comparisons) = report::write(&ctx)?;
@@ -435,24 +746,41 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     })
 }
 
+/// The 95 % confidence half-widths of a point's figures (Student t over
+/// its seeds; 0 with a single seed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ci95 {
+    /// Of the aggregate throughput, Mbit/s.
+    pub throughput_mbps: f64,
+    /// Of the mean RTT, ms.
+    pub rtt_ms: f64,
+    /// Of the retransmissions.
+    pub retransmissions: f64,
+}
+
 /// One grid point's figures in `summary.json` (means over seeds).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct PointFigures {
-    /// Aggregate throughput of the 20 vehicles, Mbit/s (unscaled).
+    /// Aggregate throughput of the 20 vehicles, Mbit/s (scaled rates).
     pub throughput_mbps: f64,
     /// Mean smoothed RTT, ms.
     pub rtt_ms: f64,
+    /// Retransmitted packets of the 20 flows over a run.
+    pub retransmissions: f64,
+    /// The 95 % half-widths of the three figures above.
+    pub ci95: Ci95,
 }
 
-/// `summary.json`: `scenarios["urban_random"]["hints_perfect"]["rtwtcp"]["load_0.6"]`.
+/// `summary.json`: `scenarios["urban_random"]["hints_perfect"]["rtwtcp"]["bulk"]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MmwaveSummary {
-    /// By scenario (`<environment>_<mobility>`), hint mode (`hints_<mode>`),
-    /// controller and load (`load_<x>`).
+    /// By scenario (`<environment>_<mobility>` or `highway`), hint mode
+    /// (`hints_<mode>`), controller and load (`bulk` for saturating runs,
+    /// `load_<x>` for CBR — ON/OFF on the highway).
     pub scenarios: Keyed<Keyed<Keyed<Keyed<PointFigures>>>>,
 }
 
-fn summary_json(results: &Results, keys: &[String], loads: &[f64]) -> MmwaveSummary {
+fn summary_json(results: &Results, keys: &[String]) -> MmwaveSummary {
     let mut scen = Keyed::new();
     for k in keys {
         let mut hm = Keyed::new();
@@ -460,26 +788,35 @@ fn summary_json(results: &Results, keys: &[String], loads: &[f64]) -> MmwaveSumm
             let mut cm = Keyed::new();
             for cc in CONTROLLERS {
                 let mut lm = Keyed::new();
-                for l in loads {
-                    let lk = load_key(*l);
-                    let key = PointKey {
-                        scenario: k.clone(),
-                        hints: h.to_string(),
-                        cc: cc.to_string(),
-                        load: lk.clone(),
-                    };
-                    let r = results.get(&key).cloned().unwrap_or_default();
+                // Bulk first, then the loads in increasing order.
+                let mut here: Vec<(&PointKey, &PointStats)> = results
+                    .iter()
+                    .filter(|(p, _)| &p.scenario == k && p.hints == h && p.cc == cc)
+                    .collect();
+                here.sort_by_key(|(p, _)| (p.load != "bulk", p.load.clone()));
+                for (p, r) in here {
+                    let hw = |s: Stat| s.ci95.unwrap_or(0.0);
                     lm.push(
-                        lk,
+                        p.load.clone(),
                         PointFigures {
-                            throughput_mbps: r.throughput_mbps,
-                            rtt_ms: r.rtt_ms,
+                            throughput_mbps: r.throughput_mbps.mean,
+                            rtt_ms: r.rtt_ms.mean,
+                            retransmissions: r.retransmissions.mean,
+                            ci95: Ci95 {
+                                throughput_mbps: hw(r.throughput_mbps),
+                                rtt_ms: hw(r.rtt_ms),
+                                retransmissions: hw(r.retransmissions),
+                            },
                         },
                     );
                 }
-                cm.push(cc, lm);
+                if !lm.0.is_empty() {
+                    cm.push(cc, lm);
+                }
             }
-            hm.push(format!("hints_{h}"), cm);
+            if !cm.0.is_empty() {
+                hm.push(format!("hints_{h}"), cm);
+            }
         }
         scen.push(k.clone(), hm);
     }
@@ -490,40 +827,22 @@ fn summary_json(results: &Results, keys: &[String], loads: &[f64]) -> MmwaveSumm
 struct ReportCtx<'a> {
     dir: &'a Path,
     results: &'a Results,
+    plan: &'a Plan,
+    /// Scenario keys in report order (grid worlds, then `highway`).
     keys: &'a [String],
-    loads: &'a [f64],
     timelines: &'a BTreeMap<String, Vec<Arc<ChannelTimeline>>>,
     duration_s: f64,
-    seeds: u32,
     quick: bool,
 }
 
 impl ReportCtx<'_> {
-    fn get(&self, scen: &str, hints: &str, cc: &str, load: f64) -> Option<&RunResult> {
+    fn get(&self, scen: &str, hints: &str, cc: &str, load: &str) -> Option<&PointStats> {
         self.results.get(&PointKey {
             scenario: scen.to_string(),
             hints: hints.to_string(),
             cc: cc.to_string(),
-            load: load_key(load),
+            load: load.to_string(),
         })
-    }
-
-    /// Mean over loads (those passing `keep`) of `f` for one curve.
-    fn mean_over_loads(
-        &self,
-        scen: &str,
-        hints: &str,
-        cc: &str,
-        keep: impl Fn(f64) -> bool,
-        f: impl Fn(&RunResult) -> f64,
-    ) -> Option<f64> {
-        let v: Vec<f64> = self
-            .loads
-            .iter()
-            .filter(|l| keep(**l))
-            .filter_map(|l| self.get(scen, hints, cc, *l).map(&f))
-            .collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     }
 }
 
@@ -562,33 +881,48 @@ mod tests {
     #[test]
     fn summary_keys_follow_the_contract() {
         let mut r = Results::new();
-        r.insert(
-            PointKey {
-                scenario: "urban_random".into(),
-                hints: "perfect".into(),
-                cc: "rtwtcp".into(),
-                load: "load_1.0".into(),
-            },
-            RunResult {
-                throughput_mbps: 3.5,
-                rtt_ms: 4.0,
-                ..RunResult::default()
-            },
-        );
-        let s = summary_json(&r, &["urban_random".into()], &[0.6, 1.0]);
-        let scen = s.scenarios.get("urban_random").expect("scenario");
-        let x = scen.get("hints_perfect").and_then(|h| h.get("rtwtcp"));
-        let x = x.and_then(|c| c.get("load_1.0")).expect("point");
-        assert_eq!((x.throughput_mbps, x.rtt_ms), (3.5, 4.0));
-        let absent = scen.get("hints_absent").and_then(|h| h.get("bbr"));
-        assert!(absent.and_then(|c| c.get("load_0.6")).is_some());
+        let runs = [3.0, 4.0, 5.0].map(|t| RunResult {
+            throughput_mbps: t,
+            rtt_ms: 10.0,
+            retransmissions: 7.0,
+            ..RunResult::default()
+        });
+        for (load, runs) in [("bulk", &runs[..]), ("load_0.6", &runs[..1])] {
+            r.insert(
+                PointKey {
+                    scenario: "urban_random".into(),
+                    hints: "perfect".into(),
+                    cc: "rtwtcp".into(),
+                    load: load.into(),
+                },
+                PointStats::of(runs),
+            );
+        }
+        let s = summary_json(&r, &["urban_random".into()]);
         let v = serde_json::to_value(&s).expect("serializes");
+        let leaf = &v["scenarios"]["urban_random"]["hints_perfect"]["rtwtcp"]["bulk"];
+        assert_eq!(leaf["throughput_mbps"], 4.0);
+        assert_eq!(leaf["rtt_ms"], 10.0);
+        assert_eq!(leaf["retransmissions"], 7.0);
+        // t(0.975, 2) · s / √3 with s = 1.
+        let hw = leaf["ci95"]["throughput_mbps"].as_f64().expect("a number");
+        assert!((hw - 4.303 / 3f64.sqrt()).abs() < 1e-3, "{hw}");
+        assert_eq!(leaf["ci95"]["rtt_ms"], 0.0);
+        // Bulk first, then the loads; a single seed has a zero half-width.
+        let loads = s
+            .scenarios
+            .get("urban_random")
+            .and_then(|h| h.get("hints_perfect"));
+        let loads = loads.and_then(|c| c.get("rtwtcp")).expect("controller");
+        assert_eq!(loads.keys().collect::<Vec<_>>(), ["bulk", "load_0.6"]);
         assert_eq!(
-            v["scenarios"]["urban_random"]["hints_perfect"]["rtwtcp"]["load_1.0"]["rtt_ms"],
-            4.0
+            loads.get("load_0.6").expect("cbr").ci95.throughput_mbps,
+            0.0
         );
         assert_eq!(load_key(0.2), "load_0.2");
         assert_eq!(load_key(1.0), "load_1.0");
+        assert_eq!(Traffic::Bulk.key(), "bulk");
+        assert_eq!(Traffic::OnOff(0.6).key(), "load_0.6");
     }
 }
 
@@ -596,20 +930,22 @@ mod tests {
 mod grid_tests {
     use super::*;
 
-    /// A typed grid point is the document (and overrides) this
-    /// reproduction was written as before (the same runs, byte for byte).
+    /// A typed grid point is the scenario document it stands for, with
+    /// the issue-23 models named on purpose (PF, fading, a named hint
+    /// source) and bulk traffic.
     #[test]
-    fn a_point_is_the_former_document() {
+    fn a_point_is_the_document_with_the_new_models() {
         let text = "name = \"mmwave-cvn\"\nduration = \"3s\"\nseed = 1\n\
              [metrics]\ninterval = \"20ms\"\nper_message = false\n\
              [vehicular]\nvehicles = 20\nrate_scale = 0.025\n\
-             reference_rate = \"2Gbps\"\ncore_delay = \"1ms\"\npayload_bytes = 1400\n";
+             reference_rate = \"2Gbps\"\ncore_delay = \"1ms\"\npayload_bytes = 1400\n\
+             scheduler = \"pf\"\nchannel_model = \"fading\"\nhint_source = \"mobility\"\n";
         let sets = [
             "vehicular.environment=\"rural\"",
             "vehicular.mobility=\"random\"",
             "vehicular.hints=\"noisy\"",
             "vehicular.cc=\"bbr\"",
-            "vehicular.load=0.6",
+            "vehicular.traffic=\"bulk\"",
         ]
         .map(String::from);
         let former = Scenario::from_toml_str(text, "mmwave-cvn", &sets).unwrap();
@@ -617,7 +953,7 @@ mod grid_tests {
             world: SCENARIOS[1],
             hints: "noisy",
             cc: "bbr",
-            load: 0.6,
+            traffic: Traffic::Bulk,
         };
         let typed = Scenario::from_config(point.scenario(Dur::from_secs_f64(3.0)), "mmwave-cvn");
         let typed = typed.unwrap();
@@ -627,14 +963,69 @@ mod grid_tests {
         );
         assert_eq!(format!("{:?}", typed.model), format!("{:?}", former.model));
         assert_eq!(point.key().scenario, "rural_random");
-        assert_eq!(point.key().load, "load_0.6");
+        assert_eq!(point.key().load, "bulk");
+    }
+
+    /// The highway point is `scenarios/mmwave-highway.toml`'s world with
+    /// the point's controller, hints and load.
+    #[test]
+    fn the_highway_point_is_the_scenario_file() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/mmwave-highway.toml"
+        );
+        let text = std::fs::read_to_string(path).expect("the scenario file");
+        let sets = [
+            "name=\"mmwave-cvn\"",
+            "duration=\"3s\"",
+            "metrics.interval=\"20ms\"",
+            "vehicular.cc=\"cubic\"",
+            "vehicular.load=0.6",
+        ]
+        .map(String::from);
+        let file = Scenario::from_toml_str(&text, "mmwave-cvn", &sets).unwrap();
+        let point = GridPoint {
+            world: HIGHWAY,
+            hints: "perfect",
+            cc: "cubic",
+            traffic: Traffic::OnOff(0.6),
+        };
+        let typed = Scenario::from_config(point.scenario(Dur::from_secs_f64(3.0)), "mmwave-cvn");
+        let (typed, file) = (typed.unwrap(), file);
+        let (a, b) = (
+            typed.model.vehicular.expect("vehicular").config,
+            file.model.vehicular.expect("vehicular").config,
+        );
+        assert_eq!(a, b);
+        assert_eq!(point.key().scenario, "highway");
     }
 
     #[test]
-    fn the_quick_grid_is_urban_random_at_two_loads() {
-        let quick = Plan::of(true).points();
-        assert_eq!(quick.len(), HINTS.len() * CONTROLLERS.len() * 2);
-        assert!(quick.iter().all(|p| p.world.key() == "urban_random"));
-        assert_eq!(Plan::of(false).points().len(), 4 * 3 * 4 * 6);
+    fn the_grids_have_their_parts_and_seeds() {
+        let quick = Plan::of(true, None);
+        assert!(quick
+            .points()
+            .iter()
+            .all(|p| p.world.key() == "urban_random"));
+        assert_eq!(quick.runs(), (4 + 1 + 2 * 4) * QUICK_SEEDS as usize);
+        let full = Plan::of(false, None);
+        let names: Vec<&str> = full.parts.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["bulk", "hints", "cbr", "highway"]);
+        let sizes: Vec<(usize, u32)> = full
+            .parts
+            .iter()
+            .map(|p| (p.points.len(), p.seeds))
+            .collect();
+        assert_eq!(
+            sizes,
+            [
+                (4 * 4, SEEDS),
+                (4 * 2, SIDE_SEEDS),
+                (4 * 4 * 6, SIDE_SEEDS),
+                (3 * (4 + 2), SEEDS)
+            ]
+        );
+        const { assert!(SEEDS >= 5 && SIDE_SEEDS >= 3 && DURATION_S >= 30.0) };
+        assert!(Plan::of(false, Some(2)).parts.iter().all(|p| p.seeds == 2));
     }
 }

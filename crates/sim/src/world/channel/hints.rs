@@ -18,6 +18,26 @@
 //!   uniform `[0, jitter]`;
 //! * `absent`: nothing is ever reported (the sender must guess).
 //!
+//! **Hints with a path (issue 23).** The modes above, with the default
+//! [`HintOrigin::Oracle`], read the duration off the outage event: in the
+//! outage channel that is the channel's own future (the hint is
+//! self-fulfilling), kept only so older outputs can be reproduced. A named
+//! origin estimates instead, from what it could know when the outage
+//! starts:
+//!
+//! * [`HintOrigin::BaseStation`] sees the SINR collapse: deafness and
+//!   misalignment last the MAC's recovery bound, a handover its nominal
+//!   interruption, a blockage the running mean of the blockages it has
+//!   seen *end* (starting from a prior);
+//! * [`HintOrigin::MobilityPredictor`] knows the vehicle's speed: a
+//!   blockage lasts a typical blocker's length over that speed (clamped to
+//!   the recovery bound and the horizon), the other kinds as above.
+//!
+//! With a named origin, `perfect` means zero signalling delay and no
+//! misses (not foreknowledge); `noisy` adds the `hint_delay`, the jitter,
+//! the misses and false alarms (Poisson, per vehicle, a blockage that is
+//! not there) — the log-normal duration error applies to the oracle only.
+//!
 //! `issued_at` is the outage's start in every mode (the station stamps
 //! the report when it sees the link drop; sender and station share the
 //! simulator's clock), `cqi` is 0 (the link is out of range while down)
@@ -48,6 +68,9 @@ pub enum HintMode {
         miss_probability: f64,
         /// Largest extra delivery delay, ms (uniform from 0).
         delay_jitter_ms: f64,
+        /// False alarms per second per vehicle (named origins only).
+        #[serde(default)]
+        false_alarm_rate_hz: f64,
     },
     /// No hints.
     Absent,
@@ -61,6 +84,7 @@ impl HintMode {
             duration_sigma: 0.5,
             miss_probability: 0.1,
             delay_jitter_ms: 5.0,
+            false_alarm_rate_hz: 0.1,
         }
     }
 
@@ -70,8 +94,10 @@ impl HintMode {
             duration_sigma,
             miss_probability,
             delay_jitter_ms,
+            false_alarm_rate_hz,
         } = self
         {
+            check_range("hints.false_alarm_rate_hz", *false_alarm_rate_hz, 0.0, 1e3)?;
             check_range("hints.duration_sigma", *duration_sigma, 0.0, 10.0)?;
             check_range("hints.miss_probability", *miss_probability, 0.0, 1.0)?;
             check_range("hints.delay_jitter_ms", *delay_jitter_ms, 0.0, 1e6)?;
@@ -91,12 +117,83 @@ pub struct ScheduledHint {
     pub hint: LinkHint,
 }
 
+/// Who produces the hints, and so what their durations can be based on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HintOrigin {
+    /// The outage event's own duration (foreknowledge; the pre-issue-23
+    /// model).
+    Oracle,
+    /// The serving base station, from what it has observed.
+    BaseStation,
+    /// A mobility predictor, from the vehicle's speed.
+    MobilityPredictor,
+}
+
+impl HintOrigin {
+    /// The scenario-file name: `oracle`, `base_station` or `mobility`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HintOrigin::Oracle => "oracle",
+            HintOrigin::BaseStation => "base_station",
+            HintOrigin::MobilityPredictor => "mobility",
+        }
+    }
+
+    /// Parses a scenario-file name.
+    pub fn parse(s: &str) -> Option<HintOrigin> {
+        match s {
+            "oracle" => Some(HintOrigin::Oracle),
+            "base_station" => Some(HintOrigin::BaseStation),
+            "mobility" => Some(HintOrigin::MobilityPredictor),
+            _ => None,
+        }
+    }
+}
+
+/// What a named origin knows before any outage: nominal durations.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct HintPriors {
+    /// The MAC's recovery bound (deafness, misalignment).
+    pub recovery: Duration,
+    /// A handover's nominal interruption.
+    pub handover: Duration,
+    /// A blockage before any has been seen to end.
+    pub blockage: Duration,
+    /// Typical blocker length along the road, m (mobility predictor).
+    pub blocker_length_m: f64,
+    /// Longest predicted blockage.
+    pub horizon: Duration,
+}
+
+impl Default for HintPriors {
+    /// 10 ms recovery (seed 004 §3.2.5), 20 ms handover, 100 ms blockage,
+    /// 15 m blockers (seed 004: 10–20 m obstacles), 2 s horizon.
+    fn default() -> HintPriors {
+        HintPriors {
+            recovery: Duration::from_millis(10),
+            handover: Duration::from_millis(20),
+            blockage: Duration::from_millis(100),
+            blocker_length_m: 15.0,
+            horizon: Duration::from_secs(2),
+        }
+    }
+}
+
 /// Turns outages into hints of the chosen accuracy.
 #[derive(Clone, Debug)]
 pub struct HintSource {
     mode: HintMode,
     delay: Duration,
     rng: SimRng,
+    origin: HintOrigin,
+    priors: HintPriors,
+    /// Base station: mean of the blockages seen to end, seconds, and how
+    /// many; blockages still running, (end, length s).
+    learned_s: f64,
+    learned_n: u64,
+    running: Vec<(Time, f64)>,
+    seed: u64,
 }
 
 /// The hint kind of an outage kind.
@@ -118,7 +215,117 @@ impl HintSource {
             mode,
             delay,
             rng: component_rng(seed, "mmwave/hints"),
+            origin: HintOrigin::Oracle,
+            priors: HintPriors::default(),
+            learned_s: 0.0,
+            learned_n: 0,
+            running: Vec::new(),
+            seed,
         })
+    }
+
+    /// The same source with hints from `origin`, estimating from `priors`.
+    pub fn with_origin(mut self, origin: HintOrigin, priors: HintPriors) -> HintSource {
+        self.origin = origin;
+        self.priors = priors;
+        self
+    }
+
+    /// The origin.
+    pub fn origin(&self) -> HintOrigin {
+        self.origin
+    }
+
+    /// The duration `origin` predicts for `ev` from what it knows at
+    /// `ev.time`; never reads `ev.duration` except as the oracle, and the
+    /// base station only once the outage has ended. O(blockages running).
+    fn estimate(&mut self, ev: &FailureEvent) -> Duration {
+        let p = self.priors;
+        if self.origin == HintOrigin::Oracle {
+            return ev.duration;
+        }
+        // The base station learns every blockage that has ended by now.
+        let now = ev.time;
+        let (mut sum, mut n) = (self.learned_s * self.learned_n as f64, self.learned_n);
+        self.running.retain(|(end, len)| {
+            if *end <= now {
+                sum += len;
+                n += 1;
+                false
+            } else {
+                true
+            }
+        });
+        if n > 0 {
+            self.learned_s = sum / n as f64;
+            self.learned_n = n;
+        }
+        match ev.kind {
+            FailureKind::Deafness | FailureKind::BeamMisalignment => p.recovery,
+            FailureKind::Handover => p.handover,
+            FailureKind::Blockage => {
+                if self.origin == HintOrigin::BaseStation {
+                    self.running
+                        .push((ev.time + ev.duration, ev.duration.as_secs_f64()));
+                    if self.learned_n == 0 {
+                        p.blockage
+                    } else {
+                        Duration::from_secs_f64(self.learned_s).min(p.horizon)
+                    }
+                } else {
+                    let speed = if ev.speed_mps.is_finite() {
+                        ev.speed_mps.max(0.1)
+                    } else {
+                        0.1
+                    };
+                    Duration::from_secs_f64(p.blocker_length_m / speed)
+                        .clamp(p.recovery, p.horizon.max(p.recovery))
+                }
+            }
+        }
+    }
+
+    /// False alarms (named origins, `noisy` mode): for each of `vehicles`
+    /// a Poisson process of blockage hints that no outage is behind, over
+    /// `[0, end]`, each delivered after the signalling delay. Its own
+    /// stream, so outages' hints do not shift. O(alarms).
+    pub fn false_alarms(&self, vehicles: usize, end: Time) -> Vec<ScheduledHint> {
+        let HintMode::Noisy {
+            false_alarm_rate_hz,
+            ..
+        } = self.mode
+        else {
+            return Vec::new();
+        };
+        if self.origin == HintOrigin::Oracle || false_alarm_rate_hz <= 0.0 {
+            return Vec::new();
+        }
+        let mut rng = component_rng(self.seed, "mmwave/hints/false_alarms");
+        let mut out = Vec::new();
+        for vehicle in 0..vehicles {
+            let mut t = 0.0f64;
+            loop {
+                let u: f64 = rng.random();
+                t += -(1.0 - u).ln() / false_alarm_rate_hz;
+                let at = Time::from_nanos((t * 1e9) as u64);
+                if at > end {
+                    break;
+                }
+                out.push(ScheduledHint {
+                    deliver_at: at + self.delay,
+                    vehicle,
+                    hint: LinkHint {
+                        kind: LinkHintKind::Blockage,
+                        issued_at: at,
+                        predicted_duration: Some(self.priors.blockage),
+                        cqi: Some(0),
+                        speed_mps: None,
+                    },
+                });
+            }
+        }
+        out.sort_by_key(|h| h.deliver_at);
+        out
     }
 
     /// The mode.
@@ -128,21 +335,25 @@ impl HintSource {
 
     /// The hint for one outage, if this source reports it.
     pub fn on_event(&mut self, ev: &FailureEvent) -> Option<ScheduledHint> {
+        let predicted = self.estimate(ev);
         let mut hint = LinkHint {
             kind: hint_kind(ev.kind),
             issued_at: ev.time,
-            predicted_duration: Some(ev.duration),
+            predicted_duration: Some(predicted),
             cqi: Some(0),
             speed_mps: Some(ev.speed_mps as f32),
         };
         let mut deliver_at = ev.time + self.delay;
         match self.mode {
             HintMode::Absent => return None,
+            // A named origin's perfect signalling is instant.
+            HintMode::Perfect if self.origin != HintOrigin::Oracle => deliver_at = ev.time,
             HintMode::Perfect => {}
             HintMode::Noisy {
                 duration_sigma,
                 miss_probability,
                 delay_jitter_ms,
+                ..
             } => {
                 // Three draws per event whatever the outcome, so one
                 // event's fate does not shift the next one's draws.
@@ -152,11 +363,13 @@ impl HintSource {
                 if miss < miss_probability {
                     return None;
                 }
-                let factor = (duration_sigma * z).exp();
-                // A huge factor saturates rather than overflowing Duration.
-                let predicted = Duration::try_from_secs_f64(ev.duration.as_secs_f64() * factor)
-                    .unwrap_or(Duration::MAX);
-                hint.predicted_duration = Some(predicted);
+                if self.origin == HintOrigin::Oracle {
+                    let factor = (duration_sigma * z).exp();
+                    // A huge factor saturates rather than overflowing Duration.
+                    let predicted = Duration::try_from_secs_f64(predicted.as_secs_f64() * factor)
+                        .unwrap_or(Duration::MAX);
+                    hint.predicted_duration = Some(predicted);
+                }
                 deliver_at += Duration::from_secs_f64(jitter * delay_jitter_ms * 1e-3);
             }
         }
@@ -221,6 +434,7 @@ mod tests {
             duration_sigma: sigma,
             miss_probability: p,
             delay_jitter_ms: jitter_ms,
+            false_alarm_rate_hz: 0.0,
         };
         let delay = Duration::from_millis(2);
         let mut src = HintSource::new(mode, delay, 9).unwrap();
@@ -268,6 +482,7 @@ mod tests {
             duration_sigma: 0.5,
             miss_probability: 1.5,
             delay_jitter_ms: 0.0,
+            false_alarm_rate_hz: 0.0,
         };
         let err = HintSource::new(bad, Duration::ZERO, 1).unwrap_err();
         assert_eq!(err.field, "hints.miss_probability");
@@ -279,5 +494,127 @@ mod tests {
         let m: HintMode = serde_json::from_str(r#"{"mode": "perfect"}"#).unwrap();
         assert_eq!(m, HintMode::Perfect);
         assert!(serde_json::from_str::<HintMode>(r#"{"mode": "psychic"}"#).is_err());
+    }
+
+    fn named(origin: HintOrigin, mode: HintMode, delay_ms: u64) -> HintSource {
+        HintSource::new(mode, Duration::from_millis(delay_ms), 11)
+            .unwrap()
+            .with_origin(origin, HintPriors::default())
+    }
+
+    #[test]
+    fn named_origins_deliver_with_the_configured_delay_and_misses() {
+        let events: Vec<FailureEvent> = (0..20_000).map(event).collect();
+        for origin in [HintOrigin::BaseStation, HintOrigin::MobilityPredictor] {
+            // Perfect: every outage, at once.
+            let hints = named(origin, HintMode::Perfect, 3).on_events(&events);
+            assert_eq!(hints.len(), events.len());
+            for (h, e) in hints.iter().zip(&events) {
+                assert_eq!(h.deliver_at, e.time, "perfect is zero delay");
+            }
+            // Noisy: 30 % missed, 3 ms + up to 2 ms late.
+            let mode = HintMode::Noisy {
+                duration_sigma: 0.5,
+                miss_probability: 0.3,
+                delay_jitter_ms: 2.0,
+                false_alarm_rate_hz: 0.0,
+            };
+            let mut src = named(origin, mode, 3);
+            let mut delivered = 0;
+            for e in &events {
+                if let Some(h) = src.on_event(e) {
+                    delivered += 1;
+                    let late = h.deliver_at.saturating_duration_since(e.time);
+                    assert!(late >= Duration::from_millis(3));
+                    assert!(late <= Duration::from_millis(5));
+                }
+            }
+            let missed = 1.0 - f64::from(delivered) / events.len() as f64;
+            assert!((missed - 0.3).abs() < 0.015, "{origin:?}: missed {missed}");
+        }
+    }
+
+    #[test]
+    fn no_named_hint_carries_the_channels_future_duration() {
+        // Change the durations of events k.. only: every hint of an event
+        // that started before event k ended is unchanged, and in
+        // particular no event's own hint depends on its own duration.
+        let events: Vec<FailureEvent> = (0..400).map(event).collect();
+        for origin in [HintOrigin::BaseStation, HintOrigin::MobilityPredictor] {
+            let base = named(origin, HintMode::Perfect, 0).on_events(&events);
+            for k in [0usize, 57, 399] {
+                let mut changed = events.clone();
+                for e in &mut changed[k..] {
+                    e.duration = e.duration * 7 + Duration::from_millis(3);
+                }
+                let other = named(origin, HintMode::Perfect, 0).on_events(&changed);
+                // Before any changed event has ended (in either run).
+                let first_end = events[k..]
+                    .iter()
+                    .map(|e| e.time + e.duration)
+                    .min()
+                    .unwrap();
+                for j in 0..events.len() {
+                    let unaffected = j <= k
+                        || origin == HintOrigin::MobilityPredictor
+                        || events[j].time < first_end;
+                    if unaffected {
+                        assert_eq!(
+                            base[j], other[j],
+                            "{origin:?}: hint {j} after change at {k}"
+                        );
+                    }
+                }
+            }
+            // And the hints are not the durations (they are estimates).
+            let same = base
+                .iter()
+                .zip(&events)
+                .filter(|(h, e)| h.hint.predicted_duration == Some(e.duration))
+                .count();
+            assert!(same < events.len() / 10, "{origin:?}: {same} exact");
+        }
+        // The mobility predictor: a faster vehicle, a shorter blockage.
+        let mut src = named(HintOrigin::MobilityPredictor, HintMode::Perfect, 0);
+        let mut e = event(0);
+        e.kind = FailureKind::Blockage;
+        e.speed_mps = 5.0;
+        let slow = src.on_event(&e).unwrap().hint.predicted_duration.unwrap();
+        e.speed_mps = 25.0;
+        let fast = src.on_event(&e).unwrap().hint.predicted_duration.unwrap();
+        // 15 m at 5 m/s is 3 s, clamped to the 2 s horizon.
+        assert_eq!(slow, Duration::from_secs(2));
+        assert_eq!(fast, Duration::from_millis(600));
+    }
+
+    #[test]
+    fn false_alarms_come_at_the_configured_rate_and_only_from_named_origins() {
+        let mode = HintMode::Noisy {
+            duration_sigma: 0.5,
+            miss_probability: 0.0,
+            delay_jitter_ms: 0.0,
+            false_alarm_rate_hz: 2.0,
+        };
+        let end = Time::from_millis(100_000);
+        let alarms = named(HintOrigin::BaseStation, mode.clone(), 4).false_alarms(10, end);
+        // 10 vehicles × 100 s × 2 Hz = 2000 ± 45 (Poisson sd).
+        assert!(
+            (alarms.len() as f64 - 2000.0).abs() < 180.0,
+            "{}",
+            alarms.len()
+        );
+        for a in &alarms {
+            assert_eq!(a.deliver_at, a.hint.issued_at + Duration::from_millis(4));
+            assert!(a.vehicle < 10 && a.hint.issued_at <= end);
+        }
+        let oracle = HintSource::new(mode, Duration::ZERO, 1).unwrap();
+        assert!(oracle.false_alarms(10, end).is_empty());
+        for o in [
+            HintOrigin::Oracle,
+            HintOrigin::BaseStation,
+            HintOrigin::MobilityPredictor,
+        ] {
+            assert_eq!(HintOrigin::parse(o.as_str()), Some(o));
+        }
     }
 }

@@ -7,6 +7,7 @@ use crate::world::channel::ConfigError;
 use crate::world::geom::Vec3;
 use crate::Time;
 use rand::RngExt;
+use rand_distr::{Distribution, StandardNormal};
 use std::time::Duration;
 
 /// An outage in progress.
@@ -29,6 +30,12 @@ struct Vehicle {
     /// A better base station and since when it has been better.
     candidate: Option<(usize, Time)>,
     state: LinkState,
+    /// Fading model: the shadowing draws (its own stream, so the outage
+    /// model's draws are the same with fading on or off), one standard
+    /// normal state per station, and where they were last updated.
+    shadow_rng: SimRng,
+    shadow_z: Vec<f64>,
+    last_pos: Option<Vec3>,
 }
 
 /// What every vehicle's step shares.
@@ -40,6 +47,8 @@ struct StepCtx<'a> {
     bodies: &'a [Blocker],
     headings: &'a [f64],
     load: &'a [usize],
+    /// Each vehicle's serving station at step start (interference).
+    serving: &'a [Option<usize>],
 }
 
 /// Per base station, what one vehicle sees at one step.
@@ -213,6 +222,9 @@ impl MmWaveChannel {
                 outage: None,
                 candidate: None,
                 state: LinkState::DOWN,
+                shadow_rng: component_rng(self.seed, &format!("mmwave/shadowing/{i}")),
+                shadow_z: Vec::new(),
+                last_pos: None,
             });
         }
         // Headings and yaw rates; then the moving bodies.
@@ -241,6 +253,7 @@ impl MmWaveChannel {
             }
         }
         let headings: Vec<f64> = self.vehicles.iter().map(|v| v.heading_rad).collect();
+        let serving: Vec<Option<usize>> = self.vehicles.iter().map(|v| v.state.bs).collect();
         // Take the states out so each can be updated in place while the
         // rest of the channel is read.
         let mut states = std::mem::take(&mut self.vehicles);
@@ -252,8 +265,9 @@ impl MmWaveChannel {
                 bodies: &bodies,
                 headings: &headings,
                 load: &load,
+                serving: &serving,
             };
-            if let Some(ev) = self.step_vehicle(v, i, &ctx) {
+            for ev in self.step_vehicle(v, i, &ctx).into_iter().flatten() {
                 self.counts.bump(ev.kind);
                 self.events.push(ev);
             }
@@ -261,8 +275,14 @@ impl MmWaveChannel {
         self.vehicles = states;
     }
 
-    /// One vehicle's step; returns the outage it starts, if any.
-    fn step_vehicle(&self, v: &mut Vehicle, i: usize, ctx: &StepCtx<'_>) -> Option<FailureEvent> {
+    /// One vehicle's step; returns the outage it starts, if any, and (in
+    /// the fading model) the blockage it saw, which is not an outage.
+    fn step_vehicle(
+        &self,
+        v: &mut Vehicle,
+        i: usize,
+        ctx: &StepCtx<'_>,
+    ) -> [Option<FailureEvent>; 2] {
         let StepCtx {
             now,
             dt,
@@ -270,12 +290,16 @@ impl MmWaveChannel {
             bodies,
             headings,
             load,
+            serving: _,
         } = *ctx;
         let (pos, vel) = vehicles[i];
         let ant = pos + Vec3::new(0.0, 0.0, self.config.vehicle_antenna_height_m);
-        let views: Vec<View> = (0..self.base_stations.len())
+        let mut views: Vec<View> = (0..self.base_stations.len())
             .map(|j| self.view(ant, j, bodies, i))
             .collect();
+        if self.config.fading {
+            self.shadow(v, pos, &mut views);
+        }
         let speed = vel.x.hypot(vel.y);
         let cfg = &self.config;
         // `load` counted this vehicle on the station it had at step start.
@@ -303,6 +327,9 @@ impl MmWaveChannel {
                 .map(|(j, _)| j)
         };
         let mut started: Option<(FailureKind, Duration, Option<usize>)> = None;
+        // Fading model: a blockage attenuates (the views carry its loss)
+        // and is counted, with the predictor's estimate of its length.
+        let mut seen_blockage: Option<Duration> = None;
         if v.outage.is_none() {
             match v.state.bs {
                 None => {
@@ -312,7 +339,16 @@ impl MmWaveChannel {
                 }
                 Some(s) => {
                     let serving = views[s];
-                    if v.los && !serving.clear {
+                    let blocked = v.los && !serving.clear;
+                    if blocked && cfg.fading {
+                        // The predictor's estimate of how long line of
+                        // sight stays lost (the horizon when it sees no end).
+                        let horizon = cfg.blockage_horizon_ms;
+                        seen_blockage = Some(ms(self
+                            .los_back_within(i, s, vehicles, headings, horizon)
+                            .unwrap_or(horizon)));
+                    }
+                    if blocked && !cfg.fading {
                         started = Some(self.blockage(i, s, &views, vehicles, headings));
                     } else if serving.snr_db < cfg.min_snr_db {
                         // Out of coverage of the serving station: forced handover.
@@ -366,14 +402,27 @@ impl MmWaveChannel {
                 speed_mps: speed,
             }
         });
+        let seen = seen_blockage.map(|duration| FailureEvent {
+            time: now,
+            vehicle: i,
+            bs: v.state.bs,
+            kind: FailureKind::Blockage,
+            duration,
+            speed_mps: speed,
+        });
         // Publish the state.
-        let (snr, los) = v.state.bs.map_or((f64::NEG_INFINITY, false), |b| {
+        let (mut snr, los) = v.state.bs.map_or((f64::NEG_INFINITY, false), |b| {
             (views[b].snr_db, views[b].clear)
         });
+        if let (true, Some(b)) = (cfg.fading, v.state.bs) {
+            snr = self.sinr_db(i, b, &views, v.yaw_rate, ctx);
+        }
         let capacity = if v.outage.is_some() {
             0
+        } else if cfg.fading {
+            cfg.fading_capacity_bps(snr)
         } else {
-            self.config.capacity_bps(snr)
+            cfg.capacity_bps(snr)
         };
         v.state = LinkState {
             bs: v.state.bs,
@@ -389,7 +438,83 @@ impl MmWaveChannel {
             los,
             peers: v.state.bs.map_or(0, peers_on),
         };
-        event
+        [event, seen]
+    }
+
+    /// Fading model: moves each station's shadowing of vehicle `v` along
+    /// the distance driven (Gudmundson: correlation `exp(−Δd / d_corr)`)
+    /// and applies it to `views` (σ of line of sight or not). O(stations).
+    fn shadow(&self, v: &mut Vehicle, pos: Vec3, views: &mut [View]) {
+        let cfg = &self.config;
+        if v.shadow_z.len() != views.len() {
+            v.shadow_z = (0..views.len())
+                .map(|_| StandardNormal.sample(&mut v.shadow_rng))
+                .collect();
+            v.last_pos = Some(pos);
+        }
+        let moved = v.last_pos.map_or(0.0, |p| p.distance(pos));
+        let moved = if moved.is_finite() { moved } else { 0.0 };
+        let rho = (-moved / cfg.shadowing_decorrelation_m).exp();
+        let innovation = (1.0 - rho * rho).max(0.0).sqrt();
+        for (z, w) in v.shadow_z.iter_mut().zip(views.iter_mut()) {
+            // Drawn every step, so the stream does not depend on motion.
+            let n: f64 = StandardNormal.sample(&mut v.shadow_rng);
+            *z = rho * *z + innovation * n;
+            let sigma = if w.clear {
+                cfg.los_shadowing_db
+            } else {
+                cfg.nlos_shadowing_db
+            };
+            w.snr_db -= sigma * *z;
+        }
+        v.last_pos = Some(pos);
+    }
+
+    /// Fading model: SINR of vehicle `i` served by `s`, dB — the serving
+    /// SNR less the misalignment loss (pointing error = relative angular
+    /// speed × time since the last beam refresh), over noise plus the
+    /// other stations' beams (each station's beam points at the vehicles
+    /// it serves in turn: its expected pattern gain towards `i`, through
+    /// `i`'s own beam pattern towards it). O(vehicles).
+    fn sinr_db(&self, i: usize, s: usize, views: &[View], yaw_rate: f64, ctx: &StepCtx<'_>) -> f64 {
+        let cfg = &self.config;
+        let (pos, vel) = ctx.vehicles[i];
+        let bs_s = self.base_stations[s];
+        let r = pos - bs_s;
+        let r2 = (r.x * r.x + r.y * r.y).max(1.0);
+        let omega = (r.x * vel.y - r.y * vel.x) / r2;
+        let omega_rel = omega.abs() + (omega - yaw_rate).abs();
+        let period = cfg.beam_tracking_period_ms * 1e-3;
+        let since_refresh = ctx.now.as_nanos() as f64 * 1e-9 % period;
+        let signal = views[s].snr_db - cfg.beam_loss_db(omega_rel * since_refresh);
+        let bearing = |from: Vec3, to: Vec3| (to.y - from.y).atan2(to.x - from.x);
+        let to_s = bearing(pos, bs_s);
+        let mut inr = 0.0;
+        for (j, bs_j) in self.base_stations.iter().enumerate() {
+            if j == s {
+                continue;
+            }
+            let towards_i = bearing(*bs_j, pos);
+            let (mut gain, mut n) = (0.0, 0u32);
+            for (k, b) in ctx.serving.iter().enumerate() {
+                if *b == Some(j) && k != i && k < ctx.vehicles.len() {
+                    let off = wrap_angle(bearing(*bs_j, ctx.vehicles[k].0) - towards_i);
+                    gain += 10f64.powf(-cfg.beam_loss_db(off) / 10.0);
+                    n += 1;
+                }
+            }
+            if n == 0 {
+                continue;
+            }
+            let rx_off = wrap_angle(bearing(pos, *bs_j) - to_s);
+            let inr_db = views[j].snr_db - cfg.beam_loss_db(rx_off);
+            inr += 10f64.powf(inr_db / 10.0) * gain / f64::from(n);
+        }
+        if inr.is_finite() {
+            signal - 10.0 * (1.0 + inr).log10()
+        } else {
+            signal
+        }
     }
 
     /// Draws a deafness or misalignment outage over the last `dt` seconds
@@ -460,9 +585,29 @@ impl MmWaveChannel {
             best = (cfg.nlos_recovery_ms, None);
         }
         // Line of sight back, looked for up to the best recovery so far.
+        if let Some(t) = self.los_back_within(i, s, vehicles, headings, best.0) {
+            best = (t, None);
+        }
+        (FailureKind::Blockage, ms(best.0), best.1)
+    }
+
+    /// When line of sight from vehicle `i` to station `s` comes back,
+    /// ms from now, looked for in `prediction_step_ms` steps below
+    /// `limit_ms`, every vehicle's motion extrapolated at constant
+    /// velocity (a mobility predictor: it cannot see turns or new
+    /// blockers). O(limit / step × obstacles).
+    fn los_back_within(
+        &self,
+        i: usize,
+        s: usize,
+        vehicles: &[(Vec3, Vec3)],
+        headings: &[f64],
+        limit_ms: f64,
+    ) -> Option<f64> {
+        let cfg = &self.config;
         let step = cfg.prediction_step_ms;
         let mut t = step;
-        while t < best.0 {
+        while t < limit_ms {
             let tau = t * 1e-3;
             let moved: Vec<Blocker> = vehicles
                 .iter()
@@ -472,11 +617,10 @@ impl MmWaveChannel {
             let (p, vel) = vehicles[i];
             let ant = p + vel.scale(tau) + Vec3::new(0.0, 0.0, cfg.vehicle_antenna_height_m);
             if self.view(ant, s, &moved, i).clear {
-                best = (t, None);
-                break;
+                return Some(t);
             }
             t += step;
         }
-        (FailureKind::Blockage, ms(best.0), best.1)
+        None
     }
 }

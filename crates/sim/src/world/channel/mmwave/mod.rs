@@ -107,6 +107,26 @@ pub struct MmWaveConfig {
     pub min_outage_ms: f64,
     /// Obstacle densities for generated fields (the preset's difference).
     pub density: ObstacleDensity,
+    /// The fading channel of issue 23 instead of on/off outages: shadowing,
+    /// interference from other stations' beams, blockage as an attenuation
+    /// (counted, not a switch), misalignment loss from the geometry; the
+    /// capacity is continuous in SINR. Default false (the issue-11 model,
+    /// so older outputs are unchanged).
+    pub fading: bool,
+    /// Log-normal shadowing σ in line of sight, dB. Default 5.8 (Akdeniz
+    /// et al. 2014, Table I, 28 GHz LOS).
+    pub los_shadowing_db: f64,
+    /// Log-normal shadowing σ behind a building, dB. Default 8.7 (NLOS).
+    pub nlos_shadowing_db: f64,
+    /// Distance over which shadowing decorrelates, m (Gudmundson's
+    /// exponential model). Default 10.
+    pub shadowing_decorrelation_m: f64,
+    /// Largest beam-pattern attenuation off boresight, dB (3GPP TR 38.901
+    /// pattern `min(12·(θ/θ3dB)², A_m)`). Default 20.
+    pub sidelobe_db: f64,
+    /// Beam tracking refreshes the beam every so often, ms; in between the
+    /// pointing error grows with the angular speed. Default 20.
+    pub beam_tracking_period_ms: f64,
 }
 
 impl Default for MmWaveConfig {
@@ -150,6 +170,12 @@ impl MmWaveConfig {
             link_recovery_ms: 10.0,
             min_outage_ms: 0.5,
             density: ObstacleDensity::urban(),
+            fading: false,
+            los_shadowing_db: 5.8,
+            nlos_shadowing_db: 8.7,
+            shadowing_decorrelation_m: 10.0,
+            sidelobe_db: 20.0,
+            beam_tracking_period_ms: 20.0,
         }
     }
 
@@ -229,6 +255,26 @@ impl MmWaveConfig {
         for (field, v, lo, hi) in checks {
             check_range(field, v, lo, hi)?;
         }
+        let fading: [(&str, f64, f64, f64); 5] = [
+            ("los_shadowing_db", self.los_shadowing_db, 0.0, 40.0),
+            ("nlos_shadowing_db", self.nlos_shadowing_db, 0.0, 40.0),
+            (
+                "shadowing_decorrelation_m",
+                self.shadowing_decorrelation_m,
+                0.01,
+                1e5,
+            ),
+            ("sidelobe_db", self.sidelobe_db, 0.0, 100.0),
+            (
+                "beam_tracking_period_ms",
+                self.beam_tracking_period_ms,
+                0.01,
+                1e5,
+            ),
+        ];
+        for (field, v, lo, hi) in fading {
+            check_range(field, v, lo, hi)?;
+        }
         self.density.validate()
     }
 
@@ -263,6 +309,33 @@ impl MmWaveConfig {
         let snr = 10f64.powf((snr_db - self.implementation_gap_db) / 10.0);
         let c = self.bandwidth_hz * (1.0 + snr).log2();
         (c.min(self.capacity_cap_bps as f64)) as u64
+    }
+}
+
+impl MmWaveConfig {
+    /// Capacity of the fading model at `sinr_db`, continuous everywhere:
+    /// `B·(log2(1 + SINR/Γ) − log2(1 + SINR_min/Γ))`, clipped to
+    /// `[0, cap]` — 0 at the minimum SINR and below, rising without a
+    /// jump, so a deeper fade or a longer distance lowers it gradually.
+    /// O(1).
+    pub fn fading_capacity_bps(&self, sinr_db: f64) -> u64 {
+        if sinr_db.is_nan() {
+            return 0;
+        }
+        let lin = |db: f64| 10f64.powf((db - self.implementation_gap_db) / 10.0);
+        let c =
+            self.bandwidth_hz * ((1.0 + lin(sinr_db)).log2() - (1.0 + lin(self.min_snr_db)).log2());
+        c.clamp(0.0, self.capacity_cap_bps as f64) as u64
+    }
+
+    /// Attenuation of a beam `off_rad` off its boresight, dB: the 3GPP
+    /// pattern `min(12·(θ/θ3dB)², sidelobe_db)`. O(1).
+    pub fn beam_loss_db(&self, off_rad: f64) -> f64 {
+        if !off_rad.is_finite() {
+            return self.sidelobe_db;
+        }
+        let x = off_rad.abs() / self.beamwidth_deg.to_radians();
+        (12.0 * x * x).min(self.sidelobe_db)
     }
 }
 

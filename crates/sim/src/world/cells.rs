@@ -1,0 +1,413 @@
+//! Cells that share (issue 23, deliverable 1): a base station's air time
+//! is divided among the vehicles it serves by a downlink scheduler —
+//! proportional fair ([`SchedulerKind::ProportionalFair`]) or round robin
+//! ([`SchedulerKind::RoundRobin`]) — over each vehicle's own rate from its
+//! SNR (the channel's [`LinkState::capacity_bps`]).
+//!
+//! **Fluid, full-buffer.** The channel is recorded once per (scenario,
+//! seed) and replayed into every controller (common random numbers), so
+//! the schedule is made while recording and assumes every associated
+//! vehicle is backlogged — true of the saturating bulk traffic the
+//! throughput and RTT figures use. Within one channel step (1 ms, eight
+//! 125 µs NR slots) the scheduler hands out *time fractions*, not whole
+//! slots: a vehicle in coverage gets capacity `fraction × own rate` for the
+//! step. Whole-slot granularity would make a vehicle's capacity 0 for the
+//! steps it is not picked, and 0 means "link down" to
+//! [`crate::world::mmwave_link::MmWaveLink`] (a packet on the air is cut);
+//! a real scheduler's HARQ/RLC keeps such packets.
+//!
+//! **Proportional fair, in the fluid limit.** The classic PF scheduler
+//! picks, slot by slot, the vehicle with the largest `rate / average
+//! throughput`, the average an exponential one over `pf_window`. Over a
+//! step of length `dt` (`β = dt / window`) the allocation that maximises
+//! `Σ log(T_i')`, `T_i' = (1 − β)·T_i + β·x_i·r_i`, is a water-filling:
+//! `x_i = max(0, μ − c_i)` with `c_i = (1 − β)·T_i / (β·r_i)` and `Σ x_i`
+//! the time left after the floor. Every vehicle in coverage keeps a floor
+//! of `min_share / n` of the step (control signalling and HARQ keep some
+//! slots for everyone; it also keeps 0 meaning "down").
+//!
+//! **Round robin** gives every vehicle in coverage `1 / n` of the time.
+//!
+//! Either way the time fractions of a cell's vehicles in coverage add up
+//! to 1, so the bits a cell delivers in a step are `Σ x_i·r_i ≤ max r_i`:
+//! the cell's capacity is shared, never multiplied.
+//!
+//! [`LinkState::capacity_bps`]: crate::world::channel::mmwave::LinkState
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How a base station divides its air time.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchedulerKind {
+    /// Every vehicle keeps its own rate: the pre-issue-23 model, in which
+    /// cells do not share (kept so that older outputs can be reproduced).
+    Unshared,
+    /// Proportional fair (the default of issue 23).
+    ProportionalFair,
+    /// Round robin: equal time.
+    RoundRobin,
+}
+
+impl SchedulerKind {
+    /// The scenario-file name: `unshared`, `pf` or `rr`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchedulerKind::Unshared => "unshared",
+            SchedulerKind::ProportionalFair => "pf",
+            SchedulerKind::RoundRobin => "rr",
+        }
+    }
+
+    /// Parses a scenario-file name (`unshared`, `pf`, `rr`).
+    pub fn parse(s: &str) -> Option<SchedulerKind> {
+        match s {
+            "unshared" => Some(SchedulerKind::Unshared),
+            "pf" => Some(SchedulerKind::ProportionalFair),
+            "rr" => Some(SchedulerKind::RoundRobin),
+            _ => None,
+        }
+    }
+}
+
+/// What happens to the base station's RLC buffer of a vehicle at a
+/// handover.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandoverBuffer {
+    /// Forwarded to the new station (X2 data forwarding): kept.
+    Move,
+    /// Lost with the old station: every queued packet is dropped.
+    Drop,
+}
+
+impl HandoverBuffer {
+    /// The scenario-file name: `move` or `drop`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandoverBuffer::Move => "move",
+            HandoverBuffer::Drop => "drop",
+        }
+    }
+
+    /// Parses a scenario-file name (`move`, `drop`).
+    pub fn parse(s: &str) -> Option<HandoverBuffer> {
+        match s {
+            "move" => Some(HandoverBuffer::Move),
+            "drop" => Some(HandoverBuffer::Drop),
+            _ => None,
+        }
+    }
+}
+
+/// One vehicle's share of its cell for one step.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Share {
+    /// Fraction of the step's air time, in `[0, 1]`.
+    pub fraction: f64,
+    /// What the vehicle's link carries for the step, bit/s.
+    pub rate_bps: u64,
+}
+
+/// The schedulers of every base station, with the PF averages of every
+/// vehicle (a vehicle keeps its average across a handover: the new
+/// station learns it with the context).
+#[derive(Clone, Debug)]
+pub struct CellScheduler {
+    kind: SchedulerKind,
+    window: Duration,
+    min_share: f64,
+    /// Per vehicle, its exponentially averaged throughput, bit/s.
+    avg_bps: Vec<f64>,
+    /// Scratch for one cell's water-filling (no allocation per step once
+    /// grown).
+    scratch: Vec<(f64, usize)>,
+}
+
+impl CellScheduler {
+    /// A scheduler of `kind` for `vehicles` vehicles; PF averages over
+    /// `window` and keeps a floor of `min_share / n` (`min_share` in
+    /// `[0, 1]`) for each of a cell's `n` vehicles in coverage.
+    pub fn new(
+        kind: SchedulerKind,
+        vehicles: usize,
+        window: Duration,
+        min_share: f64,
+    ) -> CellScheduler {
+        CellScheduler {
+            kind,
+            window: window.max(Duration::from_nanos(1)),
+            min_share: if min_share.is_finite() {
+                min_share.clamp(0.0, 1.0)
+            } else {
+                0.0
+            },
+            avg_bps: vec![0.0; vehicles],
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> SchedulerKind {
+        self.kind
+    }
+
+    /// Vehicle `v`'s averaged throughput so far, bit/s (PF state).
+    pub fn average_bps(&self, v: usize) -> f64 {
+        self.avg_bps.get(v).copied().unwrap_or(0.0)
+    }
+
+    /// Shares of the next `dt` for every vehicle: `links[i]` is vehicle
+    /// `i`'s (serving station, own rate bit/s; 0 = down). Writes
+    /// `out[i]` (resized to `links.len()`); a vehicle down or unassociated
+    /// gets nothing. O(stations × vehicles + vehicles · log vehicles).
+    pub fn schedule(&mut self, dt: Duration, links: &[(Option<usize>, u64)], out: &mut Vec<Share>) {
+        out.clear();
+        out.resize(
+            links.len(),
+            Share {
+                fraction: 0.0,
+                rate_bps: 0,
+            },
+        );
+        if self.avg_bps.len() < links.len() {
+            self.avg_bps.resize(links.len(), 0.0);
+        }
+        if self.kind == SchedulerKind::Unshared {
+            for (o, (bs, r)) in out.iter_mut().zip(links) {
+                if bs.is_some() && *r > 0 {
+                    *o = Share {
+                        fraction: 1.0,
+                        rate_bps: *r,
+                    };
+                }
+            }
+            return;
+        }
+        let cells = links.iter().filter_map(|l| l.0).max().map_or(0, |m| m + 1);
+        let beta = (dt.as_secs_f64() / self.window.as_secs_f64()).clamp(1e-9, 1.0);
+        for cell in 0..cells {
+            self.scratch.clear();
+            for (i, (bs, r)) in links.iter().enumerate() {
+                if *bs == Some(cell) && *r > 0 {
+                    let c = (1.0 - beta) * self.avg_bps[i] / (beta * *r as f64);
+                    self.scratch.push((c, i));
+                }
+            }
+            let n = self.scratch.len();
+            if n == 0 {
+                continue;
+            }
+            match self.kind {
+                SchedulerKind::RoundRobin | SchedulerKind::Unshared => {
+                    for &(_, i) in &self.scratch {
+                        out[i].fraction = 1.0 / n as f64;
+                    }
+                }
+                SchedulerKind::ProportionalFair => {
+                    let floor = self.min_share / n as f64;
+                    let rest = 1.0 - floor * n as f64;
+                    self.scratch.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    // Water level μ over the k lowest c: (rest + Σ c) / k,
+                    // the largest k whose μ stays above its own c.
+                    let mut sum = 0.0;
+                    let mut level = 0.0;
+                    for (k, &(c, _)) in self.scratch.iter().enumerate() {
+                        let mu = (rest + sum + c) / (k + 1) as f64;
+                        if k > 0 && mu <= c {
+                            break;
+                        }
+                        sum += c;
+                        level = mu;
+                    }
+                    let mut total = 0.0;
+                    for &(c, i) in &self.scratch {
+                        let x = floor + (level - c).max(0.0);
+                        out[i].fraction = x;
+                        total += x;
+                    }
+                    // Rounding: make the fractions add up to 1 exactly
+                    // enough (within 1e-12) for the invariant checks.
+                    if total > 0.0 {
+                        for &(_, i) in &self.scratch {
+                            out[i].fraction /= total;
+                        }
+                    }
+                }
+            }
+        }
+        for (i, (o, (_, r))) in out.iter_mut().zip(links).enumerate() {
+            let served = o.fraction * *r as f64;
+            o.rate_bps = if o.fraction > 0.0 {
+                (served as u64).max(1)
+            } else {
+                0
+            };
+            self.avg_bps[i] = (1.0 - beta) * self.avg_bps[i] + beta * served;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::component_rng;
+    use rand::RngExt;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn pf() -> CellScheduler {
+        CellScheduler::new(
+            SchedulerKind::ProportionalFair,
+            0,
+            Duration::from_millis(100),
+            0.1,
+        )
+    }
+
+    fn rr() -> CellScheduler {
+        CellScheduler::new(
+            SchedulerKind::RoundRobin,
+            0,
+            Duration::from_millis(100),
+            0.1,
+        )
+    }
+
+    #[test]
+    fn shares_add_up_to_the_cell_for_random_cells() {
+        let mut rng = component_rng(7, "cells/test/shares");
+        for kind in [SchedulerKind::ProportionalFair, SchedulerKind::RoundRobin] {
+            let mut s = CellScheduler::new(kind, 0, Duration::from_millis(100), 0.1);
+            let mut out = Vec::new();
+            for _ in 0..2000 {
+                let n = rng.random_range(1..12usize);
+                let links: Vec<(Option<usize>, u64)> = (0..n)
+                    .map(|_| {
+                        let bs = rng.random_range(0..4usize);
+                        let bs = (bs < 3).then_some(bs);
+                        let up = rng.random_range(0..5u32) > 0;
+                        let r = if up {
+                            rng.random_range(1_000_000..2_000_000_000u64)
+                        } else {
+                            0
+                        };
+                        (bs, r)
+                    })
+                    .collect();
+                s.schedule(MS, &links, &mut out);
+                for cell in 0..3 {
+                    let members: Vec<usize> = (0..n)
+                        .filter(|&i| links[i].0 == Some(cell) && links[i].1 > 0)
+                        .collect();
+                    let time: f64 = members.iter().map(|&i| out[i].fraction).sum();
+                    let bits: u64 = members.iter().map(|&i| out[i].rate_bps).sum();
+                    let max_r = members.iter().map(|&i| links[i].1).max().unwrap_or(0);
+                    if members.is_empty() {
+                        assert_eq!(bits, 0);
+                        continue;
+                    }
+                    assert!((time - 1.0).abs() < 1e-9, "{kind:?}: time {time}");
+                    assert!(bits <= max_r, "{kind:?}: {bits} > {max_r}");
+                    for &i in &members {
+                        // Everyone in coverage gets at least the floor.
+                        assert!(out[i].fraction >= 0.1 / members.len() as f64 - 1e-12);
+                        assert!(out[i].rate_bps > 0);
+                    }
+                }
+                for i in 0..n {
+                    if links[i].0.is_none() || links[i].1 == 0 {
+                        assert_eq!(out[i].rate_bps, 0);
+                        assert_eq!(out[i].fraction, 0.0);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn constant_rates_get_equal_time_so_throughput_follows_rate() {
+        // The PF fixed point with constant rates: equal time shares, so
+        // each vehicle's throughput is a third of its own rate.
+        let rates = [1_200_000_000u64, 600_000_000, 300_000_000];
+        let links: Vec<_> = rates.iter().map(|r| (Some(0), *r)).collect();
+        let mut s = pf();
+        let mut out = Vec::new();
+        let mut served = [0.0f64; 3];
+        for step in 0..5000 {
+            s.schedule(MS, &links, &mut out);
+            if step >= 1000 {
+                for (k, o) in out.iter().enumerate() {
+                    served[k] += o.rate_bps as f64;
+                }
+            }
+        }
+        for k in 0..3 {
+            let time = served[k] / rates[k] as f64 / 4000.0;
+            assert!((time - 1.0 / 3.0).abs() < 0.01, "vehicle {k}: time {time}");
+        }
+    }
+
+    #[test]
+    fn proportional_fair_rides_the_peaks_and_beats_round_robin_in_log_utility() {
+        // Two vehicles whose rates fade independently (mean 1 and 0.5
+        // Gbit/s). PF serves each near its peaks: more total throughput
+        // and a larger Σ log(throughput) than round robin, with time
+        // shares near one half each (fair in time).
+        let mut rng = component_rng(3, "cells/test/fading");
+        let steps = 20_000;
+        let trace: Vec<[u64; 2]> = (0..steps)
+            .map(|_| {
+                let a: f64 = rng.random_range(0.0..2.0);
+                let b: f64 = rng.random_range(0.0..1.0);
+                [(a * 1e9) as u64 + 1, (b * 1e9) as u64 + 1]
+            })
+            .collect();
+        let run = |mut s: CellScheduler| {
+            let mut out = Vec::new();
+            let mut bits = [0.0f64; 2];
+            let mut time = [0.0f64; 2];
+            for r in &trace {
+                s.schedule(MS, &[(Some(0), r[0]), (Some(0), r[1])], &mut out);
+                for k in 0..2 {
+                    bits[k] += out[k].rate_bps as f64;
+                    time[k] += out[k].fraction;
+                }
+            }
+            (bits, time)
+        };
+        let (pf_bits, pf_time) = run(pf());
+        let (rr_bits, rr_time) = run(rr());
+        let log_u = |b: [f64; 2]| b.iter().map(|x| x.ln()).sum::<f64>();
+        assert!(pf_bits[0] + pf_bits[1] > 1.05 * (rr_bits[0] + rr_bits[1]));
+        assert!(log_u(pf_bits) > log_u(rr_bits));
+        for k in 0..2 {
+            assert!((rr_time[k] / steps as f64 - 0.5).abs() < 1e-9);
+            assert!(
+                (pf_time[k] / steps as f64 - 0.5).abs() < 0.05,
+                "{pf_time:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unshared_keeps_every_rate_and_names_round_trip() {
+        let mut s = CellScheduler::new(SchedulerKind::Unshared, 2, MS, 0.0);
+        let mut out = Vec::new();
+        s.schedule(MS, &[(Some(0), 5), (Some(0), 7), (None, 9)], &mut out);
+        let r: Vec<u64> = out.iter().map(|o| o.rate_bps).collect();
+        assert_eq!(r, vec![5, 7, 0]);
+        for k in [
+            SchedulerKind::Unshared,
+            SchedulerKind::ProportionalFair,
+            SchedulerKind::RoundRobin,
+        ] {
+            assert_eq!(SchedulerKind::parse(k.as_str()), Some(k));
+        }
+        for h in [HandoverBuffer::Move, HandoverBuffer::Drop] {
+            assert_eq!(HandoverBuffer::parse(h.as_str()), Some(h));
+        }
+        assert_eq!(SchedulerKind::parse("wfq"), None);
+    }
+}
