@@ -136,7 +136,14 @@ impl StrOrNum {
         if number.trim_matches(['0', '.', '_']).is_empty() {
             return Ok(number);
         }
-        Err(format!("write a unit, e.g. \"{number}{example_unit}\""))
+        // A large bare rate is most likely bit/s: suggest that, not
+        // "50000000Mbps".
+        let unit = if example_unit == "Mbps" && number.len() > 4 {
+            "bps"
+        } else {
+            example_unit
+        };
+        Err(format!("write a unit, e.g. \"{number}{unit}\""))
     }
 }
 

@@ -512,7 +512,7 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
         } else if cfg.traffic == "onoff" {
             table(vec![
                 ("app", s("onoff")),
-                ("rate", Value::Integer(rate as i64)),
+                ("rate", s(format!("{rate}bps"))),
                 (
                     "message_bytes",
                     Value::Integer(i64::from(cfg.payload_bytes)),

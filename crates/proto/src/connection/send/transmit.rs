@@ -285,31 +285,12 @@ impl Connection {
             )
     }
 
-    /// The largest DATA datagram to send now: the path's current size,
-    /// but, with path MTU discovery on, at most a quarter of the
-    /// congestion window (never below the base size). Without this, a
-    /// 64 KB loopback datagram against a 120 KB window leaves one packet
-    /// per round trip: the window check holds the second back, and the
-    /// receiver waits its full ACK delay for a second packet that never
-    /// comes (21 Mbit/s on loopback). Four datagrams a window keep the ACK
-    /// clock running, as Linux sizes TSO bursts to the window (`tcp_tso_autosize`).
-    /// With discovery off nothing changes. O(1).
-    fn data_datagram_size(&self) -> u16 {
-        if !self.pmtud.is_enabled() {
-            return self.packet_size;
-        }
-        let quarter = self.recovery.congestion().cwnd_bytes() / 4;
-        let quarter = u16::try_from(quarter).unwrap_or(u16::MAX);
-        quarter.clamp(self.pmtud.base().min(self.packet_size), self.packet_size)
-    }
-
     fn send_data(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<usize> {
         if !self.data_state() {
             return None;
         }
         self.expire_messages(now);
-        let size = self.data_datagram_size();
-        let mps = u64::from(size);
+        let mps = u64::from(self.packet_size);
         if !self.send.has_pending() {
             if self.recovery.allowance(now, mps) == Allowance::Send {
                 self.recovery.on_app_limited();
@@ -326,7 +307,7 @@ impl Connection {
             Allowance::Wait(_) => return None,
         };
         let pn = self.recovery.next_pn();
-        let room = usize::from(size).saturating_sub(HEADER_LEN + 4);
+        let room = usize::from(self.packet_size).saturating_sub(HEADER_LEN + 4);
         let mut taken = None;
         if probe && !self.send.has_retransmission() {
             if let Some(mut blocks) = self.recovery.oldest_blocks() {
@@ -384,11 +365,20 @@ impl Connection {
         // the peer's ACK schedule (every 2nd packet, or the frequency this
         // side asked for) clocks it, and asking would add an ACK per window.
         let last = !self.send.has_pending();
+        // Under path MTU discovery a datagram can be as large as half the
+        // window (64 KB on loopback against a young 120 KB window): then
+        // the window holds one datagram, the second waits for an ACK, and
+        // the receiver's ACK schedule (every 2nd packet) would hold that
+        // ACK for its full delay — one datagram per 25 ms, 21 Mbit/s on
+        // loopback. Ask for the ACK at once while the window holds fewer
+        // than two datagrams. Without discovery nothing changes.
+        let lone = self.pmtud.is_enabled()
+            && self.recovery.congestion().cwnd_bytes() < 2 * u64::from(self.packet_size);
         let mut flags = Flags::ST_RTR;
         if taken.retransmission {
             flags = flags | Flags::ST_RET;
         }
-        if last {
+        if last || lone {
             flags = flags | Flags::REPLY_REQ;
         }
         let mut h = self.header(PacketType::Data, flags);
@@ -451,7 +441,7 @@ impl Connection {
         if self.data_state() && self.send.has_pending() {
             if let Allowance::Wait(at) = self
                 .recovery
-                .allowance(self.now, u64::from(self.data_datagram_size()))
+                .allowance(self.now, u64::from(self.packet_size))
             {
                 arm(Some(at));
             }
