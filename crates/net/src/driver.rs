@@ -181,6 +181,8 @@ pub(crate) struct State {
     pub(crate) datagrams_in: u64,
     /// Datagrams the socket layer sent.
     pub(crate) datagrams_out: u64,
+    /// The packet capture (`EndpointBuilder::pcap`), if on.
+    pub(crate) capture: Option<crate::observe::Capture>,
 }
 
 /// The state shared by the driver and every application handle.
@@ -384,6 +386,9 @@ fn take_rebind(shared: &Shared, io: &mut UdpIo) {
         .take()
     {
         *io = new_io;
+        if let (Some(c), Ok(local)) = (shared.lock().capture.as_mut(), io.local_addr()) {
+            c.set_local(local);
+        }
     }
 }
 
@@ -413,6 +418,9 @@ fn receive(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) -> u64 {
         // Each datagram at its own arrival time (kernel timestamp, or its
         // place in a GRO buffer): the packet pair measures the gaps.
         let n = rx.drain(|from, ecn, age, dg| {
+            if let Some(c) = st.capture.as_mut() {
+                c.received(from, dg);
+            }
             st.proto
                 .handle_datagram(now.saturating_sub(age), from, ecn, dg)
         }) as u64;
@@ -570,6 +578,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             more_to_send = false;
             while let Some(t) = st.proto.poll_transmit(now, &mut buf) {
                 tx.push(t.destination, t.ecn, &buf[..t.size]);
+                if let Some(c) = st.capture.as_mut() {
+                    c.sent(t.destination, &buf[..t.size]);
+                }
                 if tx.len() >= TX_BATCH_DATAGRAMS {
                     more_to_send = true;
                     break;
@@ -643,6 +654,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             .unwrap_or_else(|p| p.into_inner())
             .take(),
     );
+    if let Some(c) = shared.lock().capture.as_mut() {
+        c.flush();
+    }
     // Wake everyone so nothing waits on a dead driver.
     wake_all(&shared);
 }

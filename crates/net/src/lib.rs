@@ -107,6 +107,7 @@ mod endpoint;
 mod events;
 mod icmp;
 mod inbox;
+pub mod observe;
 pub mod keys;
 pub mod pmtu;
 mod rx_time;
