@@ -20,18 +20,34 @@ fn perf_client_writes_a_qlog_that_plots_and_a_capture() {
     let mut first = String::new();
     reader.read_line(&mut first).unwrap();
     std::thread::spawn(move || for _ in reader.lines() {});
-    let addr = first.trim().strip_prefix("listening on ").unwrap().to_string();
+    let addr = first
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
     let qlog = dir.join("q");
     let pcap = dir.join("client.pcapng");
     let out = Command::new(env!("CARGO_BIN_EXE_peregrine"))
-        .args(["perf", "client", "--connect", &addr, "--bytes", "300000", "--json"])
+        .args([
+            "perf",
+            "client",
+            "--connect",
+            &addr,
+            "--bytes",
+            "300000",
+            "--json",
+        ])
         .arg("--qlog")
         .arg(&qlog)
         .arg("--pcap")
         .arg(&pcap)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(server.wait().unwrap().success());
 
     let files: Vec<_> = std::fs::read_dir(&qlog)
@@ -39,7 +55,11 @@ fn perf_client_writes_a_qlog_that_plots_and_a_capture() {
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "sqlog"))
         .collect();
-    assert_eq!(files.len(), 1, "one file per connection endpoint: {files:?}");
+    assert_eq!(
+        files.len(),
+        1,
+        "one file per connection endpoint: {files:?}"
+    );
     let text = std::fs::read_to_string(&files[0]).unwrap();
     for r in text.split('\u{1e}').filter(|r| !r.trim().is_empty()) {
         serde_json::from_str::<serde_json::Value>(r).unwrap_or_else(|e| panic!("{e}: {r}"));
@@ -52,10 +72,20 @@ fn perf_client_writes_a_qlog_that_plots_and_a_capture() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(plot.status.success(), "{}", String::from_utf8_lossy(&plot.stderr));
+    assert!(
+        plot.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plot.stderr)
+    );
     let svgs = std::fs::read_dir(&dir)
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "svg"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "svg")
+        })
         .count();
     assert!(svgs >= 1, "qlog plot wrote no SVG");
 

@@ -263,6 +263,7 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
         }
         match ev {
             Event::Connected => {
+                tracing::debug!(conn = ?h, accepted = !outgoing_known, "connection established");
                 if !outgoing_known {
                     let limit = st.server_inbox_limit;
                     st.conns.insert(h, ConnState::new(limit));
@@ -291,6 +292,7 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
                 c.changed.notify_waiters();
             }
             Event::PeerClosed => {
+                tracing::debug!(conn = ?h, "peer closed the connection");
                 if let Some(c) = st.conns.get_mut(&h) {
                     c.peer_closed = true;
                     c.changed.notify_waiters();
@@ -300,6 +302,12 @@ fn dispatch_events(st: &mut State, upcalls: &mut Vec<(ConnectionHandle, u16, Byt
                 reason,
                 undelivered,
             } => {
+                tracing::debug!(
+                    conn = ?h,
+                    ?reason,
+                    undelivered = undelivered.len(),
+                    "connection closed"
+                );
                 if let Some(c) = st.conns.get_mut(&h) {
                     c.closed = Some(reason);
                     // Tracked messages still pending: not delivered if
@@ -546,6 +554,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                     biased;
                     r = io.readable() => {
                         if let Err(e) = r {
+                            tracing::warn!(error = %e, "socket failed: the endpoint's driver stops");
                             shared.lock().stopped = Some(e.to_string());
                             break;
                         }
@@ -618,6 +627,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                 }
                 let expired = shutdown_at.is_some_and(|t| now >= t);
                 if (st.proto.connection_count() == 0 && tx.is_empty()) || expired {
+                    tracing::debug!("endpoint dropped: the driver stops");
                     st.stopped = Some("endpoint dropped".into());
                     break;
                 }
@@ -641,6 +651,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             // connects must never see its START leave from the old socket.
             take_rebind(&shared, &mut io);
             if let Err(e) = io.send_batch(&tx).await {
+                tracing::warn!(error = %e, "send failed: the endpoint's driver stops");
                 shared.lock().stopped = Some(e.to_string());
                 break;
             }

@@ -106,9 +106,8 @@ pub(crate) struct Capture {
 
 impl Capture {
     fn create(path: &Path, local: SocketAddr) -> io::Result<Capture> {
-        let file = File::create(path).map_err(|e| {
-            io::Error::new(e.kind(), format!("pcap file {}: {e}", path.display()))
-        })?;
+        let file = File::create(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("pcap file {}: {e}", path.display())))?;
         let mut out = PcapngWriter::new(BufWriter::new(file), "peregrine runtime")?;
         let iface = out.add_interface(&format!("udp {local}"), LinkType::Raw)?;
         Ok(Capture {
@@ -181,7 +180,8 @@ impl Capture {
             self.last_flush = now;
             r = self.out.get_mut().flush();
         }
-        if r.is_err() {
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "packet capture failed: capturing stops");
             self.failed = true;
         }
     }

@@ -123,9 +123,9 @@ fn traced_transfer(name: &str) -> Run {
     };
     loop {
         let done = files().len() == 2
-            && files().iter().all(|f| {
-                std::fs::read_to_string(f).is_ok_and(|t| t.contains("connection_closed"))
-            });
+            && files()
+                .iter()
+                .all(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("connection_closed")));
         if done {
             break;
         }
@@ -161,8 +161,15 @@ fn qlog_and_pcap_of_a_loopback_transfer() {
             assert!(r["name"].as_str().is_some_and(|n| n.contains(':')), "{r}");
             assert!(r["data"].is_object(), "{r}");
         }
-        let names: Vec<&str> = recs[1..].iter().filter_map(|r| r["name"].as_str()).collect();
-        for want in ["transport:packet_sent", "transport:packet_received", "recovery:metrics_updated"] {
+        let names: Vec<&str> = recs[1..]
+            .iter()
+            .filter_map(|r| r["name"].as_str())
+            .collect();
+        for want in [
+            "transport:packet_sent",
+            "transport:packet_received",
+            "recovery:metrics_updated",
+        ] {
             assert!(names.contains(&want), "{}: no {want}", f.display());
         }
     }
@@ -178,7 +185,10 @@ fn qlog_and_pcap_of_a_loopback_transfer() {
     let (mut out, mut inn) = (0, 0);
     for (iface, t, p) in &packets {
         assert_eq!(*iface, 0);
-        assert!(*t <= now_ns && now_ns - t < 60_000_000_000, "wall-clock time {t}");
+        assert!(
+            *t <= now_ns && now_ns - t < 60_000_000_000,
+            "wall-clock time {t}"
+        );
         let (sp, dp, payload) = udp4(p);
         match (sp, dp) {
             (s, d) if s == run.client_port && d == run.server_port => out += 1,
@@ -209,12 +219,24 @@ fn qlog_and_pcap_of_a_loopback_transfer() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let frames = v.as_array().unwrap();
-    assert_eq!(frames.len(), packets.len(), "one decoded frame per datagram");
+    assert_eq!(
+        frames.len(),
+        packets.len(),
+        "one decoded frame per datagram"
+    );
     let seen: std::collections::BTreeSet<u64> = frames
         .iter()
-        .filter_map(|f| f["_source"]["layers"]["sltp.type"][0].as_str()?.parse().ok())
+        .filter_map(|f| {
+            f["_source"]["layers"]["sltp.type"][0]
+                .as_str()?
+                .parse()
+                .ok()
+        })
         .collect();
     for k in [PacketType::Start, PacketType::Data, PacketType::Ack] {
-        assert!(seen.contains(&u64::from(k.code())), "tshark: no {k:?} in {seen:?}");
+        assert!(
+            seen.contains(&u64::from(k.code())),
+            "tshark: no {k:?} in {seen:?}"
+        );
     }
 }
