@@ -20,13 +20,13 @@
 use crate::EndpointBuilder;
 use peregrine_proto::trace::TraceFactory;
 use peregrine_trace::pcapng::{Ipv4Udp, Ipv6Udp, LinkType, PcapngWriter};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// How often the capture is flushed to its file at the latest, so that a
 /// process that exits abruptly loses little of it.
@@ -98,8 +98,9 @@ pub(crate) struct Capture {
     local: SocketAddr,
     /// With a wildcard local IP: the source IP the kernel's route picks
     /// for each peer IP (looked up once per peer).
-    sources: HashMap<IpAddr, IpAddr>,
-    last_flush: SystemTime,
+    sources: BTreeMap<IpAddr, IpAddr>,
+    /// When the file was last flushed, wall-clock ns.
+    last_flush_ns: u64,
     /// A write failed: the capture stops (the connection goes on).
     failed: bool,
 }
@@ -116,8 +117,8 @@ impl Capture {
             v4: Ipv4Udp::default(),
             v6: Ipv6Udp::default(),
             local,
-            sources: HashMap::new(),
-            last_flush: SystemTime::now(),
+            sources: BTreeMap::new(),
+            last_flush_ns: wall_clock_ns(),
             failed: false,
         })
     }
@@ -167,17 +168,15 @@ impl Capture {
         if self.failed {
             return;
         }
-        let now = SystemTime::now();
-        let time_ns = now
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let time_ns = wall_clock_ns();
         let packet = match (src, dst) {
             (SocketAddr::V4(s), SocketAddr::V4(d)) => self.v4.wrap(s, d, datagram),
             (s, d) => self.v6.wrap(v6(s), v6(d), datagram),
         };
         let mut r = self.out.write_packet(self.iface, time_ns, packet);
-        if r.is_ok() && now.duration_since(self.last_flush).unwrap_or_default() >= FLUSH_EVERY {
-            self.last_flush = now;
+        let since_flush_ns = time_ns.saturating_sub(self.last_flush_ns);
+        if r.is_ok() && since_flush_ns >= FLUSH_EVERY.as_nanos() as u64 {
+            self.last_flush_ns = time_ns;
             r = self.out.get_mut().flush();
         }
         if let Err(e) = r {
@@ -202,6 +201,17 @@ impl Drop for Capture {
     }
 }
 
+/// Now, wall clock, in ns since the Unix epoch (0 before it). The one
+/// place the runtime reads the wall clock: a capture's timestamps must
+/// line up with other captures and logs of the host, which the driver's
+/// monotonic clock (`Shared::now`) does not.
+#[allow(clippy::disallowed_types, clippy::disallowed_methods)]
+fn wall_clock_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// An IPv4-mapped IPv6 address (a dual-stack socket's view of an IPv4
 /// peer) as the IPv4 address it is.
 fn unmap(a: SocketAddr) -> SocketAddr {
@@ -222,7 +232,10 @@ fn v6(a: SocketAddr) -> SocketAddrV6 {
 }
 
 /// The source IP the kernel would use towards `peer` (a connected UDP
-/// socket sends nothing); the wildcard if there is no route.
+/// socket sends nothing); the wildcard if there is no route. A blocking
+/// std socket is right here: `connect` on UDP only consults the routing
+/// table, and this runs once per peer with a capture on.
+#[allow(clippy::disallowed_types)]
 fn route_source(peer: SocketAddr) -> IpAddr {
     let any: SocketAddr = if peer.is_ipv4() {
         (Ipv4Addr::UNSPECIFIED, 0).into()

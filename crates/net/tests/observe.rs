@@ -3,6 +3,10 @@
 //! of the socket layer (`EndpointBuilder::pcap`) that tshark, with the
 //! SLTP dissector, decodes to START, DATA and ACK packets.
 
+// A real-time test: it waits (bounded) for the drivers' files, and
+// checks the capture's wall-clock stamps.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
 use peregrine::{ConnectionConfig, EndpointBuilder};
 use peregrine_proto::wire::{DatagramRepr, PacketType};
 use peregrine_trace::qlog::QlogDir;
