@@ -8,6 +8,7 @@ use std::process::ExitCode;
 mod cc_cmd;
 mod emu_cmd;
 mod keygen_cmd;
+mod logging;
 mod perf_cmd;
 mod progress;
 mod qlog_cmd;
@@ -58,6 +59,7 @@ static ALLOC: peregrine_lab::bench::alloc::CountingAlloc =
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::init();
     let result = match cli.command {
         None => showcase(),
         Some(Command::Cc(args)) => cc_cmd::run(args),

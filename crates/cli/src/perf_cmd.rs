@@ -49,6 +49,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
+mod observe;
 mod outcome;
 mod parse;
 mod pattern;
@@ -115,6 +116,8 @@ struct ServerArgs {
     json: bool,
     #[command(flatten)]
     datagram: DatagramArgs,
+    #[command(flatten)]
+    observe: observe::ObserveArgs,
 }
 
 /// Datagram sizing, both sides.
@@ -203,6 +206,8 @@ struct ClientArgs {
     /// keygen`) or 64 hex digits: pins the server (Noise_IK).
     #[arg(long, value_name = "FILE|HEX")]
     peer_key: Option<String>,
+    #[command(flatten)]
+    observe: observe::ObserveArgs,
 }
 
 /// Run `peregrine perf`.
@@ -238,8 +243,9 @@ async fn server(a: ServerArgs) -> Result<()> {
     let plan = security::server_plan(&a.security, a.authorized_keys.as_deref())?;
     let mut config = server_config();
     a.datagram.apply(&mut config)?;
-    let ep = plan
-        .apply(EndpointBuilder::new())
+    let ep = a
+        .observe
+        .apply(plan.apply(EndpointBuilder::new()), "perf")?
         .config(EndpointConfig {
             server: Some(config),
             // The client's --cc also runs the server's (echo) direction.
@@ -457,7 +463,10 @@ async fn client(a: ClientArgs) -> Result<()> {
         "[::]:0".parse()?
     };
     let plan = security::client_plan(&a.security, a.peer_key.as_deref())?;
-    let ep = plan.apply(EndpointBuilder::new()).bind(bind)?;
+    let ep = a
+        .observe
+        .apply(plan.apply(EndpointBuilder::new()), "perf")?
+        .bind(bind)?;
     let mut config = ConnectionConfig {
         cc,
         scheduler,

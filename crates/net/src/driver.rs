@@ -197,6 +197,8 @@ pub(crate) struct State {
     pub(crate) datagrams_out: u64,
     /// Groups this endpoint is the source of, by id (`crate::group`).
     pub(crate) groups: BTreeMap<u32, GroupEntry>,
+    /// The packet capture (`EndpointBuilder::pcap`), if on.
+    pub(crate) capture: Option<crate::observe::Capture>,
 }
 
 /// The state shared by the driver and every application handle.
@@ -292,6 +294,7 @@ fn dispatch_events(
         }
         match ev {
             Event::Connected => {
+                tracing::debug!(conn = ?h, accepted = !outgoing_known, "connection established");
                 if !outgoing_known {
                     let limit = st.server_inbox_limit;
                     st.conns.insert(h, ConnState::new(limit));
@@ -317,6 +320,7 @@ fn dispatch_events(
                 deliver(c, &mut st.proto, h, stream, Bytes::from(bytes), upcalls);
             }
             Event::PeerClosed => {
+                tracing::debug!(conn = ?h, "peer closed the connection");
                 if let Some(c) = st.conns.get_mut(&h) {
                     c.peer_closed = true;
                     c.changed.notify_waiters();
@@ -326,6 +330,12 @@ fn dispatch_events(
                 reason,
                 undelivered,
             } => {
+                tracing::debug!(
+                    conn = ?h,
+                    ?reason,
+                    undelivered = undelivered.len(),
+                    "connection closed"
+                );
                 if let Some(c) = st.conns.get_mut(&h) {
                     c.closed = Some(reason);
                     // Tracked messages still pending: not delivered if
@@ -474,6 +484,9 @@ fn take_rebind(shared: &Shared, io: &mut UdpIo) {
         .take()
     {
         *io = new_io;
+        if let (Some(c), Ok(local)) = (shared.lock().capture.as_mut(), io.local_addr()) {
+            c.set_local(local);
+        }
     }
 }
 
@@ -503,6 +516,9 @@ fn receive(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) -> u64 {
         // Each datagram at its own arrival time (kernel timestamp, or its
         // place in a GRO buffer): the packet pair measures the gaps.
         let n = rx.drain(|from, ecn, age, dg| {
+            if let Some(c) = st.capture.as_mut() {
+                c.received(from, dg);
+            }
             st.proto
                 .handle_datagram(now.saturating_sub(age), from, ecn, dg)
         }) as u64;
@@ -628,6 +644,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                     biased;
                     r = io.readable() => {
                         if let Err(e) = r {
+                            tracing::warn!(error = %e, "socket failed: the endpoint's driver stops");
                             shared.lock().stopped = Some(e.to_string());
                             break;
                         }
@@ -668,6 +685,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             more_to_send = false;
             while let Some(t) = st.proto.poll_transmit(now, &mut buf) {
                 tx.push(t.destination, t.ecn, &buf[..t.size]);
+                if let Some(c) = st.capture.as_mut() {
+                    c.sent(t.destination, &buf[..t.size]);
+                }
                 if tx.len() >= TX_BATCH_DATAGRAMS {
                     more_to_send = true;
                     break;
@@ -711,6 +731,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                 }
                 let expired = shutdown_at.is_some_and(|t| now >= t);
                 if (st.proto.connection_count() == 0 && tx.is_empty()) || expired {
+                    tracing::debug!("endpoint dropped: the driver stops");
                     st.stopped = Some("endpoint dropped".into());
                     break;
                 }
@@ -734,6 +755,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             // connects must never see its START leave from the old socket.
             take_rebind(&shared, &mut io);
             if let Err(e) = io.send_batch(&tx).await {
+                tracing::warn!(error = %e, "send failed: the endpoint's driver stops");
                 shared.lock().stopped = Some(e.to_string());
                 break;
             }
@@ -747,6 +769,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             .unwrap_or_else(|p| p.into_inner())
             .take(),
     );
+    if let Some(c) = shared.lock().capture.as_mut() {
+        c.flush();
+    }
     // Wake everyone so nothing waits on a dead driver.
     wake_all(&shared);
 }

@@ -54,6 +54,8 @@ pub struct EndpointBuilder {
     keypair: Option<StaticKeypair>,
     aead: Option<AeadPreference>,
     aes_hardware: Option<bool>,
+    /// Trace factory and packet capture (observe.rs).
+    pub(crate) observe: crate::observe::Observe,
 }
 
 /// Whether this CPU accelerates AES-128-GCM: AES-NI and PCLMULQDQ on x86,
@@ -183,6 +185,7 @@ impl EndpointBuilder {
             UdpIo::bind(addr)?
         };
         let local = io.local_addr()?;
+        let capture = self.observe.open_capture(local)?;
         let capabilities = io.capabilities();
         let seed = match self.seed {
             Some(s) => s,
@@ -197,6 +200,9 @@ impl EndpointBuilder {
         // Ephemeral handshake keys get 256 bits of OS entropy, whatever the
         // (64-bit, possibly fixed) seed of ids and SYNC_NOs.
         proto.seed_handshakes(crate::keys::os_random::<32>()?);
+        if let Some(factory) = self.observe.take_trace() {
+            proto.set_trace_factory(factory);
+        }
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 proto,
@@ -210,6 +216,7 @@ impl EndpointBuilder {
                 datagrams_in: 0,
                 datagrams_out: 0,
                 groups: BTreeMap::new(),
+                capture,
             }),
             driver_signal: Notify::new(),
             incoming: Notify::new(),

@@ -213,6 +213,13 @@ impl EventQueue {
     pub(crate) fn push(&mut self, ev: ConnectionEvent) {
         if self.queue.len() >= EVENT_QUEUE_CAPACITY {
             self.queue.pop_front();
+            if self.missed == 0 {
+                // Once per overflow, not per dropped event.
+                tracing::warn!(
+                    capacity = EVENT_QUEUE_CAPACITY,
+                    "connection event queue full: dropping the oldest events (read as Lagged)"
+                );
+            }
             self.missed += 1;
             self.dropped += 1;
         }

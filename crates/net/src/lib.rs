@@ -115,6 +115,7 @@ mod group;
 mod icmp;
 mod inbox;
 pub mod keys;
+pub mod observe;
 pub mod pmtu;
 mod rx_time;
 mod socket;
