@@ -365,6 +365,13 @@ async fn server(a: ServerArgs) -> Result<()> {
         r => r?,
     };
     eprintln!("listening on {}", ep.local_addr());
+    if ep.local_addr().ip() == std::net::Ipv6Addr::UNSPECIFIED && v6_only_by_default() {
+        eprintln!(
+            "note: net.ipv6.bindv6only = 1: [::] takes IPv6 clients only; \
+             for IPv4 run another server with --listen 0.0.0.0:{}",
+            ep.local_addr().port()
+        );
+    }
     eprintln!("security: {}", plan.description);
     let run = async {
         while let Some(conn) = ep.accept().await {
@@ -386,6 +393,12 @@ async fn server(a: ServerArgs) -> Result<()> {
     };
     eprintln!("{}", outcome::counters_line(&ep));
     r
+}
+
+/// Whether this host makes IPv6 sockets v6-only unless told otherwise
+/// (Linux `net.ipv6.bindv6only`; false where it cannot be read).
+fn v6_only_by_default() -> bool {
+    std::fs::read_to_string("/proc/sys/net/ipv6/bindv6only").is_ok_and(|s| s.trim() == "1")
 }
 
 /// Serve one client (`serve_inner`), then check how its connection
@@ -1154,6 +1167,13 @@ async fn parallel_bulk(
     reliability: StreamReliability,
     trace: Option<Vec<TraceMessage>>,
 ) -> Result<Value> {
+    // One connection runs on the calling (block_on) thread, as before -P:
+    // spawned onto a worker it was measured ~100× slower with PMTUD's
+    // 64 KiB datagrams on loopback (see the commit).
+    if let [conn] = conns {
+        let run = bulk_mode(conn.clone(), a.clone(), classes, reliability, trace, 0).await?;
+        return Ok(finish_bulk(vec![run], a));
+    }
     let handles: Vec<_> = conns
         .iter()
         .enumerate()
@@ -1172,6 +1192,12 @@ async fn parallel_bulk(
     for h in handles {
         runs.push(h.await.context("bulk task")??);
     }
+    Ok(finish_bulk(runs, a))
+}
+
+/// The report of `runs` (one per connection): sums, `intervals[]`, `end`.
+/// O(connections × intervals).
+fn finish_bulk(runs: Vec<BulkRun>, a: &ClientArgs) -> Value {
     let mut out = runs[0].out.clone();
     if runs.len() > 1 {
         let bytes: u64 = runs
@@ -1227,5 +1253,5 @@ async fn parallel_bulk(
     };
     out["intervals"] = json!(intervals.iter().map(|i| i.to_json()).collect::<Vec<_>>());
     out["end"] = end;
-    Ok(out)
+    out
 }

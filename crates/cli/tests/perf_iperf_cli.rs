@@ -192,6 +192,20 @@ fn bidir_parallel_over_ipv4_and_ipv6_with_bitrate_interval_and_logfile() {
     let _ = server.wait();
 }
 
+#[test]
+fn long_connect_takes_a_name_and_interval_zero_turns_intervals_off() {
+    let (mut server, port) = start_server(&["--once", "--insecure"]);
+    let out = peregrine()
+        .args(["perf", "client", "--connect", &format!("localhost:{port}")])
+        .args(["--insecure", "--duration", "0.3", "-i", "0", "--json"])
+        .output()
+        .expect("run the client");
+    let v = json(&out);
+    assert_eq!(v["intervals"], serde_json::json!([]), "{v}");
+    assert!(bytes(&v["end"]["sum_received"]) > 0, "{v}");
+    assert!(server.wait().expect("the server exits").success());
+}
+
 /// A client that must fail before connecting: stderr is `error: {msg}`.
 fn fails_with(args: &[&str], msg: &str) {
     let out = peregrine().arg("perf").args(args).output().expect("run");
@@ -239,6 +253,25 @@ fn nonsense_arguments_name_the_allowed_range() {
     fails_with(
         &[],
         "perf: give -s (server), -c HOST (client), or `perf server` / `perf client`",
+    );
+    // clap's own checks name the flags.
+    let out = peregrine()
+        .args(["perf", "-c", "localhost", "-R", "--bidir"])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: the argument '--reverse' cannot be used with '--bidir'"),
+        "{stderr}"
+    );
+    let out = peregrine()
+        .args(["perf", "-c", "localhost", "-p", "0"])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: invalid value '0' for '--port <PORT>': 0 is not in 1..=65535"),
+        "{stderr}"
     );
     // With -J the same error is JSON on stdout too.
     let out = peregrine()
