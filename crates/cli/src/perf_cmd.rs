@@ -1167,9 +1167,8 @@ async fn parallel_bulk(
     reliability: StreamReliability,
     trace: Option<Vec<TraceMessage>>,
 ) -> Result<Value> {
-    // One connection runs on the calling (block_on) thread, as before -P:
-    // spawned onto a worker it was measured ~100× slower with PMTUD's
-    // 64 KiB datagrams on loopback (see the commit).
+    // One connection runs on the calling (block_on) thread, as it did
+    // before -P: the common case keeps its scheduling.
     if let [conn] = conns {
         let run = bulk_mode(conn.clone(), a.clone(), classes, reliability, trace, 0).await?;
         return Ok(finish_bulk(vec![run], a));
