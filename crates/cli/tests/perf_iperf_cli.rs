@@ -206,6 +206,43 @@ fn long_connect_takes_a_name_and_interval_zero_turns_intervals_off() {
     assert!(server.wait().expect("the server exits").success());
 }
 
+#[test]
+fn the_table_ends_with_the_sender_and_receiver_lines() {
+    let (mut server, port) = start_server(&["--once", "--insecure"]);
+    let out = peregrine()
+        .args([
+            "perf",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "--insecure",
+        ])
+        .args(["-t", "0.3", "--bidir", "-b", "4Mbps"])
+        .output()
+        .expect("run the client");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    for start in [
+        "sender: ",
+        "receiver: ",
+        "sender (server → client): ",
+        "receiver (server → client): ",
+    ] {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with(start) && l.ends_with(" Mbit/s")),
+            "no `{start}…` line in\n{table}"
+        );
+    }
+    assert!(server.wait().expect("the server exits").success());
+}
+
 /// A client that must fail before connecting: stderr is `error: {msg}`.
 fn fails_with(args: &[&str], msg: &str) {
     let out = peregrine().arg("perf").args(args).output().expect("run");
