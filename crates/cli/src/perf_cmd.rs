@@ -626,41 +626,21 @@ async fn client(a: ClientArgs) -> Result<()> {
     };
     a.datagram.apply(&mut config)?;
     // Every address the name resolves to, in turn (`localhost` may be
-    // ::1 or 127.0.0.1 first); the error is the last address's.
-    let mut last_err = None;
-    let mut connected = None;
-    for &addr in &addrs {
-        let bind: SocketAddr = if addr.is_ipv4() {
-            "0.0.0.0:0".parse()?
-        } else {
-            "[::]:0".parse()?
-        };
-        let attempt = async {
+    // ::1 or 127.0.0.1 first).
+    let (addr, (ep, conn)) = iperf::first_that_connects(&spec, &addrs, |addr| {
+        let (plan, config) = (&plan, config.clone());
+        async move {
+            let bind: SocketAddr = if addr.is_ipv4() {
+                "0.0.0.0:0".parse()?
+            } else {
+                "[::]:0".parse()?
+            };
             let ep = plan.apply(EndpointBuilder::new()).bind(bind)?;
-            let conn = ep.connect(addr, config.clone()).await?;
+            let conn = ep.connect(addr, config).await?;
             anyhow::Ok((ep, conn))
-        };
-        match attempt.await {
-            Ok(c) => {
-                connected = Some((addr, c));
-                break;
-            }
-            Err(e) => {
-                if addrs.len() > 1 {
-                    eprintln!("cannot connect to {addr}: {e:#}; trying the next address");
-                }
-                last_err = Some(e.context(format!("cannot connect to {addr}")));
-            }
         }
-    }
-    let Some((addr, (ep, conn))) = connected else {
-        let e = last_err.unwrap_or_else(|| anyhow!("no address"));
-        return Err(if addrs.len() > 1 {
-            e.context(format!("-c {spec}: every address failed"))
-        } else {
-            e
-        });
-    };
+    })
+    .await?;
     let mut conns = vec![conn.clone()];
     for _ in 1..a.parallel {
         conns.push(

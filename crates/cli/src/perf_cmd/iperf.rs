@@ -102,6 +102,39 @@ pub(super) async fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>> {
     Ok(addrs)
 }
 
+/// Try `connect` on each of `addrs` in turn; the first success, with its
+/// address. Each failure but the last is said on stderr; the error is the
+/// last address's, as `cannot connect to ADDR: …` (and, when there were
+/// several, prefixed with `-c SPEC: every address failed`). O(addresses).
+pub(super) async fn first_that_connects<T, F, Fut>(
+    spec: &str,
+    addrs: &[SocketAddr],
+    mut connect: F,
+) -> Result<(SocketAddr, T)>
+where
+    F: FnMut(SocketAddr) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut last_err = None;
+    for &addr in addrs {
+        match connect(addr).await {
+            Ok(c) => return Ok((addr, c)),
+            Err(e) => {
+                if addrs.len() > 1 {
+                    eprintln!("cannot connect to {addr}: {e:#}; trying the next address");
+                }
+                last_err = Some(e.context(format!("cannot connect to {addr}")));
+            }
+        }
+    }
+    let e = last_err.unwrap_or_else(|| anyhow!("-c {spec}: no address"));
+    Err(if addrs.len() > 1 {
+        e.context(format!("-c {spec}: every address failed"))
+    } else {
+        e
+    })
+}
+
 /// `{"bytes", "seconds", "bits_per_second"}`, iperf3's sum object.
 pub(super) fn sum(bytes: u64, seconds: f64) -> Value {
     json!({
@@ -176,6 +209,35 @@ mod tests {
         assert_eq!(
             hp(":5", None),
             Err("-c/--connect: `:5` names no host".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn every_address_is_tried_in_turn() {
+        let v6: SocketAddr = "[::1]:4433".parse().expect("addr");
+        let v4: SocketAddr = "127.0.0.1:4433".parse().expect("addr");
+        let mut tried = Vec::new();
+        let r = first_that_connects("localhost", &[v6, v4], |a| {
+            tried.push(a);
+            async move {
+                if a.is_ipv6() {
+                    bail!("connection refused")
+                }
+                Ok(7)
+            }
+        })
+        .await
+        .expect("the second address connects");
+        assert_eq!(r, (v4, 7));
+        assert_eq!(tried, [v6, v4]);
+        let e = first_that_connects("localhost", &[v6, v6], |_| async {
+            Result::<()>::Err(anyhow!("connection refused"))
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(
+            format!("{e:#}"),
+            "-c localhost: every address failed: cannot connect to [::1]:4433: connection refused"
         );
     }
 
