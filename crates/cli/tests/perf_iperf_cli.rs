@@ -24,8 +24,26 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// A server process, killed when the test ends however it ends (a failed
+/// assertion must not leave it running).
+struct Server(Child);
+
+impl Server {
+    /// Wait for a `--once` server's exit; true if it succeeded.
+    fn wait(&mut self) -> std::io::Result<bool> {
+        self.0.wait().map(|s| s.success())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `perf -s -p PORT` plus `args`, once it says where it listens.
-fn start_server(args: &[&str]) -> (Child, u16) {
+fn start_server(args: &[&str]) -> (Server, u16) {
     let port = free_port();
     let mut server = peregrine()
         .args(["perf", "-s", "-p", &port.to_string()])
@@ -39,7 +57,7 @@ fn start_server(args: &[&str]) -> (Child, u16) {
     reader.read_line(&mut first).expect("the first line");
     assert_eq!(first.trim(), format!("listening on [::]:{port}"));
     std::thread::spawn(move || for _ in reader.lines() {});
-    (server, port)
+    (Server(server), port)
 }
 
 fn json(out: &Output) -> Value {
@@ -108,12 +126,12 @@ fn reverse_against_localhost_has_the_iperf3_json_shape() {
     ] {
         assert!(v.get(key).is_some(), "missing key {key} in {v}");
     }
-    assert!(server.wait().expect("the server exits").success());
+    assert!(server.wait().expect("the server exits"));
 }
 
 #[test]
 fn bidir_parallel_over_ipv4_and_ipv6_with_bitrate_interval_and_logfile() {
-    let (mut server, port) = start_server(&[]);
+    let (server, port) = start_server(&[]);
     let p = port.to_string();
     let log = tempdir("bidir").join("perf.json");
     let log_s = log.to_str().expect("utf-8 path");
@@ -188,8 +206,7 @@ fn bidir_parallel_over_ipv4_and_ipv6_with_bitrate_interval_and_logfile() {
     let v = json(&out);
     assert!(bytes(&v["end"]["sum_received"]) > 0, "{v}");
     assert!(v["intervals"][0]["receiver"].is_null(), "forward only: {v}");
-    server.kill().expect("stop the server");
-    let _ = server.wait();
+    drop(server);
 }
 
 #[test]
@@ -203,7 +220,7 @@ fn long_connect_takes_a_name_and_interval_zero_turns_intervals_off() {
     let v = json(&out);
     assert_eq!(v["intervals"], serde_json::json!([]), "{v}");
     assert!(bytes(&v["end"]["sum_received"]) > 0, "{v}");
-    assert!(server.wait().expect("the server exits").success());
+    assert!(server.wait().expect("the server exits"));
 }
 
 #[test]
@@ -240,7 +257,7 @@ fn the_table_ends_with_the_sender_and_receiver_lines() {
             "no `{start}…` line in\n{table}"
         );
     }
-    assert!(server.wait().expect("the server exits").success());
+    assert!(server.wait().expect("the server exits"));
 }
 
 /// A client that must fail before connecting: stderr is `error: {msg}`.
