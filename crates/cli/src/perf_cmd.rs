@@ -49,6 +49,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
+mod iperf;
 mod observe;
 mod outcome;
 mod parse;
@@ -56,7 +57,7 @@ mod pattern;
 mod report;
 mod security;
 
-use parse::{parse_bitrate, parse_duration, parse_scheduler, parse_trace, TraceMessage};
+use parse::{parse_bitrate, parse_scheduler, parse_trace, TraceMessage};
 use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
 use report::{latency_json, table};
 use security::SecurityArgs;
@@ -65,6 +66,9 @@ const CONTROL: u16 = 0;
 const ECHO: u16 = 1;
 const LATENCY: u16 = 2;
 const BULK_BASE: u16 = 16;
+/// First stream the server sends bulk on (`-R`, `--bidir`): above every
+/// client bulk stream (16 + [`iperf::MAX_STREAMS`]).
+const REVERSE_BASE: u16 = 1024;
 /// Bulk message size: large enough to keep the send path busy, small
 /// enough that per-stream interleaving stays fine-grained.
 const BULK_MESSAGE: usize = 64 * 1024;
@@ -82,11 +86,56 @@ fn message_gap(bitrate_bps: u64, streams: u16) -> Duration {
     Duration::from_secs_f64(bits / per_stream_bps as f64)
 }
 
-/// Arguments of `peregrine perf`.
+/// Send 64 KiB bulk messages on stream `id` until `stop` (or the
+/// connection ends), one every `gap` if given; count the bytes handed to
+/// the connection in `sent`.
+fn spawn_sender(
+    conn: Connection,
+    id: u16,
+    stop: Arc<AtomicBool>,
+    sent: Arc<AtomicU64>,
+    gap: Option<Duration>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        // One shared buffer: every message is a reference to it, so
+        // the only copy on the way out is into the datagram.
+        let chunk = peregrine::Bytes::from(vec![0x5a; BULK_MESSAGE]);
+        let mut next = Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            if let Some(gap) = gap {
+                // A sender held up (a full send buffer) catches up by
+                // at most `PACING_CATCH_UP`, not the whole backlog.
+                next = next.max(Instant::now() - PACING_CATCH_UP);
+                tokio::time::sleep_until(next).await;
+                next += gap;
+            }
+            if conn.send(id, chunk.clone()).await.is_err() {
+                break;
+            }
+            sent.fetch_add(BULK_MESSAGE as u64, Ordering::Relaxed);
+        }
+    })
+}
+
+/// Arguments of `peregrine perf`: the `server`/`client` subcommands, or
+/// iperf3's vocabulary (`-s`, `-c HOST[:PORT]`; docs/perf.md maps the flags).
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct PerfArgs {
     #[command(subcommand)]
-    command: PerfCommand,
+    command: Option<PerfCommand>,
+    /// Run a server on `[::]:PORT` (IPv6 and IPv4 alike; -p, default 4433).
+    #[arg(short = 's', long = "server", conflicts_with = "connect")]
+    server_mode: bool,
+    /// With -s: exit after the first client has finished.
+    #[arg(long, requires = "server_mode")]
+    once: bool,
+    /// With -s: accept only the client keys listed in FILE.
+    #[arg(long, value_name = "FILE", requires = "server_mode")]
+    authorized_keys: Option<std::path::PathBuf>,
+    /// The client's flags (boxed: they are large and `Command` holds this).
+    #[command(flatten)]
+    client: Box<ClientArgs>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -94,7 +143,7 @@ enum PerfCommand {
     /// Accept clients and count, echo or answer what they send.
     Server(ServerArgs),
     /// Measure throughput, message latency or network time against a server.
-    Client(ClientArgs),
+    Client(Box<ClientArgs>),
 }
 
 #[derive(Args, Debug)]
@@ -156,15 +205,40 @@ impl DatagramArgs {
 
 #[derive(Args, Debug)]
 struct ClientArgs {
-    /// The server's address.
-    #[arg(long)]
-    connect: SocketAddr,
-    /// How long bulk (and latency) mode runs, e.g. 10s, 500ms.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    /// The server: HOST[:PORT] (a name, an IPv4 or IPv6 address; every
+    /// address a name resolves to is tried in turn; port -p, default 4433).
+    #[arg(
+        short = 'c',
+        long,
+        visible_alias = "client",
+        value_name = "HOST[:PORT]"
+    )]
+    connect: Option<String>,
+    /// The server's port (default 4433, the port Wireshark's SLTP dissector decodes).
+    #[arg(short = 'p', long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    port: Option<u16>,
+    /// How long bulk (and latency) mode runs, e.g. 10s, 500ms, or a bare
+    /// number of seconds as in iperf3 (-t 2).
+    #[arg(short = 't', long, default_value = "10s", value_parser = iperf::parse_seconds)]
     duration: Duration,
-    /// Bulk streams.
+    /// Report interval (progress lines, JSON `intervals[]`); 0 turns them off.
+    #[arg(short = 'i', long, default_value = "1", value_parser = iperf::parse_seconds)]
+    interval: Duration,
+    /// Bulk streams per connection (1–128).
     #[arg(long, default_value_t = 1)]
     streams: u16,
+    /// Parallel connections (1–32), each with --streams bulk streams.
+    #[arg(short = 'P', long, default_value_t = 1)]
+    parallel: u16,
+    /// Reverse: the server sends, the client receives.
+    #[arg(short = 'R', long, conflicts_with_all = ["bidir", "echo_size", "latency_trace", "bytes"])]
+    reverse: bool,
+    /// Both directions at once.
+    #[arg(long, conflicts_with_all = ["echo_size", "latency_trace", "bytes"])]
+    bidir: bool,
+    /// Append the report (table or JSON) to FILE instead of printing it on stdout.
+    #[arg(long, value_name = "FILE")]
+    logfile: Option<std::path::PathBuf>,
     /// Stream scheduler: rr, wfq, abs, adaptive[:BPS], edf, aging[:MS].
     #[arg(long, default_value = "rr")]
     scheduler: String,
@@ -180,10 +254,10 @@ struct ClientArgs {
     /// Application-paced target rate of the bulk streams together, e.g.
     /// 100Mbps, 1.5Gbps (bps, kbps, Mbps, Gbps); default: as fast as the
     /// connection goes.
-    #[arg(long, value_name = "RATE", value_parser = parse_bitrate)]
+    #[arg(short = 'b', long, value_name = "RATE", value_parser = parse_bitrate)]
     bitrate: Option<u64>,
     /// Print only a JSON object on stdout.
-    #[arg(long)]
+    #[arg(short = 'J', long)]
     json: bool,
     /// Replay this message trace on a priority-0 stream beside the bulk streams.
     #[arg(long)]
@@ -217,16 +291,48 @@ pub fn run(args: PerfArgs) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
-    match args.command {
+    let command = match args.command {
+        Some(c) => c,
+        None if args.server_mode => {
+            let c = args.client;
+            let port = c.port.unwrap_or(iperf::DEFAULT_PORT);
+            PerfCommand::Server(ServerArgs {
+                listen: SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port)),
+                once: args.once,
+                security: c.security,
+                authorized_keys: args.authorized_keys,
+                json: c.json,
+                datagram: c.datagram,
+                observe: c.observe,
+            })
+        }
+        None if args.client.connect.is_some() => PerfCommand::Client(args.client),
+        None => bail!("perf: give -s (server), -c HOST (client), or `perf server` / `perf client`"),
+    };
+    match command {
         PerfCommand::Server(a) => rt.block_on(server(a)),
         PerfCommand::Client(a) => {
-            let json = a.json;
-            let r = rt.block_on(client(a));
+            let (json, logfile) = (a.json, a.logfile.clone());
+            let r = rt.block_on(client(*a));
             if let (Err(e), true) = (&r, json) {
-                crate::out(&format!("{}\n", outcome::error_json(e)))?;
+                emit(logfile.as_deref(), &format!("{}\n", outcome::error_json(e)))?;
             }
             r
         }
+    }
+}
+
+/// Print `text` on stdout, or append it to `--logfile`.
+fn emit(logfile: Option<&std::path::Path>, text: &str) -> Result<()> {
+    use std::io::Write as _;
+    match logfile {
+        None => crate::out(text),
+        Some(p) => std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .with_context(|| format!("--logfile: cannot write {}", p.display())),
     }
 }
 
@@ -243,18 +349,36 @@ async fn server(a: ServerArgs) -> Result<()> {
     let plan = security::server_plan(&a.security, a.authorized_keys.as_deref())?;
     let mut config = server_config();
     a.datagram.apply(&mut config)?;
-    let ep = a
-        .observe
-        .apply(plan.apply(EndpointBuilder::new()), "perf")?
-        .config(EndpointConfig {
-            server: Some(config),
-            // The client's --cc also runs the server's (echo) direction.
-            adopt_peer_controller: true,
-            ..EndpointConfig::default()
-        })
-        .bind(a.listen)
-        .with_context(|| format!("cannot listen on {}", a.listen))?;
+    let bind = |addr: SocketAddr| -> Result<_> {
+        a.observe
+            .apply(plan.apply(EndpointBuilder::new()), "perf")?
+            .config(EndpointConfig {
+                server: Some(config.clone()),
+                // The client's --cc also runs the server's (echo) direction.
+                adopt_peer_controller: true,
+                ..EndpointConfig::default()
+            })
+            .bind(addr)
+            .with_context(|| format!("cannot listen on {addr}"))
+    };
+    // `-s` listens on `[::]`, which takes IPv4 too (v4-mapped) where the
+    // OS allows dual-stack sockets (Linux: net.ipv6.bindv6only = 0, the
+    // default); a host without IPv6 gets `0.0.0.0`.
+    let ep = match bind(a.listen) {
+        Err(e) if a.listen.ip() == std::net::Ipv6Addr::UNSPECIFIED => {
+            let v4 = SocketAddr::from(([0, 0, 0, 0], a.listen.port()));
+            bind(v4).map_err(|_| e)?
+        }
+        r => r?,
+    };
     eprintln!("listening on {}", ep.local_addr());
+    if ep.local_addr().ip() == std::net::Ipv6Addr::UNSPECIFIED && v6_only_by_default() {
+        eprintln!(
+            "note: net.ipv6.bindv6only = 1: [::] takes IPv6 clients only; \
+             for IPv4 run another server with --listen 0.0.0.0:{}",
+            ep.local_addr().port()
+        );
+    }
     eprintln!("security: {}", plan.description);
     let run = async {
         while let Some(conn) = ep.accept().await {
@@ -276,6 +400,12 @@ async fn server(a: ServerArgs) -> Result<()> {
     };
     eprintln!("{}", outcome::counters_line(&ep));
     r
+}
+
+/// Whether this host makes IPv6 sockets v6-only unless told otherwise
+/// (Linux `net.ipv6.bindv6only`; false where it cannot be read).
+fn v6_only_by_default() -> bool {
+    std::fs::read_to_string("/proc/sys/net/ipv6/bindv6only").is_ok_and(|s| s.trim() == "1")
 }
 
 /// Serve one client (`serve_inner`), then check how its connection
@@ -370,8 +500,31 @@ async fn serve_inner(conn: &Connection, json_out: bool) -> Result<()> {
         *c.entry(s).or_default() += n as u64;
     };
     let mut verify = None;
+    // `-R`/`--bidir`: the server's own bulk senders.
+    let reverse_stop = Arc::new(AtomicBool::new(false));
+    let reverse_sent = Arc::new(AtomicU64::new(0));
+    let mut reverse_tasks = Vec::new();
     while let Some((stream, bytes)) = conn.recv().await {
         match stream {
+            CONTROL if bytes.starts_with(b"REVERSE ") && reverse_tasks.is_empty() => {
+                // `REVERSE n bps`: send on n streams (bps 0: unpaced).
+                let text = String::from_utf8_lossy(&bytes[8..]);
+                let mut words = text.split_whitespace();
+                let n: u16 = words.next().and_then(|w| w.parse().ok()).unwrap_or(1);
+                let n = n.clamp(1, iperf::MAX_STREAMS);
+                let bps: u64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+                let gap = (bps > 0).then(|| message_gap(bps, n));
+                for id in REVERSE_BASE..REVERSE_BASE + n {
+                    conn.open_stream(id, StreamConfig::default())?;
+                    reverse_tasks.push(spawn_sender(
+                        conn.clone(),
+                        id,
+                        reverse_stop.clone(),
+                        reverse_sent.clone(),
+                        gap,
+                    ));
+                }
+            }
             CONTROL if bytes.starts_with(b"VERIFY ") => {
                 let n: u64 = std::str::from_utf8(&bytes[7..])
                     .ok()
@@ -393,11 +546,16 @@ async fn serve_inner(conn: &Connection, json_out: bool) -> Result<()> {
                 }
             }
             CONTROL if &bytes[..] == b"DONE" => {
+                reverse_stop.store(true, Ordering::Relaxed);
+                for t in reverse_tasks.drain(..) {
+                    t.abort();
+                }
                 let c = counts.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 let total: u64 = c.values().sum();
                 let report = json!({
                     "bytes": total,
                     "streams": c.iter().map(|(s, b)| json!([s, b])).collect::<Vec<_>>(),
+                    "sent_bytes": reverse_sent.load(Ordering::Relaxed),
                 });
                 conn.send(CONTROL, report.to_string().as_bytes()).await?;
                 let secs = started.elapsed().as_secs_f64();
@@ -457,31 +615,82 @@ async fn client(a: ClientArgs) -> Result<()> {
             bail!("--echo-size: must be 1 to {MAX_MESSAGE} bytes");
         }
     }
-    let bind: SocketAddr = if a.connect.is_ipv4() {
-        "0.0.0.0:0".parse()?
-    } else {
-        "[::]:0".parse()?
-    };
+    iperf::check_ranges(a.streams, a.parallel, a.duration)?;
+    if a.parallel > 1 && (a.echo_size.is_some() || a.bytes.is_some()) {
+        bail!("-P/--parallel: bulk mode only (not with --echo-size or --bytes)");
+    }
+    let spec = a
+        .connect
+        .clone()
+        .ok_or_else(|| anyhow!("--connect: give the server as HOST[:PORT], e.g. -c localhost"))?;
+    let (host, port) = iperf::host_port(&spec, a.port)?;
+    let addrs = iperf::resolve(&host, port).await?;
     let plan = security::client_plan(&a.security, a.peer_key.as_deref())?;
-    let ep = a
-        .observe
-        .apply(plan.apply(EndpointBuilder::new()), "perf")?
-        .bind(bind)?;
     let mut config = ConnectionConfig {
         cc,
         scheduler,
         ..server_config()
     };
     a.datagram.apply(&mut config)?;
-    let conn = ep
-        .connect(a.connect, config)
-        .await
-        .with_context(|| format!("cannot connect to {}", a.connect))?;
+    // Every address the name resolves to, in turn (`localhost` may be
+    // ::1 or 127.0.0.1 first).
+    let observe = &a.observe;
+    let (addr, (ep, conn)) = iperf::first_that_connects(&spec, &addrs, |addr| {
+        let (plan, config) = (&plan, config.clone());
+        async move {
+            let bind: SocketAddr = if addr.is_ipv4() {
+                "0.0.0.0:0".parse()?
+            } else {
+                "[::]:0".parse()?
+            };
+            let ep = observe
+                .apply(plan.apply(EndpointBuilder::new()), "perf")?
+                .bind(bind)?;
+            let conn = ep.connect(addr, config).await?;
+            anyhow::Ok((ep, conn))
+        }
+    })
+    .await?;
+    let mut conns = vec![conn.clone()];
+    for _ in 1..a.parallel {
+        conns.push(
+            ep.connect(addr, config.clone())
+                .await
+                .with_context(|| format!("cannot connect to {addr}"))?,
+        );
+    }
+    // iperf3's `start.timestamp`: the wall clock is what a reader of the
+    // report compares runs by (the clippy ban is for the simulated time
+    // of the sans-IO crates).
+    #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+    let timestamp_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let start_json = json!({
+        "connecting_to": {"host": host, "port": port},
+        "connected": conns.iter().map(|c| json!({
+            "local": ep.local_addr().to_string(),
+            "remote": c.remote_address().map(|r| r.to_string()),
+        })).collect::<Vec<_>>(),
+        "timestamp_unix_s": timestamp_unix_s,
+        "test_start": {
+            "protocol": "SLTP",
+            "num_streams": a.streams,
+            "parallel": a.parallel,
+            "duration_s": a.duration.as_secs_f64(),
+            "interval_s": a.interval.as_secs_f64(),
+            "reverse": a.reverse,
+            "bidir": a.bidir,
+            "bitrate_bps": a.bitrate,
+        },
+    });
+    let a = Arc::new(a);
     let mut out = match (a.echo_size, a.echo_count, a.bytes) {
         (Some(size), Some(count), _) => echo_mode(&conn, size, count).await?,
         (_, _, Some(n)) => transfer_mode(&conn, n).await?,
-        _ => bulk_mode(&conn, &a, &classes, reliability, trace).await?,
+        _ => parallel_bulk(&conns, &a, classes.into(), reliability, trace).await?,
     };
+    out["start"] = start_json;
     let stats = conn.stats();
     let (pattern, server_key) = (conn.security_pattern(), conn.peer_static_key());
     let probe = stats.as_ref().and_then(|s| s.last_probe).map(|p| {
@@ -512,16 +721,18 @@ async fn client(a: ClientArgs) -> Result<()> {
         out["pmtu"] = pmtu_json(s);
     }
     // Close gracefully; do not wait forever for a bulk backlog to drain.
-    if tokio::time::timeout(Duration::from_secs(5), conn.close())
-        .await
-        .is_err()
-    {
-        conn.abort();
+    for conn in &conns {
+        if tokio::time::timeout(Duration::from_secs(5), conn.close())
+            .await
+            .is_err()
+        {
+            conn.abort();
+        }
     }
     if a.json {
-        crate::out(&format!("{out}\n"))?;
+        emit(a.logfile.as_deref(), &format!("{out}\n"))?;
     } else {
-        crate::out(&table(&out))?;
+        emit(a.logfile.as_deref(), &table(&out))?;
     }
     if out["interrupted"] == json!(true) {
         eprintln!(
@@ -670,13 +881,40 @@ async fn echo_mode(conn: &Connection, size: usize, count: u32) -> Result<Value> 
     }))
 }
 
+/// What one connection's bulk run measured, for the report and for
+/// summing over `-P` connections.
+struct BulkRun {
+    /// Today's report keys (`mode`, `bytes`, `streams`, …).
+    out: Value,
+    /// Report intervals (`-i`).
+    intervals: Vec<iperf::Interval>,
+    /// Bytes the client's senders handed to the connection.
+    client_sent: u64,
+    /// Bulk bytes the client received (`-R`, `--bidir`).
+    client_received: u64,
+    /// Bulk bytes the server counted (its report; acknowledged bytes
+    /// when interrupted).
+    server_received: u64,
+    /// Bytes the server's senders handed to the connection.
+    server_sent: u64,
+    /// Seconds the run lasted.
+    seconds: f64,
+}
+
+/// Bulk (and latency) mode on one connection: the client sends (unless
+/// `-R`), the server sends too with `-R`/`--bidir`; intervals every `-i`.
+/// `index` numbers the connection among `-P` ones (progress lines).
 async fn bulk_mode(
-    conn: &Connection,
-    a: &ClientArgs,
-    classes: &[u8],
+    conn: Connection,
+    a: Arc<ClientArgs>,
+    classes: Arc<[u8]>,
     reliability: StreamReliability,
     trace: Option<Vec<TraceMessage>>,
-) -> Result<Value> {
+    index: usize,
+) -> Result<BulkRun> {
+    let conn = &conn;
+    let sends = !a.reverse;
+    let receives = a.reverse || a.bidir;
     conn.open_stream(
         CONTROL,
         StreamConfig {
@@ -684,11 +922,18 @@ async fn bulk_mode(
             ..StreamConfig::default()
         },
     )?;
-    conn.send(CONTROL, format!("HELLO {}", a.streams).as_bytes())
+    let streams = if sends { a.streams } else { 0 };
+    conn.send(CONTROL, format!("HELLO {streams}").as_bytes())
         .await?;
+    if receives {
+        let bps = a.bitrate.unwrap_or(0);
+        conn.send(CONTROL, format!("REVERSE {} {bps}", a.streams).as_bytes())
+            .await?;
+    }
     let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
-    for i in 0..a.streams {
+    for i in 0..streams {
         let id = BULK_BASE.saturating_add(i);
         conn.open_stream(
             id,
@@ -698,28 +943,16 @@ async fn bulk_mode(
                 ..StreamConfig::default()
             },
         )?;
-        let (conn, stop) = (conn.clone(), stop.clone());
         // `--bitrate`: each stream sends its share of the rate, one
         // message every `gap`.
         let gap = a.bitrate.map(|bps| message_gap(bps, a.streams));
-        tasks.push(tokio::spawn(async move {
-            // One shared buffer: every message is a reference to it, so
-            // the only copy on the way out is into the datagram.
-            let chunk = peregrine::Bytes::from(vec![0x5a; BULK_MESSAGE]);
-            let mut next = Instant::now();
-            while !stop.load(Ordering::Relaxed) {
-                if let Some(gap) = gap {
-                    // A sender held up (a full send buffer) catches up by
-                    // at most `PACING_CATCH_UP`, not the whole backlog.
-                    next = next.max(Instant::now() - PACING_CATCH_UP);
-                    tokio::time::sleep_until(next).await;
-                    next += gap;
-                }
-                if conn.send(id, chunk.clone()).await.is_err() {
-                    break;
-                }
-            }
-        }));
+        tasks.push(spawn_sender(
+            conn.clone(),
+            id,
+            stop.clone(),
+            sent.clone(),
+            gap,
+        ));
     }
     // Latency trace: sent times by sequence number; samples in ms.
     let sent_at: Arc<Mutex<BTreeMap<u32, Instant>>> = Arc::default();
@@ -766,15 +999,39 @@ async fn bulk_mode(
     }
     let start = Instant::now();
     let end = start + a.duration;
-    let mut tick = tokio::time::interval_at(start + Duration::from_secs(1), Duration::from_secs(1));
+    // `-i 0`: no intervals (a period nothing reaches).
+    let period = (!a.interval.is_zero()).then_some(a.interval);
+    let tick_period = period.unwrap_or(Duration::from_secs(86_400));
+    let mut tick = tokio::time::interval_at(start + tick_period, tick_period);
+    let mut intervals = Vec::new();
+    let mut last_tick = start;
     let mut samples = Vec::new();
     let mut last_acked = 0u64;
+    let mut received = 0u64;
+    let mut last_received = 0u64;
     let mut duration = None;
     let mut report = None;
     let deadline = end + Duration::from_secs(10);
     let ctrl_c = outcome::interrupted();
     tokio::pin!(ctrl_c);
     let mut interrupted = false;
+    // One interval from `last_tick` to now: the acknowledged bytes of the
+    // client's direction and the bytes it received.
+    let mut close_interval = |last_tick: &mut Instant, received: u64, intervals: &mut Vec<_>| {
+        let now = Instant::now();
+        let acked = conn.stats().map_or(last_acked, |s| s.bytes_acked);
+        let iv = iperf::Interval {
+            start_s: (*last_tick - start).as_secs_f64(),
+            end_s: (now - start).as_secs_f64(),
+            sent_bytes: sends.then(|| acked.saturating_sub(last_acked)),
+            received_bytes: receives.then(|| received - last_received),
+        };
+        last_acked = acked;
+        last_received = received;
+        *last_tick = now;
+        intervals.push(iv.clone());
+        iv
+    };
     while report.is_none() && !interrupted {
         tokio::select! {
             _ = &mut ctrl_c => {
@@ -800,23 +1057,44 @@ async fn bulk_mode(
                         report = Some(serde_json::from_slice::<Value>(&b)
                             .context("the server's report is not JSON")?);
                     }
+                    s if s >= REVERSE_BASE && duration.is_none() => received += b.len() as u64,
                     _ => {}
                 }
             }
-            _ = tick.tick(), if duration.is_none() => {
+            _ = tick.tick(), if duration.is_none() && period.is_some() => {
+                let iv = close_interval(&mut last_tick, received, &mut intervals);
+                let secs = (iv.end_s - iv.start_s).max(1e-9);
+                let mbps = |b: u64| b as f64 * 8.0 / secs / 1e6;
+                let who = if a.parallel > 1 { format!("[conn {index}] ") } else { String::new() };
                 if let Some(s) = conn.stats() {
-                    let rate = (s.bytes_acked - last_acked) as f64 * 8.0;
-                    last_acked = s.bytes_acked;
-                    eprintln!(
-                        "[{:5.1} s] {:9.1} Mbit/s  cwnd {} B  srtt {:.3} ms  retransmitted {}",
-                        start.elapsed().as_secs_f64(), rate / 1e6, s.cwnd_bytes,
-                        s.srtt.map_or(0.0, |d| d.as_secs_f64() * 1e3), s.packets_retransmitted
-                    );
+                    let mut line = format!("{who}[{:5.1} s]", iv.end_s);
+                    if let Some(b) = iv.sent_bytes {
+                        line += &format!(
+                            " {:9.1} Mbit/s  cwnd {} B  srtt {:.3} ms  retransmitted {}",
+                            mbps(b), s.cwnd_bytes,
+                            s.srtt.map_or(0.0, |d| d.as_secs_f64() * 1e3), s.packets_retransmitted
+                        );
+                    }
+                    if let Some(b) = iv.received_bytes {
+                        line += &format!("  received {:9.1} Mbit/s", mbps(b));
+                    }
+                    eprintln!("{line}");
                 }
             }
             _ = tokio::time::sleep_until(end), if duration.is_none() => {
                 stop.store(true, Ordering::Relaxed);
                 duration = Some(start.elapsed().as_secs_f64());
+                // The last, partial interval (iperf3 reports it too); a
+                // sliver under 10 ms joins the one before.
+                if period.is_some() {
+                    let iv = close_interval(&mut last_tick, received, &mut intervals);
+                    if iv.end_s - iv.start_s < 0.01 && intervals.len() > 1 {
+                        intervals.pop();
+                        if let Some(prev) = intervals.last_mut() {
+                            prev.add(&iv);
+                        }
+                    }
+                }
                 conn.send(CONTROL, b"DONE").await?;
             }
             _ = tokio::time::sleep_until(deadline) => bail!("no report from the server within 10 s of the end"),
@@ -827,11 +1105,13 @@ async fn bulk_mode(
     }
     let report = report.unwrap_or(Value::Null);
     let duration_s = duration.unwrap_or(0.0);
-    let bytes = if interrupted {
+    let server_received = if interrupted {
         conn.stats().map_or(0, |s| s.bytes_acked)
     } else {
         report["bytes"].as_u64().unwrap_or(0)
     };
+    // The headline: what the server received, or with -R what the client did.
+    let bytes = if a.reverse { received } else { server_received };
     let mut streams = Vec::new();
     if let Some(list) = report["streams"].as_array() {
         for e in list {
@@ -856,5 +1136,111 @@ async fn bulk_mode(
     if interrupted {
         out["interrupted"] = json!(true);
     }
-    Ok(out)
+    Ok(BulkRun {
+        out,
+        intervals,
+        client_sent: sent.load(Ordering::Relaxed),
+        client_received: received,
+        server_received,
+        server_sent: report["sent_bytes"].as_u64().unwrap_or(0),
+        seconds: duration_s,
+    })
+}
+
+/// Bulk mode over every `-P` connection at once; the report sums them
+/// (`bytes`, `throughput_bps`, `streams` with a `connection` index) and
+/// adds `intervals[]` and `end` (iperf3's sums). O(connections × intervals).
+async fn parallel_bulk(
+    conns: &[Connection],
+    a: &Arc<ClientArgs>,
+    classes: Arc<[u8]>,
+    reliability: StreamReliability,
+    trace: Option<Vec<TraceMessage>>,
+) -> Result<Value> {
+    // One connection runs on the calling (block_on) thread, as it did
+    // before -P: the common case keeps its scheduling.
+    if let [conn] = conns {
+        let run = bulk_mode(conn.clone(), a.clone(), classes, reliability, trace, 0).await?;
+        return Ok(finish_bulk(vec![run], a));
+    }
+    let handles: Vec<_> = conns
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            tokio::spawn(bulk_mode(
+                c.clone(),
+                a.clone(),
+                classes.clone(),
+                reliability,
+                trace.clone(),
+                k,
+            ))
+        })
+        .collect();
+    let mut runs = Vec::new();
+    for h in handles {
+        runs.push(h.await.context("bulk task")??);
+    }
+    Ok(finish_bulk(runs, a))
+}
+
+/// The report of `runs` (one per connection): sums, `intervals[]`, `end`.
+/// O(connections × intervals).
+fn finish_bulk(runs: Vec<BulkRun>, a: &ClientArgs) -> Value {
+    let mut out = runs[0].out.clone();
+    if runs.len() > 1 {
+        let bytes: u64 = runs
+            .iter()
+            .map(|r| r.out["bytes"].as_u64().unwrap_or(0))
+            .sum();
+        let secs = runs.iter().map(|r| r.seconds).fold(0.0, f64::max);
+        let mut streams = Vec::new();
+        for (k, r) in runs.iter().enumerate() {
+            for s in r.out["streams"].as_array().into_iter().flatten() {
+                let mut s = s.clone();
+                s["connection"] = json!(k);
+                streams.push(s);
+            }
+        }
+        out["bytes"] = json!(bytes);
+        out["duration_s"] = json!(secs);
+        out["throughput_bps"] = json!(if secs > 0.0 {
+            bytes as f64 * 8.0 / secs
+        } else {
+            0.0
+        });
+        out["streams"] = json!(streams);
+        if runs.iter().any(|r| r.out["interrupted"] == json!(true)) {
+            out["interrupted"] = json!(true);
+        }
+    }
+    let mut intervals = runs[0].intervals.clone();
+    for r in &runs[1..] {
+        for (iv, o) in intervals.iter_mut().zip(&r.intervals) {
+            iv.add(o);
+        }
+    }
+    let total = |f: fn(&BulkRun) -> u64| runs.iter().map(f).sum::<u64>();
+    let secs = runs.iter().map(|r| r.seconds).fold(0.0, f64::max);
+    let forward = (
+        iperf::sum(total(|r| r.client_sent), secs),
+        iperf::sum(total(|r| r.server_received), secs),
+    );
+    let backward = (
+        iperf::sum(total(|r| r.server_sent), secs),
+        iperf::sum(total(|r| r.client_received), secs),
+    );
+    let end = if a.reverse {
+        json!({"sum_sent": backward.0, "sum_received": backward.1})
+    } else if a.bidir {
+        json!({
+            "sum_sent": forward.0, "sum_received": forward.1,
+            "sum_sent_bidir_reverse": backward.0, "sum_received_bidir_reverse": backward.1,
+        })
+    } else {
+        json!({"sum_sent": forward.0, "sum_received": forward.1})
+    };
+    out["intervals"] = json!(intervals.iter().map(|i| i.to_json()).collect::<Vec<_>>());
+    out["end"] = end;
+    out
 }

@@ -47,6 +47,23 @@ pub(super) fn table(v: &Value) -> String {
         f(&v["duration_s"]),
         v["retransmitted_packets"]
     );
+    // iperf3's closing lines: each direction's sender and receiver sums.
+    for (key, what) in [
+        ("sum_sent", "sender"),
+        ("sum_received", "receiver"),
+        ("sum_sent_bidir_reverse", "sender (server → client)"),
+        ("sum_received_bidir_reverse", "receiver (server → client)"),
+    ] {
+        let e = &v["end"][key];
+        if e.is_object() {
+            s += &format!(
+                "{what}: {} bytes in {:.2} s, {:.1} Mbit/s\n",
+                e["bytes"],
+                f(&e["seconds"]),
+                f(&e["bits_per_second"]) / 1e6
+            );
+        }
+    }
     if let Some(list) = v["streams"].as_array() {
         if list.iter().any(|st| !st["latency_ms"].is_null()) {
             s += "stream        bytes     p50 ms     p99 ms    mean ms   count\n";
