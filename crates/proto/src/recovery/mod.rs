@@ -16,6 +16,7 @@
 pub mod congestion;
 pub mod loss;
 pub mod pacer;
+pub mod queue_guard;
 pub mod rtt;
 
 #[cfg(test)]
