@@ -160,16 +160,21 @@ mod tests {
     fn a_standing_queue_shrinks_the_cap_to_the_target_delay() {
         let mut g = QueueGuard::new(ms(10), MSS);
         g.on_priority_sent(Time::from_millis(1_000));
-        // 14 kB in flight on a 1 Mbit/s, 40 ms path: RTT 152 ms.
-        g.on_rtt_sample(Time::from_millis(1_000), ms(152), ms(40), 14_000);
-        // 14 000 · 45 / 152 = 4 144 bytes: the BDP plus ~5 ms of queue.
-        assert_eq!(g.cap_bytes(), Some(4_144));
-        assert_eq!(g.window_bytes(80_000), 4_144);
+        // 40 kB in flight over a 40 ms path: RTT 152 ms.
+        g.on_rtt_sample(Time::from_millis(1_000), ms(152), ms(40), 40_000);
+        // 40 000 · 45 / 152 = 11 842 bytes: the rate times min RTT + 5 ms.
+        assert_eq!(g.cap_bytes(), Some(11_842));
+        assert_eq!(g.window_bytes(80_000), 11_842);
+        assert_eq!(
+            g.window_bytes(5_000),
+            5_000,
+            "the controller's smaller window wins"
+        );
         // No second decrease within the sample's RTT.
-        g.on_rtt_sample(Time::from_millis(1_100), ms(140), ms(40), 4_144);
-        assert_eq!(g.cap_bytes(), Some(4_144));
+        g.on_rtt_sample(Time::from_millis(1_100), ms(140), ms(40), 11_842);
+        assert_eq!(g.cap_bytes(), Some(11_842));
         // Then one, never below two packets.
-        g.on_rtt_sample(Time::from_millis(1_200), ms(400), ms(40), 4_144);
+        g.on_rtt_sample(Time::from_millis(1_200), ms(400), ms(40), 11_842);
         assert_eq!(g.cap_bytes(), Some(FLOOR_PACKETS * MSS));
         // Half a second after the latest class-0 packet the cap is gone.
         assert_eq!(g.cap_bytes_at(Time::from_millis(1_501)), None);
