@@ -3,7 +3,8 @@
 //!
 //! The drone-control scenario (`scenarios/drone-control.toml`, embedded):
 //! the real MAVLink trace on a priority stream beside a bulk stream over
-//! 1 Mbit/s, 40 ms RTT, a 1-BDP queue — run under RR, ABS and EDF. Prints
+//! 1 Mbit/s, 40 ms RTT, a 1-BDP queue — run under RR, ABS, EDF and ABS with
+//! the queue guard (`abs+guard`). Prints
 //! a table of the control messages' latency and the bulk goodput, and
 //! writes `out/showcase/report.md` with a box plot. The drone trace is
 //! looked up in the shared folder ([`crate::published::find_shared`]); if
@@ -61,7 +62,7 @@ pub struct Outcome {
     pub report: PathBuf,
 }
 
-/// Run the showcase (three 30 s simulations) and write `dir/report.md`
+/// Run the showcase (four 30 s simulations) and write `dir/report.md`
 /// with its box plot (the command uses `out/showcase`).
 pub fn run(dir: &Path) -> anyhow::Result<Outcome> {
     let template = Scenario::from_toml_str(DRONE, ORIGIN, &[])?.config;
