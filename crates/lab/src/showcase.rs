@@ -3,7 +3,8 @@
 //!
 //! The drone-control scenario (`scenarios/drone-control.toml`, embedded):
 //! the real MAVLink trace on a priority stream beside a bulk stream over
-//! 1 Mbit/s, 40 ms RTT, a 1-BDP queue — run under RR, ABS and EDF. Prints
+//! 1 Mbit/s, 40 ms RTT, a 1-BDP queue — run under RR, ABS, EDF and ABS with
+//! the queue guard (`abs+guard`). Prints
 //! a table of the control messages' latency and the bulk goodput, and
 //! writes `out/showcase/report.md` with a box plot. The drone trace is
 //! looked up in the shared folder ([`crate::published::find_shared`]); if
@@ -26,8 +27,13 @@ const DRONE: &str = include_str!("../../../scenarios/drone-control.toml");
 /// Where the embedded scenario came from, for errors.
 const ORIGIN: &str = "scenarios/drone-control.toml (embedded)";
 
-/// The schedulers compared, in table order.
-pub const SCHEDULERS: [&str; 3] = ["rr", "abs", "edf"];
+/// The schedulers compared, in table order; `abs+guard` is ABS with the
+/// queue guard on ([`GUARD_DELAY`], docs/protocol.md "Queue guard").
+pub const SCHEDULERS: [&str; 4] = ["rr", "abs", "edf", "abs+guard"];
+
+/// The `abs+guard` row's queue guard: its own standing queue at most this
+/// far above min RTT (about one packet time at 1 Mbit/s).
+pub const GUARD_DELAY: Dur = Dur(10_000_000);
 
 /// The drone trace, relative to the shared folder.
 const TRACE: &str = "traces/drone-mavlink/drone_processed.csv";
@@ -56,7 +62,7 @@ pub struct Outcome {
     pub report: PathBuf,
 }
 
-/// Run the showcase (three 30 s simulations) and write `dir/report.md`
+/// Run the showcase (four 30 s simulations) and write `dir/report.md`
 /// with its box plot (the command uses `out/showcase`).
 pub fn run(dir: &Path) -> anyhow::Result<Outcome> {
     let template = Scenario::from_toml_str(DRONE, ORIGIN, &[])?.config;
@@ -113,7 +119,7 @@ pub fn run(dir: &Path) -> anyhow::Result<Outcome> {
     let intro = format!(
         "Peregrine showcase: drone control beside bulk data on one connection (seed 002's setting) —\n\
          {trace_note} on a priority stream and a bulk stream, 1 Mbit/s, 40 ms RTT, 1-BDP queue,\n\
-         CUBIC, 30 s simulated, under three stream schedulers. Latency is per control message\n\
+         CUBIC, 30 s simulated, under three stream schedulers and ABS with the queue guard. Latency is per control message\n\
          (queued at the sender → delivered at the receiver), of the messages delivered in the run."
     );
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -167,7 +173,12 @@ fn setup(
         .flows
         .first_mut()
         .context("scenarios/drone-control.toml has a flow")?;
-    flow.scheduler = scheduler.to_string();
+    if let Some(base) = scheduler.strip_suffix("+guard") {
+        flow.scheduler = base.to_string();
+        flow.queue_guard = Some(GUARD_DELAY);
+    } else {
+        flow.scheduler = scheduler.to_string();
+    }
     let control = flow
         .streams
         .first_mut()

@@ -156,6 +156,11 @@ pub struct ConnectionConfig {
     /// The stream scheduler of this side's sending direction (switchable
     /// at run time with `Endpoint::set_scheduler`).
     pub scheduler: crate::sched::SchedulerConfig,
+    /// Queue guard (docs/protocol.md, "Queue guard"): while class-0 data
+    /// is being sent, keep this side's own standing queue at most this
+    /// much delay above min RTT by capping bytes in flight under any
+    /// controller. `None` (the default): off.
+    pub queue_guard: Option<Duration>,
     /// Per-stream receive credit, in messages: how many messages of one
     /// stream beyond the oldest one its application has not read yet this
     /// side accepts (docs/protocol.md §6.5.1). Announced in START (TLV 7
@@ -207,6 +212,7 @@ impl Default for ConnectionConfig {
             reprobe_min_interval: Duration::from_secs(1),
             checksum: true,
             scheduler: crate::sched::SchedulerConfig::RoundRobin,
+            queue_guard: None,
             initial_stream_credit: None,
             max_status_interval: Duration::from_secs(2),
             security: None,

@@ -16,6 +16,7 @@
 pub mod congestion;
 pub mod loss;
 pub mod pacer;
+pub mod queue_guard;
 pub mod rtt;
 
 #[cfg(test)]
@@ -111,6 +112,8 @@ pub struct Recovery {
     rtt: RttEstimator,
     sent: SentPackets,
     cong: Congestion,
+    /// The queue guard, when the connection turned it on.
+    guard: Option<queue_guard::QueueGuard>,
     next_pn: u64,
     rto_deadline: Option<Time>,
     counters: RecoveryCounters,
@@ -134,6 +137,7 @@ impl Recovery {
             config,
             rtt,
             sent: SentPackets::new(),
+            guard: None,
             cong,
             next_pn: 0,
             rto_deadline: None,
@@ -258,9 +262,30 @@ impl Recovery {
         self.cong.exclude_idle(now, paused);
     }
 
-    /// Whether a DATA packet of `size` bytes may be sent now.
+    /// Whether a DATA packet of `size` bytes may be sent now: the
+    /// controller's answer, or Blocked while the queue guard's cap is
+    /// reached.
     pub fn allowance(&self, now: Time, size: u64) -> Allowance {
-        self.cong.allowance(now, size, self.sent.bytes_in_flight())
+        let in_flight = self.sent.bytes_in_flight();
+        if let Some(cap) = self.guard.as_ref().and_then(|g| g.cap_bytes_at(now)) {
+            if in_flight > 0 && in_flight + size > cap {
+                return Allowance::Blocked;
+            }
+        }
+        self.cong.allowance(now, size, in_flight)
+    }
+
+    /// Turn the queue guard on (`Some`) or off.
+    pub fn set_queue_guard(&mut self, guard: Option<queue_guard::QueueGuard>) {
+        self.guard = guard;
+    }
+
+    /// A packet carrying class-0 data was sent at `now`: the queue
+    /// guard (if on) applies for the next [`queue_guard::HOLD`].
+    pub fn on_priority_sent(&mut self, now: Time) {
+        if let Some(g) = &mut self.guard {
+            g.on_priority_sent(now);
+        }
     }
 
     /// The sender had room but nothing to send.
@@ -370,7 +395,8 @@ impl Recovery {
         if ecn_echo {
             self.counters.ecn_echoes += 1;
         }
-        let prior_in_flight = self.cong.segs(self.sent.bytes_in_flight());
+        let prior_bytes = self.sent.bytes_in_flight();
+        let prior_in_flight = self.cong.segs(prior_bytes);
         let una_before = self.sent.snd_una(self.next_pn);
         let mut acked = std::mem::take(&mut self.acked);
         self.sent.on_ack_into(&ranges, &mut acked);
@@ -408,6 +434,9 @@ impl Recovery {
                 };
                 self.rtt.on_sample(rtt, delay);
                 rtt_sample = Some(rtt);
+                if let (Some(g), Some(min_rtt)) = (&mut self.guard, self.rtt.min_rtt()) {
+                    g.on_rtt_sample(now, rtt, min_rtt, prior_bytes);
+                }
             }
         }
         // Late acknowledgements of packets declared lost: their blocks were

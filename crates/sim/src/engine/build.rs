@@ -178,6 +178,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             max_packet_size: fs.max_packet_size,
             pmtu_discovery,
             scheduler: fs.scheduler,
+            queue_guard: fs.queue_guard,
             // The run decides when a flow ends, not an idle timer: a long
             // outage must not close the connection under the experiment.
             idle_timeout: std::time::Duration::from_nanos(

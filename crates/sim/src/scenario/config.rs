@@ -301,6 +301,11 @@ pub struct FlowConfig {
     /// `aging` scheduler: the longest wait.
     #[serde(default)]
     pub aging_bound: Option<Dur>,
+    /// Queue guard (docs/protocol.md): while class-0 data is sent, keep
+    /// the connection's own standing queue at most this delay above min
+    /// RTT, under any controller. Absent: off.
+    #[serde(default)]
+    pub queue_guard: Option<Dur>,
     /// `slow_start` or `packet_pair`.
     #[serde(default = "default_startup")]
     pub startup: String,
@@ -474,6 +479,7 @@ impl FlowConfig {
             scheduler: default_scheduler(),
             target_rate: None,
             aging_bound: None,
+            queue_guard: None,
             startup: default_startup(),
             start: Dur::default(),
             payload_bytes: default_payload(),

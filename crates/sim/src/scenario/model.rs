@@ -125,6 +125,8 @@ pub struct FlowSpec {
     pub cc: CcConfig,
     /// Scheduler.
     pub scheduler: SchedulerConfig,
+    /// Queue guard's delay above min RTT, if on.
+    pub queue_guard: Option<std::time::Duration>,
     /// Start-up mode.
     pub startup: StartupMode,
     /// When the connection opens, ns.

@@ -150,6 +150,7 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
                 }
             },
             "aging" => match f.aging_bound {
+                // (queue_guard is checked after the scheduler.)
                 Some(d) if d.0 > 0 => SchedulerConfig::Aging {
                     bound: Duration::from_nanos(d.0),
                 },
@@ -166,6 +167,16 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
                     format!(
                         "unknown scheduler {other:?} (allowed: rr, wfq, abs, adaptive, edf, aging)"
                     ),
+                )
+            }
+        };
+        let queue_guard = match f.queue_guard {
+            None => None,
+            Some(d) if d.0 > 0 => Some(Duration::from_nanos(d.0)),
+            Some(_) => {
+                return v.err(
+                    format!("{p}.queue_guard"),
+                    "queue_guard must be a positive delay (e.g. \"10ms\"), or absent for off",
                 )
             }
         };
@@ -234,6 +245,7 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
             dst,
             cc,
             scheduler,
+            queue_guard,
             startup,
             start_ns: f.start.0,
             max_packet_size: max_packet as u16,

@@ -390,6 +390,9 @@ impl Connection {
             .min()
             .unwrap_or(0)
             .min(3);
+        if h.pri == 0 {
+            self.recovery.on_priority_sent(now);
+        }
         let summary = payload.header_summary();
         h.mess_seq_no = summary.mess_seq_no;
         h.pblock = summary.pblock;
