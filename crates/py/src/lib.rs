@@ -814,7 +814,7 @@ fn reproduce(
                     &mmwave_cvn::Options {
                         quick,
                         out,
-                        seeds: seeds.unwrap_or(if quick { 1 } else { 2 }),
+                        seeds,
                         threads,
                         duration_s: tiny.then_some(2.0),
                     },
