@@ -24,3 +24,17 @@
 
 pub mod pcapng;
 pub mod qlog;
+
+/// `name` as part of a file name: ASCII letters, digits, `.`, `-` and `_`
+/// kept, anything else `_` (link names, flow names). O(name).
+pub fn file_name_part(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

@@ -544,16 +544,7 @@ impl QlogDir {
         std::fs::create_dir_all(dir)?;
         Ok(QlogDir {
             dir: dir.to_path_buf(),
-            label: label
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect(),
+            label: crate::file_name_part(label),
             files: Default::default(),
         })
     }

@@ -34,14 +34,7 @@ pub(crate) struct LinkCapture {
 /// name: `/` becomes `.`, anything but ASCII letters, digits, `.`, `-`
 /// and `_` becomes `_`.
 pub(crate) fn file_name(link_name: &str) -> String {
-    let mut s: String = link_name
-        .chars()
-        .map(|c| match c {
-            '/' => '.',
-            c if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' => c,
-            _ => '_',
-        })
-        .collect();
+    let mut s = peregrine_trace::file_name_part(&link_name.replace('/', "."));
     s.push_str(".pcapng");
     s
 }
