@@ -414,13 +414,11 @@ impl World {
 
     fn run(&mut self) -> Result<(), String> {
         self.queue.push(Time::ZERO + STREAM_START, Ev::Tick);
-        let h = self
-            .eps
-            .get_mut(UNICAST)
-            .ok_or("no unicast endpoint")?
+        // The vehicle's unicast endpoint connects; the server sends on
+        // the connection it accepts.
+        self.eps[UNICAST]
             .connect(Time::ZERO, addr(SERVER), self.s.config.clone())
             .map_err(|e| format!("unicast connect: {e}"))?;
-        let _ = h;
         self.service(UNICAST)?;
         let (mut at, mut n) = (Time::ZERO, 0u64);
         while let Some((t, ev)) = self.queue.pop() {
@@ -636,7 +634,7 @@ impl World {
             self.next_packet_id += 1;
             if e == SERVER {
                 // Down: through the core, then the path's downlink.
-                if dst >= UNICAST && dst < self.eps.len() {
+                if (UNICAST..self.eps.len()).contains(&dst) {
                     self.queue
                         .push(now + self.s.core_delay, Ev::Enter(2 * (dst - 1), pkt));
                 }
@@ -709,7 +707,7 @@ impl World {
         let now = self.now;
         self.links[l].advance(now, &mut self.out);
         for (at, p) in self.out.delivered.drain(..) {
-            if l % 2 == 0 {
+            if l.is_multiple_of(2) {
                 let dst = p.dst;
                 self.queue.push(at, Ev::Arrive(dst, p));
             } else {

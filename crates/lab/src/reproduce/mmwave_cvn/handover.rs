@@ -179,7 +179,8 @@ mod tests {
     /// The part's world is the scenario file's.
     #[test]
     fn the_part_is_the_scenario_file() {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/handover-multicast.toml");
+        let p =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/handover-multicast.toml");
         let file = Scenario::from_file(&p, &["seed=1".to_string()]).expect("valid");
         let built = Scenario::from_config(scenario(1), "t").expect("valid");
         assert_eq!(
