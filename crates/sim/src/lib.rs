@@ -146,5 +146,9 @@ fn run_inner(
         None => sim.run()?,
     };
     sim.close_capture()?;
-    Ok(sim.finish(scenario, events))
+    let mut results = sim.finish(scenario, events);
+    if let Some(tl) = timeline {
+        results.handover_multicast = engine::handover::run(scenario, tl)?;
+    }
+    Ok(results)
 }

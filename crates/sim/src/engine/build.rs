@@ -426,6 +426,7 @@ impl Sim {
             })
             .collect();
         SimResults {
+            handover_multicast: None,
             groups,
             wireless: self.wireless.as_ref().map(|w| w.result()),
             name: scenario.name(),

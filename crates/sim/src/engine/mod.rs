@@ -21,6 +21,7 @@
 pub(crate) mod build;
 pub(crate) mod capture;
 mod groups;
+pub mod handover;
 pub mod olsr;
 pub mod queue;
 pub mod routing;

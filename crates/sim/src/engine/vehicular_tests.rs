@@ -47,6 +47,7 @@ fn timeline() -> ChannelTimeline {
             ..FailureCounts::default()
         },
         steps: 0,
+        ..ChannelTimeline::default()
     }
 }
 

@@ -18,6 +18,7 @@
 
 pub mod failures;
 pub mod groups;
+pub mod handover;
 mod hist;
 pub mod output;
 pub mod quantile;

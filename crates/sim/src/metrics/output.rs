@@ -125,6 +125,9 @@ pub struct SimResults {
     pub wireless: Option<crate::engine::wireless::WirelessResult>,
     /// The `[[flow_groups]]` (empty without groups).
     pub groups: Vec<super::groups::GroupResult>,
+    /// `vehicular.handover = "make_before_break"`: the unicast and the
+    /// make-before-break group stream across the handovers (issue 29).
+    pub handover_multicast: Option<crate::engine::handover::HandoverResult>,
 }
 
 fn ms(ns: f64) -> f64 {
@@ -448,6 +451,10 @@ impl SimResults {
         if let (false, Some(obj)) = (self.groups.is_empty(), out.as_object_mut()) {
             let groups: Vec<Value> = self.groups.iter().map(|g| g.to_json(&self.flows)).collect();
             obj.insert("flow_groups".to_string(), Value::Array(groups));
+        }
+        // And only make-before-break worlds their handover streams.
+        if let (Some(h), Some(obj)) = (&self.handover_multicast, out.as_object_mut()) {
+            obj.insert("handover_multicast".to_string(), h.to_json());
         }
         out
     }

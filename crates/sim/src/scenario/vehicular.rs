@@ -110,6 +110,26 @@ fn d_hint_source() -> String {
 fn d_onoff_mean() -> Dur {
     Dur(1_000_000_000)
 }
+fn d_handover() -> String {
+    "break_before_make".into()
+}
+// serde's `skip_serializing_if` hands the field itself, a `&String`.
+#[allow(clippy::ptr_arg)]
+fn is_d_handover(s: &String) -> bool {
+    *s == d_handover()
+}
+fn d_overlap() -> Dur {
+    Dur(100_000_000)
+}
+fn is_d_overlap(d: &Dur) -> bool {
+    *d == d_overlap()
+}
+fn d_group_rate() -> Rate {
+    Rate(4_000_000)
+}
+fn is_d_group_rate(r: &Rate) -> bool {
+    *r == d_group_rate()
+}
 
 /// `[vehicular]`: see the module documentation and `docs/scenarios.md`.
 /// Serializes as the table it was read from (for scenarios built in
@@ -229,6 +249,26 @@ pub struct VehicularConfig {
     /// Mean OFF period of `traffic = "onoff"`; default 1 s.
     #[serde(default = "d_onoff_mean")]
     pub onoff_mean_off: Dur,
+    /// Handover mode (issue 29): `break_before_make` (today's single
+    /// attachment: the link is down for `handover_interruption_ms`) or
+    /// `make_before_break` (while the candidate station beats the serving
+    /// one by the hysteresis the vehicle holds a second attachment, opens
+    /// a connection to the server behind the candidate, joins the
+    /// downlink group there and leaves the old station `overlap` after the
+    /// handover; the run then also reports `handover_multicast` in
+    /// `summary.json`, see `engine::handover`). Default
+    /// `break_before_make`: left out, every output is as before.
+    #[serde(default = "d_handover", skip_serializing_if = "is_d_handover")]
+    pub handover: String,
+    /// `make_before_break`: how long the old attachment is kept after the
+    /// handover before the vehicle leaves the group there; default 100 ms.
+    #[serde(default = "d_overlap", skip_serializing_if = "is_d_overlap")]
+    pub overlap: Dur,
+    /// `make_before_break`: rate of the downlink group stream and of the
+    /// unicast stream it is compared with (messages of `payload_bytes`),
+    /// not scaled by `rate_scale`; default 4 Mbit/s.
+    #[serde(default = "d_group_rate", skip_serializing_if = "is_d_group_rate")]
+    pub group_rate: Rate,
 }
 
 impl Default for VehicularConfig {
@@ -263,6 +303,9 @@ impl Default for VehicularConfig {
             hint_source: d_hint_source(),
             onoff_mean_on: d_onoff_mean(),
             onoff_mean_off: d_onoff_mean(),
+            handover: d_handover(),
+            overlap: d_overlap(),
+            group_rate: d_group_rate(),
         }
     }
 }
@@ -298,6 +341,9 @@ pub struct VehicularModel {
     pub first_access_link: usize,
     /// Index (in `Model::flows`) of flow `v0`; vehicle `i`'s is `+ i`.
     pub first_flow: usize,
+    /// `handover = "make_before_break"`: the old attachment's overlap
+    /// after a handover (`None`: today's break-before-make handover).
+    pub make_before_break: Option<std::time::Duration>,
 }
 
 fn err(origin: &str, field: &str, message: impl Into<String>) -> ScenarioError {
@@ -393,6 +439,25 @@ impl VehicularConfig {
         }
         if !(64..=60_000).contains(&self.payload_bytes) {
             return Err(err(origin, "payload_bytes", "must be 64 … 60000"));
+        }
+        if !matches!(
+            self.handover.as_str(),
+            "break_before_make" | "make_before_break"
+        ) {
+            return Err(err(
+                origin,
+                "handover",
+                format!(
+                    "{:?}: use break_before_make or make_before_break",
+                    self.handover
+                ),
+            ));
+        }
+        if self.overlap.0 < 1_000_000 || self.overlap.0 > 10_000_000_000 {
+            return Err(err(origin, "overlap", "must be 1 ms … 10 s"));
+        }
+        if self.group_rate.0 < 10_000 || self.group_rate.0 > 10_000_000_000 {
+            return Err(err(origin, "group_rate", "must be 10 kbit/s … 10 Gbit/s"));
         }
         Ok((mobility, hints))
     }
@@ -545,6 +610,8 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
     }
     t.insert("links".into(), Value::Array(links));
     t.insert("flows".into(), Value::Array(flows));
+    let make_before_break = (cfg.handover == "make_before_break")
+        .then(|| std::time::Duration::from_nanos(cfg.overlap.0));
     Ok(Some(VehicularModel {
         config: cfg,
         mobility,
@@ -554,6 +621,7 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
         handover_buffer,
         first_access_link,
         first_flow,
+        make_before_break,
     }))
 }
 
@@ -653,6 +721,9 @@ mod tests {
             bad("vehicular.hint_source=\"crystal\""),
             "vehicular.hint_source"
         );
+        assert_eq!(bad("vehicular.handover=\"teleport\""), "vehicular.handover");
+        assert_eq!(bad("vehicular.overlap=\"0s\""), "vehicular.overlap");
+        assert_eq!(bad("vehicular.group_rate=\"1bps\""), "vehicular.group_rate");
         let s = Scenario::from_toml_str(
             DOC,
             "t",

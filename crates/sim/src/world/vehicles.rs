@@ -32,7 +32,7 @@
 //! random-mobility studies without road maps have them).
 
 use super::cells::CellScheduler;
-use super::channel::mmwave::{FailureCounts, FailureEvent, MmWaveChannel};
+use super::channel::mmwave::{Association, FailureCounts, FailureEvent, MmWaveChannel};
 use super::channel::obstacles::{ObstacleField, Rect};
 use super::geom::{Bounds, Vec3};
 use super::mmwave_link::CapacitySteps;
@@ -77,6 +77,70 @@ pub struct ChannelTimeline {
     pub counts: FailureCounts,
     /// Channel steps taken (a cost figure).
     pub steps: u64,
+    /// `handover = "make_before_break"`: per vehicle, its attachments to
+    /// every station and its association changes (empty otherwise).
+    pub attachments: Vec<Attachments>,
+}
+
+/// Make-before-break (issue 29): what one vehicle could attach to, and
+/// when its association changed — the channel's side of the policy in
+/// `engine::handover`, recorded like the rest (it does not depend on
+/// traffic).
+#[derive(Clone, Debug, Default)]
+pub struct Attachments {
+    /// Per station, what an attachment to it carries over time: the
+    /// serving station's link as recorded for the unicast access link
+    /// (scheduler share, transient outages), except during a handover,
+    /// when the old station's beam keeps its own capacity (it is not
+    /// torn down); any other station, the capacity of its SNR.
+    pub per_station: Vec<Arc<CapacitySteps>>,
+    /// Association changes, in time order.
+    pub changes: Vec<(Time, AssociationChange)>,
+}
+
+/// A change of a vehicle's association, as the channel decides it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AssociationChange {
+    /// First served (by this station).
+    Associated(usize),
+    /// This station beats the serving one by the hysteresis.
+    Candidate(usize),
+    /// It no longer does, and no handover to it started.
+    CandidateDropped(usize),
+    /// The serving station changed (the handover's interruption ended).
+    HandoverDone {
+        /// The old station.
+        from: usize,
+        /// The new one.
+        to: usize,
+    },
+}
+
+/// The changes between two association snapshots, appended to `out`.
+/// O(1).
+fn association_changes(
+    now: Time,
+    prev: Association,
+    cur: Association,
+    out: &mut Vec<(Time, AssociationChange)>,
+) {
+    match (prev.serving, cur.serving) {
+        (None, Some(s)) => out.push((now, AssociationChange::Associated(s))),
+        (Some(a), Some(b)) if a != b => {
+            out.push((now, AssociationChange::HandoverDone { from: a, to: b }))
+        }
+        _ => {}
+    }
+    if let Some(k) = prev.candidate {
+        if cur.candidate != Some(k) && cur.handover_to != Some(k) && cur.serving != Some(k) {
+            out.push((now, AssociationChange::CandidateDropped(k)));
+        }
+    }
+    if let Some(k) = cur.candidate {
+        if prev.candidate != Some(k) {
+            out.push((now, AssociationChange::Candidate(k)));
+        }
+    }
 }
 
 /// A channel world that cannot be built (the field is named).
@@ -191,6 +255,17 @@ impl ChannelTimeline {
         );
         let mut links: Vec<(Option<usize>, u64)> = vec![(None, 0); c.vehicles];
         let mut shares = Vec::with_capacity(c.vehicles);
+        // Make-before-break: per vehicle, per station, the attachment's
+        // capacity; the association changes; the last association.
+        let mbb = v.make_before_break.is_some();
+        let stations = c.base_stations.len();
+        let mut attach_caps: Vec<Vec<CapacitySteps>> = if mbb {
+            vec![vec![CapacitySteps::new(); stations]; c.vehicles]
+        } else {
+            Vec::new()
+        };
+        let mut changes: Vec<Vec<(Time, AssociationChange)>> = vec![Vec::new(); attach_caps.len()];
+        let mut assoc: Vec<Association> = vec![Association::default(); attach_caps.len()];
         let mut t = 0u64;
         let mut steps = 0u64;
         loop {
@@ -224,6 +299,20 @@ impl ChannelTimeline {
             for (cap, share) in caps.iter_mut().zip(&shares) {
                 cap.push(now, share.rate_bps);
             }
+            for (i, per_station) in attach_caps.iter_mut().enumerate() {
+                let a = channel.association(i);
+                association_changes(now, assoc[i], a, &mut changes[i]);
+                assoc[i] = a;
+                for (j, cap) in per_station.iter_mut().enumerate() {
+                    let serving = a.serving == Some(j) && a.handover_to.is_none();
+                    let bps = if serving {
+                        shares[i].rate_bps
+                    } else {
+                        channel.capacity_to(i, j)
+                    };
+                    cap.push(now, bps);
+                }
+            }
             if t >= duration_ns {
                 break;
             }
@@ -234,6 +323,14 @@ impl ChannelTimeline {
             events,
             counts: channel.counts(),
             steps,
+            attachments: attach_caps
+                .into_iter()
+                .zip(changes)
+                .map(|(per_station, changes)| Attachments {
+                    per_station: per_station.into_iter().map(Arc::new).collect(),
+                    changes,
+                })
+                .collect(),
         })
     }
 }

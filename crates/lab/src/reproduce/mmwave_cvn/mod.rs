@@ -692,6 +692,8 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         }
     }
     progress.finish();
+    // The make-before-break part: its own few one-vehicle runs.
+    let handover = handover::run_part(args.seeds.unwrap_or(handover::HANDOVER_SEEDS))?;
     copy_hint_blind(&mut results);
     let counts = cache
         .into_inner()
@@ -719,7 +721,8 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     if !plan.highway_loads.is_empty() {
         keys.push(HIGHWAY.key());
     }
-    let summary = summary_json(&results, &keys);
+    let mut summary = summary_json(&results, &keys);
+    summary.handover_multicast = Some(handover.clone());
     let text = serde_json::to_string_pretty(&summary)? + "\n";
     std::fs::write(dir.join("summary.json"), text)
         .with_context(|| format!("cannot write {}/summary.json", dir.display()))?;
@@ -731,6 +734,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         timelines: &counts,
         duration_s,
         quick: args.quick,
+        handover: &handover,
     };
     let (report, comparisons) = report::write(&ctx)?;
     let wall = started.elapsed().as_secs_f64();
@@ -786,6 +790,10 @@ pub struct MmwaveSummary {
     /// (`hints_<mode>`), controller and load (`bulk` for saturating runs,
     /// `load_<x>` for CBR — ON/OFF on the highway).
     pub scenarios: Keyed<Keyed<Keyed<Keyed<PointFigures>>>>,
+    /// The make-before-break part (issue 29): unicast vs the group stream
+    /// across handovers (`handover.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover_multicast: Option<handover::HandoverSummary>,
 }
 
 fn summary_json(results: &Results, keys: &[String]) -> MmwaveSummary {
@@ -828,7 +836,10 @@ fn summary_json(results: &Results, keys: &[String]) -> MmwaveSummary {
         }
         scen.push(k.clone(), hm);
     }
-    MmwaveSummary { scenarios: scen }
+    MmwaveSummary {
+        scenarios: scen,
+        handover_multicast: None,
+    }
 }
 
 /// What the report needs.
@@ -841,6 +852,8 @@ struct ReportCtx<'a> {
     timelines: &'a BTreeMap<String, Vec<Arc<ChannelTimeline>>>,
     duration_s: f64,
     quick: bool,
+    /// The make-before-break part's figures.
+    handover: &'a handover::HandoverSummary,
 }
 
 impl ReportCtx<'_> {
@@ -880,6 +893,7 @@ fn counts_of(ts: &[Arc<ChannelTimeline>]) -> (FailureCounts, [f64; 4]) {
     (c, dur)
 }
 
+pub mod handover;
 mod report;
 
 #[cfg(test)]

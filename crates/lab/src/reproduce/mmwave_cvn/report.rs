@@ -127,6 +127,7 @@ pub(super) fn write(ctx: &ReportCtx<'_>) -> anyhow::Result<(PathBuf, Vec<Compari
     buffer_part(ctx, &mut rep, &keys);
     traces(ctx, &mut rep, &keys)?;
     failures(ctx, &mut rep);
+    super::handover::section(ctx.handover, &mut rep);
     rep.heading(2, "Published vs ours");
     let rows = comparisons(ctx);
     rep.table(None, &published_vs_ours("finding", &rows, 1));

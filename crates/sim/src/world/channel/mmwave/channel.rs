@@ -36,6 +36,23 @@ struct Vehicle {
     shadow_rng: SimRng,
     shadow_z: Vec<f64>,
     last_pos: Option<Vec3>,
+    /// SNR (fading: with shadowing) to every station at the last step, dB:
+    /// what a second attachment sees (make-before-break, issue 29).
+    snr_by_bs: Vec<f64>,
+}
+
+/// A vehicle's association as of the last step, for a make-before-break
+/// policy (issue 29): who serves it, who beats the serving station by the
+/// hysteresis, and where a handover in progress goes.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Association {
+    /// The serving station.
+    pub serving: Option<usize>,
+    /// A station better than the serving one by the hysteresis (waiting
+    /// out the time-to-trigger).
+    pub candidate: Option<usize>,
+    /// The target of a handover in progress.
+    pub handover_to: Option<usize>,
 }
 
 /// What every vehicle's step shares.
@@ -151,6 +168,36 @@ impl MmWaveChannel {
             .map_or(LinkState::DOWN, |v| v.state)
     }
 
+    /// Vehicle `vehicle`'s association as of the last step (all `None`
+    /// for one never stepped). O(1).
+    pub fn association(&self, vehicle: usize) -> Association {
+        self.vehicles
+            .get(vehicle)
+            .map_or_else(Association::default, |v| Association {
+                serving: v.state.bs,
+                candidate: v.candidate.map(|c| c.0),
+                handover_to: v
+                    .outage
+                    .filter(|o| o.kind == FailureKind::Handover)
+                    .and_then(|o| o.next_bs),
+            })
+    }
+
+    /// What vehicle `vehicle`'s own beam to station `bs` would carry at
+    /// the last step, bit/s: the capacity of its SNR (SINR-free in the
+    /// fading model: a second attachment's path loss and shadowing only,
+    /// no transient outages). 0 for unknown indices. O(1).
+    pub fn capacity_to(&self, vehicle: usize, bs: usize) -> u64 {
+        let Some(snr) = self.vehicles.get(vehicle).and_then(|v| v.snr_by_bs.get(bs)) else {
+            return 0;
+        };
+        if self.config.fading {
+            self.config.fading_capacity_bps(*snr)
+        } else {
+            self.config.capacity_bps(*snr)
+        }
+    }
+
     /// Outages started since the last call, in order.
     pub fn drain_events(&mut self) -> Vec<FailureEvent> {
         std::mem::take(&mut self.events)
@@ -225,6 +272,7 @@ impl MmWaveChannel {
                 shadow_rng: component_rng(self.seed, &format!("mmwave/shadowing/{i}")),
                 shadow_z: Vec::new(),
                 last_pos: None,
+                snr_by_bs: Vec::new(),
             });
         }
         // Headings and yaw rates; then the moving bodies.
@@ -300,6 +348,8 @@ impl MmWaveChannel {
         if self.config.fading {
             self.shadow(v, pos, &mut views);
         }
+        v.snr_by_bs.clear();
+        v.snr_by_bs.extend(views.iter().map(|w| w.snr_db));
         let speed = vel.x.hypot(vel.y);
         let cfg = &self.config;
         // `load` counted this vehicle on the station it had at step start.

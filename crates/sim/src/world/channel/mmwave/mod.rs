@@ -23,7 +23,7 @@
 
 mod channel;
 
-pub use channel::MmWaveChannel;
+pub use channel::{Association, MmWaveChannel};
 
 use super::obstacles::ObstacleDensity;
 use super::{check_range, noise_floor_dbm, ConfigError};
