@@ -103,6 +103,9 @@ impl KeyLog {
     /// Writes the keys of the watched connections that have them; forgets
     /// those that are unprotected or gone. O(watched).
     pub(crate) fn drain(&mut self, proto: &mut ProtoEndpoint) {
+        if self.failed {
+            self.pending.clear();
+        }
         if self.pending.is_empty() {
             return;
         }
