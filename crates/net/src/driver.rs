@@ -199,6 +199,8 @@ pub(crate) struct State {
     pub(crate) groups: BTreeMap<u32, GroupEntry>,
     /// The packet capture (`EndpointBuilder::pcap`), if on.
     pub(crate) capture: Option<crate::observe::Capture>,
+    /// The key log (`PEREGRINE_KEYLOG`, `EndpointBuilder::keylog`), if on.
+    pub(crate) keylog: Option<crate::keylog::KeyLog>,
 }
 
 /// The state shared by the driver and every application handle.
@@ -295,6 +297,9 @@ fn dispatch_events(
         match ev {
             Event::Connected => {
                 tracing::debug!(conn = ?h, accepted = !outgoing_known, "connection established");
+                if let Some(k) = st.keylog.as_mut() {
+                    k.watch(h);
+                }
                 if !outgoing_known {
                     let limit = st.server_inbox_limit;
                     st.conns.insert(h, ConnState::new(limit));
@@ -695,6 +700,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             }
             st.datagrams_out += tx.len() as u64;
             accepted = dispatch_events(st, now, &mut upcalls) || accepted_now;
+            if let Some(k) = st.keylog.as_mut() {
+                k.drain(&mut st.proto);
+            }
             if (received > 0 || fired) && !st.tracking.is_empty() {
                 settle_tracked(st);
             }

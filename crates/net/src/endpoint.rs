@@ -186,6 +186,7 @@ impl EndpointBuilder {
         };
         let local = io.local_addr()?;
         let capture = self.observe.open_capture(local)?;
+        let keylog = self.observe.open_keylog()?;
         let capabilities = io.capabilities();
         let seed = match self.seed {
             Some(s) => s,
@@ -203,6 +204,7 @@ impl EndpointBuilder {
         if let Some(factory) = self.observe.take_trace() {
             proto.set_trace_factory(factory);
         }
+        proto.set_key_log(keylog.is_some());
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 proto,
@@ -217,6 +219,7 @@ impl EndpointBuilder {
                 datagrams_out: 0,
                 groups: BTreeMap::new(),
                 capture,
+                keylog,
             }),
             driver_signal: Notify::new(),
             incoming: Notify::new(),

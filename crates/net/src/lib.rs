@@ -114,6 +114,7 @@ mod events;
 mod group;
 mod icmp;
 mod inbox;
+pub mod keylog;
 pub mod keys;
 pub mod observe;
 pub mod pmtu;

@@ -41,6 +41,8 @@ type FactorySlot = Arc<Mutex<Option<Box<dyn TraceFactory>>>>;
 pub(crate) struct Observe {
     trace: Option<FactorySlot>,
     pcap: Option<PathBuf>,
+    /// The key log file (`EndpointBuilder::keylog`; crate::keylog).
+    pub(crate) keylog: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Observe {
@@ -48,6 +50,7 @@ impl std::fmt::Debug for Observe {
         f.debug_struct("Observe")
             .field("trace", &self.trace.is_some())
             .field("pcap", &self.pcap)
+            .field("keylog", &self.keylog)
             .finish()
     }
 }
@@ -58,6 +61,14 @@ impl Observe {
         self.trace
             .as_ref()
             .and_then(|s| s.lock().unwrap_or_else(|p| p.into_inner()).take())
+    }
+
+    /// Opens the key log: the builder's file, else `PEREGRINE_KEYLOG`'s,
+    /// if either names one.
+    pub(crate) fn open_keylog(&self) -> io::Result<Option<crate::keylog::KeyLog>> {
+        crate::keylog::resolve(self.keylog.as_deref())
+            .map(|p| crate::keylog::KeyLog::open(&p))
+            .transpose()
     }
 
     /// Opens the capture file, if one was asked for.

@@ -135,6 +135,9 @@ pub struct Endpoint {
     reset_secret: [u8; 32],
     /// `reset_secret` comes from the listener's static key.
     reset_secret_persistent: bool,
+    /// New connections keep their raw packet keys for a key log
+    /// (`set_key_log`).
+    key_log: bool,
 }
 
 /// The optional trace factory (a newtype: `dyn TraceFactory` is not `Debug`).
@@ -193,6 +196,7 @@ impl Endpoint {
                 failure::derive_secret(&s)
             },
             reset_secret_persistent: false,
+            key_log: false,
             config,
         };
         // Adopt the configured listener's static key as the reset secret.
@@ -266,6 +270,9 @@ impl Endpoint {
                 field: "security",
                 problem: "could not start its Noise handshake",
             }));
+        }
+        if self.key_log {
+            conn.keep_packet_keys(None);
         }
         Ok(self.insert(id, None, conn))
     }
@@ -682,6 +689,9 @@ impl Endpoint {
             Ok(mut conn) => {
                 if let Some(hs) = handshake {
                     conn.attach_server_security(hs);
+                    if self.key_log {
+                        conn.keep_packet_keys(security::client_ephemeral(&start.tlvs));
+                    }
                 }
                 if !self.admit_reply(now, remote, &h, len, validated, &mut conn) {
                     return;

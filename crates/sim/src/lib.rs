@@ -29,6 +29,7 @@ pub mod apps;
 pub mod cclab;
 pub mod engine;
 pub mod experiment;
+mod logging;
 pub mod metrics;
 pub mod rng;
 pub mod scenario;
@@ -120,6 +121,21 @@ pub fn run_with_options(scenario: &Scenario, options: &RunOptions) -> Result<Sim
 }
 
 fn run_inner(
+    scenario: &Scenario,
+    timeline: Option<&world::vehicles::ChannelTimeline>,
+    options: &RunOptions,
+    progress: Option<&mut dyn FnMut(Time, u64)>,
+) -> Result<SimResults, SimError> {
+    logging::run_started(scenario);
+    let r = run_built(scenario, timeline, options, progress);
+    match &r {
+        Ok(results) => logging::run_finished(results),
+        Err(e) => logging::run_failed(e),
+    }
+    r
+}
+
+fn run_built(
     scenario: &Scenario,
     timeline: Option<&world::vehicles::ChannelTimeline>,
     options: &RunOptions,

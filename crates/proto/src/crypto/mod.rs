@@ -19,6 +19,7 @@
 //! the wire format without this module.
 
 pub mod aead;
+pub mod keylog;
 pub mod keys;
 pub mod noise;
 mod noise_rng;
@@ -30,6 +31,7 @@ pub use keys::{
 };
 
 pub use aead::{AeadAlgorithm, OpenError};
+pub use keylog::{KeyLogError, KeyLogLabel, KeyLogLine, PacketKeyMaterial};
 pub use noise::{
     binding, derive_keys, DerivedKeys, HandshakeError, BINDING_LEN, RESET_TOKEN_LEN, XX_MSG3_LEN,
 };
@@ -103,7 +105,20 @@ pub(crate) struct SecurityState {
     pub(crate) unannounced: bool,
     /// Client: the stateless-reset token the server gave in message 2.
     reset_token: Option<[u8; RESET_TOKEN_LEN]>,
+    /// The key log's slot (`keep_keys`): `None` unless the driver asked
+    /// for one, so the keys' raw material is then dropped at derivation.
+    keylog: Option<Box<KeyLogSlot>>,
     pub(crate) stats: SecurityStats,
+}
+
+/// What a key log keeps of one connection until the driver takes it.
+#[derive(Debug, Default)]
+struct KeyLogSlot {
+    /// Server: the client's ephemeral key, read from the START (a client
+    /// reads its own from its message 1).
+    client_ephemeral: Option<[u8; KEY_LEN]>,
+    /// The material, once derived and until taken.
+    material: Option<PacketKeyMaterial>,
 }
 
 impl SecurityState {
@@ -142,6 +157,7 @@ impl SecurityState {
             refused: false,
             unannounced: false,
             reset_token: None,
+            keylog: None,
             stats: SecurityStats {
                 pattern: Some(pattern),
                 ..SecurityStats::default()
@@ -178,17 +194,47 @@ impl SecurityState {
                 let _ = c.start_value(b);
             }
             Handshake::Server(s) => match s.reply_value(b) {
-                Ok(Some(keys)) => self.established(keys),
+                Ok(Some((keys, raw))) => self.established(keys, raw),
                 Ok(None) => {}
                 Err(_) => self.stats.handshake_failures += 1,
             },
         }
     }
 
-    fn established(&mut self, keys: PacketKeys) {
+    fn established(&mut self, keys: PacketKeys, raw: DerivedKeys) {
         self.stats.aead = Some(keys.aead());
+        if let Some(slot) = self.keylog.as_deref_mut() {
+            // Message 1 starts with the client's ephemeral key in every
+            // pattern (NNpsk0's psk token writes no bytes).
+            let own = match &self.hs {
+                Handshake::Client(c) => c
+                    .value()
+                    .and_then(|v| v.get(1..1 + KEY_LEN))
+                    .and_then(|e| <[u8; KEY_LEN]>::try_from(e).ok()),
+                Handshake::Server(_) => None,
+            };
+            if let Some(e) = own.or(slot.client_ephemeral) {
+                slot.material = Some(PacketKeyMaterial::new(keys.aead(), e, raw));
+            }
+        }
         self.keys = Some(Box::new(keys));
         self.stats.encrypted = true;
+    }
+
+    /// Keep this connection's raw packet keys for a key log when they are
+    /// derived. `client_ephemeral`: a server's copy of the client's
+    /// ephemeral key from the START (a client knows its own). O(1).
+    pub(crate) fn keep_keys(&mut self, client_ephemeral: Option<[u8; KEY_LEN]>) {
+        self.keylog = Some(Box::new(KeyLogSlot {
+            client_ephemeral,
+            material: None,
+        }));
+    }
+
+    /// The key log's material, once: `None` before the keys exist, after
+    /// it was taken, and without `keep_keys`. O(1).
+    pub(crate) fn take_keys(&mut self) -> Option<PacketKeyMaterial> {
+        self.keylog.as_deref_mut()?.material.take()
     }
 
     /// Our AEAD TLV value: the client's offer, or the server's choice when
@@ -255,11 +301,12 @@ impl SecurityState {
         match r {
             Ok(Established {
                 keys,
+                raw,
                 peer,
                 msg3,
                 reset_token,
             }) => {
-                self.established(keys);
+                self.established(keys, raw);
                 self.stats.peer_static_key = peer;
                 self.msg3 = msg3;
                 self.reset_token = reset_token;
@@ -318,9 +365,9 @@ impl SecurityState {
                 bytes = dg;
                 if self.keys.is_none() {
                     match s.read_msg3(msg3) {
-                        Ok(keys) => {
+                        Ok((keys, raw)) => {
                             self.stats.peer_static_key = s.peer();
-                            self.established(keys);
+                            self.established(keys, raw);
                         }
                         Err(e) => {
                             self.stats.handshake_failures += 1;

@@ -215,21 +215,25 @@ pub fn derive_keys(handshake_hash: &[u8], k1: &[u8; 32], k2: &[u8; 32]) -> Deriv
 }
 
 /// The packet keys of a finished handshake, for this side, running
-/// `aead` (AES-128-GCM takes the first 16 bytes of each derived key).
+/// `aead` (AES-128-GCM takes the first 16 bytes of each derived key), and
+/// the raw material they were made from: ring's keys cannot be read back,
+/// so a key log (`SecurityState::keep_keys`) keeps this copy — or drops
+/// it, which is all that happens without one.
 fn packet_keys(
     state: &mut HandshakeState,
     is_client: bool,
     aead: AeadAlgorithm,
-) -> Result<PacketKeys, HandshakeError> {
+) -> Result<(PacketKeys, DerivedKeys), HandshakeError> {
     let (k1, k2) = state.dangerously_get_raw_split();
     let k = derive_keys(state.get_handshake_hash(), &k1, &k2);
     let c2s = DirectionKey::new(aead, &k.c2s_key, k.c2s_iv).ok_or(HandshakeError::Internal)?;
     let s2c = DirectionKey::new(aead, &k.s2c_key, k.s2c_iv).ok_or(HandshakeError::Internal)?;
-    Ok(if is_client {
+    let keys = if is_client {
         PacketKeys::new(aead, c2s, s2c)
     } else {
         PacketKeys::new(aead, s2c, c2s)
-    })
+    };
+    Ok((keys, k))
 }
 
 fn remote_static(state: &HandshakeState) -> Option<PublicKey> {
@@ -293,6 +297,8 @@ fn split_value(value: Option<&[u8]>) -> Result<(NoisePattern, &[u8]), HandshakeE
 pub(crate) struct Established {
     /// Packet keys, once the handshake is complete on this side.
     pub keys: PacketKeys,
+    /// The raw material of `keys` (for a key log; dropped otherwise).
+    pub raw: DerivedKeys,
     /// The peer's static key, if the pattern has one.
     pub peer: Option<PublicKey>,
     /// XX client: message 3, to append to its datagrams.
@@ -450,9 +456,11 @@ impl ClientHandshake {
         } else {
             None
         };
+        let (keys, raw) = packet_keys(&mut self.state, true, aead)?;
         Ok(Established {
             peer: remote_static(&self.state),
-            keys: packet_keys(&mut self.state, true, aead)?,
+            keys,
+            raw,
             msg3,
             reset_token,
         })
@@ -581,11 +589,12 @@ impl ServerHandshake {
 
     /// The SECURITY value of START-REPLY, writing message 2 (bound to
     /// `reply_binding`) the first time. With every pattern but XX the
-    /// handshake is then complete and the keys are returned.
+    /// handshake is then complete and the keys are returned (with their
+    /// raw material, for a key log).
     pub(crate) fn reply_value(
         &mut self,
         reply_binding: [u8; BINDING_LEN],
-    ) -> Result<Option<PacketKeys>, HandshakeError> {
+    ) -> Result<Option<(PacketKeys, DerivedKeys)>, HandshakeError> {
         if !self.value.is_empty() {
             return Ok(None);
         }
@@ -644,8 +653,12 @@ impl ServerHandshake {
         Ok(())
     }
 
-    /// Reads XX message 3 and checks the client's key.
-    pub(crate) fn read_msg3(&mut self, msg3: &[u8]) -> Result<PacketKeys, HandshakeError> {
+    /// Reads XX message 3 and checks the client's key; the packet keys
+    /// and their raw material (for a key log).
+    pub(crate) fn read_msg3(
+        &mut self,
+        msg3: &[u8],
+    ) -> Result<(PacketKeys, DerivedKeys), HandshakeError> {
         if !self.awaits_msg3() {
             return Err(HandshakeError::Internal);
         }

@@ -710,3 +710,105 @@ fn a_reply_choosing_an_aead_not_offered_is_refused_then_genuine_completes() {
     assert_eq!(c.stats.aead, Some(AeadAlgorithm::ChaCha20Poly1305));
     assert_eq!(c.stats.handshake_failures, 3);
 }
+
+/// [`handshake_hw`] with both sides keeping their keys for a key log
+/// (the server's copy of the client's ephemeral key taken from message
+/// 1, as the endpoint takes it from the START), XX finished.
+fn handshake_logged(
+    client: &SecurityConfig,
+    server: &SecurityConfig,
+    aes_hardware: bool,
+) -> (SecurityState, SecurityState) {
+    let mut c = SecurityState::client(client, [5; 32], aes_hardware).unwrap();
+    c.keep_keys(None);
+    c.prepare([1; BINDING_LEN]);
+    let m1 = c.hello().unwrap().to_vec();
+    let hs = ServerHandshake::accept(
+        &server.noise(),
+        Some(&m1),
+        c.aead_tlv(),
+        [1; BINDING_LEN],
+        [6; 32],
+    )
+    .unwrap();
+    let mut s = SecurityState::server(hs);
+    s.keep_keys(Some(m1[1..33].try_into().unwrap()));
+    s.prepare([2; BINDING_LEN]);
+    let m2 = s.hello().unwrap().to_vec();
+    c.read_reply(Some(&m2), s.aead_tlv(), [2; BINDING_LEN])
+        .unwrap();
+    if c.stats.pattern == Some(NoisePattern::XX) {
+        assert!(
+            s.take_keys().is_none(),
+            "no XX server keys before message 3"
+        );
+        finish_xx(&mut c, &mut s);
+    }
+    (c, s)
+}
+
+/// Opens `sealed` with ring alone, from a key and an IV as a key log
+/// writes them (nonce = IV XOR the packet number; the clear prefix is the
+/// associated data): the plaintext payload after the packet number.
+fn open_with_logged(aead: AeadAlgorithm, key: &[u8], iv: &[u8; 12], sealed: &[u8]) -> Vec<u8> {
+    use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, CHACHA20_POLY1305};
+    let alg = match aead {
+        AeadAlgorithm::Aes128Gcm => &AES_128_GCM,
+        AeadAlgorithm::ChaCha20Poly1305 => &CHACHA20_POLY1305,
+    };
+    let key = LessSafeKey::new(UnboundKey::new(alg, key).unwrap());
+    let prefix = aead::CLEAR_PREFIX_LEN;
+    let pn = u32::from_be_bytes(sealed[prefix - 4..prefix].try_into().unwrap());
+    let mut nonce = *iv;
+    for (b, p) in nonce[4..].iter_mut().zip(u64::from(pn).to_be_bytes()) {
+        *b ^= p;
+    }
+    let mut body = sealed[prefix..].to_vec();
+    let plain = key
+        .open_in_place(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::from(&sealed[..prefix]),
+            &mut body,
+        )
+        .expect("the logged key opens the packet");
+    plain.to_vec()
+}
+
+#[test]
+fn key_log_material_opens_both_directions_for_every_pattern_and_aead() {
+    for (pattern, client, server) in all_pairs() {
+        for aes in [false, true] {
+            let (mut c, mut s) = handshake_logged(&client, &server, aes);
+            let (mc, ms) = (c.take_keys().unwrap(), s.take_keys().unwrap());
+            assert_eq!(mc, ms, "{pattern:?}: both sides log the same lines");
+            assert_eq!(mc.key_log_lines(), ms.key_log_lines());
+            let want = if aes {
+                AeadAlgorithm::Aes128Gcm
+            } else {
+                AeadAlgorithm::ChaCha20Poly1305
+            };
+            assert_eq!(mc.aead, want, "{pattern:?}");
+            assert!(c.take_keys().is_none(), "taken once");
+            // Client → server and server → client, opened with the logged
+            // keys alone.
+            for (side, key, iv) in [
+                (&mut c, mc.client_key(), mc.client_iv()),
+                (&mut s, mc.server_key(), mc.server_iv()),
+            ] {
+                let plain = end(9);
+                let mut buf = plain.clone();
+                side.seal(&mut buf, plain.len()).unwrap();
+                let len = plain.len() + AUTH_TAG_LEN;
+                let opened = open_with_logged(mc.aead, key, iv, &buf[..len]);
+                assert_eq!(opened, plain[aead::CLEAR_PREFIX_LEN..], "{pattern:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn no_key_log_keeps_nothing() {
+    let (mut c, mut s) = pair();
+    assert!(c.take_keys().is_none() && s.take_keys().is_none());
+    assert!(c.keylog.is_none() && s.keylog.is_none());
+}

@@ -7,7 +7,9 @@
 use super::{ConnectionHandle, Endpoint};
 use crate::connection::ConnectionConfig;
 use crate::crypto::noise::{HandshakeRng, ServerHandshake};
-use crate::crypto::{binding, AeadAlgorithm, NoisePattern, OpenError, PublicKey};
+use crate::crypto::{
+    binding, AeadAlgorithm, NoisePattern, OpenError, PacketKeyMaterial, PublicKey, KEY_LEN,
+};
 use crate::wire::{Header, HeaderRepr, RejectReason, Tlv};
 
 impl Endpoint {
@@ -56,6 +58,31 @@ impl Endpoint {
     /// Complexity: O(log n).
     pub fn security_aead(&self, handle: ConnectionHandle) -> Option<AeadAlgorithm> {
         self.connections.get(&handle)?.security_stats().aead
+    }
+
+    /// Key log: every connection created from now on keeps its raw packet
+    /// keys (key and IV per direction) when its handshake derives them,
+    /// for [`take_packet_keys`](Self::take_packet_keys). Off by default;
+    /// off, nothing is kept and nothing is checked per packet. The UDP
+    /// runtime turns it on for `PEREGRINE_KEYLOG` (docs/observability.md).
+    ///
+    /// Complexity: O(1).
+    pub fn set_key_log(&mut self, on: bool) {
+        self.key_log = on;
+    }
+
+    /// A connection's packet key material for the key log, once: `None`
+    /// before its keys exist (a client until START-REPLY, a server until
+    /// it writes START-REPLY or, with `Noise_XX`, reads message 3), after
+    /// it was taken, for unprotected connections, and without
+    /// [`set_key_log`](Self::set_key_log). The driver writes
+    /// [`PacketKeyMaterial::key_log_lines`].
+    ///
+    /// Complexity: O(log n).
+    pub fn take_packet_keys(&mut self, handle: ConnectionHandle) -> Option<PacketKeyMaterial> {
+        // Untracked: taking the copy changes nothing the endpoint's
+        // queues depend on.
+        self.connections.get_untracked(&handle)?.take_packet_keys()
     }
 
     /// Server: reads the AEAD offer and Noise message 1 from a START
@@ -138,4 +165,16 @@ impl Endpoint {
             }
         }
     }
+}
+
+/// The client's Noise ephemeral public key in a START's SECURITY TLV: the
+/// 32 bytes after the mode byte (message 1 starts with it in every
+/// pattern), the key log's name of the connection. O(TLVs).
+pub(super) fn client_ephemeral(tlvs: &[Tlv<'_>]) -> Option<[u8; KEY_LEN]> {
+    tlvs.iter().find_map(|t| match t {
+        Tlv::Security(v) => v
+            .get(1..1 + KEY_LEN)
+            .and_then(|e| <[u8; KEY_LEN]>::try_from(e).ok()),
+        _ => None,
+    })
 }

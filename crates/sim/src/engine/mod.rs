@@ -569,6 +569,14 @@ impl Sim {
     }
 
     fn drop_packet(&mut self, p: &Packet, reason: DropReason) {
+        // Per packet: `trace` only (a level check when nobody listens).
+        tracing::trace!(
+            t_ns = self.now.as_nanos(),
+            flow = p.flow,
+            reason = reason.name(),
+            bytes = p.wire_bytes,
+            "packet dropped"
+        );
         if olsr::is_control(p) {
             self.olsr_drop(reason);
             return;

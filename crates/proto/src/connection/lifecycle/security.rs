@@ -10,8 +10,8 @@
 use crate::connection::{Connection, ConnectionState, Event, ViolationKind};
 use crate::crypto::noise::{ServerHandshake, SEED_LEN};
 use crate::crypto::{
-    binding, HandshakeError, NoisePattern, OpenError, PublicKey, SecurityState, SecurityStats,
-    AUTH_FAILURE_THRESHOLD,
+    binding, HandshakeError, NoisePattern, OpenError, PacketKeyMaterial, PublicKey, SecurityState,
+    SecurityStats, AUTH_FAILURE_THRESHOLD, KEY_LEN,
 };
 use crate::wire::{Header, HeaderRepr, Tlv, AUTH_TAG_LEN};
 
@@ -39,6 +39,19 @@ impl Connection {
             self.events.retain(|e| !matches!(e, Event::Connected));
         }
         self.security = Some(sec);
+    }
+
+    /// Keep the raw packet keys for a key log when they are derived (no-op
+    /// unprotected); `client_ephemeral` as in `SecurityState::keep_keys`.
+    pub(crate) fn keep_packet_keys(&mut self, client_ephemeral: Option<[u8; KEY_LEN]>) {
+        if let Some(sec) = self.security.as_mut() {
+            sec.keep_keys(client_ephemeral);
+        }
+    }
+
+    /// The key log's material, once (see `SecurityState::take_keys`).
+    pub(crate) fn take_packet_keys(&mut self) -> Option<PacketKeyMaterial> {
+        self.security.as_mut()?.take_keys()
     }
 
     /// Before a START or START-REPLY is written: pins a client's START
