@@ -74,11 +74,7 @@ pub(crate) struct UdpIo {
 #[allow(clippy::disallowed_types)]
 pub(crate) fn bind_dual_stack(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
     use socket2::{Domain, Protocol, Socket, Type};
-    let socket = Socket::new(
-        Domain::for_address(addr),
-        Type::DGRAM,
-        Some(Protocol::UDP),
-    )?;
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
     if addr.is_ipv6() {
         let _ = socket.set_only_v6(false);
     }
