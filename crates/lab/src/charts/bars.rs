@@ -7,8 +7,8 @@
 //! from 0, and the y range always includes 0.
 
 use super::{
-    category_labels, check_finite, color, draw_err, framed_chart, legend, no_data, padded_range,
-    svg_root, ChartError, ChartText, Mesh,
+    category_labels, check_finite, color, draw_err, framed_chart, legend, legend_width, no_data,
+    padded_range, svg_root, ChartError, ChartText, Mesh,
 };
 use plotters::prelude::*;
 use std::path::Path;
@@ -82,13 +82,22 @@ pub fn bar_chart(
     });
     let raw_lo = extent.clone().fold(0.0_f64, f64::min);
     let (lo, hi) = padded_range(extent.chain([0.0]), 0.05);
-    // Bars grow from 0; headroom above for the legend.
+    // Bars grow from 0; the legend sits right of the plot.
     let y0 = if raw_lo >= 0.0 { 0.0 } else { lo };
-    let y1 = hi + 0.15 * (hi - y0);
+    let y1 = hi;
     let err = draw_err(file);
     let root = svg_root(file)?;
     let x_axis = -0.5..n as f64 - 0.5;
-    let mut chart = framed_chart(&root, file, text, x_axis, y0..y1, Mesh::Categories)?;
+    let legend_px = legend_width(series.iter().map(|s| s.label.as_str()));
+    let mut chart = framed_chart(
+        &root,
+        file,
+        text,
+        x_axis,
+        y0..y1,
+        Mesh::Categories,
+        legend_px,
+    )?;
     let group = 0.8;
     let width = group / series.len() as f64;
     for (j, s) in series.iter().enumerate() {

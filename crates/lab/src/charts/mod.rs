@@ -219,8 +219,25 @@ pub(crate) fn svg_root(file: &Path) -> Result<DrawingArea<SVGBackend<'_>, Shift>
     Ok(root)
 }
 
+/// Font size of legend entries, px.
+const LEGEND_FONT_PX: u32 = 15;
+
+/// The width of the legend column right of the plot for entries
+/// `labels` (see [`legend`]): the longest label at about 0.55 em a
+/// character, plus the swatch and margins; 0 without entries. O(total
+/// label length).
+pub(crate) fn legend_width<S: AsRef<str>>(labels: impl IntoIterator<Item = S>) -> u32 {
+    let longest = labels.into_iter().map(|l| l.as_ref().chars().count()).max();
+    longest.map_or(0, |chars| {
+        // Label text + the 30 px swatch area + 2 × 5 px margins + a gap.
+        (chars as f64 * 0.55 * f64::from(LEGEND_FONT_PX)).ceil() as u32 + 30 + 10 + 14
+    })
+}
+
 /// The axes every chart shares on `root`: caption, label areas, axis
-/// descriptions and fonts, over `x` × `y`, with the mesh drawn as `mesh` says.
+/// descriptions and fonts, over `x` × `y`, with the mesh drawn as `mesh`
+/// says, and a column of `legend_px` right of the plot for the legend
+/// ([`legend_width`]; 0 for none), so the legend never covers data.
 pub(crate) fn framed_chart<'a, 'b>(
     root: &'a DrawingArea<SVGBackend<'b>, Shift>,
     file: &Path,
@@ -228,6 +245,7 @@ pub(crate) fn framed_chart<'a, 'b>(
     x: std::ops::Range<f64>,
     y: std::ops::Range<f64>,
     mesh: Mesh,
+    legend_px: u32,
 ) -> Result<CategoryChart<'a, 'b>, ChartError> {
     let err = draw_err(file);
     // Room for tick labels of up to ~7 characters (four significant
@@ -238,6 +256,7 @@ pub(crate) fn framed_chart<'a, 'b>(
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(88)
+        .right_y_label_area_size(legend_px)
         .build_cartesian_2d(x, y)
         .map_err(|e| err(&e))?;
     let ticks = |v: &f64| readable::tick(*v);
@@ -271,7 +290,7 @@ pub(crate) fn framed_chart<'a, 'b>(
 pub fn no_data(file: &Path, text: &ChartText, reason: &str) -> Result<(), ChartError> {
     let err = draw_err(file);
     let root = svg_root(file)?;
-    let mut chart = framed_chart(&root, file, text, 0.0..1.0, 0.0..1.0, Mesh::Blank)?;
+    let mut chart = framed_chart(&root, file, text, 0.0..1.0, 0.0..1.0, Mesh::Blank, 0)?;
     let style = ("sans-serif", 22)
         .into_font()
         .color(&BLACK)
@@ -287,26 +306,21 @@ pub fn no_data(file: &Path, text: &ChartText, reason: &str) -> Result<(), ChartE
     Ok(())
 }
 
-/// Draw the legend of `chart` in the upper-right corner (leave headroom).
+/// Draw the legend of `chart` in the column right of its plot (made by
+/// [`framed_chart`] with [`legend_width`] of the entries), top-aligned:
+/// outside the data, so it covers no line, bar or point however many
+/// series there are.
 pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
     chart: &mut ChartContext<'a, DB, CT>,
     file: &Path,
 ) -> Result<(), ChartError> {
-    legend_at(chart, file, SeriesLabelPosition::UpperRight)
-}
-
-/// Draw the legend of `chart` at `position`.
-pub(crate) fn legend_at<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
-    file: &Path,
-    position: SeriesLabelPosition,
-) -> Result<(), ChartError> {
+    let (plot_w, _) = chart.plotting_area().dim_in_pixel();
     chart
         .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
+        .background_style(WHITE)
         .border_style(BLACK)
-        .label_font(("sans-serif", 15))
-        .position(position)
+        .label_font(("sans-serif", LEGEND_FONT_PX))
+        .position(SeriesLabelPosition::Coordinate(plot_w as i32 + 12, 0))
         .draw()
         .map_err(|e| draw_err(file)(&e))
 }
@@ -326,16 +340,64 @@ pub(crate) fn category_labels(
     labels: &[String],
     file: &Path,
 ) -> Result<(), ChartError> {
-    let style = ("sans-serif", 18)
+    let (plot_w, _) = chart.plotting_area().dim_in_pixel();
+    let slot_px = f64::from(plot_w) / labels.len().max(1) as f64;
+    let (font_px, lines) = category_layout(labels, slot_px);
+    let style = ("sans-serif", font_px)
         .into_font()
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Top));
-    for (i, label) in labels.iter().enumerate() {
+    for (i, label) in lines.iter().enumerate() {
         let (px, py) = chart.backend_coord(&(i as f64, y0));
-        root.draw(&Text::new(label.clone(), (px, py + 6), style.clone()))
-            .map_err(|e| draw_err(file)(&e))?;
+        for (k, line) in label.iter().enumerate() {
+            let dy = 6 + k as i32 * (font_px as i32 + 2);
+            root.draw(&Text::new(line.clone(), (px, py + dy), style.clone()))
+                .map_err(|e| draw_err(file)(&e))?;
+        }
     }
     Ok(())
+}
+
+/// How category labels fit slots of `slot_px` each without overlapping:
+/// the largest font of 18 down to 10 px at which every label fits on one
+/// line, else labels broken at spaces into (at most) two lines, at the
+/// largest font those fit. Width is estimated at 0.6 em a character.
+/// O(total label length).
+fn category_layout(labels: &[String], slot_px: f64) -> (u32, Vec<Vec<String>>) {
+    let room = slot_px * 0.95;
+    let fits = |lines: &[Vec<String>], font: u32| {
+        lines
+            .iter()
+            .flatten()
+            .all(|l| l.chars().count() as f64 * 0.6 * f64::from(font) <= room)
+    };
+    let one: Vec<Vec<String>> = labels.iter().map(|l| vec![l.clone()]).collect();
+    for font in (10..=18).rev() {
+        if fits(&one, font) {
+            return (font, one);
+        }
+    }
+    let two: Vec<Vec<String>> = labels.iter().map(|l| split_in_two(l)).collect();
+    for font in (10..=18).rev() {
+        if fits(&two, font) {
+            return (font, two);
+        }
+    }
+    (10, two)
+}
+
+/// `label` broken at the space nearest its middle (whole if it has none).
+fn split_in_two(label: &str) -> Vec<String> {
+    let mid = label.chars().count() / 2;
+    let best = label
+        .char_indices()
+        .filter(|(_, c)| *c == ' ')
+        .map(|(i, _)| i)
+        .min_by_key(|i| label[..*i].chars().count().abs_diff(mid));
+    match best {
+        Some(i) => vec![label[..i].to_string(), label[i + 1..].to_string()],
+        None => vec![label.to_string()],
+    }
 }
 
 #[cfg(test)]
@@ -392,6 +454,37 @@ mod tests {
         let svg = testutil::read_svg(&f);
         assert!(svg.contains("no data: no runs"));
         assert!(svg.contains("latency (ms)") && svg.contains("Latency"));
+    }
+
+    #[test]
+    fn category_labels_shrink_then_wrap_instead_of_overlapping() {
+        let short = ["rr".to_string(), "abs".to_string()];
+        assert_eq!(
+            category_layout(&short, 300.0),
+            (18, vec![vec!["rr".into()], vec!["abs".into()]])
+        );
+        // 13 controllers over ~680 px: a smaller font, one line each.
+        let names = ["highspeed".to_string(), "westwood".to_string()];
+        let (font, lines) = category_layout(&names, 52.0);
+        assert!(
+            font < 18 && lines.iter().all(|l| l.len() == 1),
+            "{font} {lines:?}"
+        );
+        // Too long for one line at 10 px: two lines at the space.
+        let long = ["16p 10%".to_string()];
+        assert_eq!(
+            category_layout(&long, 30.0).1,
+            vec![vec!["16p".to_string(), "10%".to_string()]]
+        );
+        assert_eq!(split_in_two("a b c d"), ["a b", "c d"]);
+        assert_eq!(split_in_two("abc"), ["abc"]);
+    }
+
+    #[test]
+    fn the_legend_column_fits_the_longest_entry() {
+        assert_eq!(legend_width::<&str>([]), 0);
+        let w = legend_width(["rr", "throughput (published; 0 = none)"]);
+        assert!(w > 250 && w < 350, "{w}");
     }
 
     #[test]
