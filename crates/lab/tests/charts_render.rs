@@ -196,11 +196,7 @@ fn the_reproductions_charts_render() {
             let l = l.trim();
             !l.starts_with('<') && l.contains(" (") && l.ends_with(')')
         });
-        assert!(
-            unit,
-            "{}: no axis label with a unit",
-            f.display()
-        );
+        assert!(unit, "{}: no axis label with a unit", f.display());
         let ink = render(f);
         assert!(ink > 0.003, "{}: almost nothing drawn ({ink})", f.display());
     }

@@ -8,7 +8,7 @@
 
 use super::{
     category_labels, check_finite, color, draw_err, framed_chart, legend, legend_width, no_data,
-    padded_range, svg_root, ChartError, ChartText, Mesh,
+    padded_range, svg_root, ChartError, ChartText, Mesh, Swatch,
 };
 use plotters::prelude::*;
 use std::path::Path;
@@ -111,9 +111,7 @@ pub fn bar_chart(
                 let (l, r) = bar(i);
                 Rectangle::new([(l, 0.0), (r, s.values[i])], c.filled())
             }))
-            .map_err(|e| err(&e))?
-            .label(s.label.as_str())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+            .map_err(|e| err(&e))?;
         let whiskers = (0..n).filter_map(|i| {
             let e = s.errors.get(i).copied().flatten()?;
             let (l, r) = bar(i);
@@ -133,7 +131,12 @@ pub fn bar_chart(
         });
         chart.draw_series(whiskers).map_err(|e| err(&e))?;
     }
-    legend(&mut chart, file)?;
+    let entries: Vec<_> = series
+        .iter()
+        .enumerate()
+        .map(|(j, s)| (s.label.clone(), color(j), Swatch::Bar))
+        .collect();
+    legend(&root, &chart, &entries, file)?;
     category_labels(&root, &chart, y0, categories, file)?;
     root.present().map_err(|e| err(&e))?;
     Ok(())

@@ -7,7 +7,7 @@
 
 use super::{
     check_finite, color, draw_err, framed_chart, legend, legend_width, no_data, padded_range,
-    svg_root, ChartError, ChartText, Mesh, Samples,
+    svg_root, ChartError, ChartText, Mesh, Samples, Swatch,
 };
 use plotters::prelude::*;
 use std::path::Path;
@@ -56,11 +56,15 @@ pub fn cdf(file: &Path, text: &ChartText, samples: &[Samples]) -> Result<(), Cha
         let c = color(i);
         chart
             .draw_series(LineSeries::new(cdf_steps(&s.values), c.stroke_width(2)))
-            .map_err(|e| err(&e))?
-            .label(label(s))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+            .map_err(|e| err(&e))?;
     }
-    legend(&mut chart, file)?;
+    let entries: Vec<_> = samples
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.values.is_empty())
+        .map(|(i, s)| (label(s), color(i), Swatch::Line))
+        .collect();
+    legend(&root, &chart, &entries, file)?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }

@@ -256,7 +256,7 @@ pub(crate) fn framed_chart<'a, 'b>(
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(88)
-        .right_y_label_area_size(legend_px)
+        .margin_right(16 + legend_px)
         .build_cartesian_2d(x, y)
         .map_err(|e| err(&e))?;
     let ticks = |v: &f64| readable::tick(*v);
@@ -306,23 +306,67 @@ pub fn no_data(file: &Path, text: &ChartText, reason: &str) -> Result<(), ChartE
     Ok(())
 }
 
-/// Draw the legend of `chart` in the column right of its plot (made by
-/// [`framed_chart`] with [`legend_width`] of the entries), top-aligned:
-/// outside the data, so it covers no line, bar or point however many
-/// series there are.
-pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
+/// How a legend entry shows its series.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Swatch {
+    /// A filled square (bars).
+    Bar,
+    /// A short line (lines, CDFs).
+    Line,
+    /// A dot (a single-point series).
+    Dot,
+}
+
+/// Draw the legend — `(label, colour, swatch)` per series — in the
+/// column right of the plot that [`framed_chart`] left for it (sized by
+/// [`legend_width`]), top-aligned: outside the data, so it covers no
+/// line, bar or point however many series there are. Drawn on `root`
+/// because plotters clips shapes to the plot. O(entries).
+pub(crate) fn legend(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    chart: &CategoryChart<'_, '_>,
+    entries: &[(String, RGBColor, Swatch)],
     file: &Path,
 ) -> Result<(), ChartError> {
-    let (plot_w, _) = chart.plotting_area().dim_in_pixel();
-    chart
-        .configure_series_labels()
-        .background_style(WHITE)
-        .border_style(BLACK)
-        .label_font(("sans-serif", LEGEND_FONT_PX))
-        .position(SeriesLabelPosition::Coordinate(plot_w as i32 + 12, 0))
-        .draw()
-        .map_err(|e| draw_err(file)(&e))
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let err = draw_err(file);
+    let (xs, ys) = chart.plotting_area().get_pixel_range();
+    let width = legend_width(entries.iter().map(|e| e.0.as_str())) as i32 - 14;
+    let row = LEGEND_FONT_PX as i32 + 5;
+    let (x0, y0) = (xs.end + 12, ys.start);
+    let height = 10 + row * entries.len() as i32;
+    root.draw(&Rectangle::new(
+        [(x0, y0), (x0 + width, y0 + height)],
+        WHITE.filled(),
+    ))
+    .map_err(|e| err(&e))?;
+    root.draw(&Rectangle::new(
+        [(x0, y0), (x0 + width, y0 + height)],
+        BLACK.stroke_width(1),
+    ))
+    .map_err(|e| err(&e))?;
+    let font = ("sans-serif", LEGEND_FONT_PX)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (k, (label, c, swatch)) in entries.iter().enumerate() {
+        let y = y0 + 5 + row * k as i32 + row / 2;
+        let x = x0 + 8;
+        match swatch {
+            Swatch::Bar => root.draw(&Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled())),
+            Swatch::Line => root.draw(&PathElement::new(
+                vec![(x, y), (x + 16, y)],
+                c.stroke_width(2),
+            )),
+            Swatch::Dot => root.draw(&Circle::new((x + 7, y), 3, c.filled())),
+        }
+        .map_err(|e| err(&e))?;
+        root.draw(&Text::new(label.clone(), (x + 24, y), font.clone()))
+            .map_err(|e| err(&e))?;
+    }
+    Ok(())
 }
 
 /// A chart over two f64 axes (for category charts, the x axis holds
@@ -359,31 +403,49 @@ pub(crate) fn category_labels(
 }
 
 /// How category labels fit slots of `slot_px` each without overlapping:
-/// the largest font of 18 down to 10 px at which every label fits on one
-/// line, else labels broken at spaces into (at most) two lines, at the
-/// largest font those fit. Width is estimated at 0.6 em a character.
-/// O(total label length).
+/// one line at 18 down to 14 px; else labels broken at spaces into (at
+/// most) two lines at 18 down to 12 px; else one line, then two, down to
+/// 10 px; else one line each, every other label a line
+/// lower (staggered: each has two slots of room). Width is estimated at
+/// 0.6 em a character. O(total label length).
 fn category_layout(labels: &[String], slot_px: f64) -> (u32, Vec<Vec<String>>) {
     let room = slot_px * 0.95;
-    let fits = |lines: &[Vec<String>], font: u32| {
+    let fits_in = |lines: &[Vec<String>], font: u32, room: f64| {
         lines
             .iter()
             .flatten()
             .all(|l| l.chars().count() as f64 * 0.6 * f64::from(font) <= room)
     };
+    let fits = |lines: &[Vec<String>], font: u32| fits_in(lines, font, room);
     let one: Vec<Vec<String>> = labels.iter().map(|l| vec![l.clone()]).collect();
-    for font in (10..=18).rev() {
-        if fits(&one, font) {
-            return (font, one);
-        }
-    }
     let two: Vec<Vec<String>> = labels.iter().map(|l| split_in_two(l)).collect();
-    for font in (10..=18).rev() {
-        if fits(&two, font) {
-            return (font, two);
+    // Two lines at a readable size beat one line in a tiny font.
+    for (lines, fonts) in [
+        (&one, 14..=18),
+        (&two, 12..=18),
+        (&one, 10..=13),
+        (&two, 10..=11),
+    ] {
+        if let Some(font) = fonts.rev().find(|&f| fits(lines, f)) {
+            return (font, lines.clone());
         }
     }
-    (10, two)
+    let staggered: Vec<Vec<String>> = labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if i % 2 == 1 {
+                vec![String::new(), l.clone()]
+            } else {
+                vec![l.clone()]
+            }
+        })
+        .collect();
+    let font = (10..=14)
+        .rev()
+        .find(|&f| fits_in(&staggered, f, 2.0 * room))
+        .unwrap_or(10);
+    (font, staggered)
 }
 
 /// `label` broken at the space nearest its middle (whole if it has none).
@@ -465,7 +527,7 @@ mod tests {
         );
         // 13 controllers over ~680 px: a smaller font, one line each.
         let names = ["highspeed".to_string(), "westwood".to_string()];
-        let (font, lines) = category_layout(&names, 52.0);
+        let (font, lines) = category_layout(&names, 60.0);
         assert!(
             font < 18 && lines.iter().all(|l| l.len() == 1),
             "{font} {lines:?}"
@@ -476,6 +538,11 @@ mod tests {
             category_layout(&long, 30.0).1,
             vec![vec!["16p".to_string(), "10%".to_string()]]
         );
+        // No space to break at: every other label a line lower.
+        let many = ["newreno", "hybla", "highspeed"].map(String::from);
+        let (_, lines) = category_layout(&many, 28.0);
+        assert_eq!(lines[1], ["", "hybla"]);
+        assert_eq!(lines[2], ["highspeed"]);
         assert_eq!(split_in_two("a b c d"), ["a b", "c d"]);
         assert_eq!(split_in_two("abc"), ["abc"]);
     }

@@ -5,7 +5,7 @@
 
 use super::{
     color, draw_err, framed_chart, legend, legend_width, no_data, padded_range, svg_root,
-    ChartError, ChartText, Mesh,
+    ChartError, ChartText, Mesh, Swatch,
 };
 use plotters::prelude::*;
 use std::path::Path;
@@ -65,20 +65,26 @@ pub fn time_series(file: &Path, text: &ChartText, series: &[Series]) -> Result<(
         if s.points.len() == 1 {
             chart
                 .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
-                .map_err(|e| err(&e))?
-                .label(s.label.as_str())
-                .legend(move |(x, y)| Circle::new((x + 7, y), 3, c.filled()));
+                .map_err(|e| err(&e))?;
         } else {
             chart
                 .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
-                .map_err(|e| err(&e))?
-                .label(s.label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))
-                });
+                .map_err(|e| err(&e))?;
         }
     }
-    legend(&mut chart, file)?;
+    let entries: Vec<_> = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let swatch = if s.points.len() == 1 {
+                Swatch::Dot
+            } else {
+                Swatch::Line
+            };
+            (s.label.clone(), color(i), swatch)
+        })
+        .collect();
+    legend(&root, &chart, &entries, file)?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }
