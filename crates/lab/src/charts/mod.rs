@@ -254,7 +254,9 @@ pub(crate) fn framed_chart<'a, 'b>(
     let mut chart = ChartBuilder::on(root)
         .caption(&text.title, ("sans-serif", 24))
         .margin(16)
-        .x_label_area_size(48)
+        // Category labels may take two lines (`category_labels`): room
+        // for them above the axis description.
+        .x_label_area_size(if mesh == Mesh::Categories { 68 } else { 48 })
         .y_label_area_size(88)
         .margin_right(16 + legend_px)
         .build_cartesian_2d(x, y)
