@@ -1,7 +1,7 @@
 //! Bar charts grouped by category, with error bars.
 //!
 //! Each category (x axis) holds one bar per series, side by side, in the
-//! series' colours (legend upper right). An error bar is drawn from
+//! series' colours (legend right of the plot). An error bar is drawn from
 //! value − e to value + e with caps, e.g. e = the 95 % CI half-width;
 //! a missing error (`None`, as for a single run) draws no bar. Bars grow
 //! from 0, and the y range always includes 0.
