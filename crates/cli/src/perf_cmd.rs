@@ -361,9 +361,9 @@ async fn server(a: ServerArgs) -> Result<()> {
             .bind(addr)
             .with_context(|| format!("cannot listen on {addr}"))
     };
-    // `-s` listens on `[::]`, which takes IPv4 too (v4-mapped) where the
-    // OS allows dual-stack sockets (Linux: net.ipv6.bindv6only = 0, the
-    // default); a host without IPv6 gets `0.0.0.0`.
+    // `-s` listens on `[::]`, which takes IPv4 too (v4-mapped): the
+    // runtime clears IPV6_V6ONLY on its sockets, whatever Linux's
+    // net.ipv6.bindv6only says; a host without IPv6 gets `0.0.0.0`.
     let ep = match bind(a.listen) {
         Err(e) if a.listen.ip() == std::net::Ipv6Addr::UNSPECIFIED => {
             let v4 = SocketAddr::from(([0, 0, 0, 0], a.listen.port()));
@@ -372,13 +372,6 @@ async fn server(a: ServerArgs) -> Result<()> {
         r => r?,
     };
     eprintln!("listening on {}", ep.local_addr());
-    if ep.local_addr().ip() == std::net::Ipv6Addr::UNSPECIFIED && v6_only_by_default() {
-        eprintln!(
-            "note: net.ipv6.bindv6only = 1: [::] takes IPv6 clients only; \
-             for IPv4 run another server with --listen 0.0.0.0:{}",
-            ep.local_addr().port()
-        );
-    }
     eprintln!("security: {}", plan.description);
     let run = async {
         while let Some(conn) = ep.accept().await {
@@ -400,12 +393,6 @@ async fn server(a: ServerArgs) -> Result<()> {
     };
     eprintln!("{}", outcome::counters_line(&ep));
     r
-}
-
-/// Whether this host makes IPv6 sockets v6-only unless told otherwise
-/// (Linux `net.ipv6.bindv6only`; false where it cannot be read).
-fn v6_only_by_default() -> bool {
-    std::fs::read_to_string("/proc/sys/net/ipv6/bindv6only").is_ok_and(|s| s.trim() == "1")
 }
 
 /// Serve one client (`serve_inner`), then check how its connection

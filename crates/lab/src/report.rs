@@ -119,6 +119,23 @@ impl From<String> for Cell {
     }
 }
 
+/// The legend printed under a table (issue 27): what each non-obvious
+/// column means, with its unit, one `- column: meaning` line each — a
+/// list in Markdown, plain lines on a terminal. Hand-made tables print
+/// [`legend`] under themselves; a [`Table`] carries its own.
+pub fn legend<C: AsRef<str>, M: AsRef<str>>(entries: &[(C, M)]) -> String {
+    let mut s = String::new();
+    for (column, meaning) in entries {
+        let _ = writeln!(
+            s,
+            "- {}: {}",
+            one_line(column.as_ref()),
+            one_line(meaning.as_ref())
+        );
+    }
+    s
+}
+
 /// A Markdown table.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Table {
@@ -126,6 +143,9 @@ pub struct Table {
     pub headers: Vec<String>,
     /// Rows of cells (short rows are padded with empty cells).
     pub rows: Vec<Vec<Cell>>,
+    /// `(column, meaning)` pairs printed under the table by
+    /// [`Table::render`] (see [`legend`]).
+    pub legend: Vec<(String, String)>,
 }
 
 impl Table {
@@ -134,7 +154,15 @@ impl Table {
         Table {
             headers: headers.into_iter().map(Into::into).collect(),
             rows: Vec::new(),
+            legend: Vec::new(),
         }
+    }
+
+    /// Explain a column under the table: what it measures and in which
+    /// unit (`("p95 (ms)", "95th percentile of the message latency")`).
+    pub fn explain(&mut self, column: &str, meaning: &str) -> &mut Table {
+        self.legend.push((column.to_string(), meaning.to_string()));
+        self
     }
 
     /// Append a row.
@@ -143,8 +171,20 @@ impl Table {
         self
     }
 
-    /// The table as Markdown, columns padded to equal width.
+    /// The table as Markdown, columns padded to equal width, then its
+    /// legend after a blank line (a Markdown table runs on until one).
+    /// O(cells).
     pub fn render(&self) -> String {
+        let mut out = self.render_grid();
+        if !out.is_empty() && !self.legend.is_empty() {
+            out.push('\n');
+            out.push_str(&legend(&self.legend));
+        }
+        out
+    }
+
+    /// The table alone.
+    fn render_grid(&self) -> String {
         let ncols = self
             .rows
             .iter()
@@ -258,6 +298,13 @@ pub fn published_vs_ours(item_header: &str, rows: &[Comparison], decimals: usize
             Cell::opt(rel, 1),
         ]);
     }
+    t.explain("published", "the seed paper's number")
+        .explain(
+            "ours",
+            "our mean ± 95 % CI over seeds (Student t), same unit",
+        )
+        .explain("difference", "ours − published, same unit")
+        .explain("relative (%)", "difference ÷ |published| × 100");
     t
 }
 
@@ -414,6 +461,20 @@ mod tests {
 ";
         assert_eq!(t.render(), want);
         assert_eq!(Table::default().render(), "");
+    }
+
+    #[test]
+    fn a_legend_follows_the_table_after_a_blank_line() {
+        let mut t = Table::new(["flow", "jitter (ms)"]);
+        t.row(["a".into(), Cell::num(1.25, 2)])
+            .explain("jitter (ms)", "RFC 3550 interarrival jitter,\n in ms");
+        assert_eq!(
+            t.render(),
+            "| flow | jitter (ms) |\n| ---- | ----------: |\n| a    |        1.25 |\n\n\
+             - jitter (ms): RFC 3550 interarrival jitter, in ms\n"
+        );
+        assert_eq!(legend(&[("a", "b"), ("c", "d")]), "- a: b\n- c: d\n");
+        assert_eq!(legend::<&str, &str>(&[]), "");
     }
 
     #[test]

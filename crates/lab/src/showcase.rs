@@ -116,6 +116,22 @@ pub fn run(dir: &Path) -> anyhow::Result<Outcome> {
             Cell::num(r.bulk_mbps, 3),
         ]);
     }
+    t.explain(
+        "control msgs delivered / sent",
+        "control messages (stream 0) delivered to the receiver / queued by the sender",
+    )
+    .explain(
+        "mean, p50, p95, p99 (ms)",
+        "control-message latency, queued at the sender → delivered: mean and percentiles",
+    )
+    .explain(
+        "bulk goodput (Mbit/s)",
+        "the bulk stream's delivered bits ÷ the 30 s run",
+    )
+    .explain(
+        "ABS+GUARD",
+        "ABS with the queue guard: the connection keeps its own standing queue within 10 ms above min RTT",
+    );
     let intro = format!(
         "Peregrine showcase: drone control beside bulk data on one connection (seed 002's setting) —\n\
          {trace_note} on a priority stream and a bulk stream, 1 Mbit/s, 40 ms RTT, 1-BDP queue,\n\

@@ -106,12 +106,16 @@ pub fn summary_table(agg: &Aggregate) -> String {
         }
         t.row(row);
     }
-    let mut text = t.render();
-    text.push_str(&format!(
-        "  each cell: mean ± 95 % confidence interval over {} seed(s) (Student t), in the column's unit; — : not reported\n",
-        agg.seeds
-    ));
-    text
+    t.explain("point", "the grid values of the point (`key=value,…`)")
+        .explain(
+            "each other cell",
+            &format!(
+                "mean ± 95 % confidence interval over {} seed(s) (Student t), in the column's \
+                 unit; — : not reported",
+                agg.seeds
+            ),
+        );
+    t.render()
 }
 
 /// The options of a sweep laid over a scenario's own `[sweep]` table.
@@ -393,6 +397,18 @@ fn write_report(
             means.push(s.mean * r.scale);
             cis.push(s.ci95.map(|c| c * r.scale));
         }
+        t.explain(
+            "#",
+            "the point's number (the chart's label when labels are long)",
+        )
+        .explain("point", "the grid values of the point (`key=value,…`)")
+        .explain("n", "runs (seeds) of the point that reported this result")
+        .explain(
+            "mean ± 95 % CI",
+            "mean over the runs ± the half-width of its 95 % confidence interval \
+                 (Student t), rounded to the mean's precision",
+        )
+        .explain("median, min, max", "over the same runs");
         rep.table(None, &t);
         std::fs::create_dir_all(&plots)
             .with_context(|| format!("cannot create {}", plots.display()))?;

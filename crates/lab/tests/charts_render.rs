@@ -123,3 +123,82 @@ fn a_truncated_chart_does_not_parse() {
     assert!(resvg::usvg::Tree::from_str(cut, &resvg::usvg::Options::default()).is_err());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Every `.svg` under `dir`, sorted.
+fn svgs_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).expect("readable dir") {
+            let p = e.expect("dir entry").path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.extension().is_some_and(|x| x == "svg") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The reproductions' own charts (seeds 001, 002 and 004, at the small
+/// sizes of `experiments.rs`) parse, rasterize and draw something, and
+/// every one names a unit on an axis (issue 27).
+#[test]
+fn the_reproductions_charts_render() {
+    use peregrine_lab::reproduce::{fanet, mmwave_cvn, quic_sched};
+    use peregrine_lab::Silent;
+    let d = dir("repro");
+    quic_sched::run(
+        &quic_sched::Options {
+            tiny: true,
+            out: d.clone(),
+            ..quic_sched::Options::default()
+        },
+        &Silent,
+    )
+    .expect("quic-sched runs");
+    fanet::run(
+        &fanet::Options {
+            quick: true,
+            seeds: Some(1),
+            duration: Some("8s".into()),
+            out: d.clone(),
+            ..fanet::Options::default()
+        },
+        &Silent,
+    )
+    .expect("fanet runs");
+    mmwave_cvn::run(
+        &mmwave_cvn::Options {
+            quick: true,
+            duration_s: Some(0.05),
+            seeds: Some(2),
+            out: d.clone(),
+            ..mmwave_cvn::Options::default()
+        },
+        &Silent,
+    )
+    .expect("mmwave-cvn runs");
+    let files = svgs_under(&d);
+    for sub in ["quic-sched", "fanet", "mmwave-cvn"] {
+        assert!(
+            files.iter().any(|f| f.starts_with(d.join(sub))),
+            "no chart from {sub}: {files:?}"
+        );
+    }
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("written");
+        // A unit in parentheses on an axis: `(ms)`, `(Mbit/s)`, `(s)`, …
+        // (plotters writes each text node's content on a line of its own).
+        let unit = text.lines().any(|l| {
+            let l = l.trim();
+            !l.starts_with('<') && l.contains(" (") && l.ends_with(')')
+        });
+        assert!(unit, "{}: no axis label with a unit", f.display());
+        let ink = render(f);
+        assert!(ink > 0.003, "{}: almost nothing drawn ({ink})", f.display());
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -63,14 +63,31 @@ pub(crate) struct UdpIo {
     kernel_timestamps: bool,
 }
 
+/// A UDP socket bound to `addr`. An IPv6 socket gets `IPV6_V6ONLY = 0`
+/// before it is bound, so `[::]:PORT` takes IPv4 peers too (as v4-mapped
+/// addresses) whatever the host's default (Linux `net.ipv6.bindv6only`);
+/// `perf -s` relies on it. Best effort: where the platform has no
+/// dual-stack sockets the option is refused and the socket stays v6-only.
+/// Blocking mode (the caller switches it). O(1).
+// The one place this crate opens a socket: the runtime is the I/O layer
+// the sans-IO core is kept free of.
+#[allow(clippy::disallowed_types)]
+pub(crate) fn bind_dual_stack(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        let _ = socket.set_only_v6(false);
+    }
+    socket.bind(&addr.into())?;
+    Ok(socket.into())
+}
+
 impl UdpIo {
-    /// Bind `addr` (IPv4 or IPv6; an IPv6 socket is made v6-only by the OS
-    /// default) and configure it for batched I/O. Needs a tokio runtime.
+    /// Bind `addr` (IPv4 or IPv6; an IPv6 socket is dual-stack, see
+    /// [`bind_dual_stack`]) and configure it for batched I/O. Needs a
+    /// tokio runtime.
     pub(crate) fn bind(addr: SocketAddr) -> io::Result<UdpIo> {
-        // The one place this crate opens a socket: the runtime is the I/O
-        // layer the sans-IO core is kept free of.
-        #[allow(clippy::disallowed_types)]
-        let std_socket = std::net::UdpSocket::bind(addr)?;
+        let std_socket = bind_dual_stack(addr)?;
         let state = UdpSocketState::new((&std_socket).into())?;
         // Best effort: a smaller buffer only means more drops under bursts.
         let _ = state.set_recv_buffer_size((&std_socket).into(), SOCKET_BUFFER_BYTES);
@@ -446,6 +463,36 @@ mod tests {
             let _ = b.recv_batch(&mut rx, |_, _, _, dg| got.push(dg.to_vec()));
         }
         Some(got)
+    }
+
+    /// `[::]` is dual-stack by our own setting, not the host's sysctl:
+    /// the option reads back 0 and an IPv4 datagram to the port arrives.
+    #[test]
+    #[allow(clippy::disallowed_types)]
+    fn an_ipv6_wildcard_socket_takes_ipv4_whatever_the_sysctl() {
+        let Ok(server) = bind_dual_stack("[::]:0".parse().unwrap()) else {
+            return; // no IPv6 on this machine
+        };
+        assert_eq!(
+            socket2::SockRef::from(&server).only_v6().ok(),
+            Some(false),
+            "IPV6_V6ONLY was not cleared"
+        );
+        let port = server.local_addr().unwrap().port();
+        server
+            .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let client = bind_dual_stack("127.0.0.1:0".parse().unwrap()).unwrap();
+        client.send_to(b"v4", ("127.0.0.1", port)).unwrap();
+        let mut buf = [0u8; 8];
+        let (n, from) = server.recv_from(&mut buf).expect("IPv4 datagram on [::]");
+        assert_eq!(&buf[..n], b"v4");
+        assert_eq!(
+            from.ip().to_canonical(),
+            std::net::IpAddr::from([127, 0, 0, 1])
+        );
+        // IPv4 sockets are left alone.
+        assert!(socket2::SockRef::from(&client).only_v6().is_err());
     }
 
     #[tokio::test]

@@ -65,7 +65,8 @@ pub(super) fn table(v: &Value) -> String {
         }
     }
     if let Some(list) = v["streams"].as_array() {
-        if list.iter().any(|st| !st["latency_ms"].is_null()) {
+        let timed = list.iter().any(|st| !st["latency_ms"].is_null());
+        if timed {
             s += "stream        bytes     p50 ms     p99 ms    mean ms   count\n";
         } else if !list.is_empty() {
             s += "stream        bytes\n";
@@ -89,6 +90,23 @@ pub(super) fn table(v: &Value) -> String {
                     l["count"].to_string()
                 );
             }
+        }
+        let mut legend = vec![
+            (
+                "stream",
+                "stream id (16 and up: bulk; 2: the latency trace's messages)",
+            ),
+            ("bytes", "payload bytes that stream carried"),
+        ];
+        if timed {
+            legend.push((
+                "p50, p99, mean ms",
+                "message latency, the client's send → its echo back (a round trip)",
+            ));
+            legend.push(("count", "messages timed"));
+        }
+        if !list.is_empty() {
+            s += &peregrine_lab::report::legend(&legend);
         }
     }
     if let Some(e) = v.get("echo") {

@@ -119,6 +119,23 @@ impl Outcome {
                 r.connections, r.seconds, r.us_per_connection, kib
             ));
         }
+        s.push('\n');
+        s.push_str(&crate::report::legend(&[
+            (
+                "connections",
+                "connections opened on the one server endpoint",
+            ),
+            (
+                "seconds",
+                "wall-clock time of the whole run (open, 1 KiB each way, 60 s of \
+                 keep-alives in virtual time), median over the repetitions",
+            ),
+            ("µs/connection", "seconds × 10⁶ ÷ connections"),
+            (
+                "KiB/connection",
+                "server heap per connection after the idle phase (n/a: allocator not counting)",
+            ),
+        ]));
         if let (Some(first), Some(last)) = (self.runs.first(), self.runs.last()) {
             if self.runs.len() > 1 && first.us_per_connection > 0.0 {
                 s.push_str(&format!(

@@ -1,14 +1,14 @@
 //! Bar charts grouped by category, with error bars.
 //!
 //! Each category (x axis) holds one bar per series, side by side, in the
-//! series' colours (legend upper right). An error bar is drawn from
+//! series' colours (legend right of the plot). An error bar is drawn from
 //! value − e to value + e with caps, e.g. e = the 95 % CI half-width;
 //! a missing error (`None`, as for a single run) draws no bar. Bars grow
 //! from 0, and the y range always includes 0.
 
 use super::{
-    category_labels, check_finite, color, draw_err, framed_chart, legend, no_data, padded_range,
-    svg_root, ChartError, ChartText, Mesh,
+    category_labels, check_finite, color, draw_err, framed_chart, legend, legend_width, no_data,
+    padded_range, svg_root, ChartError, ChartText, Mesh, Swatch,
 };
 use plotters::prelude::*;
 use std::path::Path;
@@ -82,13 +82,22 @@ pub fn bar_chart(
     });
     let raw_lo = extent.clone().fold(0.0_f64, f64::min);
     let (lo, hi) = padded_range(extent.chain([0.0]), 0.05);
-    // Bars grow from 0; headroom above for the legend.
+    // Bars grow from 0; the legend sits right of the plot.
     let y0 = if raw_lo >= 0.0 { 0.0 } else { lo };
-    let y1 = hi + 0.15 * (hi - y0);
+    let y1 = hi;
     let err = draw_err(file);
     let root = svg_root(file)?;
     let x_axis = -0.5..n as f64 - 0.5;
-    let mut chart = framed_chart(&root, file, text, x_axis, y0..y1, Mesh::Categories)?;
+    let legend_px = legend_width(series.iter().map(|s| s.label.as_str()));
+    let mut chart = framed_chart(
+        &root,
+        file,
+        text,
+        x_axis,
+        y0..y1,
+        Mesh::Categories,
+        legend_px,
+    )?;
     let group = 0.8;
     let width = group / series.len() as f64;
     for (j, s) in series.iter().enumerate() {
@@ -102,9 +111,7 @@ pub fn bar_chart(
                 let (l, r) = bar(i);
                 Rectangle::new([(l, 0.0), (r, s.values[i])], c.filled())
             }))
-            .map_err(|e| err(&e))?
-            .label(s.label.as_str())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+            .map_err(|e| err(&e))?;
         let whiskers = (0..n).filter_map(|i| {
             let e = s.errors.get(i).copied().flatten()?;
             let (l, r) = bar(i);
@@ -124,7 +131,12 @@ pub fn bar_chart(
         });
         chart.draw_series(whiskers).map_err(|e| err(&e))?;
     }
-    legend(&mut chart, file)?;
+    let entries: Vec<_> = series
+        .iter()
+        .enumerate()
+        .map(|(j, s)| (s.label.clone(), color(j), Swatch::Bar))
+        .collect();
+    legend(&root, &chart, &entries, file)?;
     category_labels(&root, &chart, y0, categories, file)?;
     root.present().map_err(|e| err(&e))?;
     Ok(())

@@ -101,7 +101,7 @@ pub fn box_plot(file: &Path, text: &ChartText, samples: &[Samples]) -> Result<()
     let err = draw_err(file);
     let root = svg_root(file)?;
     let x_axis = -0.5..n as f64 - 0.5;
-    let mut chart = framed_chart(&root, file, text, x_axis, y0..y1, Mesh::Categories)?;
+    let mut chart = framed_chart(&root, file, text, x_axis, y0..y1, Mesh::Categories, 0)?;
     for (i, b) in boxes.iter().enumerate() {
         let Some(b) = b else { continue };
         let c = color(i);

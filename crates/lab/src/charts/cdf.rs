@@ -6,8 +6,8 @@
 //! typically "fraction of messages").
 
 use super::{
-    check_finite, color, draw_err, framed_chart, legend_at, no_data, padded_range, svg_root,
-    ChartError, ChartText, Mesh, Samples,
+    check_finite, color, draw_err, framed_chart, legend, legend_width, no_data, padded_range,
+    svg_root, ChartError, ChartText, Mesh, Samples, Swatch,
 };
 use plotters::prelude::*;
 use std::path::Path;
@@ -46,7 +46,9 @@ pub fn cdf(file: &Path, text: &ChartText, samples: &[Samples]) -> Result<(), Cha
     let (x0, x1) = padded_range(samples.iter().flat_map(|s| s.values.iter().copied()), 0.02);
     let err = draw_err(file);
     let root = svg_root(file)?;
-    let mut chart = framed_chart(&root, file, text, x0..x1, 0.0..1.02, Mesh::Full)?;
+    let label = |s: &Samples| format!("{} (n = {})", s.label, s.values.len());
+    let legend_px = legend_width(samples.iter().filter(|s| !s.values.is_empty()).map(label));
+    let mut chart = framed_chart(&root, file, text, x0..x1, 0.0..1.02, Mesh::Full, legend_px)?;
     for (i, s) in samples.iter().enumerate() {
         if s.values.is_empty() {
             continue;
@@ -54,12 +56,15 @@ pub fn cdf(file: &Path, text: &ChartText, samples: &[Samples]) -> Result<(), Cha
         let c = color(i);
         chart
             .draw_series(LineSeries::new(cdf_steps(&s.values), c.stroke_width(2)))
-            .map_err(|e| err(&e))?
-            .label(format!("{} (n = {})", s.label, s.values.len()))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+            .map_err(|e| err(&e))?;
     }
-    // CDFs rise to the upper right: the lower right is free.
-    legend_at(&mut chart, file, SeriesLabelPosition::LowerRight)?;
+    let entries: Vec<_> = samples
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.values.is_empty())
+        .map(|(i, s)| (label(s), color(i), Swatch::Line))
+        .collect();
+    legend(&root, &chart, &entries, file)?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }

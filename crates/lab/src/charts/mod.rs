@@ -219,8 +219,25 @@ pub(crate) fn svg_root(file: &Path) -> Result<DrawingArea<SVGBackend<'_>, Shift>
     Ok(root)
 }
 
+/// Font size of legend entries, px.
+const LEGEND_FONT_PX: u32 = 15;
+
+/// The width of the legend column right of the plot for entries
+/// `labels` (see [`legend`]): the longest label at about 0.55 em a
+/// character, plus the swatch and margins; 0 without entries. O(total
+/// label length).
+pub(crate) fn legend_width<S: AsRef<str>>(labels: impl IntoIterator<Item = S>) -> u32 {
+    let longest = labels.into_iter().map(|l| l.as_ref().chars().count()).max();
+    longest.map_or(0, |chars| {
+        // Label text + the 30 px swatch area + 2 × 5 px margins + a gap.
+        (chars as f64 * 0.55 * f64::from(LEGEND_FONT_PX)).ceil() as u32 + 30 + 10 + 14
+    })
+}
+
 /// The axes every chart shares on `root`: caption, label areas, axis
-/// descriptions and fonts, over `x` × `y`, with the mesh drawn as `mesh` says.
+/// descriptions and fonts, over `x` × `y`, with the mesh drawn as `mesh`
+/// says, and a column of `legend_px` right of the plot for the legend
+/// ([`legend_width`]; 0 for none), so the legend never covers data.
 pub(crate) fn framed_chart<'a, 'b>(
     root: &'a DrawingArea<SVGBackend<'b>, Shift>,
     file: &Path,
@@ -228,6 +245,7 @@ pub(crate) fn framed_chart<'a, 'b>(
     x: std::ops::Range<f64>,
     y: std::ops::Range<f64>,
     mesh: Mesh,
+    legend_px: u32,
 ) -> Result<CategoryChart<'a, 'b>, ChartError> {
     let err = draw_err(file);
     // Room for tick labels of up to ~7 characters (four significant
@@ -236,8 +254,11 @@ pub(crate) fn framed_chart<'a, 'b>(
     let mut chart = ChartBuilder::on(root)
         .caption(&text.title, ("sans-serif", 24))
         .margin(16)
-        .x_label_area_size(48)
+        // Category labels may take two lines (`category_labels`): room
+        // for them above the axis description.
+        .x_label_area_size(if mesh == Mesh::Categories { 68 } else { 48 })
         .y_label_area_size(88)
+        .margin_right(16 + legend_px)
         .build_cartesian_2d(x, y)
         .map_err(|e| err(&e))?;
     let ticks = |v: &f64| readable::tick(*v);
@@ -271,7 +292,7 @@ pub(crate) fn framed_chart<'a, 'b>(
 pub fn no_data(file: &Path, text: &ChartText, reason: &str) -> Result<(), ChartError> {
     let err = draw_err(file);
     let root = svg_root(file)?;
-    let mut chart = framed_chart(&root, file, text, 0.0..1.0, 0.0..1.0, Mesh::Blank)?;
+    let mut chart = framed_chart(&root, file, text, 0.0..1.0, 0.0..1.0, Mesh::Blank, 0)?;
     let style = ("sans-serif", 22)
         .into_font()
         .color(&BLACK)
@@ -287,28 +308,67 @@ pub fn no_data(file: &Path, text: &ChartText, reason: &str) -> Result<(), ChartE
     Ok(())
 }
 
-/// Draw the legend of `chart` in the upper-right corner (leave headroom).
-pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
-    file: &Path,
-) -> Result<(), ChartError> {
-    legend_at(chart, file, SeriesLabelPosition::UpperRight)
+/// How a legend entry shows its series.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Swatch {
+    /// A filled square (bars).
+    Bar,
+    /// A short line (lines, CDFs).
+    Line,
+    /// A dot (a single-point series).
+    Dot,
 }
 
-/// Draw the legend of `chart` at `position`.
-pub(crate) fn legend_at<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
+/// Draw the legend — `(label, colour, swatch)` per series — in the
+/// column right of the plot that [`framed_chart`] left for it (sized by
+/// [`legend_width`]), top-aligned: outside the data, so it covers no
+/// line, bar or point however many series there are. Drawn on `root`
+/// because plotters clips shapes to the plot. O(entries).
+pub(crate) fn legend(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    chart: &CategoryChart<'_, '_>,
+    entries: &[(String, RGBColor, Swatch)],
     file: &Path,
-    position: SeriesLabelPosition,
 ) -> Result<(), ChartError> {
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 15))
-        .position(position)
-        .draw()
-        .map_err(|e| draw_err(file)(&e))
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let err = draw_err(file);
+    let (xs, ys) = chart.plotting_area().get_pixel_range();
+    let width = legend_width(entries.iter().map(|e| e.0.as_str())) as i32 - 14;
+    let row = LEGEND_FONT_PX as i32 + 5;
+    let (x0, y0) = (xs.end + 12, ys.start);
+    let height = 10 + row * entries.len() as i32;
+    root.draw(&Rectangle::new(
+        [(x0, y0), (x0 + width, y0 + height)],
+        WHITE.filled(),
+    ))
+    .map_err(|e| err(&e))?;
+    root.draw(&Rectangle::new(
+        [(x0, y0), (x0 + width, y0 + height)],
+        BLACK.stroke_width(1),
+    ))
+    .map_err(|e| err(&e))?;
+    let font = ("sans-serif", LEGEND_FONT_PX)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (k, (label, c, swatch)) in entries.iter().enumerate() {
+        let y = y0 + 5 + row * k as i32 + row / 2;
+        let x = x0 + 8;
+        match swatch {
+            Swatch::Bar => root.draw(&Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled())),
+            Swatch::Line => root.draw(&PathElement::new(
+                vec![(x, y), (x + 16, y)],
+                c.stroke_width(2),
+            )),
+            Swatch::Dot => root.draw(&Circle::new((x + 7, y), 3, c.filled())),
+        }
+        .map_err(|e| err(&e))?;
+        root.draw(&Text::new(label.clone(), (x + 24, y), font.clone()))
+            .map_err(|e| err(&e))?;
+    }
+    Ok(())
 }
 
 /// A chart over two f64 axes (for category charts, the x axis holds
@@ -326,16 +386,82 @@ pub(crate) fn category_labels(
     labels: &[String],
     file: &Path,
 ) -> Result<(), ChartError> {
-    let style = ("sans-serif", 18)
+    let (plot_w, _) = chart.plotting_area().dim_in_pixel();
+    let slot_px = f64::from(plot_w) / labels.len().max(1) as f64;
+    let (font_px, lines) = category_layout(labels, slot_px);
+    let style = ("sans-serif", font_px)
         .into_font()
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Top));
-    for (i, label) in labels.iter().enumerate() {
+    for (i, label) in lines.iter().enumerate() {
         let (px, py) = chart.backend_coord(&(i as f64, y0));
-        root.draw(&Text::new(label.clone(), (px, py + 6), style.clone()))
-            .map_err(|e| draw_err(file)(&e))?;
+        for (k, line) in label.iter().enumerate() {
+            let dy = 6 + k as i32 * (font_px as i32 + 2);
+            root.draw(&Text::new(line.clone(), (px, py + dy), style.clone()))
+                .map_err(|e| draw_err(file)(&e))?;
+        }
     }
     Ok(())
+}
+
+/// How category labels fit slots of `slot_px` each without overlapping:
+/// one line at 18 down to 14 px; else labels broken at spaces into (at
+/// most) two lines at 18 down to 12 px; else one line, then two, down to
+/// 10 px; else one line each, every other label a line
+/// lower (staggered: each has two slots of room). Width is estimated at
+/// 0.6 em a character. O(total label length).
+fn category_layout(labels: &[String], slot_px: f64) -> (u32, Vec<Vec<String>>) {
+    let room = slot_px * 0.95;
+    let fits_in = |lines: &[Vec<String>], font: u32, room: f64| {
+        lines
+            .iter()
+            .flatten()
+            .all(|l| l.chars().count() as f64 * 0.6 * f64::from(font) <= room)
+    };
+    let fits = |lines: &[Vec<String>], font: u32| fits_in(lines, font, room);
+    let one: Vec<Vec<String>> = labels.iter().map(|l| vec![l.clone()]).collect();
+    let two: Vec<Vec<String>> = labels.iter().map(|l| split_in_two(l)).collect();
+    // Two lines at a readable size beat one line in a tiny font.
+    for (lines, fonts) in [
+        (&one, 14..=18),
+        (&two, 12..=18),
+        (&one, 10..=13),
+        (&two, 10..=11),
+    ] {
+        if let Some(font) = fonts.rev().find(|&f| fits(lines, f)) {
+            return (font, lines.clone());
+        }
+    }
+    let staggered: Vec<Vec<String>> = labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if i % 2 == 1 {
+                vec![String::new(), l.clone()]
+            } else {
+                vec![l.clone()]
+            }
+        })
+        .collect();
+    let font = (10..=14)
+        .rev()
+        .find(|&f| fits_in(&staggered, f, 2.0 * room))
+        .unwrap_or(10);
+    (font, staggered)
+}
+
+/// `label` broken at the space nearest its middle (whole if it has none).
+fn split_in_two(label: &str) -> Vec<String> {
+    let mid = label.chars().count() / 2;
+    let best = label
+        .char_indices()
+        .filter(|(_, c)| *c == ' ')
+        .map(|(i, _)| i)
+        .min_by_key(|i| label[..*i].chars().count().abs_diff(mid));
+    match best {
+        Some(i) => vec![label[..i].to_string(), label[i + 1..].to_string()],
+        None => vec![label.to_string()],
+    }
 }
 
 #[cfg(test)]
@@ -392,6 +518,42 @@ mod tests {
         let svg = testutil::read_svg(&f);
         assert!(svg.contains("no data: no runs"));
         assert!(svg.contains("latency (ms)") && svg.contains("Latency"));
+    }
+
+    #[test]
+    fn category_labels_shrink_then_wrap_instead_of_overlapping() {
+        let short = ["rr".to_string(), "abs".to_string()];
+        assert_eq!(
+            category_layout(&short, 300.0),
+            (18, vec![vec!["rr".into()], vec!["abs".into()]])
+        );
+        // 13 controllers over ~680 px: a smaller font, one line each.
+        let names = ["highspeed".to_string(), "westwood".to_string()];
+        let (font, lines) = category_layout(&names, 60.0);
+        assert!(
+            font < 18 && lines.iter().all(|l| l.len() == 1),
+            "{font} {lines:?}"
+        );
+        // Too long for one line at 10 px: two lines at the space.
+        let long = ["16p 10%".to_string()];
+        assert_eq!(
+            category_layout(&long, 30.0).1,
+            vec![vec!["16p".to_string(), "10%".to_string()]]
+        );
+        // No space to break at: every other label a line lower.
+        let many = ["newreno", "hybla", "highspeed"].map(String::from);
+        let (_, lines) = category_layout(&many, 28.0);
+        assert_eq!(lines[1], ["", "hybla"]);
+        assert_eq!(lines[2], ["highspeed"]);
+        assert_eq!(split_in_two("a b c d"), ["a b", "c d"]);
+        assert_eq!(split_in_two("abc"), ["abc"]);
+    }
+
+    #[test]
+    fn the_legend_column_fits_the_longest_entry() {
+        assert_eq!(legend_width::<&str>([]), 0);
+        let w = legend_width(["rr", "throughput (published; 0 = none)"]);
+        assert!(w > 250 && w < 350, "{w}");
     }
 
     #[test]

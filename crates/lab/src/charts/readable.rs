@@ -63,8 +63,13 @@ pub fn readable(key: &str) -> Readable {
         }
         i += 1;
     }
-    if unit.is_empty() && key.ends_with("retransmissions") || key.contains("/drops/") {
+    // Counts of packets carry no unit in their key; a rate of them is
+    // per second (`/flows/0/drops/queue_per_s`).
+    let counts_packets = key.ends_with("retransmissions") || key.contains("/drops/");
+    if counts_packets && unit.is_empty() {
         unit = "packets";
+    } else if counts_packets && unit == PER_S {
+        unit = "packets/s";
     }
     Readable {
         name: if words.is_empty() {
@@ -77,8 +82,25 @@ pub fn readable(key: &str) -> Readable {
     }
 }
 
-/// `goodput_bps` → (`goodput`, `Mbit/s`, 1e-6); `p95_ms` → (`p95`, `ms`, 1).
+/// The unit of a count per second whose key does not say what is counted.
+const PER_S: &str = "1/s";
+
+/// `goodput_bps` → (`goodput`, `Mbit/s`, 1e-6); `p95_ms` → (`p95`, `ms`, 1);
+/// `queue_per_s` → (`queue`, `1/s`, 1), not a duration in seconds.
 fn split_unit(word: &str) -> (&str, &'static str, f64) {
+    // Rates first: `_per_s` also ends with `_s`, the suffix of seconds.
+    const RATES: [(&str, &str, f64); 5] = [
+        ("_bytes_per_s", "KiB/s", 1.0 / 1024.0),
+        ("_bits_per_s", "Mbit/s", 1e-6),
+        ("_mbps_per_s", "Mbit/s", 1.0),
+        ("_bps_per_s", "Mbit/s", 1e-6),
+        ("_per_s", PER_S, 1.0),
+    ];
+    for (suffix, unit, scale) in RATES {
+        if let Some(stem) = word.strip_suffix(suffix) {
+            return (stem, unit, scale);
+        }
+    }
     const UNITS: [(&str, &str, f64); 7] = [
         ("_bps", "Mbit/s", 1e-6),
         ("_mbps", "Mbit/s", 1.0),
@@ -173,6 +195,28 @@ mod tests {
             readable("/flows/0/completion_s").header(),
             "flow 0 completion (s)"
         );
+    }
+
+    #[test]
+    fn rates_per_second_are_not_durations() {
+        let r = readable("/flows/0/drops/queue_per_s");
+        assert_eq!(r.header(), "flow 0 drops queue (packets/s)");
+        assert_eq!(r.scale, 1.0);
+        assert_eq!(
+            readable("/flows/0/drops/queue").header(),
+            "flow 0 drops queue (packets)"
+        );
+        let r = readable("/control_bytes_per_s");
+        assert_eq!(r.header(), "control (KiB/s)");
+        assert_eq!(r.scale, 1.0 / 1024.0);
+        assert_eq!(
+            readable("/throughput_mbps_per_s").header(),
+            "throughput (Mbit/s)"
+        );
+        assert_eq!(readable("/events_per_s").header(), "events (1/s)");
+        assert_eq!(readable("/rx_bits_per_s").scale, 1e-6);
+        // A plain `_s` is still seconds.
+        assert_eq!(readable("/duration_s").header(), "duration (s)");
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! A series with a single point is drawn as a dot, so it stays visible.
 
 use super::{
-    color, draw_err, framed_chart, legend, no_data, padded_range, svg_root, ChartError, ChartText,
-    Mesh,
+    color, draw_err, framed_chart, legend, legend_width, no_data, padded_range, svg_root,
+    ChartError, ChartText, Mesh, Swatch,
 };
 use plotters::prelude::*;
 use std::path::Path;
@@ -53,35 +53,38 @@ pub fn time_series(file: &Path, text: &ChartText, series: &[Series]) -> Result<(
     let all = || series.iter().flat_map(|s| s.points.iter());
     let (x0, x1) = padded_range(all().map(|p| p.0), 0.0);
     let (y0, y1) = padded_range(all().map(|p| p.1), 0.05);
-    // A y axis of non-negative quantities starts at 0; headroom above
-    // for the legend, grown with its entries (about 19 px each of the
-    // ~370 px plot) so the legend never covers a line.
+    // A y axis of non-negative quantities starts at 0; the legend sits
+    // right of the plot, so it never covers a line.
     let y0 = if all().all(|p| p.1 >= 0.0) { 0.0 } else { y0 };
-    let legend_px = 12.0 + 19.0 * series.len() as f64;
-    let headroom = (legend_px / (370.0 - legend_px).max(60.0)).max(0.15);
-    let y1 = y1 + headroom * (y1 - y0);
+    let legend_px = legend_width(series.iter().map(|s| s.label.as_str()));
     let err = draw_err(file);
     let root = svg_root(file)?;
-    let mut chart = framed_chart(&root, file, text, x0..x1, y0..y1, Mesh::Full)?;
+    let mut chart = framed_chart(&root, file, text, x0..x1, y0..y1, Mesh::Full, legend_px)?;
     for (i, s) in series.iter().enumerate() {
         let c = color(i);
         if s.points.len() == 1 {
             chart
                 .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
-                .map_err(|e| err(&e))?
-                .label(s.label.as_str())
-                .legend(move |(x, y)| Circle::new((x + 7, y), 3, c.filled()));
+                .map_err(|e| err(&e))?;
         } else {
             chart
                 .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
-                .map_err(|e| err(&e))?
-                .label(s.label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))
-                });
+                .map_err(|e| err(&e))?;
         }
     }
-    legend(&mut chart, file)?;
+    let entries: Vec<_> = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let swatch = if s.points.len() == 1 {
+                Swatch::Dot
+            } else {
+                Swatch::Line
+            };
+            (s.label.clone(), color(i), swatch)
+        })
+        .collect();
+    legend(&root, &chart, &entries, file)?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }

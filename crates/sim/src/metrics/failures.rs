@@ -93,6 +93,21 @@ pub const STREAM_TABLE_LEGEND: &str =
   complete s: when a finite application finished, seconds after it started (- : not finished)
 ";
 
+/// The legend printed under the flow-group digests.
+pub const GROUP_DIGEST_LEGEND: &str =
+    "  connected: members whose handshake completed · accepted: connections the server endpoint admitted
+  rejects sent: connection attempts the server turned away (admission control)
+  N/M messages delivered: N delivered to the server's app of the M the stream's members queued
+  per-member p99 latency: each member's 99th-percentile message latency (queued → delivered), ms;
+    min · median · max over the members that delivered a message
+  worst p99: the members with the largest p99, worst first, ms
+";
+
+/// The legend printed under the fairness lines.
+pub const FAIRNESS_LEGEND: &str =
+    "  Jain fairness: (Σx)² ÷ (n · Σx²) over the throughput x of the n flows crossing the link direction; 1 = equal shares, 1/n = one flow takes all
+";
+
 #[cfg(test)]
 mod tests {
     use super::*;

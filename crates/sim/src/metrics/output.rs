@@ -746,12 +746,16 @@ impl SimResults {
             let _ = writeln!(s);
             g.print(&self.flows, &mut s);
         }
+        if !self.groups.is_empty() {
+            s.push_str(super::failures::GROUP_DIGEST_LEGEND);
+        }
         let fair = self.fairness();
         if !fair.is_empty() {
             let _ = writeln!(s);
             for (l, j) in fair {
                 let _ = writeln!(s, "Jain fairness on {l}: {j:.4}");
             }
+            s.push_str(super::failures::FAIRNESS_LEGEND);
         }
         s
     }

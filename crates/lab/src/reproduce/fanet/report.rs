@@ -280,6 +280,11 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
          unreachable or reachable again); a routing-table entry changes when a UAV's next hop or \
          hop count to a destination changes, or the entry appears or disappears.",
     );
+    t.explain(
+        "mean ± 95 % CI over seeds",
+        "the quantity's mean over the seeds' runs ± the half-width of its 95 % confidence \
+         interval (Student t), in the unit the row names",
+    );
     r.table(None, &t);
     let mut t = Table::new([
         "controller",
@@ -308,6 +313,23 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
          it received. Under OLSR a packet whose next hop has flown away is sent anyway and \
          spends its 7 MAC transmissions before it is dropped (no broken-route drops).",
     );
+    t.explain(
+        "MAC retries / collisions",
+        "802.11 retransmissions and collided transmissions per run, all nodes (frames)",
+    )
+    .explain(
+        "MAC drops (after 7 tries)",
+        "frames given up after the retry limit, per run",
+    )
+    .explain(
+        "no-route drops",
+        "packets dropped because the sender had no route, per run",
+    )
+    .explain(
+        "SLTP packets from uav1 per DATA packet",
+        "packets the receiver sent (ACKs) ÷ DATA packets it received",
+    )
+    .explain("cells", "mean ± 95 % CI over seeds");
     r.table(None, &t);
 
     // Table 1.
@@ -332,6 +354,11 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
             cell(pdr, 2),
         ]);
     }
+    t.explain("Tx", "DATA packets sent by uav0 per run")
+        .explain("Rx", "DATA packets received by uav1 per run")
+        .explain("PDR %", "packet delivery ratio, Rx ÷ Tx × 100")
+        .explain("published", "seed 001's Table 1")
+        .explain("ours", "mean ± 95 % CI over seeds");
     r.heading(2, "Table 1: packets sent, received and PDR")
         .table(None, &t);
 
@@ -425,7 +452,23 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
     }
     r.heading(2, "Figs. 6–9: cwnd volatility (CMA, Eq. 6), cwnd mean ± std, delay and jitter")
         .paragraph("Published: mean delay per controller (Table 1); jitter only as stated in the text (Vegas 0.42 ms lowest, CUBIC 0.45 ms, Westwood+ 50 ms highest); CMA and cwnd as figures only (HighSpeed most volatile, Vegas least). Jitter here is the mean |ΔD| between consecutive packets (ns-3 FlowMonitor's jitterSum / packets).")
-        .table(None, &t);
+        .table(
+            None,
+            t.explain(
+                "cwnd CMA (B)",
+                "cumulative moving average of |Δcwnd| over the run (Eq. 6), bytes",
+            )
+            .explain(
+                "cwnd mean / std (B)",
+                "time-weighted mean and standard deviation of cwnd, bytes",
+            )
+            .explain("delay (ms)", "mean one-way DATA delay, uav0 → uav1")
+            .explain(
+                "jitter (ms)",
+                "mean |ΔD| between consecutive DATA packets (FlowMonitor's jitterSum ÷ packets)",
+            )
+            .explain("ours", "mean ± 95 % CI over seeds"),
+        );
     for (file, title, y, key, err_key) in [
         (
             "fig6_cwnd_cma.svg",
@@ -514,6 +557,18 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
             Cell::Text(published.into()),
         ]);
     }
+    t.explain(
+        "H-TCP / S-HTCP",
+        "mean ± 95 % CI over seeds, in the row's unit",
+    )
+    .explain(
+        "S-HTCP vs H-TCP",
+        "(S-HTCP − H-TCP) ÷ |H-TCP| of the means, %",
+    )
+    .explain(
+        "published",
+        "what seed 001 reports (a number or the figure's reading)",
+    );
     r.heading(2, "Figs. 10–14: S-HTCP against H-TCP")
         .table(None, &t);
 
@@ -556,6 +611,15 @@ pub fn write(ctx: &Context, primary: &CaseRuns, extended: &CaseRuns) -> anyhow::
             cell(over_runs(runs, |v| avg(v, |f| Some(f.cwnd_cma_final))), 0),
         ]);
     }
+    t.explain(
+        "sum of throughput (% of 5 Mbit/s)",
+        "the five flows' received packets × 588 B × 8 ÷ (duration × 5 Mbit/s), summed",
+    )
+    .explain(
+        "mean …",
+        "the mean over the run's flows (PDR %, one-way delay, jitter as in Figs. 6–9, cwnd CMA)",
+    )
+    .explain("cells", "mean ± 95 % CI over seeds");
     r.heading(2, "Extended case: 5 simultaneous flows")
         .table(None, &t);
 

@@ -25,6 +25,19 @@ fn cell(s: Stat, decimals: usize) -> Cell {
     Cell::mean_ci(s.mean, s.ci95, decimals)
 }
 
+/// The legend of the usual columns: throughput, RTT, retransmissions.
+fn explain_figures(t: &mut Table) -> &mut Table {
+    t.explain(
+        "throughput (Mbit/s)",
+        "aggregate goodput of the 20 vehicles' flows",
+    )
+    .explain("RTT (ms)", "mean of the senders' sampled smoothed RTT")
+    .explain(
+        "retransmissions",
+        "retransmitted packets of all flows, per run",
+    )
+}
+
 fn ci(s: Stat) -> f64 {
     s.ci95.unwrap_or(0.0)
 }
@@ -266,6 +279,12 @@ fn bulk_section(ctx: &ReportCtx<'_>, rep: &mut Report, keys: &[String]) -> anyho
             }
         }
     }
+    explain_figures(&mut t)
+        .explain(
+            "slowest flow / mean flow",
+            "the slowest vehicle's goodput ÷ the mean vehicle's (1 = equal shares)",
+        )
+        .explain("cells", "mean ± 95 % CI over seeds (Student t)");
     rep.table(Some("Bulk, perfect hints (the headline table)"), &t);
     Ok(())
 }
@@ -344,6 +363,19 @@ fn helps_hurts(ctx: &ReportCtx<'_>, rep: &mut Report, keys: &[String]) {
          half-widths. The verdict names a difference only where the two means differ by \
          more than the sum of their CI half-widths.",
     );
+    t.explain("vs", "the controller RTW-TCP is compared with")
+        .explain(
+            "throughput Δ (%), RTT Δ (%)",
+            "(RTW-TCP − other) ÷ other × 100, paired by seed, mean ± 95 % CI",
+        )
+        .explain(
+            "retransmissions Δ",
+            "difference of the mean retransmitted packets per run ± the sum of the CI half-widths",
+        )
+        .explain(
+            "verdict",
+            "the differences larger than the sum of the two CIs",
+        );
     rep.table(Some("RTW-TCP minus the other controller"), &t);
     rep.paragraph(&format!(
         "Over these rows RTW-TCP is better beyond the CIs {helps} time(s) and worse \
@@ -458,6 +490,18 @@ fn hint_value(ctx: &ReportCtx<'_>, rep: &mut Report, keys: &[String]) {
          their perfect-hint runs (the same runs: they ignore hints). Without hints \
          RTW-TCP is CUBIC.",
     );
+    t.explain(
+        "perfect / noisy / absent",
+        "the accuracy of the hints RTW-TCP is given",
+    )
+    .explain(
+        "throughput",
+        "aggregate goodput of the 20 vehicles, Mbit/s, mean ± 95 % CI over seeds",
+    )
+    .explain(
+        "RTT (ms)",
+        "mean of the senders' sampled smoothed RTT, mean ± 95 % CI over seeds",
+    );
     rep.table(
         Some("Bulk throughput (Mbit/s) and RTT by hint accuracy"),
         &t,
@@ -527,6 +571,18 @@ fn load_figure(ctx: &ReportCtx<'_>, rep: &mut Report) -> anyhow::Result<()> {
             }
             t.row(row);
         }
+        t.explain(
+            "load",
+            "each vehicle's CBR rate as a fraction of the 2 Gbit/s reference rate (before scaling)",
+        )
+        .explain(
+            "… throughput",
+            "aggregate goodput of the 20 vehicles, Mbit/s, mean ± 95 % CI over seeds",
+        )
+        .explain(
+            "… RTT",
+            "mean of the senders' sampled smoothed RTT, ms, mean ± 95 % CI over seeds",
+        );
         rep.table(
             Some(&format!("CBR, {k}: throughput (Mbit/s) and RTT (ms)")),
             &t,
@@ -594,6 +650,12 @@ fn highway(ctx: &ReportCtx<'_>, rep: &mut Report) -> anyhow::Result<()> {
             }
         }
     }
+    t.explain("hints", "the accuracy of the hints RTW-TCP is given")
+        .explain(
+            "load",
+            "offered rate while ON, a fraction of the 2 Gbit/s reference rate (before scaling)",
+        );
+    explain_figures(&mut t).explain("cells", "mean ± 95 % CI over seeds (Student t)");
     rep.table(Some("Highway, ON/OFF"), &t);
     Ok(())
 }
@@ -636,6 +698,22 @@ fn buffer_part(ctx: &ReportCtx<'_>, rep: &mut Report, keys: &[String]) {
          mean throughput: how long a packet joining the average queue waits at the base \
          station. What is left of the RTT is the 2 ms core round trip, outages and \
          retransmission waits.",
+    );
+    t.explain(
+        "RTT (ms)",
+        "mean of the senders' sampled smoothed RTT, mean ± 95 % CI over seeds",
+    )
+    .explain(
+        "RLC backlog per vehicle (kB)",
+        "mean bytes queued for a vehicle at its base station (RLC), kB",
+    )
+    .explain(
+        "backlog drain time (ms)",
+        "that backlog ÷ the vehicle's mean goodput",
+    )
+    .explain(
+        "RTT − drain time (ms)",
+        "what the queue does not explain: core round trip, outages, retransmission waits",
     );
     rep.table(Some("RTT and the base station's queue"), &t);
 }
@@ -719,6 +797,18 @@ fn failures(ctx: &ReportCtx<'_>, rep: &mut Report) {
          mean over the recordings). With the fading channel a blockage is an attenuation \
          (counted, the link stays up at a lower rate); deafness, MAC-missed beam \
          misalignment and handover interrupt the link.",
+    );
+    t.explain(
+        "recordings",
+        "channel recordings (one per world and seed) the row averages over",
+    )
+    .explain(
+        "blockage … handover",
+        "events of that kind per recording, all 20 vehicles",
+    )
+    .explain(
+        "mean … (ms)",
+        "mean duration of one event of that kind (— : none happened)",
     );
     rep.table(Some("Link events per run, by kind"), &t);
 }

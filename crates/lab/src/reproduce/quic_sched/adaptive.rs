@@ -156,6 +156,23 @@ pub(super) fn adaptive_part(
          Mbit/s) and 1 GB files and gives figures only, so there are no numbers to put beside ours.",
         bytes as f64 / 1e6
     ));
+    t.explain(
+        "target (Mbit/s)",
+        "the adaptive scheduler's target rate for stream 0",
+    )
+    .explain("delay (ms)", "one-way delay of the path")
+    .explain(
+        "buffer (× BDP)",
+        "drop-tail queue, multiples of trace mean rate × 2 × delay",
+    )
+    .explain(
+        "stream N done (s)",
+        "when stream N's file was delivered (blank: not within the run)",
+    )
+    .explain(
+        "transfer rate (Mbit/s)",
+        "both files' bits ÷ the later completion time",
+    );
     report.table(None, &t);
     // Charts over the first trace: completion vs delay (1 × BDP) and vs buffer.
     let first = plan.traces[0]

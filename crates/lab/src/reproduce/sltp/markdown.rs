@@ -118,6 +118,19 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
             );
         }
         s.push('\n');
+        s.push_str(&crate::report::legend(&[
+            ("size", "bytes sent and echoed back per round trip"),
+            (
+                "Peregrine ms, TCP ms",
+                "median round-trip (network) time over the repetitions",
+            ),
+            ("P/T", "Peregrine ms ÷ TCP ms (below 1: Peregrine faster)"),
+            (
+                "MB/s",
+                "both directions' bytes ÷ the median round trip, 10⁶ bytes/s",
+            ),
+        ]));
+        s.push('\n');
     }
 
     s.push_str("## Packet-pair probing by load (seed Figs. 11–13)\n\n");
@@ -156,6 +169,15 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
         }
         s.push('\n');
     }
+    s.push('\n');
+    s.push_str(&crate::report::legend(&[
+        ("size", "bytes per round trip"),
+        (
+            "L %",
+            "at L % background load: the probe's latency ms / bandwidth MB/s (10⁶ bytes/s) / \
+             burst KiB, median over the point's connections (- : no probe)",
+        ),
+    ]));
     s.push('\n');
 
     if !plots.is_empty() {
