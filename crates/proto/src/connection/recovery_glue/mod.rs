@@ -58,7 +58,11 @@ impl Connection {
         if !self.config.request_ack_frequency || !self.send.has_pending() {
             return;
         }
-        let cwnd = self.recovery.congestion().cwnd_bytes();
+        // The window the sender can fill (the queue guard's cap, if
+        // smaller): a receiver asked to acknowledge every ⌊cwnd/8⌋ packets
+        // of a window the cap keeps at a few packets would stall the ACK
+        // clock.
+        let cwnd = self.recovery.window_bytes();
         let srtt = self.recovery.rtt().srtt();
         if self
             .ack_policy
