@@ -5,6 +5,14 @@ use anyhow::{anyhow, bail, Result};
 use peregrine::SchedulerConfig;
 use std::time::Duration;
 
+/// A duration above zero (`--queue-guard`). O(len).
+pub(super) fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!("`{s}` must be above zero")),
+        d => Ok(d),
+    }
+}
+
 pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let (num, scale) = if let Some(n) = s.strip_suffix("ns") {
