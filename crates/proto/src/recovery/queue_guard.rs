@@ -289,7 +289,7 @@ mod tests {
         let mut g = QueueGuard::new(ms(10), MSS, 2);
         let mut now = active_at;
         for _ in 0..90 {
-            now = now + Duration::from_nanos(PACKET_NS);
+            now += Duration::from_nanos(PACKET_NS);
             g.on_ack(now, &ack(None, 0));
         }
         g.on_priority_sent(now);
@@ -357,7 +357,7 @@ mod tests {
         // One round trip's worth of samples: ten packets' ACKs, the
         // sender at its cap.
         for _ in 1..=10 {
-            now = now + ms(1);
+            now += ms(1);
             g.on_ack(now, &ack(Some(ms(45)), start));
         }
         let grown = g.cap_bytes().unwrap() - start;
@@ -365,7 +365,7 @@ mod tests {
         // An application-limited sender (far below the cap) grows nothing.
         let cap = g.cap_bytes().unwrap();
         for _ in 1..=10 {
-            now = now + ms(1);
+            now += ms(1);
             g.on_ack(now, &ack(Some(ms(45)), 2 * MSS));
         }
         assert_eq!(g.cap_bytes(), Some(cap));
@@ -384,7 +384,7 @@ mod tests {
         while let Some(c) = g.cap_bytes_at(t) {
             assert_eq!(c, cap + acks * MSS, "grows by the acknowledged bytes");
             g.on_ack(t, &ack(Some(ms(60)), c));
-            t = t + ms(1);
+            t += ms(1);
             acks += 1;
         }
         // ... until it reaches the controller's window (100 packets).
