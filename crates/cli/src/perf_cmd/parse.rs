@@ -147,6 +147,18 @@ mod tests {
     }
 
     #[test]
+    fn queue_guard_delays_must_be_above_zero() {
+        assert_eq!(
+            parse_positive_duration("10ms").unwrap(),
+            Duration::from_millis(10)
+        );
+        assert!(parse_positive_duration("0ms")
+            .unwrap_err()
+            .contains("above zero"));
+        assert!(parse_positive_duration("ten").is_err());
+    }
+
+    #[test]
     fn schedulers_parse_with_arguments() {
         assert_eq!(parse_scheduler("abs").unwrap(), SchedulerConfig::Abs);
         assert_eq!(
