@@ -57,7 +57,7 @@ mod pattern;
 mod report;
 mod security;
 
-use parse::{parse_bitrate, parse_scheduler, parse_trace, TraceMessage};
+use parse::{parse_bitrate, parse_positive_duration, parse_scheduler, parse_trace, TraceMessage};
 use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
 use report::{latency_json, table};
 use security::SecurityArgs;
@@ -262,6 +262,11 @@ struct ClientArgs {
     /// Replay this message trace on a priority-0 stream beside the bulk streams.
     #[arg(long)]
     latency_trace: Option<std::path::PathBuf>,
+    /// Queue guard (docs/protocol.md §10.2): while class-0 data is being
+    /// sent, keep this connection's own standing queue at most DELAY above
+    /// min RTT (e.g. 10ms). Off when absent.
+    #[arg(long, value_name = "DELAY", value_parser = parse_positive_duration)]
+    queue_guard: Option<Duration>,
     /// Network-time mode: bytes per echoed buffer.
     #[arg(long, requires = "echo_count")]
     echo_size: Option<usize>,
@@ -616,6 +621,7 @@ async fn client(a: ClientArgs) -> Result<()> {
     let mut config = ConnectionConfig {
         cc,
         scheduler,
+        queue_guard: a.queue_guard,
         ..server_config()
     };
     a.datagram.apply(&mut config)?;
@@ -691,6 +697,7 @@ async fn client(a: ClientArgs) -> Result<()> {
     out["retransmitted_packets"] = json!(stats.as_ref().map_or(0, |s| s.packets_retransmitted));
     out["cc"] = json!(a.cc);
     out["scheduler"] = json!(scheduler.name());
+    out["queue_guard_ms"] = json!(a.queue_guard.map(|d| d.as_secs_f64() * 1e3));
     out["security"] = json!({
         "mode": plan.mode,
         "encrypted": stats.as_ref().is_some_and(|s| s.security.encrypted),

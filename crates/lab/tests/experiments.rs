@@ -33,7 +33,7 @@ fn quic_sched_tiny_gives_table1_and_is_deterministic() {
     let o = run(dir.join("a"));
     assert!(o.console.contains("Table 1"), "{}", o.console);
     let t1 = &o.summary.table1;
-    assert_eq!(t1.keys().collect::<Vec<_>>(), ["wfq", "abs"]);
+    assert_eq!(t1.keys().collect::<Vec<_>>(), ["wfq", "abs", "abs+guard"]);
     for (_, by_size) in t1.iter() {
         assert_eq!(by_size.keys().collect::<Vec<_>>(), ["2", "4", "8", "16"]);
         for (_, by_loss) in by_size.iter() {
@@ -51,7 +51,7 @@ fn quic_sched_tiny_gives_table1_and_is_deterministic() {
         .and_then(|l| l.get("0"));
     assert!(abs16.is_some_and(|g| *g > 0.0), "{abs16:?}");
     // Table 1 cell by cell as published-vs-ours rows, ours as in the summary.
-    assert_eq!(o.comparisons.len(), 2 * 4 * 3);
+    assert_eq!(o.comparisons.len(), 3 * 4 * 3);
     let first = &o.comparisons[0];
     assert_eq!(first.item, "WFQ, 2 packets, 0 % loss");
     let wfq2 = t1
@@ -68,7 +68,7 @@ fn quic_sched_tiny_gives_table1_and_is_deterministic() {
     let typed = serde_json::to_string_pretty(&o.summary).expect("serializes") + "\n";
     assert_eq!(text, typed);
     let back: quic_sched::QuicSchedSummary = serde_json::from_str(&text).expect("typed JSON");
-    assert_eq!(back.table1.keys().count(), 2);
+    assert_eq!(back.table1.keys().count(), 3);
     let report = read(&o.report);
     for part in [
         "(a) Fig. 5",
@@ -83,7 +83,7 @@ fn quic_sched_tiny_gives_table1_and_is_deterministic() {
     }
     assert_eq!(
         read(&o.dir.join("table1.csv")).lines().count(),
-        1 + 2 * 4 * 3
+        1 + 3 * 4 * 3
     );
     // Deterministic: a second run writes the same summary.
     let again = run(dir.join("b"));

@@ -5,6 +5,14 @@ use anyhow::{anyhow, bail, Result};
 use peregrine::SchedulerConfig;
 use std::time::Duration;
 
+/// A duration above zero (`--queue-guard`). O(len).
+pub(super) fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!("`{s}` must be above zero")),
+        d => Ok(d),
+    }
+}
+
 pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let (num, scale) = if let Some(n) = s.strip_suffix("ns") {
@@ -136,6 +144,18 @@ mod tests {
         assert!(parse_bitrate("0Mbps").unwrap_err().contains("above zero"));
         assert!(parse_bitrate("fast").is_err());
         assert!(parse_bitrate("10MB/s").is_err());
+    }
+
+    #[test]
+    fn queue_guard_delays_must_be_above_zero() {
+        assert_eq!(
+            parse_positive_duration("10ms").unwrap(),
+            Duration::from_millis(10)
+        );
+        assert!(parse_positive_duration("0ms")
+            .unwrap_err()
+            .contains("above zero"));
+        assert!(parse_positive_duration("ten").is_err());
     }
 
     #[test]

@@ -203,11 +203,7 @@ impl Connection {
         let packet_size = config.max_packet_size;
         let block = usize::from(packet_size).saturating_sub(config::DATA_OVERHEAD);
         let mut recovery = Recovery::new(recovery_config(&config, packet_size), config.cc.build());
-        recovery.set_queue_guard(
-            config
-                .queue_guard
-                .map(|d| crate::recovery::queue_guard::QueueGuard::new(d, u64::from(packet_size))),
-        );
+        recovery.set_queue_guard(recovery_glue::queue_guard(&config, packet_size));
         let scheduler = config.scheduler;
         Connection {
             local_scale: config.window_scale(),

@@ -294,9 +294,28 @@ impl Recovery {
         self.cong.on_app_limited(b);
     }
 
-    /// The window stopped a send.
+    /// The window stopped a send. When the queue guard's cap stopped it
+    /// while the controller's own window had room for a full packet, the
+    /// sender is limited by the cap, not by the network's window: the
+    /// controller is told so as it would be of an application limit.
     pub fn on_cwnd_limited(&mut self) {
+        let in_flight = self.sent.bytes_in_flight();
+        if self.guard.as_ref().is_some_and(|g| g.cap_bytes().is_some())
+            && in_flight + u64::from(self.config.mss) <= self.cong.cwnd_bytes()
+        {
+            // Limited by the cap, as by an application: BBR keeps its
+            // bandwidth estimate from samples the cap did not hold back.
+            self.cong.on_app_limited(in_flight);
+            return;
+        }
         self.cong.on_cwnd_limited();
+    }
+
+    /// The window the sender may fill, bytes: the controller's, or the
+    /// queue guard's cap when that is smaller. O(1).
+    pub fn window_bytes(&self) -> u64 {
+        let cwnd = self.cong.cwnd_bytes();
+        self.guard.as_ref().map_or(cwnd, |g| g.window_bytes(cwnd))
     }
 
     /// A DATA packet `pn` of `size` bytes left now.
@@ -423,6 +442,7 @@ impl Recovery {
         // RTT: from the most recently sent packet newly acknowledged, never
         // from a retransmission (Karn).
         let mut rtt_sample = None;
+        let mut guard_rtt = None;
         if let Some((pn, p)) = acked.newly_acked.last() {
             if !p.retransmission {
                 let rtt = now.saturating_duration_since(p.time_sent);
@@ -434,9 +454,13 @@ impl Recovery {
                 };
                 self.rtt.on_sample(rtt, delay);
                 rtt_sample = Some(rtt);
-                if let (Some(g), Some(min_rtt)) = (&mut self.guard, self.rtt.min_rtt()) {
-                    g.on_rtt_sample(now, rtt, min_rtt, prior_bytes);
-                }
+                // The queue guard compares RTT with min RTT as the
+                // estimator does: the peer's ACK delay removed, unless
+                // that would go below min RTT (RFC 9002 §5.3).
+                guard_rtt =
+                    self.rtt
+                        .min_rtt()
+                        .map(|m| if rtt >= m + delay { rtt - delay } else { rtt });
             }
         }
         // Late acknowledgements of packets declared lost: their blocks were
@@ -490,6 +514,16 @@ impl Recovery {
             rate: Some(rate).filter(|_| !acked.newly_acked.is_empty()),
         };
         cong.on_ack(&sample, &ctx);
+        if let Some(g) = &mut self.guard {
+            let ack = queue_guard::GuardAck {
+                acked_bytes,
+                rtt: guard_rtt,
+                min_rtt: self.rtt.min_rtt(),
+                prior_in_flight_bytes: prior_bytes,
+                cwnd_bytes: self.cong.cwnd_bytes(),
+            };
+            g.on_ack(now, &ack);
+        }
         self.acked = acked;
         out
     }

@@ -10,7 +10,8 @@
 //! * (c) §4.3 — `adaptive.csv` (completion time per stream for every
 //!   trace, target, delay and buffer), `adaptive_*.svg`;
 //! * `summary.json` — `{"table1": {"wfq": {"2": {"0": g, "5": g, "10": g},
-//!   "4": …, "8": …, "16": …}, "abs": {…}}, "fig5": …, "adaptive": …}`;
+//!   "4": …, "8": …, "16": …}, "abs": {…}, "abs+guard": {…}}, "fig5": …,
+//!   "adaptive": …}` (`abs+guard`: ABS with the queue guard, issue 28);
 //! * `report.md` — what was run, the tables with the seed's numbers beside
 //!   ours, the plots and a paragraph on the differences.
 //!
@@ -216,8 +217,10 @@ impl Plan {
     }
 }
 
-/// Schedulers of Fig. 5, in plot order.
-pub const FIG5_SCHEDULERS: [&str; 6] = ["rr", "wfq", "abs", "adaptive", "edf", "aging"];
+/// Schedulers of Fig. 5, in plot order; `abs+guard` is ABS with the queue
+/// guard (issue 28, docs/protocol.md §10.2) at the showcase's setting.
+pub const FIG5_SCHEDULERS: [&str; 7] =
+    ["rr", "wfq", "abs", "adaptive", "edf", "aging", "abs+guard"];
 /// Priority-message sizes of Table 1 (full packets).
 pub const TABLE1_PACKETS: [u64; 4] = [2, 4, 8, 16];
 /// Loss rates of Table 1 (%).
@@ -310,7 +313,7 @@ fn r4(x: f64) -> f64 {
 /// `summary.json` of the reproduction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QuicSchedSummary {
-    /// Table 1: gain over RR by scheduler (`wfq`, `abs`), message packets
+    /// Table 1: gain over RR by scheduler (`wfq`, `abs`, `abs+guard`), message packets
     /// (`"2"` … `"16"`) and loss percent (`"0"`, `"5"`, `"10"`).
     pub table1: Keyed<Keyed<Keyed<f64>>>,
     /// Fig. 5, per scheduler.
@@ -425,7 +428,7 @@ struct Table1 {
 /// One set-up of Table 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Table1Point {
-    /// `rr`, `wfq` or `abs`.
+    /// `rr`, `wfq`, `abs` or `abs+guard`.
     scheduler: &'static str,
     /// Priority-message size, full packets.
     packets: u64,
@@ -475,7 +478,7 @@ fn table1_part(
         },
         period_ms: period,
     } = plan.table1;
-    let scheds = ["rr", "wfq", "abs"];
+    let scheds = ["rr", "wfq", "abs", "abs+guard"];
     let mut setups = Vec::new();
     let mut index = BTreeMap::new();
     for &packets in &TABLE1_PACKETS {
@@ -511,7 +514,7 @@ fn table1_part(
         "scheduler,packets,loss_pct,gain_mean,gain_ci95,seeds,latency_ms,rr_latency_ms,published\n",
     );
     let mut cells: BTreeMap<Table1Point, Table1Cell> = BTreeMap::new();
-    for s in ["wfq", "abs"] {
+    for s in ["wfq", "abs", "abs+guard"] {
         let mut by_size = Keyed::new();
         for &pk in &TABLE1_PACKETS {
             let mut by_loss = Keyed::new();
@@ -571,7 +574,7 @@ fn table1_part(
 
     // Seed beside ours: one row per size, "seed / ours" per column.
     let mut headers = vec!["message packets".to_string()];
-    for s in ["WFQ", "ABS"] {
+    for s in ["WFQ", "ABS", "ABS+GUARD"] {
         for l in TABLE1_LOSS_PCT {
             headers.push(format!("{s} {l} % (seed / ours)"));
         }
@@ -588,7 +591,7 @@ fn table1_part(
     let mut by_size = Vec::new();
     for &pk in &TABLE1_PACKETS {
         let mut row = vec![Cell::num(pk as f64, 0)];
-        for s in ["wfq", "abs"] {
+        for s in ["wfq", "abs", "abs+guard"] {
             for &l in &TABLE1_LOSS_PCT {
                 let c = cell(s, pk, l);
                 by_size.push(c.clone());
@@ -618,7 +621,9 @@ fn table1_part(
         "Two streams on one connection over 1 Mbit/s, 40 ms RTT, a 1-BDP drop-tail queue (the \
          engine's 10-packet floor applies: 1 BDP is 5 kB); stream 0 sends one message of 2, 4, 8 \
          or 16 full packets every {period} ms from t = 1 s, stream 1 is bulk; Bernoulli loss of 0, \
-         5 or 10 % on the data direction; WFQ gives 75 % to stream 0, ABS serves it first. \
+         5 or 10 % on the data direction; WFQ gives 75 % to stream 0, ABS serves it first, \
+         ABS+GUARD is ABS with the queue guard (10 ms; docs/protocol.md §10.2; the seed has no \
+         such column). \
          Gain = 1 − mean latency(scheduler) / mean latency(RR) per seed (same seed, same losses), \
          then the mean over {seeds} seeds ± 95 % CI; {duration} s per run. Without loss nothing in \
          the set-up is random, so every seed gives the same run (CI 0)."
@@ -638,7 +643,7 @@ fn table1_part(
     );
     // By scheduler, then size, then loss: the comparison's order.
     let mut by_scheduler = Vec::new();
-    for s in ["wfq", "abs"] {
+    for s in ["wfq", "abs", "abs+guard"] {
         for &pk in &TABLE1_PACKETS {
             for &l in &TABLE1_LOSS_PCT {
                 by_scheduler.push(cell(s, pk, l).comparison());
@@ -657,7 +662,7 @@ fn table1_part(
         .flat_map(|pk| TABLE1_LOSS_PCT.iter().map(move |l| format!("{pk}p {l}%")))
         .collect();
     let mut series = Vec::new();
-    for s in ["wfq", "abs"] {
+    for s in ["wfq", "abs", "abs+guard"] {
         let (mut v, mut e, mut p) = (Vec::new(), Vec::new(), Vec::new());
         for &pk in &TABLE1_PACKETS {
             for &l in &TABLE1_LOSS_PCT {

@@ -55,12 +55,21 @@ fn seed002_link(loss: f64) -> LinkConfig {
 
 /// The connection `uav → gcs` (CUBIC, slow start) under `scheduler`, with
 /// its scheduler's setting: the adaptive scheduler targets 1 Mbit/s (the
-/// link rate), aging bounds a stream's wait at 100 ms.
+/// link rate), aging bounds a stream's wait at 100 ms; a name ending in
+/// `+guard` (`abs+guard`) is that scheduler with the queue guard on at
+/// the showcase's [`GUARD_DELAY`](crate::showcase::GUARD_DELAY).
 fn seed002_flow(scheduler: &str) -> FlowConfig {
     let mut flow = FlowConfig::new("uav", "gcs");
     flow.name = Some("uav".into());
     flow.cc = "cubic".into();
     flow.startup = "slow_start".into();
+    let scheduler = match scheduler.strip_suffix("+guard") {
+        Some(base) => {
+            flow.queue_guard = Some(crate::showcase::GUARD_DELAY);
+            base
+        }
+        None => scheduler,
+    };
     flow.scheduler = scheduler.into();
     match scheduler {
         "adaptive" => flow.target_rate = Some(Rate::from_mbps(1)),
@@ -189,10 +198,12 @@ mod tests {
 
     #[test]
     fn every_setup_validates() {
-        for sched in ["rr", "wfq", "abs", "adaptive", "edf", "aging"] {
+        for sched in ["rr", "wfq", "abs", "adaptive", "edf", "aging", "abs+guard"] {
             let s =
                 Scenario::from_config(fig5("/nonexistent/drone.csv", sched, 10), "fig5").unwrap();
             assert_eq!(s.config.flows[0].streams.len(), 10);
+            let guard = s.config.flows[0].queue_guard;
+            assert_eq!(guard.is_some(), sched.ends_with("+guard"), "{sched}");
         }
         for loss in [0.0, 0.05] {
             Scenario::from_config(table1("wfq", 16, loss, 10, 500).unwrap(), "table1").unwrap();
@@ -219,6 +230,55 @@ mod tests {
         assert_eq!(
             (stream.message_bytes, stream.rate),
             (Some(5600), Some(Rate(89_600)))
+        );
+    }
+
+    /// Control p99 (ms), delivered, sent and the bulk streams' aggregate
+    /// goodput (Mbit/s) of Fig. 5 under `scheduler` for `duration_s`.
+    fn fig5_figures(trace: &str, scheduler: &str, duration_s: u64) -> (f64, u64, u64, f64) {
+        let config = fig5(trace, scheduler, duration_s);
+        let scenario = Scenario::from_config(config, "fig5").unwrap();
+        let r = peregrine_sim::run(&scenario).unwrap();
+        let sent = r.stream_summary(0, 0).unwrap().messages_sent;
+        let mut lat = r.message_latencies_ms(0, 0);
+        lat.sort_by(f64::total_cmp);
+        let p99 = peregrine_sim::metrics::quantile(
+            &lat,
+            0.99,
+            peregrine_sim::metrics::QuantileMethod::RoundedIndex,
+        )
+        .unwrap_or(f64::INFINITY);
+        let bulk_bps: f64 = r.flows[0].metrics.streams[1..]
+            .iter()
+            .map(|s| s.goodput_bps(r.duration_ns))
+            .sum();
+        (p99, lat.len() as u64, sent, bulk_bps / 1e6)
+    }
+
+    /// Issue 28's Fig. 5 checks on the queue guard (the real drone trace
+    /// beside nine bulk streams, seed 1): control p99 ≤ 100 ms and the
+    /// bulk aggregate ≥ 95 % of ABS's in the same setting. 30 s rather
+    /// than the report's 60 s to keep the debug-build test short; the
+    /// 60 s figures are in docs/protocol.md §10.2.
+    #[test]
+    fn fig5_guard_meets_the_checks() {
+        let rel = "traces/drone-mavlink/drone_processed.csv";
+        let Ok(trace) = crate::published::find_shared(rel) else {
+            eprintln!("skipped: shared/{rel} is absent");
+            return;
+        };
+        let trace = trace.display().to_string();
+        let (abs_p99, _, _, abs_bulk) = fig5_figures(&trace, "abs", 30);
+        let (p99, delivered, sent, bulk) = fig5_figures(&trace, "abs+guard", 30);
+        eprintln!(
+            "Fig. 5, 30 s, seed 1: abs p99 {abs_p99:.1} ms bulk {abs_bulk:.3} Mbit/s; \
+             abs+guard {delivered} / {sent} p99 {p99:.1} ms bulk {bulk:.3} Mbit/s"
+        );
+        assert!(sent > 5_000, "the trace offered only {sent} messages");
+        assert!(p99 <= 100.0, "abs+guard control p99 {p99:.1} ms > 100 ms");
+        assert!(
+            bulk >= 0.95 * abs_bulk,
+            "abs+guard bulk {bulk:.3} Mbit/s < 95 % of ABS's {abs_bulk:.3}"
         );
     }
 

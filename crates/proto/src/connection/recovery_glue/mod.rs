@@ -31,12 +31,33 @@ pub(in crate::connection) fn recovery_config(
     }
 }
 
+/// The queue guard `config` asks for (`None`: off), for packets of
+/// `packet_size` bytes. O(1).
+pub(in crate::connection) fn queue_guard(
+    config: &ConnectionConfig,
+    packet_size: u16,
+) -> Option<crate::recovery::queue_guard::QueueGuard> {
+    config.queue_guard.map(|d| {
+        crate::recovery::queue_guard::QueueGuard::new(
+            d,
+            u64::from(packet_size),
+            u64::from(config.ack_frequency),
+        )
+    })
+}
+
 impl Connection {
+    /// A fresh [`Recovery`] for the negotiated packet size, with the
+    /// queue guard the configuration asks for (without it a size agreed
+    /// in the handshake, e.g. path MTU discovery's 1,200-byte base, would
+    /// silently turn the guard off).
     pub(in crate::connection) fn rebuild_recovery(&mut self) {
         self.recovery = Recovery::new(
             recovery_config(&self.config, self.packet_size),
             self.config.cc.build(),
         );
+        self.recovery
+            .set_queue_guard(queue_guard(&self.config, self.packet_size));
     }
 
     /// Replace the congestion controller.
@@ -58,7 +79,11 @@ impl Connection {
         if !self.config.request_ack_frequency || !self.send.has_pending() {
             return;
         }
-        let cwnd = self.recovery.congestion().cwnd_bytes();
+        // The window the sender can fill (the queue guard's cap, if
+        // smaller): a receiver asked to acknowledge every ⌊cwnd/8⌋ packets
+        // of a window the cap keeps at a few packets would stall the ACK
+        // clock.
+        let cwnd = self.recovery.window_bytes();
         let srtt = self.recovery.rtt().srtt();
         if self
             .ack_policy
