@@ -61,9 +61,17 @@ pub const SNAPLEN: u32 = 262_144;
 
 /// Writes one pcapng section to `W`, block by block (nothing is held
 /// back but what `W` buffers: wrap a file in a `BufWriter`).
+///
+/// Every block reaches `W` in one `write_all`, so a `BufWriter` never
+/// flushes half a block: a process that dies between flushes (or exits
+/// while its capture thread is still running) leaves a file of whole
+/// blocks that every tool reads.
 pub struct PcapngWriter<W: Write> {
     out: W,
     interfaces: u32,
+    /// The packet block being assembled, reused (grows once to the
+    /// largest packet seen).
+    block: Vec<u8>,
 }
 
 fn option_len(value_len: usize) -> usize {
@@ -85,7 +93,11 @@ impl<W: Write> PcapngWriter<W> {
     ///
     /// Errors: `W`'s.
     pub fn new(out: W, application: &str) -> io::Result<Self> {
-        let mut w = PcapngWriter { out, interfaces: 0 };
+        let mut w = PcapngWriter {
+            out,
+            interfaces: 0,
+            block: Vec::new(),
+        };
         let app = application.as_bytes();
         let body_len = 4 + 2 + 2 + 8 + option_len(app.len()) + 4;
         let total = (12 + body_len) as u32;
@@ -132,7 +144,8 @@ impl<W: Write> PcapngWriter<W> {
     /// (since the epoch of the capture: the simulation's start for the
     /// simulator). A packet longer than [`SNAPLEN`] is cut to it and its
     /// original length recorded, as capture tools do. O(packet length),
-    /// no allocation.
+    /// no allocation once the block buffer has grown to the largest
+    /// packet.
     ///
     /// Errors: `W`'s; `InvalidInput` for an interface never added.
     pub fn write_packet(&mut self, interface: u32, time_ns: u64, packet: &[u8]) -> io::Result<()> {
@@ -145,18 +158,20 @@ impl<W: Write> PcapngWriter<W> {
         let captured = packet.len().min(SNAPLEN as usize);
         let padded = captured.next_multiple_of(4);
         let total = (32 + padded) as u32;
-        let mut head = [0u8; 28];
-        head[0..4].copy_from_slice(&EPB.to_le_bytes());
-        head[4..8].copy_from_slice(&total.to_le_bytes());
-        head[8..12].copy_from_slice(&interface.to_le_bytes());
-        head[12..16].copy_from_slice(&((time_ns >> 32) as u32).to_le_bytes());
-        head[16..20].copy_from_slice(&(time_ns as u32).to_le_bytes());
-        head[20..24].copy_from_slice(&(captured as u32).to_le_bytes());
-        head[24..28].copy_from_slice(&(packet.len() as u32).to_le_bytes());
-        self.out.write_all(&head)?;
-        self.out.write_all(&packet[..captured])?;
-        self.out.write_all(&[0u8; 3][..padded - captured])?;
-        self.out.write_all(&total.to_le_bytes())
+        let b = &mut self.block;
+        b.clear();
+        b.extend_from_slice(&EPB.to_le_bytes());
+        b.extend_from_slice(&total.to_le_bytes());
+        b.extend_from_slice(&interface.to_le_bytes());
+        b.extend_from_slice(&((time_ns >> 32) as u32).to_le_bytes());
+        b.extend_from_slice(&(time_ns as u32).to_le_bytes());
+        b.extend_from_slice(&(captured as u32).to_le_bytes());
+        b.extend_from_slice(&(packet.len() as u32).to_le_bytes());
+        b.extend_from_slice(&packet[..captured]);
+        b.extend_from_slice(&[0u8; 3][..padded - captured]);
+        b.extend_from_slice(&total.to_le_bytes());
+        // One write per block: see the type's doc.
+        self.out.write_all(b)
     }
 
     /// The underlying writer (to flush a long-lived capture). O(1).
@@ -306,6 +321,38 @@ mod tests {
             i += len;
         }
         out
+    }
+
+    /// Records what each `write` call was handed.
+    #[derive(Default)]
+    struct Writes(Vec<Vec<u8>>);
+
+    impl Write for Writes {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn every_write_is_whole_blocks_so_a_killed_capture_stays_readable() {
+        // CI saw a runtime capture end 4 bytes short: the process exited
+        // after a BufWriter had flushed half a block. Each write is now
+        // one or more whole blocks.
+        let mut w = PcapngWriter::new(Writes::default(), "peregrine test").unwrap();
+        let i = w.add_interface("l0/up", LinkType::Ipv4).unwrap();
+        for len in [0, 1, 3, 4, 1400, 65_000] {
+            w.write_packet(i, 7, &vec![0xab; len]).unwrap();
+        }
+        let writes = w.finish().unwrap().0;
+        for chunk in &writes {
+            // `blocks` panics on a partial block.
+            assert!(!blocks(chunk).is_empty());
+        }
+        assert_eq!(blocks(&writes.concat()).len(), 2 + 6);
     }
 
     #[test]
