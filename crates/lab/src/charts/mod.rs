@@ -137,8 +137,11 @@ pub enum ChartError {
     },
 }
 
-/// The Okabe–Ito palette (black last).
-const PALETTE: [RGBColor; 8] = [
+/// The Okabe–Ito palette (black last), then eight darker or muted
+/// colours (after Paul Tol's "muted" scheme) so that a chart with up to
+/// sixteen series — fanet's thirteen controllers — never gives two
+/// series one colour (the legend would not tell them apart).
+const PALETTE: [RGBColor; 16] = [
     RGBColor(0, 114, 178),   // blue
     RGBColor(230, 159, 0),   // orange
     RGBColor(0, 158, 115),   // bluish green
@@ -147,9 +150,17 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(213, 94, 0),    // vermillion
     RGBColor(240, 228, 66),  // yellow
     RGBColor(0, 0, 0),       // black
+    RGBColor(51, 34, 136),   // indigo
+    RGBColor(17, 119, 51),   // dark green
+    RGBColor(153, 153, 51),  // olive
+    RGBColor(204, 102, 119), // rose
+    RGBColor(136, 34, 85),   // wine
+    RGBColor(119, 119, 119), // grey
+    RGBColor(140, 81, 10),   // brown
+    RGBColor(68, 170, 153),  // teal
 ];
 
-/// The colour of series `i` (cycling through the palette).
+/// The colour of series `i` (cycling through the palette after 16).
 pub(crate) fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
@@ -496,6 +507,15 @@ pub(crate) mod testutil {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sixteen_series_get_sixteen_colours() {
+        // fanet draws thirteen controllers in one chart.
+        let mut seen: Vec<RGBColor> = (0..16).map(color).collect();
+        seen.sort_by_key(|c| (c.0, c.1, c.2));
+        seen.dedup();
+        assert_eq!(seen.len(), 16);
+    }
 
     #[test]
     fn ranges_are_padded_and_never_empty() {
