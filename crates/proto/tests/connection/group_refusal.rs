@@ -5,6 +5,7 @@
 
 use crate::basic::connected;
 use peregrine_proto::connection::*;
+use peregrine_proto::harness::driver::{addr, Fate};
 use peregrine_proto::wire::{Flags, PacketType};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -97,4 +98,45 @@ fn a_join_refused_after_the_policy_narrowed_removes_the_member() {
     sim.run_for(Duration::from_secs(1));
     assert_eq!(count(&sim, 0, Event::GroupLeft { group: REFUSED }), 1);
     assert_eq!(count(&sim, 1, Event::PeerLeft { group: REFUSED }), 1);
+}
+
+#[test]
+fn late_answers_to_a_replaced_leave_are_not_taken_for_a_refusal() {
+    let (mut sim, client, _server) = connected();
+    sim.eps[0].join_group(client, sim.now, REFUSED).unwrap();
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(count(&sim, 0, Event::GroupJoined { group: REFUSED }), 1);
+    // The source's answers to the LEAVE are held back (logged, not
+    // delivered) until the member has replaced the LEAVE with a JOIN.
+    let leave_reply = |from: usize, h: &peregrine_proto::wire::HeaderRepr| {
+        from == 1 && h.pk_type == PacketType::Leave && h.flags.contains(Flags::REPLY)
+    };
+    sim.hook = Box::new(move |from, h, _| {
+        if leave_reply(from, h) || (from == 0 && h.pk_type == PacketType::Join) {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+    sim.eps[0].leave_group(client, sim.now, REFUSED).unwrap();
+    sim.run_for(Duration::from_secs(3));
+    sim.eps[0].join_group(client, sim.now, REFUSED).unwrap();
+    sim.run_for(Duration::from_millis(5));
+    let held: Vec<Vec<u8>> = sim
+        .log
+        .iter()
+        .filter(|s| leave_reply(s.from, &s.header))
+        .map(|s| s.bytes.clone())
+        .collect();
+    assert!(held.len() >= 2, "the LEAVE was repeated: {}", held.len());
+    for bytes in &held {
+        sim.inject(0, addr(1), bytes);
+    }
+    assert_eq!(count(&sim, 0, Event::GroupRejected { group: REFUSED }), 0);
+    assert_eq!(count(&sim, 0, Event::GroupLeft { group: REFUSED }), 0);
+    // The JOIN, still pending, is answered once it gets through.
+    sim.hook = Box::new(|_, _, _| Fate::Deliver);
+    sim.run_for(Duration::from_secs(10));
+    assert_eq!(count(&sim, 0, Event::GroupJoined { group: REFUSED }), 2);
+    assert_eq!(count(&sim, 0, Event::GroupRejected { group: REFUSED }), 0);
 }
