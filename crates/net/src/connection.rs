@@ -543,7 +543,12 @@ impl Connection {
 
     /// Join multicast group `group` of the peer (the group's source):
     /// JOIN is sent (and repeated until answered); the peer's
-    /// confirmation is [`ConnectionEvent::GroupJoined`]. From the moment
+    /// confirmation is [`ConnectionEvent::GroupJoined`]; a source that
+    /// refuses the group (one built with
+    /// `EndpointBuilder::refuse_unknown_groups` that does not host it)
+    /// answers with [`ConnectionEvent::GroupRejected`] instead, and this
+    /// side stops asking. `join_group` does not wait for either answer:
+    /// both come through [`next_event`](Self::next_event). From the moment
     /// the source applies the JOIN, each group message arrives once and
     /// in order, without its 12-byte group header, on
     /// [`DEFAULT_GROUP_STREAM`](crate::DEFAULT_GROUP_STREAM): read it

@@ -197,6 +197,9 @@ pub(crate) struct State {
     pub(crate) datagrams_out: u64,
     /// Groups this endpoint is the source of, by id (`crate::group`).
     pub(crate) groups: BTreeMap<u32, GroupEntry>,
+    /// Refuse JOINs for groups not in `groups`
+    /// (`EndpointBuilder::refuse_unknown_groups`).
+    pub(crate) refuse_unknown_groups: bool,
     /// The packet capture (`EndpointBuilder::pcap`), if on.
     pub(crate) capture: Option<crate::observe::Capture>,
     /// The key log (`PEREGRINE_KEYLOG`, `EndpointBuilder::keylog`), if on.
@@ -365,6 +368,14 @@ fn dispatch_events(
                 if let Some(c) = st.conns.get_mut(&h) {
                     c.send_waiting = false;
                     c.changed.notify_waiters();
+                }
+            }
+            // Never a member: forget the receiver `join_group` made (a
+            // message of the group on this connection is now dropped and
+            // counted, as for any group not joined).
+            Event::GroupRejected { group } => {
+                if let Some(c) = st.conns.get_mut(&h) {
+                    c.group_rx.remove(&group);
                 }
             }
             Event::MessageAbandoned { id, reason } => {

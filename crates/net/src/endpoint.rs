@@ -25,7 +25,7 @@ use peregrine_proto::crypto::{
     AeadPreference, NoiseConfig, PublicKey, SecurityConfig, StaticKeypair,
 };
 use peregrine_proto::endpoint::EndpointStats;
-use peregrine_proto::multicast::GroupConfig;
+use peregrine_proto::multicast::{GroupConfig, JoinPolicy};
 use peregrine_proto::{ConnectionConfig, Endpoint as ProtoEndpoint, EndpointConfig};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -54,6 +54,8 @@ pub struct EndpointBuilder {
     keypair: Option<StaticKeypair>,
     aead: Option<AeadPreference>,
     aes_hardware: Option<bool>,
+    /// Refuse JOINs for groups this endpoint does not host.
+    refuse_unknown_groups: bool,
     /// Trace factory and packet capture (observe.rs).
     pub(crate) observe: crate::observe::Observe,
 }
@@ -95,6 +97,18 @@ impl EndpointBuilder {
     /// Replace the whole core configuration (limits, controller adoption).
     pub fn config(mut self, config: EndpointConfig) -> EndpointBuilder {
         self.config = config;
+        self
+    }
+
+    /// As a group source, refuse a peer's JOIN for a group this endpoint
+    /// does not host (no live [`Group`] from [`Endpoint::group`] /
+    /// [`Endpoint::group_with`]): the peer gets
+    /// [`ConnectionEvent::GroupRejected`](crate::ConnectionEvent::GroupRejected)
+    /// and never becomes a member. Off by default: every JOIN is accepted,
+    /// and a member that joined before the group was created is added
+    /// when it is. A JOIN that arrives before `group` is refused.
+    pub fn refuse_unknown_groups(mut self, refuse: bool) -> EndpointBuilder {
+        self.refuse_unknown_groups = refuse;
         self
     }
 
@@ -205,6 +219,10 @@ impl EndpointBuilder {
             proto.set_trace_factory(factory);
         }
         proto.set_key_log(keylog.is_some());
+        if self.refuse_unknown_groups {
+            // No group hosted yet: every JOIN is refused until `group`.
+            proto.set_join_policy(JoinPolicy::Only(Default::default()));
+        }
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 proto,
@@ -218,6 +236,7 @@ impl EndpointBuilder {
                 datagrams_in: 0,
                 datagrams_out: 0,
                 groups: BTreeMap::new(),
+                refuse_unknown_groups: self.refuse_unknown_groups,
                 capture,
                 keylog,
             }),
@@ -460,8 +479,10 @@ impl Endpoint {
     /// group (`Connection::join_group` on its side) becomes a member —
     /// also one that joined before this call. Fails with
     /// [`GroupError::Exists`](crate::GroupError::Exists) if the endpoint
-    /// already has the group. O(connections) (the early joiners are
-    /// looked up).
+    /// already has the group. With
+    /// [`EndpointBuilder::refuse_unknown_groups`] JOINs for `config.group`
+    /// are accepted from now on, until the [`Group`] is dropped.
+    /// O(connections) (the early joiners are looked up).
     pub fn group_with(&self, config: GroupConfig) -> Result<Group, Error> {
         let id = config.group;
         let changed = {
@@ -479,6 +500,7 @@ impl Endpoint {
             entry.collect_events();
             let changed = entry.changed.clone();
             st.groups.insert(id, entry);
+            crate::group::update_join_policy(&mut st);
             changed
         };
         self.shared.wake();

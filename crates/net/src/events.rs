@@ -85,6 +85,14 @@ pub enum ConnectionEvent {
         /// The group.
         group: u32,
     },
+    /// The peer (a group's source) refused this side's JOIN of `group`
+    /// (it answered with a LEAVE reply, e.g. an endpoint built with
+    /// `EndpointBuilder::refuse_unknown_groups` that does not host the
+    /// group): this side is not a member and no longer asks.
+    GroupRejected {
+        /// The group.
+        group: u32,
+    },
     /// The peer confirmed this side's LEAVE of `group`.
     GroupLeft {
         /// The group.
@@ -170,6 +178,7 @@ impl ConnectionEvent {
                 congestion_reset: *congestion_reset,
             },
             Event::GroupJoined { group } => ConnectionEvent::GroupJoined { group: *group },
+            Event::GroupRejected { group } => ConnectionEvent::GroupRejected { group: *group },
             Event::GroupLeft { group } => ConnectionEvent::GroupLeft { group: *group },
             Event::PeerJoined { group } => ConnectionEvent::PeerJoined { group: *group },
             Event::PeerLeft { group } => ConnectionEvent::PeerLeft { group: *group },
@@ -303,6 +312,7 @@ mod tests {
                 congestion_reset: true,
             },
             Event::GroupJoined { group: 1 },
+            Event::GroupRejected { group: 5 },
             Event::GroupLeft { group: 2 },
             Event::PeerJoined { group: 3 },
             Event::PeerLeft { group: 4 },

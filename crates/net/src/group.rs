@@ -14,7 +14,10 @@
 //!   member has not caught up).
 //! * **Receiver side**: `Connection::join_group(id)` / `leave_group(id)`
 //!   send JOIN / LEAVE on an established connection; the confirmation is
-//!   `ConnectionEvent::GroupJoined` / `GroupLeft`. Group messages arrive
+//!   `ConnectionEvent::GroupJoined` / `GroupLeft`, or
+//!   `ConnectionEvent::GroupRejected` when the source refuses the JOIN
+//!   (an endpoint built with `EndpointBuilder::refuse_unknown_groups`
+//!   refuses groups it does not host). Group messages arrive
 //!   on the group's stream ([`DEFAULT_GROUP_STREAM`] unless the source
 //!   chose another with [`crate::Endpoint::group_with`]; the receiver
 //!   then joins with `join_group_on`), are checked and ordered by the
@@ -32,9 +35,11 @@
 //! order — [`GroupEvent::MemberJoined`]'s `first_seq` and
 //! [`GroupEvent::MemberLeft`]'s `end_seq` name the range.
 
-use crate::driver::Shared;
+use crate::driver::{Shared, State};
 use crate::Error;
-use peregrine_proto::multicast::{GroupConfig, GroupSendError, GroupSender, GroupSenderStats};
+use peregrine_proto::multicast::{
+    GroupConfig, GroupSendError, GroupSender, GroupSenderStats, JoinPolicy,
+};
 use peregrine_proto::ConnectionHandle;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -241,7 +246,20 @@ impl Group {
 
 impl Drop for Group {
     fn drop(&mut self) {
-        self.shared.lock().groups.remove(&self.id);
+        let mut st = self.shared.lock();
+        st.groups.remove(&self.id);
+        update_join_policy(&mut st);
+    }
+}
+
+/// With `refuse_unknown_groups`, make the core accept JOINs for exactly
+/// the groups hosted now; otherwise nothing (the core's default accepts
+/// every group). O(groups + connections); runs only when a group is
+/// created or dropped.
+pub(crate) fn update_join_policy(st: &mut State) {
+    if st.refuse_unknown_groups {
+        let hosted = st.groups.keys().copied().collect();
+        st.proto.set_join_policy(JoinPolicy::Only(hosted));
     }
 }
 

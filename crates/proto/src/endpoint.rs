@@ -138,6 +138,9 @@ pub struct Endpoint {
     /// New connections keep their raw packet keys for a key log
     /// (`set_key_log`).
     key_log: bool,
+    /// The groups this endpoint accepts JOINs for, handed to every
+    /// connection (`set_join_policy`, multicast/mod.rs).
+    pub(crate) join_policy: std::sync::Arc<crate::connection::JoinPolicy>,
 }
 
 /// The optional trace factory (a newtype: `dyn TraceFactory` is not `Debug`).
@@ -197,6 +200,7 @@ impl Endpoint {
             },
             reset_secret_persistent: false,
             key_log: false,
+            join_policy: std::sync::Arc::default(),
             config,
         };
         // Adopt the configured listener's static key as the reset secret.
@@ -284,6 +288,7 @@ impl Endpoint {
         mut conn: Connection,
     ) -> ConnectionHandle {
         conn.seed_path(self.path_rng.next_u64());
+        conn.set_join_policy(self.join_policy.clone());
         if let Some(f) = self.trace.0.as_mut() {
             let target = TraceTarget {
                 role: if peer.is_some() {

@@ -369,6 +369,10 @@ impl<W: Write + Send> QlogSink<W> {
                 self.begin(now, "sltp:group_joined");
                 let _ = write!(self.line, "\"group_id\":{group}");
             }
+            Event::GroupRejected { group } => {
+                self.begin(now, "sltp:group_rejected");
+                let _ = write!(self.line, "\"group_id\":{group}");
+            }
             Event::GroupLeft { group } => {
                 self.begin(now, "sltp:group_left");
                 let _ = write!(self.line, "\"group_id\":{group}");

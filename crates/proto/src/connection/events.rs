@@ -279,6 +279,13 @@ pub enum Event {
         /// The group.
         group: u32,
     },
+    /// The peer (a group's source) refused this side's JOIN of `group`:
+    /// it answered the JOIN with a LEAVE reply (docs/protocol.md, JOIN and
+    /// LEAVE). The request is dropped; this side is not a member.
+    GroupRejected {
+        /// The group.
+        group: u32,
+    },
     /// The peer confirmed this side's LEAVE of `group`.
     GroupLeft {
         /// The group.

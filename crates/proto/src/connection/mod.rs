@@ -75,7 +75,7 @@ mod integrity_tests;
 pub use admission::{MAX_RETRIES, MIN_SECURE_START_LEN};
 pub use config::{ConfigError, ConnectionConfig, EndpointConfig, PmtuDiscovery};
 pub use events::{CloseReason, Event, HintEffect, MessageId, Unreachable, ViolationKind};
-pub use group::GroupRequestError;
+pub use group::{GroupRequestError, JoinPolicy};
 pub use lifecycle::StartParams;
 pub use path::PathStats;
 pub use pmtu::PmtuStats;

@@ -51,6 +51,8 @@ pub use sender::{
     EvictReason, GroupConfig, GroupEvent, GroupSendError, GroupSender, GroupSenderStats, MemberInfo,
 };
 
+pub use crate::connection::JoinPolicy;
+
 use crate::connection::{GroupRequestError, MessageId};
 use crate::endpoint::{ConnectionHandle, Endpoint};
 use peregrine_cc::Time;
@@ -168,6 +170,31 @@ impl Endpoint {
             .get_mut(&handle)
             .ok_or(GroupRequestError::UnknownConnection)?
             .request_group(now, group, false)
+    }
+
+    /// Which groups this endpoint, as a source, accepts JOINs for, on
+    /// every connection it has and makes from now on. The default,
+    /// [`JoinPolicy::AcceptAll`], accepts every group; a JOIN for a
+    /// group outside [`JoinPolicy::Only`] is answered with a LEAVE reply
+    /// (the member reports [`Event::GroupRejected`](crate::Event::GroupRejected))
+    /// and raises no `PeerJoined`. Members already applied stay members
+    /// until their next JOIN or LEAVE.
+    ///
+    /// Complexity: O(connections) (each gets the shared policy).
+    pub fn set_join_policy(&mut self, policy: JoinPolicy) {
+        self.join_policy = std::sync::Arc::new(policy);
+        let handles: Vec<ConnectionHandle> = self.connections.keys().copied().collect();
+        for h in handles {
+            if let Some(c) = self.connections.get_untracked(&h) {
+                c.set_join_policy(self.join_policy.clone());
+            }
+        }
+    }
+
+    /// The groups this endpoint accepts JOINs for
+    /// ([`set_join_policy`](Self::set_join_policy)). O(1).
+    pub fn join_policy(&self) -> &JoinPolicy {
+        &self.join_policy
     }
 
     /// Whether the peer of `handle` is a member of `group` (source side:

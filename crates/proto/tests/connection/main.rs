@@ -10,6 +10,7 @@ mod basic;
 mod data;
 mod e2e;
 mod flow;
+mod group_refusal;
 mod noise;
 mod path;
 mod security;

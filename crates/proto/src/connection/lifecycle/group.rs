@@ -17,6 +17,25 @@
 //! number is higher than the last one it applied for that group, so a
 //! JOIN delayed behind a later LEAVE cannot re-add the member.
 //!
+//! ## Refusal
+//!
+//! The source decides which groups it accepts JOINs for
+//! ([`JoinPolicy`], set on the endpoint with
+//! `Endpoint::set_join_policy`; the default accepts every group). It
+//! answers a JOIN it refuses with **LEAVE + REPLY** carrying the same
+//! GROUP_ID — "you are not a member" — so no new type or flag is needed.
+//! A refused JOIN leaves the peer a non-member (it is applied like a
+//! LEAVE: a member whose group stopped being accepted is removed, with
+//! [`Event::PeerLeft`]) and never raises [`Event::PeerJoined`]. The member
+//! with a JOIN pending for that group drops its request and reports
+//! [`Event::GroupRejected`]; with a LEAVE pending it reports
+//! [`Event::GroupLeft`] as for any LEAVE answer. An implementation that
+//! predates refusals ignores the LEAVE reply to its JOIN and keeps
+//! repeating the JOIN, each answered the same way: the exchange stays
+//! wire-compatible, it just never ends. A JOIN that replaced an
+//! unanswered LEAVE first ignores as many LEAVE replies as that LEAVE
+//! was sent (they may answer it); a refusal then costs one more retry.
+//!
 //! Bounded: at most [`MAX_GROUP_REQUESTS`] groups with a request pending,
 //! [`MAX_GROUP_REPLIES`] answers queued, [`MAX_PEER_GROUPS`] groups
 //! tracked per peer.
@@ -25,7 +44,8 @@ use crate::connection::{Connection, ConnectionState, Event};
 use crate::send_helpers::write;
 use crate::wire::{Flags, GroupPayload, PacketType, Payload};
 use peregrine_cc::Time;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 /// Groups with an unanswered JOIN/LEAVE of this side at one time.
 pub const MAX_GROUP_REQUESTS: usize = 64;
@@ -48,12 +68,39 @@ pub enum GroupRequestError {
     UnknownConnection,
 }
 
+/// Which groups a source accepts JOINs for (source side; see the module
+/// doc, "Refusal").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum JoinPolicy {
+    /// Accept a JOIN for every group (the default, and the behaviour of
+    /// an endpoint that never sets a policy).
+    #[default]
+    AcceptAll,
+    /// Accept JOINs only for these groups; refuse the others with a LEAVE
+    /// reply.
+    Only(BTreeSet<u32>),
+}
+
+impl JoinPolicy {
+    /// Whether a JOIN for `group` is accepted. O(log groups).
+    pub fn accepts(&self, group: u32) -> bool {
+        match self {
+            JoinPolicy::AcceptAll => true,
+            JoinPolicy::Only(groups) => groups.contains(&group),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Request {
     join: bool,
     due: bool,
     tries: u32,
     retry_at: Option<Time>,
+    /// LEAVE replies a JOIN ignores before it takes one for a refusal:
+    /// the LEAVEs sent by the LEAVE request it replaced, whose answers
+    /// may arrive after it was sent.
+    stale_leave_replies: u32,
 }
 
 /// JOIN/LEAVE state of one connection.
@@ -66,6 +113,10 @@ pub(crate) struct GroupState {
     /// Per group the peer asked about: packet number of the request last
     /// applied and whether the peer is now a member.
     peer: BTreeMap<u32, (u64, bool)>,
+    /// The groups this side accepts JOINs for; shared with the endpoint
+    /// and its other connections (one copy per endpoint, not per
+    /// connection).
+    policy: Arc<JoinPolicy>,
 }
 
 impl Connection {
@@ -85,6 +136,13 @@ impl Connection {
         if !g.requests.contains_key(&group) && g.requests.len() >= MAX_GROUP_REQUESTS {
             return Err(GroupRequestError::TooManyPending);
         }
+        // Answers to the LEAVEs of a request this one replaces may still
+        // be on their way; a JOIN must not take them for a refusal.
+        let stale_leave_replies = match g.requests.get(&group) {
+            Some(r) if !r.join => r.tries,
+            Some(r) => r.stale_leave_replies,
+            None => 0,
+        };
         g.requests.insert(
             group,
             Request {
@@ -92,6 +150,7 @@ impl Connection {
                 due: true,
                 tries: 0,
                 retry_at: None,
+                stale_leave_replies: if join { stale_leave_replies } else { 0 },
             },
         );
         Ok(())
@@ -113,9 +172,23 @@ impl Connection {
                 .requests
                 .get(&group)
                 .is_some_and(|r| r.join == join);
-            if answered {
+            // A LEAVE answering a pending JOIN is the source's refusal
+            // (module doc, "Refusal").
+            let mut rejected = false;
+            if let Some(r) = self.groups.requests.get_mut(&group) {
+                if r.join && !join {
+                    if r.stale_leave_replies > 0 {
+                        r.stale_leave_replies -= 1;
+                    } else {
+                        rejected = true;
+                    }
+                }
+            }
+            if answered || rejected {
                 self.groups.requests.remove(&group);
-                self.events.push_back(if join {
+                self.events.push_back(if rejected {
+                    Event::GroupRejected { group }
+                } else if join {
                     Event::GroupJoined { group }
                 } else {
                     Event::GroupLeft { group }
@@ -126,6 +199,14 @@ impl Connection {
         if !flags.contains(Flags::REPLY_REQ) {
             return;
         }
+        // A refused JOIN is applied, and answered, as a LEAVE: the peer is
+        // not a member afterwards, whatever it was before.
+        let refused = join && !self.groups.policy.accepts(group);
+        let (pk_type, join) = if refused {
+            (PacketType::Leave, false)
+        } else {
+            (pk_type, join)
+        };
         let g = &mut self.groups;
         let known = g.peer.get(&group).copied();
         let newer = known.is_none_or(|(last, _)| pn > last);
@@ -198,6 +279,13 @@ impl Connection {
                 r.due = true;
             }
         }
+    }
+
+    /// Which groups this side accepts JOINs for from now on (source
+    /// side). Membership already applied stays until the peer's next
+    /// JOIN or LEAVE. O(1).
+    pub(crate) fn set_join_policy(&mut self, policy: Arc<JoinPolicy>) {
+        self.groups.policy = policy;
     }
 
     /// Whether the peer is a member of `group` (source side).
