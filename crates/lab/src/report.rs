@@ -38,7 +38,8 @@ pub enum Cell {
         mean: f64,
         /// The CI half-width, if known.
         ci95: Option<f64>,
-        /// Digits after the point (both numbers).
+        /// Digits after the point (both numbers), fewer if the mean
+        /// would show more than four significant digits.
         decimals: usize,
     },
     /// A number already formatted (e.g. to significant digits),
@@ -85,7 +86,16 @@ impl Cell {
                 ci95: Some(ci),
                 decimals,
             } => {
-                format!("{} ± {}", fixed(*mean, *decimals), fixed(*ci, *decimals))
+                // At most four significant digits on the mean, the
+                // interval to the same place: a cell made with 3 decimals
+                // for small quantities reads `1991 ± 5147`, not
+                // `1990.834 ± 5147.380`, when the row's value is large.
+                let d = if *mean == 0.0 || !mean.is_finite() {
+                    *decimals
+                } else {
+                    (*decimals).min(crate::charts::readable::decimals_for(*mean))
+                };
+                format!("{} ± {}", fixed(*mean, d), fixed(*ci, d))
             }
             Cell::MeanCi {
                 mean,
@@ -437,6 +447,20 @@ pub fn relative_link(base: &Path, target: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mean_shows_at_most_four_significant_digits() {
+        assert_eq!(
+            Cell::mean_ci(1990.834, Some(5147.38), 3).render(),
+            "1991 ± 5147"
+        );
+        assert_eq!(Cell::mean_ci(210.87, Some(3.82), 2).render(), "210.9 ± 3.8");
+        assert_eq!(
+            Cell::mean_ci(0.827, Some(0.028), 3).render(),
+            "0.827 ± 0.028"
+        );
+        assert_eq!(Cell::mean_ci(0.0, Some(0.012), 3).render(), "0.000 ± 0.012");
+    }
 
     #[test]
     fn tables_are_aligned_with_fixed_decimals() {
