@@ -88,7 +88,6 @@ use crate::recovery::Recovery;
 use crate::wire::PacketType;
 use lifecycle::{CloseProgress, StartProgress};
 use peregrine_cc::Time;
-use recovery_glue::recovery_config;
 use recv::RecvState;
 use send::SendState;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -202,8 +201,7 @@ impl Connection {
     ) -> Connection {
         let packet_size = config.max_packet_size;
         let block = usize::from(packet_size).saturating_sub(config::DATA_OVERHEAD);
-        let mut recovery = Recovery::new(recovery_config(&config, packet_size), config.cc.build());
-        recovery.set_queue_guard(recovery_glue::queue_guard(&config, packet_size));
+        let recovery = recovery_glue::new_recovery(&config, packet_size);
         let scheduler = config.scheduler;
         Connection {
             local_scale: config.window_scale(),

@@ -31,33 +31,28 @@ pub(in crate::connection) fn recovery_config(
     }
 }
 
-/// The queue guard `config` asks for (`None`: off), for packets of
-/// `packet_size` bytes. O(1).
-pub(in crate::connection) fn queue_guard(
-    config: &ConnectionConfig,
-    packet_size: u16,
-) -> Option<crate::recovery::queue_guard::QueueGuard> {
-    config.queue_guard.map(|d| {
+/// A fresh [`Recovery`] for packets of `packet_size` bytes: the
+/// configuration's timers, a new controller and the queue guard it asks
+/// for. The one place a connection's recovery is built, so a size agreed
+/// in the handshake (path MTU discovery's 1,200-byte base) cannot rebuild
+/// it without the guard. O(1).
+pub(in crate::connection) fn new_recovery(config: &ConnectionConfig, packet_size: u16) -> Recovery {
+    let mut recovery = Recovery::new(recovery_config(config, packet_size), config.cc.build());
+    recovery.set_queue_guard(config.queue_guard.map(|d| {
         crate::recovery::queue_guard::QueueGuard::new(
             d,
             u64::from(packet_size),
             u64::from(config.ack_frequency),
         )
-    })
+    }));
+    recovery
 }
 
 impl Connection {
-    /// A fresh [`Recovery`] for the negotiated packet size, with the
-    /// queue guard the configuration asks for (without it a size agreed
-    /// in the handshake, e.g. path MTU discovery's 1,200-byte base, would
-    /// silently turn the guard off).
+    /// A fresh [`Recovery`] for the negotiated packet size
+    /// ([`new_recovery`]).
     pub(in crate::connection) fn rebuild_recovery(&mut self) {
-        self.recovery = Recovery::new(
-            recovery_config(&self.config, self.packet_size),
-            self.config.cc.build(),
-        );
-        self.recovery
-            .set_queue_guard(queue_guard(&self.config, self.packet_size));
+        self.recovery = new_recovery(&self.config, self.packet_size);
     }
 
     /// Replace the congestion controller.
