@@ -17,6 +17,10 @@
 //! * [`cclab`]: the controller lab's table, showcase report and plots.
 //! * [`bench`]: `peregrine bench endpoint`, one server endpoint with
 //!   thousands of connections in virtual time.
+//! * [`experiment`]: the sweep engine — grids over scenario fields and
+//!   seeds run across cores ([`experiment::run_sweep`]), aggregated with
+//!   95 % confidence intervals. It moved here from `peregrine-sim`, which
+//!   is the engine and its models only.
 //! * [`sweep`]: a scenario sweep written to a directory with its report.
 //! * [`report`], [`charts`], [`published`]: Markdown reports, SVG charts
 //!   and the seed papers' published numbers.
@@ -28,6 +32,7 @@
 pub mod bench;
 pub mod cclab;
 pub mod charts;
+pub mod experiment;
 pub mod keyed;
 pub mod netns;
 pub mod parquet;

@@ -16,7 +16,7 @@ use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int64Ty
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::Type;
-use peregrine_sim::experiment::{spec::value_label, Aggregate, SweepOutcome};
+use crate::experiment::{spec::value_label, Aggregate, SweepOutcome};
 use std::sync::Arc;
 
 /// One column's values, one entry per run.
@@ -143,7 +143,7 @@ mod tests {
     use super::*;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::Field;
-    use peregrine_sim::experiment::{aggregate, run_sweep, SweepSpec};
+    use crate::experiment::{aggregate, run_sweep, SweepSpec};
     use serde_json::json;
 
     #[test]

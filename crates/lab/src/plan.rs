@@ -3,14 +3,14 @@
 //! by the experiment) with `seeds` runs each, across cores.
 //!
 //! The runs go through the simulator's sweep runner
-//! ([`peregrine_sim::experiment::run_sweep`]) over the points' indexes, so
+//! ([`crate::experiment::run_sweep`]) over the points' indexes, so
 //! they inherit its guarantees: results in (point, seed) order whatever
 //! the thread count, the i-th run of every point seeded `base_seed + i`
 //! (common random numbers), and the first failing run in that order
 //! reported with its point and seed.
 
 use anyhow::Context as _;
-use peregrine_sim::experiment::{self, SweepOutcome, SweepSpec};
+use crate::experiment::{self, SweepOutcome, SweepSpec};
 
 /// The grid key that carries a point's index through the sweep runner.
 const POINT_KEY: &str = "point";

@@ -29,7 +29,7 @@ use crate::charts::{self, BarSeries, ChartText};
 use crate::progress::Progress;
 use crate::report::{Cell, Report, Table};
 use anyhow::Context;
-use peregrine_sim::experiment::{
+use crate::experiment::{
     self, aggregate::format_significant, spec::value_label, Aggregate, SweepOutcome, SweepSpec,
 };
 use serde::Serialize;

@@ -34,7 +34,7 @@ use crate::connection::{
 };
 use crate::crypto::noise::{HandshakeRng, SEED_LEN};
 use crate::io::{EcnCodepoint, SansIo, Transmit};
-use crate::pool::BufferPool;
+use pool::BufferPool;
 use crate::rng::SeededRng;
 use crate::sched::SchedulerConfig;
 use crate::send_helpers::write;
@@ -50,7 +50,10 @@ use std::net::SocketAddr;
 
 mod admission;
 mod failure;
-mod mobility;
+#[cfg(test)]
+mod integrity_tests;
+pub mod pool;
+mod pooled_send;
 mod security;
 mod set;
 mod sources;

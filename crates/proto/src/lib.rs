@@ -113,6 +113,7 @@
 
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod connection;
 pub mod crypto;
 pub mod endpoint;
@@ -121,7 +122,6 @@ pub mod harness;
 pub mod io;
 pub mod multicast;
 pub mod pmtud;
-pub mod pool;
 pub mod probe;
 pub mod recovery;
 pub mod rng;
@@ -129,6 +129,7 @@ pub mod sched;
 mod send_helpers;
 pub mod streams;
 pub mod trace;
+pub mod vtime;
 pub mod wire;
 
 /// The shared byte buffer messages are sent from (`bytes::Bytes`).
@@ -138,7 +139,7 @@ pub use connection::{
     HintEffect, MessageData, MessageId, PmtuDiscovery, SendError, Unreachable, WindowCounters,
     WindowTarget,
 };
-pub use endpoint::{ConnectionHandle, Endpoint};
+pub use endpoint::{pool, ConnectionHandle, Endpoint};
 pub use io::{EcnCodepoint, SansIo, Transmit};
 pub use sched::{Scheduler, SchedulerConfig};
 pub use streams::{

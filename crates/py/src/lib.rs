@@ -17,7 +17,7 @@
 
 use peregrine_lab::reproduce::{fanet, mmwave_cvn, quic_sched};
 use peregrine_lab::Progress;
-use peregrine_sim::experiment::{self, Aggregate, SweepOutcome, SweepSpec};
+use peregrine_lab::experiment::{self, Aggregate, SweepOutcome, SweepSpec};
 use peregrine_sim::scenario::overrides::set_path;
 use peregrine_sim::{Scenario, ScenarioError as SimScenarioError};
 use pyo3::create_exception;

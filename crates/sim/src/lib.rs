@@ -1,4 +1,4 @@
-//! # peregrine-sim — the laboratory
+//! # peregrine-sim — the engine and its models
 //!
 //! A deterministic discrete-event simulator that runs the unmodified
 //! `peregrine-proto` code over modelled networks. Scenario in, results
@@ -13,8 +13,6 @@
 //! * [`scenario`]: scenario files, units, validation and `key=value` overrides.
 //! * [`engine`]: the event queue ordered by (time, sequence), endpoints
 //!   driven through their sans-IO interface, forwarding through a router.
-//! * [`experiment`]: sweeps over scenario fields and seeds, run across
-//!   cores and aggregated with 95 % confidence intervals.
 //! * [`world`]: the modelled physical world — geometry, packets, links
 //!   (rate or Mahimahi trace, drop-tail queue, loss, outages), mobility
 //!   models, radio channels (802.11b, 28 GHz mmWave) and routing.
@@ -28,7 +26,6 @@
 pub mod apps;
 pub mod cclab;
 pub mod engine;
-pub mod experiment;
 mod logging;
 pub mod metrics;
 pub mod rng;

@@ -4,7 +4,7 @@
 //! are printed to the same precision (`4.325 ± 0.000`, never
 //! `± 2.767e-12`); grid points are labelled by their values.
 
-use peregrine_sim::experiment::aggregate::format_significant;
+use crate::experiment::aggregate::format_significant;
 
 /// How a summary key reads: a label, a unit and the factor from the
 /// recorded value to that unit.

@@ -51,7 +51,6 @@
 //! Loss recovery and congestion control live in [`crate::recovery`], the
 //! packet-pair start-up in [`crate::probe`].
 
-pub mod config;
 pub mod events;
 pub mod lifecycle;
 pub mod pmtu;
@@ -69,11 +68,11 @@ pub use lifecycle::{group, path};
 use recovery_glue::ack_frequency;
 pub use recv::{range_set, window};
 
-#[cfg(test)]
-mod integrity_tests;
-
 pub use admission::{MAX_RETRIES, MIN_SECURE_START_LEN};
-pub use config::{ConfigError, ConnectionConfig, EndpointConfig, PmtuDiscovery};
+// The settings live in [`crate::config`], below both the connection and
+// the endpoint; `connection::config` stays their old public path.
+pub use crate::config;
+pub use crate::config::{ConfigError, ConnectionConfig, EndpointConfig, PmtuDiscovery};
 pub use events::{CloseReason, Event, HintEffect, MessageId, Unreachable, ViolationKind};
 pub use group::{GroupRequestError, JoinPolicy};
 pub use lifecycle::StartParams;

@@ -23,7 +23,8 @@ pub(crate) mod capture;
 mod groups;
 pub mod handover;
 pub mod olsr;
-pub mod queue;
+/// The event queue, shared with the proto harness (it moved there).
+pub use peregrine_proto::vtime::queue;
 pub mod routing;
 mod security;
 pub(crate) mod vehicular;

@@ -28,7 +28,7 @@ use crate::progress::Progress;
 use crate::report::Comparison;
 use crate::Keyed;
 use anyhow::Context as _;
-use peregrine_sim::experiment::Summary;
+use crate::experiment::Summary;
 use peregrine_sim::scenario::units::Dur;
 use peregrine_sim::scenario::ScenarioConfig;
 use peregrine_sim::{Scenario, SimResults};

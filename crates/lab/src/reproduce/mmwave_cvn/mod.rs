@@ -17,7 +17,7 @@
 //! ON/OFF traffic on the highway. Every point runs several seeds; figures
 //! are means with 95 % Student-t half-widths.
 //!
-//! The grid runs through the sweep runner (`peregrine_sim::experiment`)
+//! The grid runs through the sweep runner (`crate::experiment`)
 //! as overrides of one `[vehicular]` scenario document. The channel does
 //! not depend on traffic, so it is recorded once per (environment,
 //! mobility, seed) and shared by every controller, load and hint run of
@@ -37,7 +37,7 @@ use crate::progress::Progress;
 use crate::report::Comparison;
 use crate::Keyed;
 use anyhow::Context;
-use peregrine_sim::experiment::Summary;
+use crate::experiment::Summary;
 use peregrine_sim::scenario::units::{Dur, Rate};
 use peregrine_sim::scenario::vehicular::VehicularConfig;
 use peregrine_sim::scenario::ScenarioConfig;

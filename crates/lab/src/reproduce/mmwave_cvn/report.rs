@@ -15,7 +15,7 @@ use super::{
 use crate::charts::{self, BarSeries, ChartText, Series};
 use crate::published;
 use crate::report::{published_vs_ours, Cell, Comparison, Report, Table};
-use peregrine_sim::experiment::Summary;
+use crate::experiment::Summary;
 use peregrine_sim::world::channel::mmwave::FailureKind;
 use std::path::PathBuf;
 

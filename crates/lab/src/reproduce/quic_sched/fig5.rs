@@ -15,7 +15,7 @@ use crate::progress::Progress;
 use crate::published;
 use crate::report::{Cell, Report, Table};
 use crate::Keyed;
-use peregrine_sim::experiment::Summary;
+use crate::experiment::Summary;
 use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
 use std::path::Path;
 

@@ -36,7 +36,7 @@ use crate::report::{Cell, Comparison, Report, Table};
 use crate::write_file as write;
 use crate::Keyed;
 use anyhow::Context;
-use peregrine_sim::experiment::{Summary, SweepOutcome};
+use crate::experiment::{Summary, SweepOutcome};
 use peregrine_sim::metrics::{round6, StreamSummary};
 use peregrine_sim::scenario::ScenarioConfig;
 use serde::{Deserialize, Serialize};

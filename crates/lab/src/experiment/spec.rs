@@ -13,7 +13,7 @@
 //! ```
 //!
 //! A grid key is the dotted path of
-//! [`set_path`](crate::scenario::overrides::set_path) (`flows.0.cc`:
+//! [`set_path`](peregrine_sim::scenario::overrides::set_path) (`flows.0.cc`:
 //! element 0 of the `flows` array, its `cc` field). Unquoted dotted keys
 //! make nested TOML tables; they are flattened back to dotted paths, so
 //! both spellings above mean the same. Every grid entry must be a
@@ -37,7 +37,7 @@
 //! keys): deterministic, and the order of every table and CSV built from
 //! it. An empty grid is a single point labelled `base`.
 
-use crate::scenario::overrides::parse_value;
+use peregrine_sim::scenario::overrides::parse_value;
 use thiserror::Error;
 use toml::Value;
 

@@ -1,5 +1,5 @@
 //! The endpoint's side of issue 7: the application's handover window and
-//! the buffer pool ([`crate::pool`]) — sending under the ceiling, exact
+//! the buffer pool ([`super::pool`]) — sending under the ceiling, exact
 //! accounting after every call into a connection, `Writable` events.
 
 use super::{ConnectionHandle, Endpoint};

@@ -8,7 +8,7 @@
 
 use crate::connection::{ConnectionConfig, EndpointConfig, Event};
 use crate::crypto::{NoiseConfig, NoisePattern, SecurityConfig, StaticKeypair};
-use crate::endpoint::Endpoint;
+use super::Endpoint;
 use crate::io::SansIo;
 use crate::wire::StartupMode;
 use crate::Time;

@@ -24,7 +24,7 @@
 //!   connection once that much is free again.
 
 use crate::connection::SendError;
-use crate::endpoint::ConnectionHandle;
+use super::ConnectionHandle;
 use std::collections::BTreeMap;
 
 /// Bytes held by an endpoint's connections, against a ceiling.

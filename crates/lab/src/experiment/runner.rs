@@ -20,7 +20,7 @@
 //! failed runs: the same error for any thread count.
 
 use super::spec::{SpecError, SweepPoint, SweepSpec};
-use crate::scenario::overrides::{set_path, OverrideError};
+use peregrine_sim::scenario::overrides::{set_path, OverrideError};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use thiserror::Error;

@@ -2,7 +2,7 @@
 //! will drive it: a scenario document with a `[sweep]` table, command-line
 //! sweeps laid over it, runs across threads, statistics out.
 
-use peregrine_sim::experiment::{aggregate, run_sweep, t_975, SweepSpec};
+use peregrine_lab::experiment::{aggregate, run_sweep, t_975, SweepSpec};
 use serde_json::json;
 
 const SCENARIO: &str = r#"
