@@ -35,11 +35,11 @@
 //! varies.
 
 use super::alloc;
+use peregrine_proto::vtime::{self, EndpointTimer, EventQueue, Firing, Host, RunLimits};
 use peregrine_proto::{
     ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, SansIo, Time,
 };
 use serde::Serialize;
-use std::collections::{BTreeSet, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -239,25 +239,89 @@ fn index_of(a: SocketAddr) -> Option<usize> {
     }
 }
 
-/// A datagram on the wire: arrival, destination endpoint, source
-/// address, bytes. One delay for all: arrivals are in sending order, so
-/// the wire is a FIFO.
-type InFlight = (Time, usize, SocketAddr, Vec<u8>);
+/// What happens, in the project's one [`EventQueue`].
+enum Ev {
+    /// Connection number `k` opens (all are queued before the run, so at
+    /// an instant they come before anything scheduled later).
+    Open(usize),
+    /// A datagram reaches endpoint `dest` from `from` (one delay for all:
+    /// arrivals are in sending order).
+    Arrive {
+        dest: usize,
+        from: SocketAddr,
+        bytes: Vec<u8>,
+    },
+    /// Endpoint `i`'s timer.
+    Timer(usize),
+}
 
 struct World {
     endpoints: Vec<Endpoint>,
-    /// The timer each endpoint is armed with.
-    armed: Vec<Option<Time>>,
-    /// The same, ordered (exact: an endpoint is in it at most once, so it
-    /// never fills with stale entries as the server's timer moves).
-    timers: BTreeSet<(Time, usize)>,
-    wire: VecDeque<InFlight>,
+    /// Each endpoint's timer, with at most one live event in the queue
+    /// (superseded ones are skipped when they pop).
+    timers: Vec<EndpointTimer>,
+    queue: EventQueue<Ev>,
     /// Datagram buffers to reuse (the bench allocates none per datagram
     /// once warm, so its own cost does not grow with the count).
     spare: Vec<Vec<u8>>,
     buf: Vec<u8>,
     answered: usize,
     closed: usize,
+    /// The answers that end the exchange phase (`None`: the idle phase,
+    /// which runs to its end).
+    goal_answers: Option<usize>,
+}
+
+/// The benchmark is a world of the one host loop ([`vtime::run`]).
+impl Host for World {
+    type Event = Ev;
+    type Error = String;
+
+    fn queue(&mut self) -> &mut EventQueue<Ev> {
+        &mut self.queue
+    }
+
+    fn livelock(&self, at: Time, limit: u64) -> String {
+        format!("over {limit} events at {} ns", at.as_nanos())
+    }
+
+    fn handle(&mut self, now: Time, ev: Ev) -> Result<(), String> {
+        match ev {
+            Ev::Open(k) => {
+                let c = 1 + k / CONNECTIONS_PER_CLIENT;
+                self.endpoints[c]
+                    .connect(now, server_addr(), ConnectionConfig::default())
+                    .map_err(|e| format!("connect: {e}"))?;
+                self.service(c, now)?;
+            }
+            Ev::Arrive {
+                dest,
+                from,
+                mut bytes,
+            } => {
+                self.endpoints[dest].handle_datagram(now, from, None, &mut bytes);
+                self.spare.push(bytes);
+                self.service(dest, now)?;
+            }
+            Ev::Timer(i) => match self.timers[i].fire(now) {
+                Firing::Due => {
+                    self.endpoints[i].handle_timeout(now);
+                    self.service(i, now)?;
+                }
+                Firing::Later(t) => self.queue.push(t, Ev::Timer(i)),
+                Firing::Stale => {}
+            },
+        }
+        if self.closed > 0 {
+            return Err(format!("{} connections closed", self.closed));
+        }
+        Ok(())
+    }
+
+    /// Every answer arrived: the idle phase starts.
+    fn done(&self) -> bool {
+        self.goal_answers == Some(self.answered)
+    }
 }
 
 impl World {
@@ -273,10 +337,11 @@ impl World {
             let ep = &mut self.endpoints[i];
             while let Some(t) = ep.poll_transmit(now, &mut self.buf) {
                 let dest = index_of(t.destination).ok_or("a datagram to an unknown address")?;
-                let mut d = self.spare.pop().unwrap_or_default();
-                d.clear();
-                d.extend_from_slice(&self.buf[..t.size]);
-                self.wire.push_back((now + ONE_WAY_DELAY, dest, from, d));
+                let mut bytes = self.spare.pop().unwrap_or_default();
+                bytes.clear();
+                bytes.extend_from_slice(&self.buf[..t.size]);
+                self.queue
+                    .push(now + ONE_WAY_DELAY, Ev::Arrive { dest, from, bytes });
             }
             let mut acted = false;
             while let Some((h, ev)) = ep.poll_event() {
@@ -301,28 +366,11 @@ impl World {
                 break;
             }
         }
-        let t = self.endpoints[i].poll_timeout();
-        self.arm(i, t);
+        let want = self.endpoints[i].poll_timeout();
+        if let Some(t) = self.timers[i].arm(want, now) {
+            self.queue.push(t, Ev::Timer(i));
+        }
         Ok(())
-    }
-
-    /// Arm endpoint `i`'s timer at `t` (`None`: disarm).
-    fn arm(&mut self, i: usize, t: Option<Time>) {
-        if t == self.armed[i] {
-            return;
-        }
-        if let Some(old) = self.armed[i] {
-            self.timers.remove(&(old, i));
-        }
-        if let Some(t) = t {
-            self.timers.insert((t, i));
-        }
-        self.armed[i] = t;
-    }
-
-    /// The earliest armed timer.
-    fn next_timer(&self) -> Option<(Time, usize)> {
-        self.timers.first().copied()
     }
 }
 
@@ -351,67 +399,41 @@ fn run_one(n: usize, counting: bool) -> Result<Run, BenchError> {
     for i in 0..clients {
         endpoints.push(Endpoint::new(EndpointConfig::default(), 2 + i as u64));
     }
+    let mut queue = EventQueue::new();
+    for k in 0..n {
+        queue.push(Time::ZERO + OPEN_GAP * k as u32, Ev::Open(k));
+    }
     let mut w = World {
-        armed: vec![None; endpoints.len()],
+        timers: vec![EndpointTimer::new(); endpoints.len()],
         endpoints,
-        timers: BTreeSet::new(),
-        wire: VecDeque::new(),
+        queue,
         spare: Vec::new(),
         buf: Vec::with_capacity(2048),
         answered: 0,
         closed: 0,
+        goal_answers: Some(n),
     };
-    let mut opened = 0;
-    let mut idle_until: Option<Time> = None;
     // Far beyond what a healthy run needs: a stuck run ends with an error.
     let give_up = Time::ZERO + OPEN_GAP * n as u32 + IDLE + Duration::from_secs(120);
-    loop {
-        let open_at = (opened < n).then(|| Time::ZERO + OPEN_GAP * opened as u32);
-        let wire_at = w.wire.front().map(|(t, ..)| *t);
-        let timer = w.next_timer();
-        let now = [open_at, wire_at, timer.map(|(t, _)| t)]
-            .into_iter()
-            .flatten()
-            .min()
-            .ok_or_else(|| fail("nothing left to do before the end".into()))?;
-        if let Some(end) = idle_until {
-            if now >= end {
-                break;
-            }
-        }
-        if now > give_up {
-            return Err(fail(format!(
+    // No livelock limit: a healthy run never nears one, a stuck one hits
+    // `give_up` or runs dry.
+    let exchange = RunLimits::until(give_up, u64::MAX);
+    let answered_at = vtime::run(&mut w, exchange, &mut |_, _| {}).map_err(&fail)?;
+    if !w.done() {
+        return Err(fail(match w.queue.peek_time() {
+            None => "nothing left to do before the end".into(),
+            Some(t) => format!(
                 "{} of {n} answers after {:?} of virtual time",
                 w.answered,
-                now.as_nanos() as f64 / 1e9
-            )));
-        }
-        if open_at == Some(now) {
-            let c = 1 + opened / CONNECTIONS_PER_CLIENT;
-            w.endpoints[c]
-                .connect(now, server_addr(), ConnectionConfig::default())
-                .map_err(|e| fail(format!("connect: {e}")))?;
-            opened += 1;
-            w.service(c, now).map_err(&fail)?;
-        } else if wire_at == Some(now) {
-            let Some((_, dest, from, mut bytes)) = w.wire.pop_front() else {
-                continue;
-            };
-            w.endpoints[dest].handle_datagram(now, from, None, &mut bytes);
-            w.spare.push(bytes);
-            w.service(dest, now).map_err(&fail)?;
-        } else if let Some((t, i)) = timer {
-            w.arm(i, None);
-            w.endpoints[i].handle_timeout(t);
-            w.service(i, now).map_err(&fail)?;
-        }
-        if w.closed > 0 {
-            return Err(fail(format!("{} connections closed", w.closed)));
-        }
-        if idle_until.is_none() && w.answered == n {
-            idle_until = Some(now + IDLE);
-        }
+                t.as_nanos() as f64 / 1e9
+            ),
+        }));
     }
+    // The idle phase: everything before `answered_at + IDLE`.
+    let idle_until = answered_at.unwrap_or(Time::ZERO) + IDLE;
+    let idle = RunLimits::until(Time::from_nanos(idle_until.as_nanos() - 1), u64::MAX);
+    w.goal_answers = None;
+    vtime::run(&mut w, idle, &mut |_, _| {}).map_err(&fail)?;
     let seconds = t0.elapsed().as_secs_f64();
     let held = w.endpoints[0].connection_count();
     if held != n {

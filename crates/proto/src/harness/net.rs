@@ -2,9 +2,9 @@
 
 use super::types::{HarnessError, LogEntry, NodeId, RunOutcome, StepEvent};
 use super::{Pipe, PipeConfig};
+use crate::vtime::EventQueue;
 use crate::{EcnCodepoint, SansIo, Time};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 struct Slot<N> {
@@ -24,19 +24,13 @@ struct PipeSlot {
     gen: u64,
 }
 
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
+/// What is due; the project's one [`EventQueue`] orders these by (time,
+/// sequence number), so equal-time events run in the order they were
+/// scheduled.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum EventKind {
     Pipe { index: usize, gen: u64 },
     Timer { node: NodeId, gen: u64 },
-}
-
-/// Ordered by (time, sequence number); the sequence number is unique, so
-/// equal-time events run in the order they were scheduled.
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct Event {
-    at: Time,
-    seq: u64,
-    kind: EventKind,
 }
 
 /// Sans-IO nodes in memory, joined by seeded [`Pipe`]s, in virtual time.
@@ -59,8 +53,7 @@ pub struct Harness<N: SansIo> {
     overrides: BTreeMap<(NodeId, NodeId), PipeConfig>,
     pipe_index: BTreeMap<(NodeId, NodeId), usize>,
     pipes: Vec<PipeSlot>,
-    events: BinaryHeap<Reverse<Event>>,
-    next_seq: u64,
+    events: EventQueue<EventKind>,
     any_dirty: bool,
     buf: Vec<u8>,
     timer_spin_limit: u32,
@@ -88,8 +81,7 @@ impl<N: SansIo> Harness<N> {
             overrides: BTreeMap::new(),
             pipe_index: BTreeMap::new(),
             pipes: Vec::new(),
-            events: BinaryHeap::new(),
-            next_seq: 0,
+            events: EventQueue::new(),
             any_dirty: false,
             buf: Vec::with_capacity(2048),
             timer_spin_limit: Self::DEFAULT_TIMER_SPIN_LIMIT,
@@ -354,12 +346,12 @@ impl<N: SansIo> Harness<N> {
     pub fn step(&mut self) -> Result<Option<StepEvent>, HarnessError> {
         self.drain_dirty()?;
         loop {
-            let Some(ev) = self.pop_live() else {
+            let Some((at, kind)) = self.pop_live() else {
                 return Ok(None);
             };
-            self.advance(ev.at);
+            self.advance(at);
             self.tick()?;
-            if let Some(done) = self.run_event(ev.kind)? {
+            if let Some(done) = self.run_event(kind)? {
                 return Ok(Some(done));
             }
         }
@@ -461,13 +453,11 @@ impl<N: SansIo> Harness<N> {
     }
 
     fn schedule(&mut self, at: Time, kind: EventKind) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.events.push(Reverse(Event { at, seq, kind }));
+        self.events.push(at, kind);
     }
 
-    fn is_live(&self, ev: &Event) -> bool {
-        match ev.kind {
+    fn is_live(&self, kind: EventKind) -> bool {
+        match kind {
             EventKind::Pipe { index, gen } => self.pipes[index].gen == gen,
             EventKind::Timer { node, gen } => self.nodes[node.0].timer_gen == gen,
         }
@@ -475,19 +465,19 @@ impl<N: SansIo> Harness<N> {
 
     fn peek_live(&mut self) -> Option<Time> {
         loop {
-            let Reverse(ev) = self.events.peek()?;
-            if self.is_live(ev) {
-                return Some(ev.at);
+            let (at, &kind) = self.events.peek()?;
+            if self.is_live(kind) {
+                return Some(at);
             }
             self.events.pop();
         }
     }
 
-    fn pop_live(&mut self) -> Option<Event> {
+    fn pop_live(&mut self) -> Option<(Time, EventKind)> {
         loop {
-            let Reverse(ev) = self.events.pop()?;
-            if self.is_live(&ev) {
-                return Some(ev);
+            let (at, kind) = self.events.pop()?;
+            if self.is_live(kind) {
+                return Some((at, kind));
             }
         }
     }

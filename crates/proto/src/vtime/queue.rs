@@ -1,6 +1,8 @@
 //! The event queue: a min-heap ordered by (time, sequence number), so
 //! events at the same instant run in the order they were scheduled —
-//! deterministic, whatever the heap's internal layout.
+//! deterministic, whatever the heap's internal layout. The project's one
+//! time-ordered queue (it was the simulator engine's; the harness, the
+//! DCF, the controller lab and the benchmarks had a heap each).
 
 use peregrine_cc::Time;
 use std::cmp::Ordering;
@@ -72,6 +74,16 @@ impl<E> EventQueue<E> {
         self.heap.peek().map(|e| e.time)
     }
 
+    /// The earliest event and its time, without removing it. O(1).
+    pub fn peek(&self) -> Option<(Time, &E)> {
+        self.heap.peek().map(|e| (e.time, &e.event))
+    }
+
+    /// Iterate over every waiting event, in no particular order. O(events).
+    pub fn iter(&self) -> impl Iterator<Item = (Time, &E)> {
+        self.heap.iter().map(|e| (e.time, &e.event))
+    }
+
     /// Events popped so far.
     pub fn processed(&self) -> u64 {
         self.popped
@@ -104,5 +116,8 @@ mod tests {
         let order: Vec<&str> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, ["a", "b", "x", "c", "d"]);
         assert_eq!(q.processed(), 5);
+        q.push(t(2), "y");
+        assert_eq!(q.peek(), Some((t(2), &"y")));
+        assert_eq!(q.iter().count(), 1);
     }
 }

@@ -21,14 +21,13 @@ use peregrine_cc::types::{
     LinkHintKind, PathInfo, SendGate,
 };
 use peregrine_cc::{CongestionController, Time};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+use peregrine_proto::recovery::RttEstimator;
+use peregrine_proto::vtime::{self, EventQueue, Host, RunLimits};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 /// DupThresh: a packet is lost once one sent this many later is acknowledged.
 const PACKET_THRESHOLD: u64 = 3;
-/// RFC 6298 clock granularity G.
-const CLOCK_GRANULARITY: Duration = Duration::from_millis(1);
 /// RFC 6298 initial RTO.
 const INITIAL_RTO: Duration = Duration::from_secs(1);
 /// Upper bound on the backed-off RTO.
@@ -64,8 +63,7 @@ struct Lab<'a> {
     cfg: &'a LabConfig,
     cc: &'a mut dyn CongestionController,
     now: Time,
-    events: BinaryHeap<Reverse<(Time, u64, Ev)>>,
-    seq: u64,
+    events: EventQueue<Ev>,
     // Sender.
     next_pn: u64,
     next_data_id: u64,
@@ -74,10 +72,9 @@ struct Lab<'a> {
     delivered_data: Vec<bool>,
     bytes_delivered: u64,
     sampler: DeliveryRateSampler,
-    srtt: Option<Duration>,
-    rttvar: Option<Duration>,
-    min_rtt: Option<Duration>,
-    latest_rtt: Option<Duration>,
+    /// RFC 6298: the transport's own estimator (its backoff unused: the
+    /// lab backs off with `rto_backoff`, unbounded by `MAX_RTO`).
+    rtt: RttEstimator,
     rto_backoff: u32,
     rto_gen: u64,
     rto_armed: bool,
@@ -124,8 +121,7 @@ pub fn run(cc: &mut dyn CongestionController, cfg: &LabConfig) -> LabTrace {
         cfg,
         cc,
         now: Time::ZERO,
-        events: BinaryHeap::new(),
-        seq: 0,
+        events: EventQueue::new(),
         next_pn: 0,
         next_data_id: 0,
         outstanding: BTreeMap::new(),
@@ -133,10 +129,7 @@ pub fn run(cc: &mut dyn CongestionController, cfg: &LabConfig) -> LabTrace {
         delivered_data: Vec::new(),
         bytes_delivered: 0,
         sampler: DeliveryRateSampler::new(),
-        srtt: None,
-        rttvar: None,
-        min_rtt: None,
-        latest_rtt: None,
+        rtt: RttEstimator::new(INITIAL_RTO, cfg.min_rto, MAX_RTO),
         rto_backoff: 1,
         rto_gen: 0,
         rto_armed: false,
@@ -186,8 +179,7 @@ pub fn run(cc: &mut dyn CongestionController, cfg: &LabConfig) -> LabTrace {
 
 impl Lab<'_> {
     fn schedule(&mut self, at: Time, ev: Ev) {
-        self.seq += 1;
-        self.events.push(Reverse((at, self.seq, ev)));
+        self.events.push(at, ev);
     }
 
     fn mss(&self) -> u32 {
@@ -195,11 +187,7 @@ impl Lab<'_> {
     }
 
     fn rto(&self) -> Duration {
-        let base = match (self.srtt, self.rttvar) {
-            (Some(s), Some(v)) => s + CLOCK_GRANULARITY.max(4 * v),
-            _ => INITIAL_RTO,
-        };
-        base.max(self.cfg.min_rto).min(MAX_RTO)
+        self.rtt.rto()
     }
 
     fn snd_una(&self) -> u64 {
@@ -227,11 +215,11 @@ impl Lab<'_> {
         PathInfo {
             now: self.now,
             mss: self.mss(),
-            srtt: self.srtt,
-            rttvar: self.rttvar,
+            srtt: self.rtt.srtt(),
+            rttvar: self.rtt.rttvar(),
             rto: self.rto(),
-            min_rtt: self.min_rtt,
-            latest_rtt: self.latest_rtt,
+            min_rtt: self.rtt.min_rtt(),
+            latest_rtt: self.rtt.latest_rtt(),
             snd_una: self.snd_una(),
             snd_nxt: self.next_pn,
             delivered: self.sampler.delivered(),
@@ -252,7 +240,7 @@ impl Lab<'_> {
             event,
             queue_bytes: self.queue.backlog().1,
             in_flight_pkts: self.in_flight(),
-            latest_rtt: self.latest_rtt,
+            latest_rtt: self.rtt.latest_rtt(),
             mode: stats.mode,
             bandwidth_estimate_bytes_per_sec: stats.bandwidth_estimate_bytes_per_sec,
         });
@@ -272,49 +260,69 @@ impl Lab<'_> {
         self.schedule(Time::ZERO, Ev::Sample);
         self.try_send();
         let end = Time::ZERO + self.cfg.duration;
-        while let Some(Reverse((at, _, ev))) = self.events.pop() {
-            if at > end {
-                break;
-            }
-            self.now = at;
-            match ev {
-                Ev::LinkDone => self.link_done(),
-                Ev::Ack(pn) => self.on_ack(pn),
-                Ev::Rto(gen) if gen == self.rto_gen && self.rto_armed => self.on_rto(false),
-                Ev::Rto(_) => {}
-                Ev::SendWake => {
-                    if self.wake_pending == Some(at) {
-                        self.wake_pending = None;
-                    }
-                }
-                Ev::Script(idx) => self.on_script(idx),
-                Ev::BlockageEnd(_) => {
-                    self.blocked_until = None;
-                    self.record(Some(LabEvent::BlockageEnd));
-                    self.schedule(
-                        self.now + Duration::from_millis(300),
-                        Ev::MeasureAfterBlockage,
-                    );
-                }
-                Ev::MeasureAfterBlockage => {
-                    if self.cwnd_after_blockage.is_none() {
-                        self.cwnd_after_blockage = Some(self.cc.cwnd_bytes());
-                    }
-                }
-                Ev::Sample => {
-                    self.record(None);
-                    self.sample_cwnd_sum += self.cc.cwnd_bytes() as f64;
-                    self.sample_count += 1;
-                    self.schedule(
-                        self.now + self.cfg.sample_interval.max(Duration::from_micros(100)),
-                        Ev::Sample,
-                    );
-                }
-            }
-            self.try_send();
+        // No livelock check: every event of the lab moves time or ends.
+        let limits = RunLimits::until(end, u64::MAX);
+        match vtime::run(self, limits, &mut |_, _| {}) {
+            Ok(_) => {}
+            Err(never) => match never {},
         }
     }
+}
 
+impl Host for Lab<'_> {
+    type Event = Ev;
+    type Error = std::convert::Infallible;
+
+    fn queue(&mut self) -> &mut EventQueue<Ev> {
+        &mut self.events
+    }
+
+    fn livelock(&self, _: Time, _: u64) -> Self::Error {
+        unreachable!("the lab runs without a livelock limit")
+    }
+
+    fn handle(&mut self, at: Time, ev: Ev) -> Result<(), Self::Error> {
+        self.now = at;
+        match ev {
+            Ev::LinkDone => self.link_done(),
+            Ev::Ack(pn) => self.on_ack(pn),
+            Ev::Rto(gen) if gen == self.rto_gen && self.rto_armed => self.on_rto(false),
+            Ev::Rto(_) => {}
+            Ev::SendWake => {
+                if self.wake_pending == Some(at) {
+                    self.wake_pending = None;
+                }
+            }
+            Ev::Script(idx) => self.on_script(idx),
+            Ev::BlockageEnd(_) => {
+                self.blocked_until = None;
+                self.record(Some(LabEvent::BlockageEnd));
+                self.schedule(
+                    self.now + Duration::from_millis(300),
+                    Ev::MeasureAfterBlockage,
+                );
+            }
+            Ev::MeasureAfterBlockage => {
+                if self.cwnd_after_blockage.is_none() {
+                    self.cwnd_after_blockage = Some(self.cc.cwnd_bytes());
+                }
+            }
+            Ev::Sample => {
+                self.record(None);
+                self.sample_cwnd_sum += self.cc.cwnd_bytes() as f64;
+                self.sample_count += 1;
+                self.schedule(
+                    self.now + self.cfg.sample_interval.max(Duration::from_micros(100)),
+                    Ev::Sample,
+                );
+            }
+        }
+        self.try_send();
+        Ok(())
+    }
+}
+
+impl Lab<'_> {
     fn on_script(&mut self, idx: usize) {
         let Some(item) = self.cfg.script.get(idx).cloned() else {
             return;
@@ -493,19 +501,8 @@ impl Lab<'_> {
     }
 
     fn on_rtt_sample(&mut self, rtt: Duration) {
-        self.latest_rtt = Some(rtt);
-        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
-        match (self.srtt, self.rttvar) {
-            (Some(s), Some(v)) => {
-                let err = s.abs_diff(rtt);
-                self.rttvar = Some(v * 3 / 4 + err / 4);
-                self.srtt = Some(s * 7 / 8 + rtt / 8);
-            }
-            _ => {
-                self.srtt = Some(rtt);
-                self.rttvar = Some(rtt / 2);
-            }
-        }
+        // No ACK delay: the lab's receiver acknowledges at once.
+        self.rtt.on_sample(rtt, Duration::ZERO);
         self.rtt_sum += rtt;
         self.rtt_count += 1;
     }
@@ -557,7 +554,7 @@ impl Lab<'_> {
         let una_after = self.snd_una();
         let rate = self
             .sampler
-            .end_ack(self.min_rtt, newly_lost, prior_in_flight, 1);
+            .end_ack(self.rtt.min_rtt(), newly_lost, prior_in_flight, 1);
         let sample = AckSample {
             acked_segs: 1,
             acked_bytes: self.mss() as u64,

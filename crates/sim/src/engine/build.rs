@@ -3,6 +3,7 @@
 
 use super::{addr, AppSlot, FlowRt, Sim, Slot};
 use super::{Ev, EventQueue, SimError, StaticRoutes};
+use peregrine_proto::vtime::EndpointTimer;
 use crate::apps::{App, MessageTrace};
 use crate::metrics::output::{FlowResult, LinkResult, SimResults};
 use crate::metrics::{FlowMetrics, StreamMetrics};
@@ -208,8 +209,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             port: p,
             flow: f,
             client: true,
-            armed: None,
-            scheduled: None,
+            timer: EndpointTimer::new(),
             handle: None,
             shared: false,
         });
@@ -230,8 +230,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
                     port: super::groups::SHARED_PORT,
                     flow: f,
                     client: false,
-                    armed: None,
-                    scheduled: None,
+                    timer: EndpointTimer::new(),
                     handle: None,
                     shared: true,
                 });
@@ -247,8 +246,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
                     port: p,
                     flow: f,
                     client: false,
-                    armed: None,
-                    scheduled: None,
+                    timer: EndpointTimer::new(),
                     handle: None,
                     shared: false,
                 });

@@ -33,7 +33,7 @@
 //! `group_rate`, message `k`'s number in its first 8 bytes, from
 //! [`STREAM_START`] to [`STOP_BEFORE_END`] before the end.
 
-use super::queue::EventQueue;
+use peregrine_proto::vtime::{self, EventQueue, Host, RunLimits};
 use super::SimError;
 use crate::metrics::handover::{measure, HandoverSpan, StreamMeasures, StreamTrace};
 use crate::scenario::Scenario;
@@ -420,27 +420,27 @@ impl World {
             .connect(Time::ZERO, addr(SERVER), self.s.config.clone())
             .map_err(|e| format!("unicast connect: {e}"))?;
         self.service(UNICAST)?;
-        let (mut at, mut n) = (Time::ZERO, 0u64);
-        while let Some((t, ev)) = self.queue.pop() {
-            if t > self.s.end {
-                break;
-            }
-            if t == at {
-                n += 1;
-                if n > MAX_EVENTS_PER_INSTANT {
-                    return Err(format!("livelock at {} ns", t.as_nanos()));
-                }
-            } else {
-                (at, n) = (t, 0);
-            }
-            self.now = t;
-            self.handle(ev)?;
-        }
+        let limits = RunLimits::until(self.s.end, MAX_EVENTS_PER_INSTANT);
+        vtime::run(self, limits, &mut |_, _| {})?;
         Ok(())
     }
+}
 
-    fn handle(&mut self, ev: Ev) -> Result<(), String> {
-        let now = self.now;
+/// The handover world is a world of the one host loop ([`vtime::run`]).
+impl Host for World {
+    type Event = Ev;
+    type Error = String;
+
+    fn queue(&mut self) -> &mut EventQueue<Ev> {
+        &mut self.queue
+    }
+
+    fn livelock(&self, at: Time, _limit: u64) -> String {
+        format!("livelock at {} ns", at.as_nanos())
+    }
+
+    fn handle(&mut self, now: Time, ev: Ev) -> Result<(), String> {
+        self.now = now;
         match ev {
             Ev::Timer(e) => {
                 if self.armed[e] == Some(now) {
@@ -487,6 +487,9 @@ impl World {
         }
         Ok(())
     }
+}
+
+impl World {
 
     /// The policy: see the module documentation.
     fn on_change(&mut self, c: AssociationChange) -> Result<(), String> {

@@ -35,6 +35,7 @@ use crate::metrics::{FlowMetrics, FlowSample, SumCount};
 use crate::world::link::{DropReason, LinkModel, LinkOutput};
 use crate::world::packet::Packet;
 use peregrine_cc::Time;
+use peregrine_proto::vtime::{self, EndpointTimer, Firing, Host, RunLimits};
 use peregrine_proto::{ConnectionHandle, Endpoint, Event, SansIo};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -64,7 +65,7 @@ pub(crate) const PROGRESS_EVERY_EVENTS: u64 = 1 << 16;
 const MAX_EVENTS_PER_INSTANT: u64 = 5_000_000;
 
 #[derive(Debug)]
-enum Ev {
+pub(crate) enum Ev {
     FlowStart(usize),
     Timer(usize),
     LinkWake(usize),
@@ -87,11 +88,10 @@ struct Slot {
     port: u16,
     flow: usize,
     client: bool,
-    /// The instant the endpoint's `poll_timeout` asked for.
-    armed: Option<Time>,
-    /// The time of the one live timer event in the queue (an earlier
-    /// request pushes a new event; a later one waits for this to fire).
-    scheduled: Option<Time>,
+    /// The endpoint's `poll_timeout`, with its one live event in the
+    /// queue (an earlier request pushes a new event; a later one waits
+    /// for this to fire).
+    timer: EndpointTimer,
     handle: Option<ConnectionHandle>,
     /// A `[[flow_groups]]` server endpoint serving many flows (`flow` is
     /// then only its first member; see `groups.rs`).
@@ -208,84 +208,12 @@ impl Sim {
         &mut self,
         progress: &mut dyn FnMut(Time, u64),
     ) -> Result<u64, SimError> {
-        let mut last_t = Time::ZERO;
-        let mut same_t = 0u64;
-        let mut until_report = PROGRESS_EVERY_EVENTS;
-        while let Some(t) = self.queue.peek_time() {
-            if t > self.end {
-                break;
-            }
-            let Some((t, ev)) = self.queue.pop() else {
-                break;
-            };
-            until_report -= 1;
-            if until_report == 0 {
-                until_report = PROGRESS_EVERY_EVENTS;
-                progress(t, self.queue.processed());
-            }
-            if t == last_t {
-                same_t += 1;
-                if same_t > MAX_EVENTS_PER_INSTANT {
-                    return Err(self.fail(format!(
-                        "livelock: over {MAX_EVENTS_PER_INSTANT} events at t = {} ns",
-                        t.as_nanos()
-                    )));
-                }
-            } else {
-                last_t = t;
-                same_t = 0;
-            }
-            self.now = t;
-            match ev {
-                Ev::FlowStart(f) => self.start_flow(f)?,
-                Ev::Timer(s) => {
-                    if self.slots[s].scheduled == Some(t) {
-                        self.slots[s].scheduled = None;
-                        match self.slots[s].armed {
-                            Some(a) if a <= t => {
-                                self.slots[s].armed = None;
-                                self.slots[s].ep.handle_timeout(t);
-                                self.service(s)?;
-                            }
-                            Some(a) => {
-                                // Re-armed later since this event was pushed.
-                                self.slots[s].scheduled = Some(a);
-                                self.queue.push(a, Ev::Timer(s));
-                            }
-                            None => {}
-                        }
-                    }
-                }
-                Ev::LinkWake(l) => {
-                    if self.link_wake[l] == Some(t) {
-                        self.link_wake[l] = None;
-                        self.advance_link(l);
-                    }
-                }
-                Ev::Arrive(node, slot) => {
-                    let pkt = self.take_packet(slot);
-                    self.arrive(node, pkt)?;
-                }
-                Ev::App(a) => self.fire_app(a)?,
-                Ev::Hint(f, hint) => {
-                    let c = self.flows[f].client;
-                    if let Some(h) = self.slots[c].handle {
-                        self.slots[c].ep.link_hint(h, t, &hint);
-                        self.service(c)?;
-                    }
-                }
-                Ev::Sample => self.sample(),
-                Ev::RouteTick => {
-                    if let Some(w) = self.wireless.as_mut() {
-                        let next = w.tick(t);
-                        if next <= self.end {
-                            self.queue.push(next, Ev::RouteTick);
-                        }
-                    }
-                }
-                Ev::Olsr => self.olsr_due(),
-            }
-        }
+        let limits = RunLimits {
+            end: Some(self.end),
+            max_events_per_instant: MAX_EVENTS_PER_INSTANT,
+            progress_every_events: PROGRESS_EVERY_EVENTS,
+        };
+        vtime::run(self, limits, progress)?;
         self.now = self.end;
         if self
             .wireless
@@ -302,6 +230,71 @@ impl Sim {
         Ok(self.queue.processed())
     }
 
+}
+
+/// The engine is a world of the one host loop ([`vtime::run`]).
+impl Host for Sim {
+    type Event = Ev;
+    type Error = SimError;
+
+    fn queue(&mut self) -> &mut EventQueue<Ev> {
+        &mut self.queue
+    }
+
+    fn livelock(&self, at: Time, limit: u64) -> SimError {
+        self.fail(format!(
+            "livelock: over {limit} events at t = {} ns",
+            at.as_nanos()
+        ))
+    }
+
+    fn handle(&mut self, t: Time, ev: Ev) -> Result<(), SimError> {
+        self.now = t;
+        match ev {
+            Ev::FlowStart(f) => self.start_flow(f)?,
+            Ev::Timer(s) => match self.slots[s].timer.fire(t) {
+                Firing::Due => {
+                    self.slots[s].ep.handle_timeout(t);
+                    self.service(s)?;
+                }
+                // Re-armed later since this event was pushed.
+                Firing::Later(a) => self.queue.push(a, Ev::Timer(s)),
+                Firing::Stale => {}
+            },
+            Ev::LinkWake(l) => {
+                if self.link_wake[l] == Some(t) {
+                    self.link_wake[l] = None;
+                    self.advance_link(l);
+                }
+            }
+            Ev::Arrive(node, slot) => {
+                let pkt = self.take_packet(slot);
+                self.arrive(node, pkt)?;
+            }
+            Ev::App(a) => self.fire_app(a)?,
+            Ev::Hint(f, hint) => {
+                let c = self.flows[f].client;
+                if let Some(h) = self.slots[c].handle {
+                    self.slots[c].ep.link_hint(h, t, &hint);
+                    self.service(c)?;
+                }
+            }
+            Ev::Sample => self.sample(),
+            Ev::RouteTick => {
+                if let Some(w) = self.wireless.as_mut() {
+                    let next = w.tick(t);
+                    if next <= self.end {
+                        self.queue.push(next, Ev::RouteTick);
+                    }
+                }
+            }
+            Ev::Olsr => self.olsr_due(),
+        }
+        Ok(())
+    }
+}
+
+impl Sim {
     fn start_flow(&mut self, f: usize) -> Result<(), SimError> {
         let now = self.now;
         let (c, srv) = (self.flows[f].client, self.flows[f].server);
@@ -377,14 +370,9 @@ impl Sim {
                 }
             }
         }
-        let next = self.slots[s].ep.poll_timeout().map(|t| t.max(now));
-        let slot = &mut self.slots[s];
-        slot.armed = next;
-        if let Some(t) = next {
-            if slot.scheduled.is_none_or(|x| t < x) {
-                slot.scheduled = Some(t);
-                self.queue.push(t, Ev::Timer(s));
-            }
+        let want = self.slots[s].ep.poll_timeout();
+        if let Some(t) = self.slots[s].timer.arm(want, now) {
+            self.queue.push(t, Ev::Timer(s));
         }
         Ok(())
     }

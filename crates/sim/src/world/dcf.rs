@@ -60,9 +60,8 @@ use super::queue::{DropTailQueue, QueueLimit};
 use crate::rng::{component_rng, SimRng};
 use peregrine_cc::Time;
 use rand::RngExt;
+use peregrine_proto::vtime::EventQueue;
 use serde::{Deserialize, Serialize};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::time::Duration;
 
 /// The `next_hop` of a broadcast frame: every node that decodes it gets a
@@ -326,8 +325,8 @@ pub struct Dcf {
     st: Vec<Station>,
     txs: Vec<Tx>,
     next_id: u64,
-    events: BinaryHeap<Reverse<(Time, u64, Ev)>>,
-    seq: u64,
+    /// In (time, sequence) order: the project's one event queue.
+    events: EventQueue<Ev>,
     rng: SimRng,
     stats: DcfStats,
     sens_mw: f64,
@@ -419,8 +418,7 @@ impl Dcf {
             st,
             txs: Vec::new(),
             next_id: 0,
-            events: BinaryHeap::new(),
-            seq: 0,
+            events: EventQueue::new(),
             rng: component_rng(seed, "wifi/dcf"),
             stats: DcfStats::default(),
             slot,
@@ -487,12 +485,11 @@ impl Dcf {
 
     /// The instant of the next pending event. O(1).
     pub fn next_event(&self) -> Option<Time> {
-        self.events.peek().map(|Reverse((t, _, _))| *t)
+        self.events.peek_time()
     }
 
     fn push(&mut self, t: Time, ev: Ev) {
-        self.seq += 1;
-        self.events.push(Reverse((t, self.seq, ev)));
+        self.events.push(t, ev);
     }
 
     /// Queue `pkt` at `node` at `now`, addressed to `pkt.next_hop` (or
@@ -614,7 +611,7 @@ impl Dcf {
         positions: &mut dyn Positions,
         out: &mut LinkOutput,
     ) {
-        while let Some(&Reverse((t, _, ev))) = self.events.peek() {
+        while let Some((t, &ev)) = self.events.peek() {
             if t > now {
                 break;
             }
