@@ -120,6 +120,7 @@ pub mod endpoint;
 #[cfg(feature = "harness")]
 pub mod harness;
 pub mod io;
+pub mod loss;
 pub mod multicast;
 pub mod pmtud;
 pub mod probe;

@@ -102,39 +102,9 @@ pub struct Reorder {
     pub extra_delay_us: u64,
 }
 
-/// The Gilbert-Elliott two-state loss channel.
-///
-/// The channel is in the good or the bad state; before each datagram it
-/// moves good → bad with probability `p_gb` and bad → good with
-/// probability `p_bg`, then the datagram is lost with the loss probability
-/// of the state it is in. It starts in the good state. The bad state lasts
-/// `1 / p_bg` datagrams on average, and with `loss_bad = 1`,
-/// `loss_good = 0` that is the mean loss-burst length; the long-run loss
-/// rate is `(p_gb·loss_bad + p_bg·loss_good) / (p_gb + p_bg)`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct GilbertElliott {
-    /// Probability of moving from good to bad, per datagram.
-    pub p_gb: f64,
-    /// Probability of moving from bad to good, per datagram.
-    pub p_bg: f64,
-    /// Loss probability in the good state (default 0).
-    pub loss_good: f64,
-    /// Loss probability in the bad state (default 1).
-    pub loss_bad: f64,
-}
-
-impl Default for GilbertElliott {
-    /// Never enters the bad state until configured; a bad state loses all.
-    fn default() -> Self {
-        GilbertElliott {
-            p_gb: 0.0,
-            p_bg: 1.0,
-            loss_good: 0.0,
-            loss_bad: 1.0,
-        }
-    }
-}
+/// The Gilbert-Elliott two-state loss channel: the project's one model,
+/// shared with the simulator's links ([`crate::loss`]).
+pub use crate::loss::GilbertElliott;
 
 /// Bit errors in datagrams that are delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Default, Serialize, Deserialize)]

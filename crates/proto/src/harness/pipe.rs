@@ -2,12 +2,12 @@
 
 use super::config::{CorruptionPattern, Jitter, PipeConfig};
 use super::{seeded_rng, ConfigError};
+use crate::vtime::EventQueue;
 use crate::{EcnCodepoint, Time};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 /// Why a pipe dropped a datagram.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -113,30 +113,6 @@ pub struct Delivered {
     pub held_back: bool,
 }
 
-struct InFlight {
-    due_at: Time,
-    seq: u64,
-    item: Delivered,
-}
-
-// Ordered by (due time, push order) only: the payload does not matter.
-impl Ord for InFlight {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (self.due_at, self.seq).cmp(&(o.due_at, o.seq))
-    }
-}
-impl PartialOrd for InFlight {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl PartialEq for InFlight {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for InFlight {}
-
 /// One random stream per impairment, all from one key: turning one knob
 /// on or off does not change the decisions any other knob makes.
 struct Rngs {
@@ -199,8 +175,8 @@ pub struct Pipe {
     backlog: VecDeque<(Time, u64)>,
     backlog_bytes: u64,
     last_fifo_due: Time,
-    next_seq: u64,
-    in_flight: BinaryHeap<Reverse<InFlight>>,
+    /// In (due time, push order): the project's one event queue.
+    in_flight: EventQueue<Delivered>,
     stats: PipeStats,
 }
 
@@ -221,8 +197,7 @@ impl Pipe {
             backlog: VecDeque::new(),
             backlog_bytes: 0,
             last_fifo_due: Time::ZERO,
-            next_seq: 0,
-            in_flight: BinaryHeap::new(),
+            in_flight: EventQueue::new(),
             stats: PipeStats::default(),
         })
     }
@@ -364,7 +339,7 @@ impl Pipe {
 
     /// When the next datagram is due, if any is in flight.
     pub fn next_delivery(&self) -> Option<Time> {
-        self.in_flight.peek().map(|Reverse(f)| f.due_at)
+        self.in_flight.peek_time()
     }
 
     /// The next datagram due at or before `now`, in (due time, push order).
@@ -372,10 +347,10 @@ impl Pipe {
         if self.next_delivery()? > now {
             return None;
         }
-        let Reverse(f) = self.in_flight.pop()?;
+        let (_, item) = self.in_flight.pop()?;
         self.stats.delivered += 1;
-        self.stats.delivered_bytes += f.item.datagram.len() as u64;
-        Some(f.item)
+        self.stats.delivered_bytes += item.datagram.len() as u64;
+        Some(item)
     }
 
     fn drop(&mut self, cause: DropCause) -> PushOutcome {
@@ -388,19 +363,7 @@ impl Pipe {
             return false;
         };
         let rng = &mut self.rngs.burst;
-        self.ge_bad = if self.ge_bad {
-            !chance(rng, ge.p_bg)
-        } else {
-            chance(rng, ge.p_gb)
-        };
-        chance(
-            rng,
-            if self.ge_bad {
-                ge.loss_bad
-            } else {
-                ge.loss_good
-            },
-        )
+        ge.lose(&mut self.ge_bad, || rng.random::<f64>())
     }
 
     fn schedule(&mut self, tx_end: Time, mut item: Delivered) {
@@ -431,13 +394,7 @@ impl Pipe {
             }
         }
         item.due_at = Time::from_nanos(due);
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.in_flight.push(Reverse(InFlight {
-            due_at: item.due_at,
-            seq,
-            item,
-        }));
+        self.in_flight.push(item.due_at, item);
     }
 }
 

@@ -1,6 +1,7 @@
 //! The one channel-loss module of every link kind: Bernoulli and
-//! Gilbert-Elliott, each drawing from its own seeded generator, optionally
-//! sparing non-DATA packets.
+//! Gilbert-Elliott (the model of [`peregrine_proto::loss`], which the
+//! harness's pipes use too), each drawing from its own seeded generator,
+//! optionally sparing non-DATA packets.
 //!
 //! Point-to-point and trace links draw from a ChaCha12 stream named
 //! `link/<name>/<dir>/loss` ([`component_rng`](crate::rng::component_rng));
@@ -10,6 +11,7 @@
 
 use crate::rng::SimRng;
 use crate::scenario::model::LossSpec;
+use peregrine_proto::loss::GilbertElliott;
 use rand::{Rng, RngExt};
 
 /// A loss model with its state, drawing from a generator of type `R`.
@@ -55,17 +57,17 @@ impl<R: Rng> LossModel<R> {
                 if data_only && !is_data {
                     return false;
                 }
-                // State transition first, then a loss draw in the new state.
-                let u: f64 = self.rng.random();
-                if self.bad {
-                    if u < p_bg {
-                        self.bad = false;
-                    }
-                } else if u < p_gb {
-                    self.bad = true;
-                }
-                let p = if self.bad { loss_bad } else { loss_good };
-                p > 0.0 && self.rng.random::<f64>() < p
+                // The project's one Gilbert-Elliott channel (shared with
+                // the harness's pipes): a state transition first, then a
+                // loss draw in the new state.
+                let ge = GilbertElliott {
+                    p_gb,
+                    p_bg,
+                    loss_good,
+                    loss_bad,
+                };
+                let rng = &mut self.rng;
+                ge.lose(&mut self.bad, || rng.random::<f64>())
             }
         }
     }
