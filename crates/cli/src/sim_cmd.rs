@@ -22,9 +22,9 @@ use crate::progress::Bar;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use peregrine_lab::sweep::{run_sweep_to_dir, summary_table, SweepOptions};
-use peregrine_sim::scenario::overrides::{parse_assignment, set_path};
-use peregrine_sim::{run as run_sim, run_observed, RunOptions, Scenario, ScenarioError};
-use std::path::{Path, PathBuf};
+use peregrine_sim::scenario::ScenarioDocument;
+use peregrine_sim::{run as run_sim, run_observed, RunOptions, Scenario};
+use std::path::PathBuf;
 
 /// Arguments of `peregrine sim`.
 #[derive(Args, Debug)]
@@ -83,9 +83,9 @@ pub struct SweepArgs {
 /// Run `peregrine sim`.
 pub fn run(args: SimArgs) -> Result<()> {
     let origin = args.scenario.display().to_string();
-    let doc = read_document(&args.scenario, &args.set)?;
-    let wants_sweep =
-        !args.sweep.sweep.is_empty() || args.sweep.seeds.is_some() || doc.get("sweep").is_some();
+    // Read, parsed and overridden once: one run and a sweep both start here.
+    let doc = ScenarioDocument::read(&args.scenario, &args.set)?;
+    let wants_sweep = !args.sweep.sweep.is_empty() || args.sweep.seeds.is_some() || doc.has_sweep();
     if wants_sweep {
         for (flag, given) in [
             ("--pcap", args.pcap.is_some()),
@@ -100,7 +100,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         }
         return run_sweep_cmd(&args, &origin, &doc);
     }
-    let scenario = Scenario::from_file(&args.scenario, &args.set)?;
+    let scenario = doc.scenario()?;
     let options = RunOptions {
         pcap_dir: args.pcap.clone(),
         qlog_dir: args.qlog.clone(),
@@ -152,40 +152,13 @@ pub fn run(args: SimArgs) -> Result<()> {
     Ok(())
 }
 
-/// The scenario file as a TOML document with the `--set` overrides applied.
-pub fn read_document(path: &Path, overrides: &[String]) -> Result<toml::Value> {
-    let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ScenarioError::new(&origin, "(file)", e.to_string()))?;
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| ScenarioError::new(&origin, "(document)", e.message()))?;
-    let mut doc = toml::Value::Table(table);
-    for o in overrides {
-        let (key, value) =
-            parse_assignment(o).map_err(|e| ScenarioError::new(&origin, "--set", e.to_string()))?;
-        set_path(&mut doc, &key, value)
-            .map_err(|e| ScenarioError::new(&origin, key.clone(), e.to_string()))?;
-    }
-    Ok(doc)
-}
-
 /// `peregrine sim … --sweep …`: the grid in parallel, then the sweep outputs.
-fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &toml::Value) -> Result<()> {
-    let name = doc
-        .get("name")
-        .and_then(toml::Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| {
-            args.scenario
-                .file_stem()
-                .map_or_else(|| "scenario".into(), |s| s.to_string_lossy().into_owned())
-        });
+fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &ScenarioDocument) -> Result<()> {
+    let name = doc.name();
     let dir = args
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("sim-out").join(format!("{name}-sweep")));
-    let base_dir = args.scenario.parent().map(Path::to_path_buf);
     let mut command = format!("`peregrine sim {origin}");
     for s in &args.set {
         command.push_str(&format!(" --set {s}"));
@@ -201,7 +174,7 @@ fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &toml::Value) -> Result<()> 
     let files = run_sweep_to_dir(
         &format!("Sweep of {name}"),
         &description,
-        doc,
+        doc.value(),
         &SweepOptions {
             sweep: args.sweep.sweep.clone(),
             seeds: args.sweep.seeds,
@@ -209,13 +182,7 @@ fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &toml::Value) -> Result<()> 
         },
         &dir,
         &Bar::new(args.sweep.quiet),
-        |run_doc, _seed| {
-            let mut s = Scenario::from_value(run_doc.clone(), origin)?;
-            if let Some(d) = &base_dir {
-                s = s.with_base_dir(d);
-            }
-            Ok(run_sim(&s)?.summary_json())
-        },
+        |run_doc, _seed| Ok(run_sim(&doc.run_scenario(run_doc.clone())?)?.summary_json()),
     )?;
     crate::out(&summary_table(&files.aggregate))?;
     crate::out(&format!(

@@ -18,7 +18,7 @@
 use peregrine_lab::reproduce::{fanet, mmwave_cvn, quic_sched};
 use peregrine_lab::Progress;
 use peregrine_lab::experiment::{self, Aggregate, SweepOutcome, SweepSpec};
-use peregrine_sim::scenario::overrides::set_path;
+use peregrine_sim::scenario::ScenarioDocument;
 use peregrine_sim::{Scenario, ScenarioError as SimScenarioError};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -120,66 +120,44 @@ fn from_toml(py: Python<'_>, v: &toml::Value) -> PyResult<PyObject> {
     })
 }
 
-/// Lay `set` (dotted key → value) over `doc`.
+/// Lay `set` (dotted key → value) over `doc`, through the scenario
+/// document's one override function (the one `--set` uses).
 fn apply_set(
     py: Python<'_>,
-    doc: &mut toml::Value,
-    origin: &str,
+    doc: &mut ScenarioDocument,
     set: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<()> {
     let Some(set) = set else { return Ok(()) };
     for (k, v) in set.iter() {
         let key: String = k.extract()?;
         let value = to_toml(&v, &key)?;
-        set_path(doc, &key, value).map_err(|e| {
-            scenario_err(
-                py,
-                &SimScenarioError::new(origin, key.clone(), e.to_string()),
-            )
-        })?;
+        doc.set(&key, value).map_err(|e| scenario_err(py, &e))?;
     }
     Ok(())
 }
 
-/// A validated scenario: the TOML document (overrides applied), where it
-/// came from and the folder its relative paths resolve against.
+/// A validated scenario: the scenario document (overrides applied, its
+/// origin and the folder its relative paths resolve against) that
+/// `peregrine sim` reads too.
 #[pyclass(module = "peregrine._native", name = "Scenario", frozen)]
 #[derive(Clone)]
 struct PyScenario {
-    doc: toml::Value,
-    origin: String,
-    base_dir: Option<PathBuf>,
+    doc: ScenarioDocument,
 }
 
 impl PyScenario {
     /// Validate `doc` (O(scenario size)).
-    fn new(
-        py: Python<'_>,
-        doc: toml::Value,
-        origin: String,
-        base_dir: Option<PathBuf>,
-    ) -> PyResult<PyScenario> {
-        let s = PyScenario {
-            doc,
-            origin,
-            base_dir,
-        };
-        s.build_with(&s.doc).map_err(|e| scenario_err(py, &e))?;
+    fn new(py: Python<'_>, doc: ScenarioDocument) -> PyResult<PyScenario> {
+        let s = PyScenario { doc };
+        s.build_with(s.doc.value())
+            .map_err(|e| scenario_err(py, &e))?;
         Ok(s)
     }
 
-    /// The engine's scenario from one run's document.
+    /// The engine's scenario from one run's document (a `[sweep]` table
+    /// describes a sweep; one run ignores it).
     fn build_with(&self, doc: &toml::Value) -> Result<Scenario, SimScenarioError> {
-        let mut d = doc.clone();
-        if let toml::Value::Table(t) = &mut d {
-            // A `[sweep]` table describes a sweep; one run ignores it.
-            t.remove("sweep");
-        }
-        let s = Scenario::from_value(d, &self.origin)?;
-        Ok(match &self.base_dir {
-            Some(dir) => s.with_base_dir(dir),
-            None => s,
-        })
+        self.doc.run_scenario(doc.clone())
     }
 }
 
@@ -254,13 +232,9 @@ impl PyScenario {
         path: PathBuf,
         set: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyScenario> {
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            scenario_err(py, &SimScenarioError::new(&origin, "(file)", e.to_string()))
-        })?;
-        let mut doc = parse_toml(py, &text, &origin)?;
-        apply_set(py, &mut doc, &origin, set)?;
-        PyScenario::new(py, doc, origin, path.parent().map(Path::to_path_buf))
+        let mut doc = ScenarioDocument::read(&path, &[]).map_err(|e| scenario_err(py, &e))?;
+        apply_set(py, &mut doc, set)?;
+        PyScenario::new(py, doc)
     }
 
     /// A scenario from TOML text.
@@ -273,9 +247,11 @@ impl PyScenario {
         base_dir: Option<PathBuf>,
         origin: String,
     ) -> PyResult<PyScenario> {
-        let mut doc = parse_toml(py, text, &origin)?;
-        apply_set(py, &mut doc, &origin, set)?;
-        PyScenario::new(py, doc, origin, base_dir)
+        let mut doc = ScenarioDocument::parse(text, &origin)
+            .map_err(|e| scenario_err(py, &e))?
+            .with_base_dir(base_dir);
+        apply_set(py, &mut doc, set)?;
+        PyScenario::new(py, doc)
     }
 
     /// A scenario from a dict shaped like the TOML file.
@@ -287,52 +263,52 @@ impl PyScenario {
         set: Option<&Bound<'_, PyDict>>,
         base_dir: Option<PathBuf>,
     ) -> PyResult<PyScenario> {
-        let origin = "<dict>".to_string();
-        let mut d = to_toml(doc.as_any(), "")?;
-        apply_set(py, &mut d, &origin, set)?;
-        PyScenario::new(py, d, origin, base_dir)
+        let mut d =
+            ScenarioDocument::from_value(to_toml(doc.as_any(), "")?, "<dict>").with_base_dir(base_dir);
+        apply_set(py, &mut d, set)?;
+        PyScenario::new(py, d)
     }
 
     /// A copy with `set` laid over it.
     fn with_set(&self, py: Python<'_>, set: &Bound<'_, PyDict>) -> PyResult<PyScenario> {
         let mut doc = self.doc.clone();
-        apply_set(py, &mut doc, &self.origin, Some(set))?;
-        PyScenario::new(py, doc, self.origin.clone(), self.base_dir.clone())
+        apply_set(py, &mut doc, Some(set))?;
+        PyScenario::new(py, doc)
     }
 
     /// The document as TOML text.
     fn to_toml(&self) -> PyResult<String> {
-        toml::to_string(&self.doc).map_err(runtime)
+        toml::to_string(self.doc.value()).map_err(runtime)
     }
 
     /// The document as a dict.
     fn to_dict(&self, py: Python<'_>) -> PyResult<PyObject> {
-        from_toml(py, &self.doc)
+        from_toml(py, self.doc.value())
     }
 
     /// The scenario's name.
     #[getter]
     fn name(&self) -> PyResult<String> {
-        Ok(self.build_with(&self.doc).map_err(runtime)?.name())
+        Ok(self.build_with(self.doc.value()).map_err(runtime)?.name())
     }
 
     /// Where it came from (a path, `<dict>` or `<toml>`).
     #[getter]
     fn origin(&self) -> String {
-        self.origin.clone()
+        self.doc.origin().to_string()
     }
 
     /// The folder relative paths (traces) resolve against.
     #[getter]
     fn base_dir(&self) -> Option<PathBuf> {
-        self.base_dir.clone()
+        self.doc.base_dir().map(Path::to_path_buf)
     }
 
     /// Simulate once (GIL released); returns the native results.
     #[pyo3(signature = (progress=false))]
     fn run(&self, py: Python<'_>, progress: bool) -> PyResult<PyResults> {
         let scenario = self
-            .build_with(&self.doc)
+            .build_with(self.doc.value())
             .map_err(|e| scenario_err(py, &e))?;
         if progress {
             stderr(py, &format!("peregrine: running {} …", scenario.name()))?;
@@ -352,21 +328,10 @@ impl PyScenario {
     }
 
     fn __repr__(&self) -> String {
-        format!("Scenario(origin={:?})", self.origin)
+        format!("Scenario(origin={:?})", self.doc.origin())
     }
 }
 
-fn parse_toml(py: Python<'_>, text: &str, origin: &str) -> PyResult<toml::Value> {
-    text.parse::<toml::Table>()
-        .map(toml::Value::Table)
-        .map_err(|e| {
-            let line = e
-                .span()
-                .map(|sp| text[..sp.start.min(text.len())].matches('\n').count() + 1);
-            let field = line.map_or("(document)".to_string(), |l| format!("line {l}"));
-            scenario_err(py, &SimScenarioError::new(origin, field, e.message()))
-        })
-}
 
 /// One run's results (native half of `peregrine.Results`).
 #[pyclass(module = "peregrine._native", name = "Results", frozen)]
@@ -503,7 +468,7 @@ impl PySweepPlan {
                     return Err(scenario_err(
                         py,
                         &SimScenarioError::new(
-                            &scenario.origin,
+                            scenario.doc.origin(),
                             key,
                             "a grid key needs a non-empty list of values",
                         ),
@@ -512,11 +477,11 @@ impl PySweepPlan {
             };
             keys.push((key, values));
         }
-        let from_doc = SweepSpec::from_document(&scenario.doc)
+        let from_doc = SweepSpec::from_document(scenario.doc.value())
             .map_err(|e| {
                 scenario_err(
                     py,
-                    &SimScenarioError::new(&scenario.origin, "sweep", e.to_string()),
+                    &SimScenarioError::new(scenario.doc.origin(), "sweep", e.to_string()),
                 )
             })?
             .unwrap_or_default();
@@ -590,7 +555,7 @@ impl PySweepPlan {
             },
             move || {
                 experiment::run_sweep(
-                    &scenario.doc,
+                    scenario.doc.value(),
                     &spec,
                     threads,
                     &|done, total| count.update(done, total),
@@ -647,7 +612,7 @@ impl PySweepPlan {
     /// Ray backend runs exactly the documents the local backend runs).
     fn documents(&self) -> anyhow::Result<SweepOutcome<(toml::Value, u64)>> {
         experiment::run_sweep::<_, std::convert::Infallible, _>(
-            &self.scenario.doc,
+            self.scenario.doc.value(),
             &self.spec,
             1,
             &|_, _| {},
@@ -666,13 +631,12 @@ fn run_document(
     base_dir: Option<PathBuf>,
     origin: String,
 ) -> PyResult<String> {
-    let doc = parse_toml(py, text, &origin)?;
-    let s = PyScenario {
-        doc,
-        origin,
-        base_dir,
-    };
-    let scenario = s.build_with(&s.doc).map_err(|e| scenario_err(py, &e))?;
+    let doc = ScenarioDocument::parse(text, &origin)
+        .map_err(|e| scenario_err(py, &e))?
+        .with_base_dir(base_dir);
+    let scenario = doc
+        .run_scenario(doc.value().clone())
+        .map_err(|e| scenario_err(py, &e))?;
     let summary = py
         .allow_threads(|| peregrine_sim::run(&scenario).map(|r| r.summary_json()))
         .map_err(runtime)?;

@@ -3,9 +3,10 @@
 //! A scenario is read in three steps, each with errors that name the
 //! file, the field path (`flows.0.cc`) and what is allowed:
 //!
-//! 1. the text is parsed into a `toml::Value` and the `--set key=value`
-//!    [`overrides`] are applied to that document, so every field of every
-//!    scenario can be overridden (and swept) the same way;
+//! 1. the text is parsed into a [`ScenarioDocument`] and the
+//!    `--set key=value` [`overrides`] are applied to that document, so
+//!    every field of every scenario can be overridden (and swept) the same
+//!    way — in one place, for the CLI and Python alike;
 //! 2. the document is deserialized into the typed [`config`] structs
 //!    (unknown keys are errors; [`units`] parses `"100s"` and `"5Mbps"`);
 //! 3. [`validate`] checks meaning (known nodes, controllers, one queue
@@ -19,6 +20,7 @@
 //! show the path as written.
 
 pub mod config;
+pub mod document;
 pub mod flow_groups;
 pub mod model;
 pub mod overrides;
@@ -31,6 +33,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 pub use config::ScenarioConfig;
+pub use document::ScenarioDocument;
 pub use model::Model;
 
 /// A scenario that cannot be read: the file, the field and the problem.
@@ -76,31 +79,15 @@ impl Scenario {
         origin: &str,
         overrides: &[String],
     ) -> Result<Scenario, ScenarioError> {
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            let line = e
-                .span()
-                .map(|sp| text[..sp.start.min(text.len())].matches('\n').count() + 1);
-            let field = line.map_or("(document)".to_string(), |l| format!("line {l}"));
-            ScenarioError::new(origin, field, e.message().to_string())
-        })?;
-        let mut doc = toml::Value::Table(table);
-        for o in overrides {
-            let (key, value) = overrides::parse_assignment(o)
-                .map_err(|e| ScenarioError::new(origin, "--set", e.to_string()))?;
-            overrides::set_path(&mut doc, &key, value)
-                .map_err(|e| ScenarioError::new(origin, key.clone(), e.to_string()))?;
-        }
-        Scenario::from_value(doc, origin)
+        let mut doc = ScenarioDocument::parse(text, origin)?;
+        doc.apply_all(overrides)?;
+        Scenario::from_value(doc.value().clone(), origin)
     }
 
-    /// Read a scenario file and apply `overrides`.
+    /// Read a scenario file and apply `overrides`
+    /// ([`ScenarioDocument::read`], then [`ScenarioDocument::scenario`]).
     pub fn from_file(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ScenarioError::new(&origin, "(file)", e.to_string()))?;
-        let mut s = Scenario::from_toml_str(&text, &origin, overrides)?;
-        s.base_dir = path.parent().map(Path::to_path_buf);
-        Ok(s)
+        ScenarioDocument::read(path, overrides)?.scenario()
     }
 
     /// Deserialize and validate a TOML document.
