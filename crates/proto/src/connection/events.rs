@@ -204,7 +204,7 @@ pub enum ViolationKind {
     Unauthenticated,
 }
 
-/// An event for the application, from [`Endpoint::poll_event`](crate::endpoint::Endpoint::poll_event).
+/// An event for the application, from [`Endpoint::poll_event`](crate::Endpoint::poll_event).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
     /// The connection is established (both ends are CONNECTED).

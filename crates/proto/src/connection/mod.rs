@@ -1,9 +1,9 @@
 //! # The connection state machine
 //!
 //! One [`Connection`] is one SLTP association seen from one side. It is
-//! owned and driven by an [`Endpoint`](crate::endpoint::Endpoint), which
+//! owned and driven by an [`Endpoint`](crate::Endpoint), which
 //! demultiplexes datagrams by connection id; applications talk to the
-//! endpoint with a [`ConnectionHandle`](crate::endpoint::ConnectionHandle).
+//! endpoint with a [`ConnectionHandle`](crate::ConnectionHandle).
 //!
 //! ## Call order (the sans-IO contract)
 //!
@@ -111,7 +111,7 @@ pub(crate) struct Counters {
 }
 
 /// One side of one connection, driven through its
-/// [`Endpoint`](crate::endpoint::Endpoint).
+/// [`Endpoint`](crate::Endpoint).
 ///
 /// Call order: feed datagrams, timeouts and application calls with `now`;
 /// then drain the transmit queue; then read events and ask for the next

@@ -36,7 +36,7 @@ impl ConnectionState {
     }
 }
 
-/// Everything [`Endpoint::stats`](crate::endpoint::Endpoint::stats) reports.
+/// Everything [`Endpoint::stats`](crate::Endpoint::stats) reports.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConnectionStats {
     /// Life-cycle state.

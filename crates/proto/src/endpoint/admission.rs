@@ -65,17 +65,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// What one half-open connection costs the endpoint, bytes, as the
-/// half-open accounting counts it (`EndpointStats::half_open_bytes`): the
-/// heap a Noise_XX listener holds per answered START — the boxed
-/// `Connection` (2,880 bytes inline: the configuration is shared, the
-/// packet keys boxed and absent until XX message 3), its Noise handshake
-/// state, the START-REPLY kept for re-sending, recovery and scheduler
-/// state, and the endpoint's id, peer, timer and half-open map entries —
-/// measured at 6,685 bytes by a counting allocator
-/// (`tests/half_open_memory.rs`, which fails if an entry outgrows this),
-/// rounded up to 8 KiB. (8,565 bytes before the sharing and boxing.)
-pub const HALF_OPEN_ENTRY_BYTES: usize = 8 << 10;
+// The half-open entry's cost is a setting's unit, so it lives with the
+// settings (below both the endpoint and the connection).
+pub use crate::config::HALF_OPEN_ENTRY_BYTES;
 
 /// Half-open lifetime of a token-validated connection, in round trips.
 const HALF_OPEN_RTTS: u32 = 3;

@@ -8,7 +8,7 @@ use crate::streams::StreamConfig;
 use peregrine_cc::Time;
 
 impl Connection {
-    /// Queue a message; see [`Endpoint::send_message`](crate::endpoint::Endpoint::send_message).
+    /// Queue a message; see [`Endpoint::send_message`](crate::Endpoint::send_message).
     pub(crate) fn send_message(
         &mut self,
         now: Time,
