@@ -10,13 +10,13 @@
 //! lacks the field). One row group, uncompressed: the file depends only on
 //! the runs, so two sweeps with the same seeds write identical bytes.
 
+use crate::experiment::{spec::value_label, Aggregate, SweepOutcome};
 use anyhow::Context;
 use parquet::basic::{ConvertedType, Repetition, Type as PhysicalType};
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int64Type};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::Type;
-use crate::experiment::{spec::value_label, Aggregate, SweepOutcome};
 use std::sync::Arc;
 
 /// One column's values, one entry per run.
@@ -141,9 +141,9 @@ pub fn runs_parquet(outcome: &SweepOutcome, aggregate: &Aggregate) -> anyhow::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::{aggregate, run_sweep, SweepSpec};
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::Field;
-    use crate::experiment::{aggregate, run_sweep, SweepSpec};
     use serde_json::json;
 
     #[test]

@@ -9,8 +9,8 @@
 //! (common random numbers), and the first failing run in that order
 //! reported with its point and seed.
 
-use anyhow::Context as _;
 use crate::experiment::{self, SweepOutcome, SweepSpec};
+use anyhow::Context as _;
 
 /// The grid key that carries a point's index through the sweep runner.
 const POINT_KEY: &str = "point";

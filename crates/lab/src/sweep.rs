@@ -26,12 +26,12 @@
 
 use crate::charts::readable::{grid_keys, grid_values, mean_ci, readable};
 use crate::charts::{self, BarSeries, ChartText};
-use crate::progress::Progress;
-use crate::report::{Cell, Report, Table};
-use anyhow::Context;
 use crate::experiment::{
     self, aggregate::format_significant, spec::value_label, Aggregate, SweepOutcome, SweepSpec,
 };
+use crate::progress::Progress;
+use crate::report::{Cell, Report, Table};
+use anyhow::Context;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 

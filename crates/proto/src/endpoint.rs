@@ -34,7 +34,6 @@ use crate::connection::{
 };
 use crate::crypto::noise::{HandshakeRng, SEED_LEN};
 use crate::io::{EcnCodepoint, SansIo, Transmit};
-use pool::BufferPool;
 use crate::rng::SeededRng;
 use crate::sched::SchedulerConfig;
 use crate::send_helpers::write;
@@ -45,6 +44,7 @@ use crate::wire::{
     Tlv, PROTOCOL_VERSION,
 };
 use peregrine_cc::{CcConfig, LinkHint, Time};
+use pool::BufferPool;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 

@@ -15,9 +15,9 @@
 //! stops a sweep: no new run starts and the call returns once the runs
 //! in flight end.
 
+use peregrine_lab::experiment::{self, Aggregate, SweepOutcome, SweepSpec};
 use peregrine_lab::reproduce::{fanet, mmwave_cvn, quic_sched};
 use peregrine_lab::Progress;
-use peregrine_lab::experiment::{self, Aggregate, SweepOutcome, SweepSpec};
 use peregrine_sim::scenario::ScenarioDocument;
 use peregrine_sim::{Scenario, ScenarioError as SimScenarioError};
 use pyo3::create_exception;
@@ -263,8 +263,8 @@ impl PyScenario {
         set: Option<&Bound<'_, PyDict>>,
         base_dir: Option<PathBuf>,
     ) -> PyResult<PyScenario> {
-        let mut d =
-            ScenarioDocument::from_value(to_toml(doc.as_any(), "")?, "<dict>").with_base_dir(base_dir);
+        let mut d = ScenarioDocument::from_value(to_toml(doc.as_any(), "")?, "<dict>")
+            .with_base_dir(base_dir);
         apply_set(py, &mut d, set)?;
         PyScenario::new(py, d)
     }
@@ -331,7 +331,6 @@ impl PyScenario {
         format!("Scenario(origin={:?})", self.doc.origin())
     }
 }
-
 
 /// One run's results (native half of `peregrine.Results`).
 #[pyclass(module = "peregrine._native", name = "Results", frozen)]

@@ -6,9 +6,9 @@
 //! stays a unit test, driving two endpoints by hand (no harness). Its
 //! sibling end-to-end AEAD tests are in `tests/connection/aead.rs`.
 
+use super::Endpoint;
 use crate::connection::{ConnectionConfig, EndpointConfig, Event};
 use crate::crypto::{NoiseConfig, NoisePattern, SecurityConfig, StaticKeypair};
-use super::Endpoint;
 use crate::io::SansIo;
 use crate::wire::StartupMode;
 use crate::Time;

@@ -23,8 +23,8 @@
 //!   [`Event::Writable`](crate::Event::Writable) is raised for that
 //!   connection once that much is free again.
 
-use crate::connection::SendError;
 use super::ConnectionHandle;
+use crate::connection::SendError;
 use std::collections::BTreeMap;
 
 /// Bytes held by an endpoint's connections, against a ceiling.

@@ -249,7 +249,10 @@ mod tests {
             progress_every_events: 2,
             ..RunLimits::until(Time::from_nanos(20), 100)
         };
-        let last = run(&mut t, limits, &mut |at, n| reports.push((at.as_nanos(), n))).unwrap();
+        let last = run(&mut t, limits, &mut |at, n| {
+            reports.push((at.as_nanos(), n))
+        })
+        .unwrap();
         assert_eq!(last, Some(Time::from_nanos(20)));
         let times: Vec<u64> = t.seen.iter().map(|s| s.0).collect();
         assert_eq!(times, [0, 10, 10, 20, 20, 20, 20]);

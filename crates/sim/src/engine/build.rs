@@ -3,7 +3,6 @@
 
 use super::{addr, AppSlot, FlowRt, Sim, Slot};
 use super::{Ev, EventQueue, SimError, StaticRoutes};
-use peregrine_proto::vtime::EndpointTimer;
 use crate::apps::{App, MessageTrace};
 use crate::metrics::output::{FlowResult, LinkResult, SimResults};
 use crate::metrics::{FlowMetrics, StreamMetrics};
@@ -16,6 +15,7 @@ use crate::world::loss::LossModel;
 use crate::world::outage::Outages;
 use crate::world::trace::MahimahiTrace;
 use peregrine_cc::Time;
+use peregrine_proto::vtime::EndpointTimer;
 use peregrine_proto::{ConnectionConfig, Endpoint, EndpointConfig, PmtuDiscovery, StreamConfig};
 use rand::RngExt;
 use std::collections::BTreeMap;

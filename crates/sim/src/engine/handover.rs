@@ -33,7 +33,6 @@
 //! `group_rate`, message `k`'s number in its first 8 bytes, from
 //! [`STREAM_START`] to [`STOP_BEFORE_END`] before the end.
 
-use peregrine_proto::vtime::{self, EventQueue, Host, RunLimits};
 use super::SimError;
 use crate::metrics::handover::{measure, HandoverSpan, StreamMeasures, StreamTrace};
 use crate::scenario::Scenario;
@@ -45,6 +44,7 @@ use crate::world::packet::Packet;
 use crate::world::vehicles::{AssociationChange, ChannelTimeline};
 use crate::Time;
 use peregrine_proto::multicast::{GroupConfig, GroupReceiver, GroupSender};
+use peregrine_proto::vtime::{self, EventQueue, Host, RunLimits};
 use peregrine_proto::{
     ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, SansIo,
 };
@@ -490,7 +490,6 @@ impl Host for World {
 }
 
 impl World {
-
     /// The policy: see the module documentation.
     fn on_change(&mut self, c: AssociationChange) -> Result<(), String> {
         match c {

@@ -229,7 +229,6 @@ impl Sim {
         }
         Ok(self.queue.processed())
     }
-
 }
 
 /// The engine is a world of the one host loop ([`vtime::run`]).

@@ -171,7 +171,10 @@ mod tests {
         let e = ScenarioDocument::parse("a = 1\nb = = 2\n", "x.toml").unwrap_err();
         assert_eq!(e.field, "line 2");
         let e = ScenarioDocument::read(Path::new("/nonexistent/s.toml"), &[]).unwrap_err();
-        assert_eq!((e.origin.as_str(), e.field.as_str()), ("/nonexistent/s.toml", "(file)"));
+        assert_eq!(
+            (e.origin.as_str(), e.field.as_str()),
+            ("/nonexistent/s.toml", "(file)")
+        );
     }
 
     #[test]

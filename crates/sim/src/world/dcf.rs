@@ -59,8 +59,8 @@ use super::packet::Packet;
 use super::queue::{DropTailQueue, QueueLimit};
 use crate::rng::{component_rng, SimRng};
 use peregrine_cc::Time;
-use rand::RngExt;
 use peregrine_proto::vtime::EventQueue;
+use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

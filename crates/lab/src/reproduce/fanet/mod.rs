@@ -23,12 +23,12 @@
 //! `plots/`, and `runs.jsonl` (every run's measurements: a [`RunRecord`]
 //! per line).
 
+use crate::experiment::Summary;
 use crate::plan::{run_plan, PlanRuns};
 use crate::progress::Progress;
 use crate::report::Comparison;
 use crate::Keyed;
 use anyhow::Context as _;
-use crate::experiment::Summary;
 use peregrine_sim::scenario::units::Dur;
 use peregrine_sim::scenario::ScenarioConfig;
 use peregrine_sim::{Scenario, SimResults};

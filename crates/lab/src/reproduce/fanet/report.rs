@@ -7,9 +7,9 @@
 
 use super::{stat, CaseRuns, FlowRecord, RunRecord, CONTROLLERS};
 use crate::charts::{bar_chart, time_series, BarSeries, ChartText, Series};
+use crate::experiment::Summary;
 use crate::published::{self, MdTable};
 use crate::report::{published_vs_ours, Cell, Comparison, Report, Table};
-use crate::experiment::Summary;
 use std::path::{Path, PathBuf};
 
 /// What the report needs besides the runs.

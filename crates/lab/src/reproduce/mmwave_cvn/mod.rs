@@ -32,12 +32,12 @@
 //! 1.0 offers 50 Mbit/s per vehicle, the 50 MB RLC buffer 1.25 MB) so the
 //! default grid fits in minutes on two cores.
 
+use crate::experiment::Summary;
 use crate::plan::{run_plan, PlanRuns};
 use crate::progress::Progress;
 use crate::report::Comparison;
 use crate::Keyed;
 use anyhow::Context;
-use crate::experiment::Summary;
 use peregrine_sim::scenario::units::{Dur, Rate};
 use peregrine_sim::scenario::vehicular::VehicularConfig;
 use peregrine_sim::scenario::ScenarioConfig;

@@ -13,9 +13,9 @@ use super::{
     RATE_SCALE, SEEDS, SEED_LOADS, SIDE_SEEDS,
 };
 use crate::charts::{self, BarSeries, ChartText, Series};
+use crate::experiment::Summary;
 use crate::published;
 use crate::report::{published_vs_ours, Cell, Comparison, Report, Table};
-use crate::experiment::Summary;
 use peregrine_sim::world::channel::mmwave::FailureKind;
 use std::path::PathBuf;
 

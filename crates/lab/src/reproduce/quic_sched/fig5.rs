@@ -11,11 +11,11 @@ use super::{
     FIG5_SCHEDULERS,
 };
 use crate::charts::{self, ChartText, Samples};
+use crate::experiment::Summary;
 use crate::progress::Progress;
 use crate::published;
 use crate::report::{Cell, Report, Table};
 use crate::Keyed;
-use crate::experiment::Summary;
 use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
 use std::path::Path;
 

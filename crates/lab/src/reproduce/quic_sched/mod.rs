@@ -29,6 +29,7 @@
 //! 95 % CI.
 
 use crate::charts::{self, BarSeries, ChartText};
+use crate::experiment::{Summary, SweepOutcome};
 use crate::plan::{run_plan, PlanRuns};
 use crate::progress::Progress;
 use crate::published;
@@ -36,7 +37,6 @@ use crate::report::{Cell, Comparison, Report, Table};
 use crate::write_file as write;
 use crate::Keyed;
 use anyhow::Context;
-use crate::experiment::{Summary, SweepOutcome};
 use peregrine_sim::metrics::{round6, StreamSummary};
 use peregrine_sim::scenario::ScenarioConfig;
 use serde::{Deserialize, Serialize};
