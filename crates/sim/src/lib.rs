@@ -30,6 +30,7 @@ mod logging;
 pub mod metrics;
 pub mod rng;
 pub mod scenario;
+pub mod units;
 pub mod world;
 
 pub use engine::SimError;

@@ -24,7 +24,8 @@ pub mod document;
 pub mod flow_groups;
 pub mod model;
 pub mod overrides;
-pub mod units;
+/// Units moved up to [`crate::units`] (the world's configs read them too).
+pub use crate::units;
 pub mod validate;
 pub mod vehicular;
 pub mod wireless;
