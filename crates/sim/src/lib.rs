@@ -7,12 +7,21 @@
 //! `summary.json`, tidy CSVs and a readable table. The `peregrine sim`
 //! command is a thin layer over these three calls.
 //!
+//! This crate is the engine and its models only. Sweeps over scenario
+//! fields and seeds (the grid, the parallel runner, confidence
+//! intervals) are the laboratory's: `peregrine_lab::experiment`. The
+//! event queue and the host loop the engine runs on are
+//! `peregrine_proto::vtime`, shared with the harness and the lab.
+//!
 //! * [`rng`]: every random source is a seeded generator derived from the
 //!   scenario seed and a stable component name, so adding a component never
 //!   changes another component's draws.
-//! * [`scenario`]: scenario files, units, validation and `key=value` overrides.
-//! * [`engine`]: the event queue ordered by (time, sequence), endpoints
-//!   driven through their sans-IO interface, forwarding through a router.
+//! * [`scenario`]: scenario files — the [`scenario::ScenarioDocument`]
+//!   read, parsed and overridden (`key=value`) once — and validation.
+//! * [`units`]: durations and rates as scenario files write them.
+//! * [`engine`]: a world of the one host loop (`peregrine_proto::vtime`),
+//!   endpoints driven through their sans-IO interface, forwarding through
+//!   a router.
 //! * [`world`]: the modelled physical world — geometry, packets, links
 //!   (rate or Mahimahi trace, drop-tail queue, loss, outages), mobility
 //!   models, radio channels (802.11b, 28 GHz mmWave) and routing.

@@ -1,6 +1,11 @@
 //! Experiments: sweeps over scenario fields and seeds, run in parallel and
 //! aggregated with confidence intervals.
 //!
+//! The sweep engine is the laboratory's (it was `peregrine_sim::experiment`;
+//! the simulator is the engine and its models only): a typed runner —
+//! [`run_sweep`] is generic over what one run returns — that any engine
+//! plugs into through a closure.
+//!
 //! An experiment is one scenario document run many times: once per
 //! *grid point* (a combination of field values, [`SweepSpec::points`]) and
 //! per *seed*. The pieces, in the order they are used:

@@ -185,31 +185,8 @@ pub struct LossConfig {
     pub data_only: bool,
 }
 
-/// One scheduled outage window `[start, end)`.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct OutageWindow {
-    /// When the link goes down.
-    pub start: Dur,
-    /// When it comes back.
-    pub end: Dur,
-}
-
-/// Outages of one link direction.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct OutageConfig {
-    /// Fixed windows.
-    #[serde(default)]
-    pub scheduled: Vec<OutageWindow>,
-    /// Random on/off: exponential up times of mean `mean_up`, exponential
-    /// down times of mean `mean_down`.
-    #[serde(default)]
-    pub mean_up: Option<Dur>,
-    /// See `mean_up`.
-    #[serde(default)]
-    pub mean_down: Option<Dur>,
-}
+// The outage configuration lives with its model (`world::outage`).
+pub use crate::world::outage::{OutageConfig, OutageWindow};
 
 /// Per-direction settings; any field left out takes the link's value.
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -85,32 +85,8 @@ pub struct DirSpec {
     pub outages: OutageConfig,
 }
 
-/// A validated loss model.
-#[derive(Clone, Debug, PartialEq)]
-pub enum LossSpec {
-    /// Nothing is lost.
-    None,
-    /// Each packet lost with probability `p`.
-    Bernoulli {
-        /// Loss probability.
-        p: f64,
-        /// Only DATA packets.
-        data_only: bool,
-    },
-    /// Two-state Markov loss.
-    GilbertElliott {
-        /// P(good → bad) per packet.
-        p_gb: f64,
-        /// P(bad → good) per packet.
-        p_bg: f64,
-        /// Loss probability in the good state.
-        loss_good: f64,
-        /// Loss probability in the bad state.
-        loss_bad: f64,
-        /// Only DATA packets.
-        data_only: bool,
-    },
-}
+// The validated loss model lives with its model (`world::loss`).
+pub use crate::world::loss::LossSpec;
 
 /// One connection.
 #[derive(Clone, Debug)]

@@ -1,6 +1,6 @@
 use super::*;
 use crate::rng::component_rng;
-use crate::scenario::model::LossSpec;
+use crate::world::loss::LossSpec;
 
 /// `ns` nanoseconds after the epoch.
 fn t(ns: u64) -> Time {
@@ -149,8 +149,8 @@ fn trace_wastes_opportunities_on_an_empty_queue_and_loops() {
 
 #[test]
 fn outage_holds_the_queue_and_loses_what_is_on_the_wire() {
-    use crate::scenario::config::{OutageConfig, OutageWindow};
-    use crate::scenario::units::Dur;
+    use crate::world::outage::{OutageConfig, OutageWindow};
+    use crate::units::Dur;
     let cfg = OutageConfig {
         scheduled: vec![OutageWindow {
             start: Dur(500_000),

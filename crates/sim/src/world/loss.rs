@@ -10,9 +10,35 @@
 //! generator parameter.
 
 use crate::rng::SimRng;
-use crate::scenario::model::LossSpec;
 use peregrine_proto::loss::GilbertElliott;
 use rand::{Rng, RngExt};
+
+/// A validated loss model.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LossSpec {
+    /// Nothing is lost.
+    None,
+    /// Each packet lost with probability `p`.
+    Bernoulli {
+        /// Loss probability.
+        p: f64,
+        /// Only DATA packets.
+        data_only: bool,
+    },
+    /// Two-state Markov loss.
+    GilbertElliott {
+        /// P(good → bad) per packet.
+        p_gb: f64,
+        /// P(bad → good) per packet.
+        p_bg: f64,
+        /// Loss probability in the good state.
+        loss_good: f64,
+        /// Loss probability in the bad state.
+        loss_bad: f64,
+        /// Only DATA packets.
+        data_only: bool,
+    },
+}
 
 /// A loss model with its state, drawing from a generator of type `R`.
 #[derive(Debug)]

@@ -12,11 +12,38 @@
 //! its recorded channel, a capacity of 0 in its `CapacitySteps`.)
 
 use crate::rng::SimRng;
-use crate::scenario::config::OutageConfig;
+use crate::units::Dur;
 use peregrine_cc::Time;
 use rand::RngExt;
+use serde::Deserialize;
 use std::collections::VecDeque;
 use std::time::Duration;
+
+/// One scheduled outage window `[start, end)`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OutageWindow {
+    /// When the link goes down.
+    pub start: Dur,
+    /// When it comes back.
+    pub end: Dur,
+}
+
+/// Outages of one link direction.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OutageConfig {
+    /// Fixed windows.
+    #[serde(default)]
+    pub scheduled: Vec<OutageWindow>,
+    /// Random on/off: exponential up times of mean `mean_up`, exponential
+    /// down times of mean `mean_down`.
+    #[serde(default)]
+    pub mean_up: Option<Dur>,
+    /// See `mean_up`.
+    #[serde(default)]
+    pub mean_down: Option<Dur>,
+}
 
 /// Down windows `[start, end)`, generated as needed.
 #[derive(Debug)]
@@ -148,8 +175,8 @@ impl Outages {
 mod tests {
     use super::*;
     use crate::rng::component_rng;
-    use crate::scenario::config::OutageWindow;
-    use crate::scenario::units::Dur;
+    use super::OutageWindow;
+    use crate::units::Dur;
 
     #[test]
     fn scheduled_windows_are_half_open() {
