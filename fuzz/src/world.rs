@@ -37,6 +37,7 @@ pub use crate::forge::forge;
 pub use crate::modes::{Mode, MODES};
 use crate::ops::{Op, Script, MAX_SEND_LEN};
 use peregrine_proto::endpoint::EndpointStats;
+use peregrine_proto::vtime::{self, EndpointTimer, EventQueue, Firing, Host, RunLimits};
 use peregrine_proto::{
     CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState, Endpoint, EndpointConfig,
     Event, SansIo, Time,
@@ -410,22 +411,24 @@ impl World {
         self.pump(side);
     }
 
-    /// Lets `ms` milliseconds pass, visiting every timer instant on the way.
+    /// Lets `ms` milliseconds pass, visiting every timer instant on the
+    /// way (at most [`MAX_ADVANCE_STEPS`] of them) through the project's
+    /// one host loop ([`vtime::run`]).
     fn advance(&mut self, ms: u64) {
         let target = Time::from_nanos(self.now.as_nanos().saturating_add(ms * 1_000_000));
-        for _ in 0..MAX_ADVANCE_STEPS {
-            let next = self
-                .sides
-                .iter_mut()
-                .filter_map(|s| s.ep.poll_timeout())
-                .min();
-            match next {
-                Some(t) if t <= target => {
-                    self.now = self.now.max(t);
-                    self.settle();
-                }
-                _ => break,
-            }
+        let mut clock = Clock {
+            world: self,
+            queue: EventQueue::new(),
+            timers: [EndpointTimer::new(); 2],
+            steps: 0,
+        };
+        clock.arm();
+        // The step cap ends the advance (`done`); no livelock limit here:
+        // `settle` catches a spinning timer itself.
+        let limits = RunLimits::until(target, u64::MAX);
+        match vtime::run(&mut clock, limits, &mut |_, _| {}) {
+            Ok(_) => {}
+            Err(never) => match never {},
         }
         self.now = self.now.max(target);
         self.settle();
@@ -598,5 +601,60 @@ impl World {
             seen.insert(h, c);
         }
         s.last_conn = seen;
+    }
+}
+
+/// The timers of both sides on the one event queue, while
+/// [`World::advance`] moves time.
+struct Clock<'a> {
+    world: &'a mut World,
+    queue: EventQueue<usize>,
+    timers: [EndpointTimer; 2],
+    steps: u32,
+}
+
+impl Clock<'_> {
+    /// Queues each side's timer as it now stands.
+    fn arm(&mut self) {
+        let now = self.world.now;
+        for side in [CLIENT, SERVER] {
+            let want = self.world.sides[side].ep.poll_timeout();
+            if let Some(at) = self.timers[side].arm(want, now) {
+                self.queue.push(at, side);
+            }
+        }
+    }
+}
+
+impl Host for Clock<'_> {
+    type Event = usize;
+    type Error = std::convert::Infallible;
+
+    fn queue(&mut self) -> &mut EventQueue<usize> {
+        &mut self.queue
+    }
+
+    fn livelock(&self, _: Time, _: u64) -> Self::Error {
+        unreachable!("advance runs without a livelock limit")
+    }
+
+    /// A side's timer instant: the world moves there and settles (both
+    /// sides fire what is due), then both timers are re-queued.
+    fn handle(&mut self, at: Time, side: usize) -> Result<(), Self::Error> {
+        match self.timers[side].fire(at) {
+            Firing::Due => {
+                self.steps += 1;
+                self.world.now = self.world.now.max(at);
+                self.world.settle();
+            }
+            Firing::Later(t) => self.queue.push(t, side),
+            Firing::Stale => {}
+        }
+        self.arm();
+        Ok(())
+    }
+
+    fn done(&self) -> bool {
+        self.steps >= MAX_ADVANCE_STEPS
     }
 }
