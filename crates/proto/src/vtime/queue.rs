@@ -120,4 +120,33 @@ mod tests {
         assert_eq!(q.peek(), Some((t(2), &"y")));
         assert_eq!(q.iter().count(), 1);
     }
+
+    proptest::proptest! {
+        /// Interleaved pushes and pops: every pop is the earliest waiting
+        /// event, and among equal times the first pushed — a stable sort
+        /// of what was pushed, whatever the heap does.
+        #[test]
+        fn pops_are_a_stable_sort_by_time(
+            ops in proptest::collection::vec((0u64..20, proptest::bool::ANY), 0..200)
+        ) {
+            let mut q = EventQueue::new();
+            let mut model: Vec<(u64, usize)> = Vec::new();
+            for (i, (t, pop)) in ops.into_iter().enumerate() {
+                if pop {
+                    let want = model
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, &(t, n))| (t, n))
+                        .map(|(k, _)| k)
+                        .map(|k| model.remove(k));
+                    let got = q.pop().map(|(t, n)| (t.as_nanos(), n));
+                    proptest::prop_assert_eq!(got, want);
+                } else {
+                    q.push(Time::from_nanos(t), i);
+                    model.push((t, i));
+                }
+                proptest::prop_assert_eq!(q.len(), model.len());
+            }
+        }
+    }
 }
