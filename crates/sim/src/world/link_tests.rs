@@ -149,8 +149,8 @@ fn trace_wastes_opportunities_on_an_empty_queue_and_loops() {
 
 #[test]
 fn outage_holds_the_queue_and_loses_what_is_on_the_wire() {
-    use crate::world::outage::{OutageConfig, OutageWindow};
     use crate::units::Dur;
+    use crate::world::outage::{OutageConfig, OutageWindow};
     let cfg = OutageConfig {
         scheduled: vec![OutageWindow {
             start: Dur(500_000),

@@ -173,9 +173,9 @@ impl Outages {
 
 #[cfg(test)]
 mod tests {
+    use super::OutageWindow;
     use super::*;
     use crate::rng::component_rng;
-    use super::OutageWindow;
     use crate::units::Dur;
 
     #[test]
