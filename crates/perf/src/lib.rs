@@ -56,11 +56,13 @@ mod parse;
 mod pattern;
 mod report;
 mod security;
+mod stdout;
 
 use parse::{parse_bitrate, parse_positive_duration, parse_scheduler, parse_trace, TraceMessage};
 use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
 use report::{latency_json, table};
 use security::SecurityArgs;
+use stdout::out;
 
 const CONTROL: u16 = 0;
 const ECHO: u16 = 1;
