@@ -9,6 +9,7 @@ mod cc_cmd;
 mod emu_cmd;
 mod keygen_cmd;
 mod logging;
+mod perf_out;
 mod progress;
 mod qlog_cmd;
 mod reproduce;
@@ -66,7 +67,7 @@ fn main() -> ExitCode {
         Some(Command::Sim(args)) => sim_cmd::run(args),
         Some(Command::Bench(args)) => sim_cmd::bench(args),
         Some(Command::Keygen(args)) => keygen_cmd::run(args),
-        Some(Command::Perf(args)) => peregrine_perf::run(args),
+        Some(Command::Perf(args)) => perf_out::run(args),
         Some(Command::Emu(args)) => emu_cmd::run(args),
         Some(Command::Qlog(args)) => qlog_cmd::run(args),
         Some(Command::Reproduce(args)) => reproduce::run(args),
