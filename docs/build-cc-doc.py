@@ -6,11 +6,27 @@ Run from the repository root:  python3 docs/build-cc-doc.py
 The plots it links are regenerated with:  cargo run --release -- cc plot --out docs/img/cc
 """
 import pathlib
+import re
 import sys
 
-ORDER = ["newreno", "hybla", "highspeed", "htcp", "vegas", "scalable", "veno", "bic", "yeah",
-         "cubic", "westwood", "illinois", "compound", "bbr", "shtcp", "rtwtcp"]
 root = pathlib.Path(__file__).resolve().parent
+
+
+def registry_order():
+    """The listed controllers, in registry order, read from the one list
+    of controllers (crates/cc/src/registry.rs, its `listed { … }` block):
+    a controller registered there without a fragment here is an error."""
+    src = (root.parent / "crates" / "cc" / "src" / "registry.rs").read_text()
+    block = re.search(r"^registry! \{\s*listed \{(.*?)^    \}", src, re.S | re.M)
+    if block is None:
+        raise SystemExit("crates/cc/src/registry.rs: no `registry! { listed { … } }` block")
+    names = re.findall(r'^\s*"([a-z0-9_]+)" =>', block.group(1), re.M)
+    if not names:
+        raise SystemExit("crates/cc/src/registry.rs: the listed block names no controller")
+    return names
+
+
+ORDER = registry_order()
 head = (root / "cc-head.md").read_text()
 parts = []
 for name in ORDER:

@@ -7,139 +7,133 @@
 //! it for every connection.
 
 use crate::algos::{
-    bbr::BbrConfig, bic::BicConfig, compound::CompoundConfig, cubic::CubicConfig,
-    highspeed::HighSpeedConfig, htcp::HtcpConfig, hybla::HyblaConfig, illinois::IllinoisConfig,
-    newreno::NewRenoConfig, rtwtcp::RtwTcpConfig, scalable::ScalableConfig, shtcp::ShtcpConfig,
-    vegas::VegasConfig, veno::VenoConfig, westwood::WestwoodConfig, yeah::YeahConfig,
+    bbr, bic, compound, cubic, fixed, highspeed, htcp, hybla, illinois, newreno, rtwtcp, scalable,
+    shtcp, vegas, veno, westwood, yeah,
 };
 use crate::controller::CongestionController;
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
-/// Every registered controller name, in the project's canonical order.
-pub const NAMES: [&str; 16] = [
-    "newreno",
-    "hybla",
-    "highspeed",
-    "htcp",
-    "vegas",
-    "scalable",
-    "veno",
-    "bic",
-    "yeah",
-    "cubic",
-    "westwood",
-    "illinois",
-    "compound",
-    "bbr",
-    "shtcp",
-    "rtwtcp",
-];
+/// Generates the registry's tables and `CcConfig` from the one list above.
+macro_rules! registry {
+    (
+        listed { $( $name:literal => $variant:ident($config:ty), $title:literal; )* }
+        unlisted { $( $uname:literal => $uvariant:ident($uconfig:ty), $utitle:literal; )* }
+    ) => {
+        /// Every listed controller name, in the project's canonical order.
+        pub const NAMES: [&str; [$($name),*].len()] = [$($name),*];
 
-/// A name that is not in [`NAMES`].
+        /// Every registered controller, listed ones first (in [`NAMES`]
+        /// order), then the unlisted ones.
+        pub const CONTROLLERS: &[Controller] = &[
+            $(Controller { name: $name, title: $title, listed: true },)*
+            $(Controller { name: $uname, title: $utitle, listed: false },)*
+        ];
+
+        /// One controller and its parameters. In TOML:
+        /// `algorithm = "cubic"` plus the algorithm's fields.
+        #[derive(Clone, Debug, PartialEq)]
+        #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+        #[cfg_attr(feature = "serde", serde(tag = "algorithm"))]
+        #[allow(missing_docs)] // each variant is named after its algorithm
+        pub enum CcConfig {
+            $(#[cfg_attr(feature = "serde", serde(rename = $name))] $variant($config),)*
+            $(#[cfg_attr(feature = "serde", serde(rename = $uname))] $uvariant($uconfig),)*
+        }
+
+        impl CcConfig {
+            /// The default configuration of the controller called `name`.
+            /// O(registered controllers).
+            pub fn from_name(name: &str) -> Result<CcConfig, UnknownController> {
+                Ok(match name {
+                    $($name => CcConfig::$variant(Default::default()),)*
+                    $($uname => CcConfig::$uvariant(Default::default()),)*
+                    other => {
+                        return Err(UnknownController {
+                            name: other.to_string(),
+                        })
+                    }
+                })
+            }
+
+            /// The registry name of the configured controller.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(CcConfig::$variant(_) => $name,)*
+                    $(CcConfig::$uvariant(_) => $uname,)*
+                }
+            }
+
+            /// A fresh controller with this configuration (call `init` before use).
+            pub fn build(&self) -> Box<dyn CongestionController> {
+                match self {
+                    $(CcConfig::$variant(c) => Box::new(c.build()),)*
+                    $(CcConfig::$uvariant(c) => Box::new(c.build()),)*
+                }
+            }
+        }
+    };
+}
+
+// THE list of congestion controllers: every other list (`NAMES`,
+// `CcConfig`, `from_name`, `name`, `build`, the CLI's value parsers,
+// Python's `controllers()`, `docs/build-cc-doc.py`) is generated from it
+// or checked against it. Adding a controller is one new file in `algos/`
+// (declared in `algos/mod.rs`) and one line here: registry name, the
+// `CcConfig` variant and its configuration type (which has `build()` and
+// `Default`), and the name the literature uses (docs/architecture.md,
+// "Adding a controller"). `listed` controllers are in `NAMES`, in this
+// order (the project's canonical order); `unlisted` ones are accepted by
+// name but left out of every "all controllers" list.
+registry! {
+    listed {
+        "newreno" => NewReno(newreno::NewRenoConfig), "NewReno";
+        "hybla" => Hybla(hybla::HyblaConfig), "Hybla";
+        "highspeed" => HighSpeed(highspeed::HighSpeedConfig), "HighSpeed";
+        "htcp" => Htcp(htcp::HtcpConfig), "H-TCP";
+        "vegas" => Vegas(vegas::VegasConfig), "Vegas";
+        "scalable" => Scalable(scalable::ScalableConfig), "Scalable";
+        "veno" => Veno(veno::VenoConfig), "Veno";
+        "bic" => Bic(bic::BicConfig), "BIC";
+        "yeah" => Yeah(yeah::YeahConfig), "YeAH";
+        "cubic" => Cubic(cubic::CubicConfig), "CUBIC";
+        "westwood" => Westwood(westwood::WestwoodConfig), "Westwood+";
+        "illinois" => Illinois(illinois::IllinoisConfig), "Illinois";
+        "compound" => Compound(compound::CompoundConfig), "Compound";
+        "bbr" => Bbr(bbr::BbrConfig), "BBR";
+        "shtcp" => Shtcp(shtcp::ShtcpConfig), "S-HTCP";
+        "rtwtcp" => RtwTcp(rtwtcp::RtwTcpConfig), "RTW-TCP";
+    }
+    unlisted {
+        // Test-only (algos/fixed.rs): the recipe followed once, in
+        // crates/cli/tests/registry_recipe.rs.
+        "fixed" => Fixed(fixed::FixedConfig), "Fixed window (test)";
+    }
+}
+
+/// One registered controller: its registry name and the name the
+/// literature (and the seed papers' tables) use for it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Controller {
+    /// Registry name (`"westwood"`): scenario files, `--cc`, `cc list`.
+    pub name: &'static str,
+    /// Published name (`"Westwood+"`): reports and figures.
+    pub title: &'static str,
+    /// Whether [`NAMES`] lists it (unlisted: test-only, accepted by name).
+    pub listed: bool,
+}
+
+/// The registry entry of `name` (listed or not). O(registered controllers).
+pub fn controller(name: &str) -> Option<&'static Controller> {
+    CONTROLLERS.iter().find(|c| c.name == name)
+}
+
+/// A name that is not registered (the message lists [`NAMES`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown congestion controller {name:?}; known: {}", NAMES.join(", "))]
 pub struct UnknownController {
     /// The name that was asked for.
     pub name: String,
-}
-
-/// One controller and its parameters. In TOML:
-/// `algorithm = "cubic"` plus the algorithm's fields.
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(tag = "algorithm", rename_all = "lowercase"))]
-#[allow(missing_docs)] // each variant is named after its algorithm
-pub enum CcConfig {
-    NewReno(NewRenoConfig),
-    Hybla(HyblaConfig),
-    HighSpeed(HighSpeedConfig),
-    Htcp(HtcpConfig),
-    Vegas(VegasConfig),
-    Scalable(ScalableConfig),
-    Veno(VenoConfig),
-    Bic(BicConfig),
-    Yeah(YeahConfig),
-    Cubic(CubicConfig),
-    Westwood(WestwoodConfig),
-    Illinois(IllinoisConfig),
-    Compound(CompoundConfig),
-    Bbr(BbrConfig),
-    Shtcp(ShtcpConfig),
-    RtwTcp(RtwTcpConfig),
-}
-
-impl CcConfig {
-    /// The default configuration of the controller called `name`.
-    pub fn from_name(name: &str) -> Result<CcConfig, UnknownController> {
-        Ok(match name {
-            "newreno" => CcConfig::NewReno(Default::default()),
-            "hybla" => CcConfig::Hybla(Default::default()),
-            "highspeed" => CcConfig::HighSpeed(Default::default()),
-            "htcp" => CcConfig::Htcp(Default::default()),
-            "vegas" => CcConfig::Vegas(Default::default()),
-            "scalable" => CcConfig::Scalable(Default::default()),
-            "veno" => CcConfig::Veno(Default::default()),
-            "bic" => CcConfig::Bic(Default::default()),
-            "yeah" => CcConfig::Yeah(Default::default()),
-            "cubic" => CcConfig::Cubic(Default::default()),
-            "westwood" => CcConfig::Westwood(Default::default()),
-            "illinois" => CcConfig::Illinois(Default::default()),
-            "compound" => CcConfig::Compound(Default::default()),
-            "bbr" => CcConfig::Bbr(Default::default()),
-            "shtcp" => CcConfig::Shtcp(Default::default()),
-            "rtwtcp" => CcConfig::RtwTcp(Default::default()),
-            other => {
-                return Err(UnknownController {
-                    name: other.to_string(),
-                })
-            }
-        })
-    }
-
-    /// The registry name of the configured controller.
-    pub fn name(&self) -> &'static str {
-        match self {
-            CcConfig::NewReno(_) => "newreno",
-            CcConfig::Hybla(_) => "hybla",
-            CcConfig::HighSpeed(_) => "highspeed",
-            CcConfig::Htcp(_) => "htcp",
-            CcConfig::Vegas(_) => "vegas",
-            CcConfig::Scalable(_) => "scalable",
-            CcConfig::Veno(_) => "veno",
-            CcConfig::Bic(_) => "bic",
-            CcConfig::Yeah(_) => "yeah",
-            CcConfig::Cubic(_) => "cubic",
-            CcConfig::Westwood(_) => "westwood",
-            CcConfig::Illinois(_) => "illinois",
-            CcConfig::Compound(_) => "compound",
-            CcConfig::Bbr(_) => "bbr",
-            CcConfig::Shtcp(_) => "shtcp",
-            CcConfig::RtwTcp(_) => "rtwtcp",
-        }
-    }
-
-    /// A fresh controller with this configuration (call `init` before use).
-    pub fn build(&self) -> Box<dyn CongestionController> {
-        match self {
-            CcConfig::NewReno(c) => Box::new(c.build()),
-            CcConfig::Hybla(c) => Box::new(c.build()),
-            CcConfig::HighSpeed(c) => Box::new(c.build()),
-            CcConfig::Htcp(c) => Box::new(c.build()),
-            CcConfig::Vegas(c) => Box::new(c.build()),
-            CcConfig::Scalable(c) => Box::new(c.build()),
-            CcConfig::Veno(c) => Box::new(c.build()),
-            CcConfig::Bic(c) => Box::new(c.build()),
-            CcConfig::Yeah(c) => Box::new(c.build()),
-            CcConfig::Cubic(c) => Box::new(c.build()),
-            CcConfig::Westwood(c) => Box::new(c.build()),
-            CcConfig::Illinois(c) => Box::new(c.build()),
-            CcConfig::Compound(c) => Box::new(c.build()),
-            CcConfig::Bbr(c) => Box::new(c.build()),
-            CcConfig::Shtcp(c) => Box::new(c.build()),
-            CcConfig::RtwTcp(c) => Box::new(c.build()),
-        }
-    }
 }
 
 /// A fresh controller with the default configuration of `name`.
@@ -158,6 +152,24 @@ mod tests {
             assert_eq!(cfg.name(), name);
             assert_eq!(cfg.build().name(), name);
         }
+    }
+
+    #[test]
+    fn every_registered_controller_builds_and_only_listed_ones_are_in_names() {
+        for c in CONTROLLERS {
+            let cfg = CcConfig::from_name(c.name).unwrap();
+            assert_eq!(cfg.build().name(), c.name);
+            assert_eq!(NAMES.contains(&c.name), c.listed, "{}", c.name);
+            assert_eq!(controller(c.name), Some(c));
+        }
+        let listed: Vec<_> = CONTROLLERS
+            .iter()
+            .filter(|c| c.listed)
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(listed, NAMES);
+        assert_eq!(controller("westwood").unwrap().title, "Westwood+");
+        assert!(controller("tahoe").is_none());
     }
 
     #[test]

@@ -9,7 +9,7 @@ mod cc_cmd;
 mod emu_cmd;
 mod keygen_cmd;
 mod logging;
-mod perf_cmd;
+mod perf_out;
 mod progress;
 mod qlog_cmd;
 mod reproduce;
@@ -38,7 +38,7 @@ enum Command {
     /// Write a static keypair (FILE, FILE.pub) or a fleet pre-shared key (--psk).
     Keygen(keygen_cmd::KeygenArgs),
     /// Measure Peregrine over real UDP (iperf-like server and client).
-    Perf(perf_cmd::PerfArgs),
+    Perf(peregrine_perf::PerfArgs),
     /// Run a command over an emulated link (the simulator's link model, live, in a network namespace).
     Emu(emu_cmd::EmuArgs),
     /// Read qlog files: `peregrine qlog plot FILE` draws the congestion view.
@@ -67,7 +67,7 @@ fn main() -> ExitCode {
         Some(Command::Sim(args)) => sim_cmd::run(args),
         Some(Command::Bench(args)) => sim_cmd::bench(args),
         Some(Command::Keygen(args)) => keygen_cmd::run(args),
-        Some(Command::Perf(args)) => perf_cmd::run(args),
+        Some(Command::Perf(args)) => perf_out::run(args),
         Some(Command::Emu(args)) => emu_cmd::run(args),
         Some(Command::Qlog(args)) => qlog_cmd::run(args),
         Some(Command::Reproduce(args)) => reproduce::run(args),

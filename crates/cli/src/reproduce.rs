@@ -2,8 +2,11 @@
 //! reproduction, handed to `peregrine_lab::reproduce` with a progress bar;
 //! the command prints what the experiment returns.
 //!
-//! Registering an experiment is a variant of [`ReproduceCommand`] with its
-//! arguments and a match arm in [`run`]; its logic lives in the lab.
+//! Registering an experiment is an entry in the lab's experiment registry
+//! (`peregrine_lab::registry::EXPERIMENTS`), and here a variant of
+//! [`ReproduceCommand`] with its arguments and a match arm in [`run`]; its
+//! logic lives in the lab. tests/registry_recipe.rs checks that the
+//! subcommands are exactly the registry's experiments.
 
 use crate::out;
 use crate::progress::Bar;

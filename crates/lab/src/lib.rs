@@ -41,6 +41,7 @@ pub mod plot;
 pub mod progress;
 pub mod published;
 pub mod qlog_plot;
+pub mod registry;
 pub mod report;
 pub mod reproduce;
 pub mod showcase;

@@ -16,7 +16,6 @@
 //! in flight end.
 
 use peregrine_lab::experiment::{self, Aggregate, SweepOutcome, SweepSpec};
-use peregrine_lab::reproduce::{fanet, mmwave_cvn, quic_sched};
 use peregrine_lab::Progress;
 use peregrine_sim::scenario::ScenarioDocument;
 use peregrine_sim::{Scenario, ScenarioError as SimScenarioError};
@@ -35,9 +34,6 @@ create_exception!(
     PyValueError,
     "A scenario is invalid. `field` is the dotted path of the bad field (`flows.0.cc`), `origin` the file or label."
 );
-
-/// The stream schedulers a flow's `scheduler` field accepts.
-const SCHEDULERS: [&str; 6] = ["rr", "wfq", "abs", "adaptive", "edf", "aging"];
 
 fn scenario_err(py: Python<'_>, e: &SimScenarioError) -> PyErr {
     let err = ScenarioError::new_err(e.to_string());
@@ -411,10 +407,17 @@ fn controllers() -> Vec<&'static str> {
     peregrine_cc::registry::NAMES.to_vec()
 }
 
-/// The stream-scheduler names.
+/// The stream-scheduler names (a flow's `scheduler` field), from the
+/// scheduler registry.
 #[pyfunction]
 fn schedulers() -> Vec<&'static str> {
-    SCHEDULERS.to_vec()
+    peregrine_proto::sched::registry::names()
+}
+
+/// The experiments `reproduce` runs, from the experiment registry.
+#[pyfunction]
+fn experiments() -> Vec<&'static str> {
+    peregrine_lab::registry::runnable_names()
 }
 
 /// A sweep's plan: the scenario, its grid and seeds.
@@ -720,7 +723,7 @@ impl PySweep {
 /// A reproduction's typed summary (JSON text), its output folder and report.
 type Reproduced = (String, PathBuf, PathBuf);
 
-/// Run `peregrine reproduce NAME` (fanet, quic-sched, mmwave-cvn);
+/// Run `peregrine reproduce NAME` (any runnable experiment of the registry);
 /// `tiny`: seconds-long runs for tests.
 // The Python keyword arguments, one by one.
 #[allow(clippy::too_many_arguments)]
@@ -743,52 +746,18 @@ fn reproduce(
     let mut shown = usize::MAX;
     let work = move || -> anyhow::Result<Reproduced> {
         let c = &*c;
-        let json = |v: &dyn erased::Ser| v.to_json();
-        match name.as_str() {
-            "fanet" => {
-                let o = fanet::run(
-                    &fanet::Options {
-                        quick,
-                        seeds,
-                        out,
-                        duration: tiny.then(|| "3s".to_string()),
-                        threads,
-                        command: "peregrine.reproduce(\"fanet\")".into(),
-                    },
-                    c,
-                )?;
-                Ok((json(&o.summary)?, o.dir, o.report))
-            }
-            "quic-sched" => {
-                let o = quic_sched::run(
-                    &quic_sched::Options {
-                        quick,
-                        full: false,
-                        out,
-                        threads,
-                        tiny,
-                    },
-                    c,
-                )?;
-                Ok((json(&o.summary)?, o.dir, o.report))
-            }
-            "mmwave-cvn" => {
-                let o = mmwave_cvn::run(
-                    &mmwave_cvn::Options {
-                        quick,
-                        out,
-                        seeds,
-                        threads,
-                        duration_s: tiny.then_some(2.0),
-                    },
-                    c,
-                )?;
-                Ok((json(&o.summary)?, o.dir, o.report))
-            }
-            other => anyhow::bail!(
-                "unknown reproduction {other:?} (allowed: fanet, quic-sched, mmwave-cvn)"
-            ),
-        }
+        // The experiment registry runs it (the same table as
+        // `peregrine reproduce`; its error names the allowed experiments).
+        let options = peregrine_lab::registry::CommonOptions {
+            quick,
+            seeds,
+            out,
+            threads,
+            tiny,
+            command: format!("peregrine.reproduce({name:?})"),
+        };
+        let o = peregrine_lab::registry::run(&name, &options, c)?;
+        Ok((o.summary_json, o.dir, o.report))
     };
     let r = run_interruptible(
         py,
@@ -809,19 +778,6 @@ fn reproduce(
     r?.map_err(|e| PyValueError::new_err(format!("{e:#}")))
 }
 
-/// Serializing a typed summary without naming its type.
-mod erased {
-    /// Anything `serde::Serialize`, as JSON text.
-    pub trait Ser {
-        fn to_json(&self) -> anyhow::Result<String>;
-    }
-    impl<T: serde::Serialize> Ser for T {
-        fn to_json(&self) -> anyhow::Result<String> {
-            Ok(serde_json::to_string(self)?)
-        }
-    }
-}
-
 /// The module `peregrine._native`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -831,6 +787,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySweep>()?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
+    m.add_function(wrap_pyfunction!(experiments, m)?)?;
     m.add_function(wrap_pyfunction!(run_document, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;

@@ -22,6 +22,7 @@ def test_controllers_and_schedulers():
     cc = peregrine.controllers()
     assert "cubic" in cc and "bbr" in cc and len(cc) == len(set(cc)) >= 13
     assert peregrine.schedulers() == ["rr", "wfq", "abs", "adaptive", "edf", "aging"]
+    assert peregrine.experiments() == ["fanet", "quic-sched", "mmwave-cvn"]
 
 
 def test_every_listed_controller_and_scheduler_is_accepted(dumbbell):

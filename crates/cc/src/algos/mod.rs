@@ -4,6 +4,7 @@ pub mod bbr;
 pub mod bic;
 pub mod compound;
 pub mod cubic;
+pub mod fixed;
 pub mod highspeed;
 pub mod htcp;
 pub mod hybla;

@@ -4,8 +4,9 @@
 //!
 //! Each experiment is a module with an options struct, a
 //! `run(&options, &dyn Progress)` function and a typed outcome; adding one
-//! is a module here and a subcommand in the CLI's `reproduce` (one line
-//! that calls `run`).
+//! is a module here, one entry in the experiment registry
+//! ([`crate::registry::EXPERIMENTS`]) and a subcommand in the CLI's
+//! `reproduce` (its flags, and one line that calls `run`).
 
 pub mod fanet;
 pub mod mmwave_cvn;

@@ -30,11 +30,14 @@ pub mod abs;
 pub mod adaptive;
 pub mod aging;
 pub mod edf;
+pub mod registry;
 pub mod rr;
 pub mod wfq;
 
 use peregrine_cc::Time;
 use std::fmt::Debug;
+
+pub use registry::{SchedulerConfig, SCHEDULERS};
 use std::time::Duration;
 
 /// What a scheduler may know about one active stream.
@@ -111,61 +114,6 @@ pub trait Scheduler: Debug + Send {
     /// Whether no stream is active.
     fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-/// Which scheduler a connection uses; switchable at run time with
-/// [`Endpoint::set_scheduler`](crate::endpoint::Endpoint::set_scheduler).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub enum SchedulerConfig {
-    /// Round robin (seed 002 Algorithm 1), the default.
-    #[default]
-    RoundRobin,
-    /// Weighted fair queuing by the streams' weights.
-    Wfq,
-    /// Absolute priority by the streams' classes.
-    Abs,
-    /// Seed 002 Algorithm 4: ABS while `5/4 · cwnd · 8 / sRTT` is at most
-    /// `target_bps`, RR above it.
-    Adaptive {
-        /// The application's target rate, bits per second.
-        target_bps: u64,
-    },
-    /// Earliest deadline first.
-    Edf,
-    /// ABS with aging: no stream waits (unserved, with data queued) longer than `bound`
-    /// (as long as the link can carry the aged streams at all).
-    Aging {
-        /// The longest wait.
-        bound: Duration,
-    },
-}
-
-impl SchedulerConfig {
-    /// A fresh scheduler of this kind.
-    pub fn build(self) -> Box<dyn Scheduler> {
-        match self {
-            SchedulerConfig::RoundRobin => Box::new(rr::RoundRobin::new()),
-            SchedulerConfig::Wfq => Box::new(wfq::Wfq::new()),
-            SchedulerConfig::Abs => Box::new(abs::Abs::new()),
-            SchedulerConfig::Adaptive { target_bps } => {
-                Box::new(adaptive::Adaptive::new(target_bps))
-            }
-            SchedulerConfig::Edf => Box::new(edf::Edf::new()),
-            SchedulerConfig::Aging { bound } => Box::new(aging::Aging::new(bound)),
-        }
-    }
-
-    /// The registry name of the scheduler it builds.
-    pub fn name(self) -> &'static str {
-        match self {
-            SchedulerConfig::RoundRobin => "rr",
-            SchedulerConfig::Wfq => "wfq",
-            SchedulerConfig::Abs => "abs",
-            SchedulerConfig::Adaptive { .. } => "adaptive",
-            SchedulerConfig::Edf => "edf",
-            SchedulerConfig::Aging { .. } => "aging",
-        }
     }
 }
 

@@ -40,6 +40,7 @@ __all__ = [
     "reproduce",
     "controllers",
     "schedulers",
+    "experiments",
 ]
 
 PathLike = Union[str, Path]
@@ -53,6 +54,11 @@ def controllers() -> List[str]:
 def schedulers() -> List[str]:
     """The stream-scheduler names a flow's ``scheduler`` accepts."""
     return list(_native.schedulers())
+
+
+def experiments() -> List[str]:
+    """The experiment names ``reproduce`` accepts (the laboratory's experiment registry)."""
+    return list(_native.experiments())
 
 
 def _csv_frame(text: str):
@@ -415,8 +421,8 @@ def reproduce(
     progress: bool = True,
     tiny: bool = False,
 ) -> Reproduction:
-    """Run ``peregrine reproduce NAME`` (``"fanet"``, ``"quic-sched"`` or
-    ``"mmwave-cvn"``) into ``out/NAME/``; ``quick`` is ``--quick``, ``seeds``
+    """Run ``peregrine reproduce NAME`` (one of ``experiments()``: ``"fanet"``,
+    ``"quic-sched"``, ``"mmwave-cvn"``) into ``out/NAME/``; ``quick`` is ``--quick``, ``seeds``
     the runs per case (fanet, mmwave-cvn); ``tiny`` shrinks every run to
     seconds (tests, smoke checks: the numbers mean little). Ctrl-C stops it."""
     text, folder, report = _native.reproduce(name, quick, seeds, str(out), threads, progress, tiny)

@@ -13,6 +13,7 @@ use peregrine_cc::{CcConfig, NAMES};
 use peregrine_proto::connection::config::MIN_PACKET_SIZE;
 use peregrine_proto::connection::ConnectionConfig;
 use peregrine_proto::crypto::NoisePattern;
+use peregrine_proto::sched::registry::{self as sched_registry, SchedulerParam};
 use peregrine_proto::wire::StartupMode;
 use peregrine_proto::{SchedulerConfig, StreamConfig, StreamReliability};
 use std::collections::BTreeMap;
@@ -135,41 +136,49 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
                 ),
             )
         })?;
-        let scheduler = match f.scheduler.as_str() {
-            "rr" => SchedulerConfig::RoundRobin,
-            "wfq" => SchedulerConfig::Wfq,
-            "abs" => SchedulerConfig::Abs,
-            "edf" => SchedulerConfig::Edf,
-            "adaptive" => match f.target_rate {
-                Some(r) if r.0 > 0 => SchedulerConfig::Adaptive { target_bps: r.0 },
+        // The scheduler registry names the schedulers and their one
+        // parameter; the scenario gives it in `target_rate` (a rate) or
+        // `aging_bound` (a duration).
+        let Some(sched) = sched_registry::scheduler(&f.scheduler) else {
+            return v.err(
+                format!("{p}.scheduler"),
+                format!(
+                    "unknown scheduler {:?} (allowed: {})",
+                    f.scheduler,
+                    sched_registry::names().join(", ")
+                ),
+            );
+        };
+        let param = match sched.param {
+            None => 0,
+            Some(SchedulerParam::RateBps) => match f.target_rate {
+                Some(r) if r.0 > 0 => r.0,
                 _ => {
                     return v.err(
                         format!("{p}.target_rate"),
-                        "the adaptive scheduler needs a positive target_rate (e.g. \"50Mbps\")",
+                        format!(
+                            "the {} scheduler needs a positive target_rate (e.g. \"50Mbps\")",
+                            sched.name
+                        ),
                     )
                 }
             },
-            "aging" => match f.aging_bound {
-                // (queue_guard is checked after the scheduler.)
-                Some(d) if d.0 > 0 => SchedulerConfig::Aging {
-                    bound: Duration::from_nanos(d.0),
-                },
+            // (queue_guard is checked after the scheduler.)
+            Some(SchedulerParam::BoundNanos) => match f.aging_bound {
+                Some(d) if d.0 > 0 => d.0,
                 _ => {
                     return v.err(
                         format!("{p}.aging_bound"),
-                        "the aging scheduler needs a positive aging_bound (e.g. \"100ms\")",
+                        format!(
+                            "the {} scheduler needs a positive aging_bound (e.g. \"100ms\")",
+                            sched.name
+                        ),
                     )
                 }
             },
-            other => {
-                return v.err(
-                    format!("{p}.scheduler"),
-                    format!(
-                        "unknown scheduler {other:?} (allowed: rr, wfq, abs, adaptive, edf, aging)"
-                    ),
-                )
-            }
         };
+        let scheduler = SchedulerConfig::from_name(sched.name, param)
+            .or_else(|e| v.err(format!("{p}.scheduler"), e.to_string()))?;
         let queue_guard = match f.queue_guard {
             None => None,
             Some(d) if d.0 > 0 => Some(Duration::from_nanos(d.0)),

@@ -26,23 +26,10 @@ pub struct Context {
     pub events: u64,
 }
 
-/// Seed 001's name of each controller (its Table 1 rows).
+/// Seed 001's name of each controller (its Table 1 rows): the name the
+/// literature uses, from the controller registry.
 fn published_name(cc: &str) -> &'static str {
-    match cc {
-        "newreno" => "NewReno",
-        "hybla" => "Hybla",
-        "highspeed" => "HighSpeed",
-        "htcp" => "H-TCP",
-        "vegas" => "Vegas",
-        "scalable" => "Scalable",
-        "veno" => "Veno",
-        "bic" => "BIC",
-        "yeah" => "YeAH",
-        "cubic" => "CUBIC",
-        "westwood" => "Westwood+",
-        "illinois" => "Illinois",
-        _ => "S-HTCP",
-    }
+    peregrine_cc::registry::controller(cc).map_or("?", |c| c.title)
 }
 
 /// Jitter the seed states in its text (ms).

@@ -34,6 +34,15 @@
 //! Both sides encrypt by default (Noise handshake, ChaCha20-Poly1305 on
 //! every packet; options in [`security`]); `--insecure` runs SLTP's plain
 //! wire format. The report states the mode (`security` in the JSON).
+//!
+//! As a library (quinn's `perf/` is the model): [`PerfArgs`] are the
+//! flags (clap `Args`, flattened into `peregrine perf`), [`run`] runs the
+//! server or one client measurement and returns the client's [`Report`]
+//! (the text to print and how the run ended, [`Status`]); the `peregrine`
+//! command only parses the flags and prints the report. The server prints
+//! its per-client lines itself, as its clients finish.
+
+#![warn(missing_docs)]
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
@@ -56,11 +65,13 @@ mod parse;
 mod pattern;
 mod report;
 mod security;
+mod stdout;
 
 use parse::{parse_bitrate, parse_positive_duration, parse_scheduler, parse_trace, TraceMessage};
 use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
 use report::{latency_json, table};
 use security::SecurityArgs;
+use stdout::out;
 
 const CONTROL: u16 = 0;
 const ECHO: u16 = 1;
@@ -115,6 +126,14 @@ fn spawn_sender(
             sent.fetch_add(BULK_MESSAGE as u64, Ordering::Relaxed);
         }
     })
+}
+
+/// `--scheduler`'s help, from the scheduler registry.
+fn scheduler_help() -> String {
+    format!(
+        "Stream scheduler: {}",
+        peregrine_proto::sched::registry::cli_syntax()
+    )
 }
 
 /// Arguments of `peregrine perf`: the `server`/`client` subcommands, or
@@ -239,8 +258,8 @@ struct ClientArgs {
     /// Append the report (table or JSON) to FILE instead of printing it on stdout.
     #[arg(long, value_name = "FILE")]
     logfile: Option<std::path::PathBuf>,
-    /// Stream scheduler: rr, wfq, abs, adaptive[:BPS], edf, aging[:MS].
-    #[arg(long, default_value = "rr")]
+    // Help: "Stream scheduler: rr, wfq, …, aging[:MS]", from the registry.
+    #[arg(long, default_value = "rr", help = scheduler_help())]
     scheduler: String,
     /// Congestion controller of the client's sending direction (any registry name).
     #[arg(long, default_value = "cubic")]
@@ -289,8 +308,10 @@ struct ClientArgs {
     observe: observe::ObserveArgs,
 }
 
-/// Run `peregrine perf`.
-pub fn run(args: PerfArgs) -> Result<()> {
+/// Run `peregrine perf` (the server until it is stopped, or one client
+/// measurement) on a two-thread runtime, and return what to print. Errors
+/// of the client without `--json`, and of the server, are `Err`.
+pub fn run(args: PerfArgs) -> Result<Report> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -315,29 +336,80 @@ pub fn run(args: PerfArgs) -> Result<()> {
         None => bail!("perf: give -s (server), -c HOST (client), or `perf server` / `perf client`"),
     };
     match command {
-        PerfCommand::Server(a) => rt.block_on(server(a)),
+        PerfCommand::Server(a) => {
+            rt.block_on(server(a))?;
+            Ok(Report {
+                text: None,
+                logfile: None,
+                status: Status::Finished,
+            })
+        }
         PerfCommand::Client(a) => {
             let (json, logfile) = (a.json, a.logfile.clone());
-            let r = rt.block_on(client(*a));
-            if let (Err(e), true) = (&r, json) {
-                emit(logfile.as_deref(), &format!("{}\n", outcome::error_json(e)))?;
+            match rt.block_on(client(*a)) {
+                Ok(out) => Ok(client_report(&out, json, logfile)),
+                // `--json`: the failure is a JSON object too.
+                Err(e) if json => Ok(Report {
+                    text: Some(format!("{}\n", outcome::error_json(&e))),
+                    logfile,
+                    status: Status::Failed(e),
+                }),
+                Err(e) => Err(e),
             }
-            r
         }
     }
 }
 
-/// Print `text` on stdout, or append it to `--logfile`.
-fn emit(logfile: Option<&std::path::Path>, text: &str) -> Result<()> {
-    use std::io::Write as _;
-    match logfile {
-        None => crate::out(text),
-        Some(p) => std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-            .and_then(|mut f| f.write_all(text.as_bytes()))
-            .with_context(|| format!("--logfile: cannot write {}", p.display())),
+/// What a finished `peregrine perf` leaves its caller (the CLI) to print.
+#[derive(Debug)]
+pub struct Report {
+    /// The client's report: a table, or with `--json` one JSON object per
+    /// line (keys in docs/perf.md; a failed client's `{"error": …}`).
+    /// `None` for the server, which prints as its clients finish.
+    pub text: Option<String>,
+    /// `--logfile FILE`: append [`text`](Report::text) there instead of
+    /// printing it on stdout.
+    pub logfile: Option<std::path::PathBuf>,
+    /// How the run ended: what the exit status says.
+    pub status: Status,
+}
+
+/// How a `peregrine perf` run ended.
+#[derive(Debug)]
+pub enum Status {
+    /// The measurement finished (exit status 0).
+    Finished,
+    /// Ctrl-C or SIGTERM stopped the client: the report is the summary so
+    /// far and the connection was closed (exit status 130, 128 + SIGINT).
+    Interrupted,
+    /// The client failed after its report was made (a transfer that did
+    /// not verify), or failed with `--json` (the report is the error
+    /// object): the error, for a non-zero exit status.
+    Failed(anyhow::Error),
+}
+
+/// The client's report as text, and how the run ended. O(report size).
+fn client_report(out: &Value, json: bool, logfile: Option<std::path::PathBuf>) -> Report {
+    let mut text = if json { format!("{out}\n") } else { table(out) };
+    let status = if out["interrupted"] == json!(true) {
+        Status::Interrupted
+    } else if out["verified"] == json!(false) {
+        let e = anyhow!(
+            "the transfer did not verify: {}",
+            out["verify_error"].as_str().unwrap_or("?")
+        );
+        if json {
+            // As before the move: the report, then the error object.
+            text += &format!("{}\n", outcome::error_json(&e));
+        }
+        Status::Failed(e)
+    } else {
+        Status::Finished
+    };
+    Report {
+        text: Some(text),
+        logfile,
+        status,
     }
 }
 
@@ -579,7 +651,8 @@ async fn serve_inner(conn: &Connection, json_out: bool) -> Result<()> {
     Ok(())
 }
 
-async fn client(a: ClientArgs) -> Result<()> {
+/// One client measurement; the report's JSON (keys in docs/perf.md).
+async fn client(a: ClientArgs) -> Result<Value> {
     let cc = CcConfig::from_name(&a.cc).map_err(|e| anyhow!("--cc: {e}"))?;
     let scheduler = parse_scheduler(&a.scheduler)?;
     let reliability = match a.reliability.as_str() {
@@ -723,25 +796,7 @@ async fn client(a: ClientArgs) -> Result<()> {
             conn.abort();
         }
     }
-    if a.json {
-        emit(a.logfile.as_deref(), &format!("{out}\n"))?;
-    } else {
-        emit(a.logfile.as_deref(), &table(&out))?;
-    }
-    if out["interrupted"] == json!(true) {
-        eprintln!(
-            "interrupted: partial summary above (bytes the server acknowledged); connection closed"
-        );
-        // 128 + SIGINT, as a shell reports a command ended by Ctrl-C.
-        std::process::exit(130);
-    }
-    if out["verified"] == json!(false) {
-        bail!(
-            "the transfer did not verify: {}",
-            out["verify_error"].as_str().unwrap_or("?")
-        );
-    }
-    Ok(())
+    Ok(out)
 }
 
 /// The connection ended under the client: its close reason (which says

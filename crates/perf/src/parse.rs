@@ -46,29 +46,23 @@ pub(super) fn parse_bitrate(s: &str) -> Result<u64, String> {
     }
 }
 
+/// `--scheduler NAME[:ARG]`, any scheduler of the registry
+/// (`peregrine::sched::registry`); ARG in the units `--help` names.
 pub(super) fn parse_scheduler(s: &str) -> Result<SchedulerConfig> {
+    use peregrine_proto::sched::registry;
     let (name, arg) = s.split_once(':').unwrap_or((s, ""));
-    let num = |default: u64| -> Result<u64> {
-        if arg.is_empty() {
-            Ok(default)
-        } else {
-            arg.parse()
-                .map_err(|_| anyhow!("--scheduler {s}: `{arg}` is not a number"))
-        }
+    let Some(entry) = registry::scheduler(name) else {
+        bail!("--scheduler: unknown `{name}` ({})", registry::cli_syntax());
     };
-    Ok(match name {
-        "rr" => SchedulerConfig::RoundRobin,
-        "wfq" => SchedulerConfig::Wfq,
-        "abs" => SchedulerConfig::Abs,
-        "edf" => SchedulerConfig::Edf,
-        "adaptive" => SchedulerConfig::Adaptive {
-            target_bps: num(10_000_000)?,
-        },
-        "aging" => SchedulerConfig::Aging {
-            bound: Duration::from_millis(num(100)?),
-        },
-        _ => bail!("--scheduler: unknown `{name}` (rr, wfq, abs, adaptive[:BPS], edf, aging[:MS])"),
-    })
+    let param = match entry.param {
+        Some(unit) if !arg.is_empty() => arg
+            .parse()
+            .ok()
+            .and_then(|n| unit.from_cli(n))
+            .ok_or_else(|| anyhow!("--scheduler {s}: `{arg}` is not a number"))?,
+        _ => entry.default_param,
+    };
+    SchedulerConfig::from_name(name, param).map_err(|e| anyhow!("--scheduler: {e}"))
 }
 
 /// One message of a latency trace: wait `delay` after the previous one,
