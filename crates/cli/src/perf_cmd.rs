@@ -51,11 +51,11 @@ use tokio::time::Instant;
 
 mod iperf;
 mod observe;
-mod outcome;
+pub(crate) mod outcome;
 mod parse;
 mod pattern;
 mod report;
-mod security;
+pub(crate) mod security;
 
 use parse::{parse_bitrate, parse_positive_duration, parse_scheduler, parse_trace, TraceMessage};
 use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};

@@ -94,9 +94,9 @@ impl Session {
         };
         let cfg = StreamConfig {
             class: spec.class,
+            weight: super::class_weight(spec.class),
             reliability: spec.reliability,
             max_buffered_bytes: buffer,
-            ..StreamConfig::default()
         };
         if self.conn.open_stream(stream, cfg).is_err() {
             self.release(stream);
@@ -265,6 +265,7 @@ async fn supervise(
         let number = shared.connections.fetch_add(1, Relaxed) + 1;
         let control = StreamConfig {
             class: 0,
+            weight: super::class_weight(0),
             ..StreamConfig::default()
         };
         let _ = conn.open_stream(CONTROL_STREAM, control);

@@ -100,8 +100,23 @@ impl Default for TunnelConfig {
     }
 }
 
-/// The connection settings a tunnel side should use: absolute priority
-/// between classes (so class 0 always goes first), the queue guard of
+/// WFQ weight of a flow's stream by its class: 1000, 100, 10, 1 for
+/// classes 0–3. Between classes a tenfold share per step (class 0 against
+/// class 2 is 100 : 1, which is priority in all but name for control
+/// traffic), and flows of one class share fairly — absolute priority
+/// (`abs`) would let the first bulk flow of a class starve every later
+/// one of the same class until it ran dry.
+pub fn class_weight(class: u8) -> u32 {
+    match class {
+        0 => 1000,
+        1 => 100,
+        2 => 10,
+        _ => 1,
+    }
+}
+
+/// The connection settings a tunnel side should use: weighted fair
+/// queuing with [`class_weight`] (so class 0 goes first), the queue guard of
 /// `docs/protocol.md` §10.2 (`queue_guard`: keep the tunnel's own bulk
 /// backlog out of the bottleneck queue while class-0 flows are active),
 /// messages up to [`MAX_TUNNEL_MESSAGE`], and the handshake bounded by
@@ -111,7 +126,7 @@ pub fn connection_config(
     handshake_timeout: Duration,
 ) -> ConnectionConfig {
     ConnectionConfig {
-        scheduler: SchedulerConfig::Abs,
+        scheduler: SchedulerConfig::Wfq,
         // A dead peer noticed in seconds even when no flow is sending: a
         // keep-alive every 2 s is data the peer must answer.
         keep_alive_interval: Duration::from_secs(2),

@@ -113,6 +113,7 @@ async fn serve(shared: Arc<Shared>, allow: Arc<AllowList>, conn: Connection) {
         CONTROL_STREAM,
         StreamConfig {
             class: 0,
+            weight: super::class_weight(0),
             ..StreamConfig::default()
         },
     );
@@ -377,9 +378,9 @@ async fn open_flow(
         stream,
         StreamConfig {
             class: o.class,
+            weight: super::class_weight(o.class),
             reliability: o.reliability,
             max_buffered_bytes: buffer,
-            ..StreamConfig::default()
         },
     );
     let flow = shared.registry.add(NewFlow {
