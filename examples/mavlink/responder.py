@@ -25,16 +25,20 @@ def main() -> int:
     end = time.monotonic() + a.duration
     next_hb = 0.0
     acks = 0
+    peer_seen = False  # udpin answers whoever sent last; nobody yet
     while time.monotonic() < end:
         now = time.monotonic()
         # udpin learns the peer from the first datagram; heartbeats go there.
-        if now >= next_hb and getattr(m, "last_address", None):
+        if now >= next_hb and peer_seen:
             m.mav.heartbeat_send(mavutil.mavlink.MAV_TYPE_QUADROTOR,
                                  mavutil.mavlink.MAV_AUTOPILOT_GENERIC, 0, 0,
                                  mavutil.mavlink.MAV_STATE_ACTIVE)
             next_hb = now + 1.0
         msg = m.recv_match(type=["COMMAND_LONG", "HEARTBEAT"], blocking=True, timeout=0.2)
-        if msg is None or msg.get_type() != "COMMAND_LONG":
+        if msg is None:
+            continue
+        peer_seen = True
+        if msg.get_type() != "COMMAND_LONG":
             continue
         m.mav.command_ack_send(msg.command, mavutil.mavlink.MAV_RESULT_ACCEPTED,
                                0, int(msg.param1), msg.get_srcSystem(), msg.get_srcComponent())

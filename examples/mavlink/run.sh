@@ -22,17 +22,23 @@ if [ "${PG_MAVLINK_INSIDE:-}" != 1 ]; then
   exec env PG_MAVLINK_INSIDE=1 PEREGRINE="$PEREGRINE" PYTHON="$PYTHON" unshare -n sh "$0" "$T"
 fi
 OUT=$(mktemp -d /tmp/pg-mavlink.XXXXXX)
-export OUT HERE T PEREGRINE PYTHON
+# Real-time scheduling for the programs of both cases alike where allowed
+# (root): on a busy machine a normal process's wake-up can wait several
+# milliseconds behind others (the emulator's own threads already are).
+RT=""
+if chrt -f 5 true 2>/dev/null; then RT="chrt -f 5"; fi
+: "${TUNNEL_OPTS:=}"
+export OUT HERE T PEREGRINE PYTHON RT TUNNEL_OPTS
 ip link set lo up
 # The vehicle side: this (outer) namespace, the emulator's host side.
-"$PYTHON" "$HERE/responder.py" --listen 0.0.0.0:14550 2>"$OUT/responder.log" &
+$RT "$PYTHON" "$HERE/responder.py" --listen 0.0.0.0:14550 2>"$OUT/responder.log" &
 RESP=$!
 iperf3 -s -p 5201 >"$OUT/iperf-server.log" 2>&1 &
 IPS=$!
-"$PEREGRINE" tunnel server --listen 0.0.0.0:4433 --allow 127.0.0.1:14550,127.0.0.1:5201 \
+$RT "$PEREGRINE" tunnel server --listen 0.0.0.0:4433 --allow 127.0.0.1:14550,127.0.0.1:5201 \
   --interval 0 --json >"$OUT/server.json" 2>"$OUT/server.log" &
 TS=$!
-sleep 1
+sleep 2
 # The ground station side, behind the emulated link.
 "$PEREGRINE" emu --uplink 1Mbps --downlink 1Mbps --delay 20ms --queue bdp=1 -- sh -c '
   set -eu
@@ -41,10 +47,10 @@ sleep 1
   iperf3 -c "$H" -p 5201 -t $((T + 3)) -J >"$OUT/base-iperf.json" &
   ip=$!
   sleep 3
-  "$PYTHON" "$HERE/commander.py" --connect "$H:14550" --duration "$T" >"$OUT/base-cmd.txt" || true
+  $RT "$PYTHON" "$HERE/commander.py" --connect "$H:14550" --duration "$T" >"$OUT/base-cmd.txt" || true
   wait $ip || true
   # The same two programs through the tunnel.
-  "$PEREGRINE" tunnel client --connect "$H:4433" \
+  $RT "$PEREGRINE" tunnel client --connect "$H:4433" $TUNNEL_OPTS \
     -L udp:14550:127.0.0.1:14550 -L tcp:5201:127.0.0.1:5201 \
     --interval 0 --json >"$OUT/client.json" 2>"$OUT/client.log" &
   tc=$!
@@ -52,7 +58,7 @@ sleep 1
   iperf3 -c 127.0.0.1 -p 5201 -t $((T + 3)) -J >"$OUT/tunnel-iperf.json" &
   ip=$!
   sleep 3
-  "$PYTHON" "$HERE/commander.py" --connect 127.0.0.1:14550 --duration "$T" >"$OUT/tunnel-cmd.txt" || true
+  $RT "$PYTHON" "$HERE/commander.py" --connect 127.0.0.1:14550 --duration "$T" >"$OUT/tunnel-cmd.txt" || true
   wait $ip || true
   kill -TERM $tc
   wait $tc || true
