@@ -27,7 +27,8 @@ OUT=$(mktemp -d /tmp/pg-mavlink.XXXXXX)
 # milliseconds behind others (the emulator's own threads already are).
 RT=""
 if chrt -f 5 true 2>/dev/null; then RT="chrt -f 5"; fi
-: "${TUNNEL_OPTS:=}"
+: "${TUNNEL_OPTS:=}"   # extra client options, e.g. --queue-guard 5ms
+: "${QUEUE:=bdp=1}"      # the emulator's --queue (bdp=4: a deeper buffer)
 export OUT HERE T PEREGRINE PYTHON RT TUNNEL_OPTS
 ip link set lo up
 # The vehicle side: this (outer) namespace, the emulator's host side.
@@ -40,7 +41,7 @@ $RT "$PEREGRINE" tunnel server --listen 0.0.0.0:4433 --allow 127.0.0.1:14550,127
 TS=$!
 sleep 2
 # The ground station side, behind the emulated link.
-"$PEREGRINE" emu --uplink 1Mbps --downlink 1Mbps --delay 20ms --queue bdp=1 -- sh -c '
+"$PEREGRINE" emu --uplink 1Mbps --downlink 1Mbps --delay 20ms --queue "$QUEUE" -- sh -c '
   set -eu
   H=$PEREGRINE_EMU_HOST
   # Baseline: plain UDP (MAVLink) beside plain TCP (iperf3).

@@ -151,7 +151,11 @@ async fn server(a: ServerArgs) -> Result<()> {
         "tunnel server on {} ({}); targets allowed: {}",
         ep.local_addr(),
         plan.description,
-        if a.allow.is_empty() { "any".to_string() } else { a.allow.join(",") }
+        if a.allow.is_empty() {
+            "any".to_string()
+        } else {
+            a.allow.join(",")
+        }
     );
     let t = Tunnel::server(ep, cfg).await?;
     report(&t, &a.common).await
@@ -221,7 +225,11 @@ async fn report(t: &Tunnel, c: &Common) -> Result<()> {
     tokio::pin!(stop);
     let signal = interrupted();
     tokio::pin!(signal);
-    let period = if c.interval.is_zero() { Duration::from_secs(3600) } else { c.interval };
+    let period = if c.interval.is_zero() {
+        Duration::from_secs(3600)
+    } else {
+        c.interval
+    };
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     loop {
         tokio::select! {

@@ -69,7 +69,10 @@ impl Proc {
                 Err(_) => break,
             }
         }
-        panic!("no line with {pat:?} within {limit:?}; saw {:#?}", self.seen);
+        panic!(
+            "no line with {pat:?} within {limit:?}; saw {:#?}",
+            self.seen
+        );
     }
 
     /// SIGTERM, then the last stdout line (the final table as JSON).
@@ -264,8 +267,15 @@ fn a_killed_server_resets_cut_flows_and_the_client_reconnects() {
     let (srv2, _) = server(&listen);
     cli.wait_line("(connection 2)", Duration::from_secs(20));
     let (digest, answer) = send_hashed(local, 1 << 20);
-    assert_eq!(&answer[..32], &digest[..], "a new transfer after the restart");
-    println!("reconnected {:.1} s after the kill", t0.elapsed().as_secs_f64());
+    assert_eq!(
+        &answer[..32],
+        &digest[..],
+        "a new transfer after the restart"
+    );
+    println!(
+        "reconnected {:.1} s after the kill",
+        t0.elapsed().as_secs_f64()
+    );
     drop(srv2);
 }
 
@@ -298,7 +308,12 @@ fn mavlink_python() -> Result<String, String> {
     if let Ok(p) = std::env::var("PEREGRINE_PYTHON") {
         candidates.push(p);
     }
-    candidates.push(repo().join("target/venv-ci/bin/python").display().to_string());
+    candidates.push(
+        repo()
+            .join("target/venv-ci/bin/python")
+            .display()
+            .to_string(),
+    );
     candidates.push("python3".into());
     for p in candidates {
         let ok = Command::new(&p)
@@ -310,7 +325,10 @@ fn mavlink_python() -> Result<String, String> {
         }
         tried.push(p);
     }
-    Err(format!("no Python with pymavlink (tried {})", tried.join(", ")))
+    Err(format!(
+        "no Python with pymavlink (tried {})",
+        tried.join(", ")
+    ))
 }
 
 /// UDP echo (python3) through the tunnel over `peregrine emu` with 5 %
@@ -409,7 +427,10 @@ fn mavlink_commands_beside_bulk_through_emu() {
         let sent = field(mode, "sent");
         assert!(sent >= 90.0, "{mode}: {sent} commands sent:\n{stdout}");
         assert!(field(mode, "acked") >= 0.95 * sent, "{mode}:\n{stdout}");
-        assert!(field(mode, "goodput_mbps") > 0.3, "{mode}: no bulk:\n{stdout}");
+        assert!(
+            field(mode, "goodput_mbps") > 0.3,
+            "{mode}: no bulk:\n{stdout}"
+        );
     }
     // Loose: the tunnel keeps commands under 300 ms at p99 and the bulk
     // at more than 60 % of plain TCP's (measured: docs/tunnel.md).

@@ -11,6 +11,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::time::{timeout, Instant};
 
+/// One test at a time: each runs two endpoints (two driver threads) and a
+/// runtime, and on a loaded two-core machine seven at once starved one
+/// another past the timeouts.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn lo() -> SocketAddr {
     "127.0.0.1:0".parse().expect("literal")
 }
@@ -116,6 +121,7 @@ fn local(t: &Tunnel, i: usize) -> SocketAddr {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn udp_datagrams_keep_boundaries_and_return_to_their_port() {
+    let _serial = SERIAL.lock().await;
     let echo = udp_echo().await;
     let server = server_on(lo(), config()).await;
     let saddr = server.endpoint().local_addr();
@@ -138,7 +144,13 @@ async fn udp_datagrams_keep_boundaries_and_return_to_their_port() {
         let mut buf = vec![0u8; 65_536];
         let (got, _) = timeout(Duration::from_secs(5), a.recv_from(&mut buf))
             .await
-            .expect("reply to a")
+            .unwrap_or_else(|_| {
+                panic!(
+                    "no reply to a ({n} B):\n{}\n{}",
+                    client.stats(),
+                    server.stats()
+                )
+            })
             .unwrap();
         assert_eq!(&buf[..got], &pa[..], "datagram {n} B to a intact, whole");
         let (got, _) = timeout(Duration::from_secs(5), b.recv_from(&mut buf))
@@ -169,6 +181,7 @@ async fn udp_datagrams_keep_boundaries_and_return_to_their_port() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_bytes_intact_and_half_close_honoured() {
+    let _serial = SERIAL.lock().await;
     let echo = tcp_echo_after_eof().await;
     let sink = tcp_sha_sink().await;
     let server = server_on(lo(), config()).await;
@@ -227,6 +240,7 @@ async fn tcp_bytes_intact_and_half_close_honoured() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_are_reported_in_words_within_seconds() {
+    let _serial = SERIAL.lock().await;
     // A port nothing listens on, and a target outside the allow list.
     let closed = {
         let l = TcpListener::bind(lo()).await.unwrap();
@@ -272,6 +286,7 @@ async fn refusals_are_reported_in_words_within_seconds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_server_is_an_error_in_seconds() {
+    let _serial = SERIAL.lock().await;
     // A bound UDP socket that never answers.
     let silent = UdpSocket::bind(lo()).await.unwrap();
     let ep = Endpoint::client(lo()).unwrap();
@@ -291,6 +306,7 @@ async fn an_unreachable_server_is_an_error_in_seconds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_survives_a_server_restart() {
+    let _serial = SERIAL.lock().await;
     let sink = tcp_sha_sink().await;
     let echo = udp_echo().await;
     let server = server_on(lo(), config()).await;
@@ -373,4 +389,87 @@ async fn the_client_survives_a_server_restart() {
     assert_eq!(&buf[..n], b"after");
     println!("reconnected in {:?}: {}", t0.elapsed(), client.stats());
     drop(server2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_udp_flows_close_and_reopen() {
+    let _serial = SERIAL.lock().await;
+    let echo = udp_echo().await;
+    let cfg = TunnelConfig {
+        udp_idle_timeout: Duration::from_millis(800),
+        ..config()
+    };
+    let server = server_on(lo(), cfg.clone()).await;
+    let ep = Endpoint::client(lo()).unwrap();
+    let client = Tunnel::client(
+        ep,
+        server.endpoint().local_addr(),
+        tunnel::connection_config(None, Duration::from_secs(2)),
+        vec![format!("udp:0:{echo}").parse().unwrap()],
+        cfg,
+    )
+    .await
+    .unwrap();
+    let u = UdpSocket::bind(lo()).await.unwrap();
+    let mut buf = [0u8; 64];
+    for round in 0..2 {
+        u.send_to(b"hello", local(&client, 0)).await.unwrap();
+        let (n, _) = timeout(Duration::from_secs(5), u.recv_from(&mut buf))
+            .await
+            .expect("echo")
+            .unwrap();
+        assert_eq!(&buf[..n], b"hello", "round {round}");
+        // Idle for more than the timeout (checked every 0.5 s).
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        let s = client.stats();
+        let open = s
+            .flows
+            .iter()
+            .filter(|f| f.state == FlowState::Open)
+            .count();
+        assert_eq!(open, 0, "round {round}: the idle flow closed:\n{s}");
+    }
+    let s = client.stats();
+    assert_eq!(s.closed_flows, 2, "a new flow after the idle one:\n{s}");
+    assert!(
+        s.flows
+            .iter()
+            .all(|f| matches!(&f.state, FlowState::Closed(r) if r.contains("idle"))),
+        "{s}"
+    );
+    let ss = server.stats();
+    assert_eq!(ss.closed_flows, 2, "the server closed its side too:\n{ss}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flows_beyond_the_limit_are_refused() {
+    let _serial = SERIAL.lock().await;
+    let sink = tcp_sha_sink().await;
+    let cfg = TunnelConfig {
+        max_flows: 1,
+        ..config()
+    };
+    let server = server_on(lo(), cfg.clone()).await;
+    let ep = Endpoint::client(lo()).unwrap();
+    let client = Tunnel::client(
+        ep,
+        server.endpoint().local_addr(),
+        tunnel::connection_config(None, Duration::from_secs(2)),
+        vec![format!("tcp:0:{sink}").parse().unwrap()],
+        cfg,
+    )
+    .await
+    .unwrap();
+    let _first = TcpStream::connect(local(&client, 0)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Reset at once: seen by connect itself or by the first read.
+    if let Ok(mut second) = TcpStream::connect(local(&client, 0)).await {
+        let mut buf = [0u8; 8];
+        let r = timeout(Duration::from_secs(5), second.read(&mut buf))
+            .await
+            .expect("the second connection ends at once");
+        assert!(matches!(r, Err(_) | Ok(0)), "{r:?}");
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(client.stats().turned_away, 1, "{}", client.stats());
 }

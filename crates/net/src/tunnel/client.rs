@@ -198,6 +198,8 @@ impl Client {
                 })
             }
         };
+        // Installed before returning: a flow that arrives at once finds it.
+        let first = install(&shared, server, &slot, &conn_slot, conn);
         shared.spawn(supervise(
             shared.clone(),
             endpoint,
@@ -205,7 +207,7 @@ impl Client {
             connection,
             slot.clone(),
             conn_slot.clone(),
-            conn,
+            first,
         ));
         for (spec, l) in tcp {
             shared.spawn(tcp_forward(shared.clone(), slot.clone(), spec, l));
@@ -232,6 +234,42 @@ fn connect_error(e: &crate::Error, cfg: &ConnectionConfig) -> String {
     }
 }
 
+/// Make `conn` the current session: its control stream configured, the
+/// slots filled (so a flow that arrives next finds it), `Connected` said.
+fn install(
+    shared: &Shared,
+    server: SocketAddr,
+    slot: &SessionSlot,
+    conn_slot: &Mutex<Option<Connection>>,
+    conn: Connection,
+) -> Arc<Session> {
+    let number = shared.connections.fetch_add(1, Relaxed) + 1;
+    let control = StreamConfig {
+        class: 0,
+        weight: super::class_weight(0),
+        ..StreamConfig::default()
+    };
+    let _ = conn.open_stream(CONTROL_STREAM, control);
+    let session = Arc::new(Session {
+        conn: conn.clone(),
+        number,
+        streams: Mutex::new(StreamAlloc {
+            next: FIRST_FLOW_STREAM,
+            in_use: BTreeSet::new(),
+        }),
+        pending: Mutex::new(BTreeMap::new()),
+        flows: Mutex::new(BTreeMap::new()),
+    });
+    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(session.clone());
+    *conn_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn);
+    shared.connected.store(true, Relaxed);
+    shared.event(TunnelEvent::Connected {
+        server,
+        connection: number,
+    });
+    session
+}
+
 /// Keep a connection to the server: run one session per connection,
 /// reconnect after a pause when it ends.
 async fn supervise(
@@ -241,14 +279,14 @@ async fn supervise(
     connection: ConnectionConfig,
     slot: SessionSlot,
     conn_slot: Arc<Mutex<Option<Connection>>>,
-    first: Connection,
+    first: Arc<Session>,
 ) {
     let mut next = Some(first);
     loop {
-        let conn = match next.take() {
-            Some(c) => c,
+        let session = match next.take() {
+            Some(s) => s,
             None => match endpoint.connect(server, connection.clone()).await {
-                Ok(c) => c,
+                Ok(c) => install(&shared, server, &slot, &conn_slot, c),
                 Err(e) => {
                     shared.event(TunnelEvent::ConnectFailed {
                         server,
@@ -262,30 +300,6 @@ async fn supervise(
                 }
             },
         };
-        let number = shared.connections.fetch_add(1, Relaxed) + 1;
-        let control = StreamConfig {
-            class: 0,
-            weight: super::class_weight(0),
-            ..StreamConfig::default()
-        };
-        let _ = conn.open_stream(CONTROL_STREAM, control);
-        let session = Arc::new(Session {
-            conn: conn.clone(),
-            number,
-            streams: Mutex::new(StreamAlloc {
-                next: FIRST_FLOW_STREAM,
-                in_use: BTreeSet::new(),
-            }),
-            pending: Mutex::new(BTreeMap::new()),
-            flows: Mutex::new(BTreeMap::new()),
-        });
-        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(session.clone());
-        *conn_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn.clone());
-        shared.connected.store(true, Relaxed);
-        shared.event(TunnelEvent::Connected {
-            server,
-            connection: number,
-        });
         let reason = run_session(&session).await;
         shared.connected.store(false, Relaxed);
         *slot.lock().unwrap_or_else(|p| p.into_inner()) = None;
@@ -313,7 +327,6 @@ async fn supervise(
             .clear();
         shared.event(TunnelEvent::Disconnected { reason });
         drop(session);
-        drop(conn);
         if endpoint.stopped().is_some() {
             return;
         }
@@ -522,7 +535,7 @@ async fn udp_forward(shared: Arc<Shared>, slot: SessionSlot, spec: ForwardSpec, 
                         close_udp(&shared, old, "tunnel reconnected", false).await;
                     }
                 }
-                if !flows.contains_key(&src) {
+                if let std::collections::btree_map::Entry::Vacant(slot) = flows.entry(src) {
                     match session.open(&shared, &spec, src).await {
                         Ok((stream, flow, answer)) => {
                             let reply = shared.spawn(udp_replies(session.conn.clone(), stream, sock.clone(), src, flow.clone()));
@@ -535,7 +548,7 @@ async fn udp_forward(shared: Arc<Shared>, slot: SessionSlot, spec: ForwardSpec, 
                                 };
                                 let _ = tx.send((src, id, r));
                             });
-                            flows.insert(src, UdpFlow { session: session.clone(), stream, flow, reply, refused_at: None });
+                            slot.insert(UdpFlow { session: session.clone(), stream, flow, reply, refused_at: None });
                         }
                         Err(why) => {
                             tracing::info!("tunnel: udp {src} -> {} turned away: {why}", spec.target);
