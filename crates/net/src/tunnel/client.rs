@@ -194,7 +194,7 @@ impl Client {
             Err(e) => {
                 return Err(TunnelError::Connect {
                     server,
-                    error: connect_error(&e, &connection),
+                    error: connect_error(&e),
                 })
             }
         };
@@ -222,16 +222,10 @@ impl Client {
     }
 }
 
-fn connect_error(e: &crate::Error, cfg: &ConnectionConfig) -> String {
-    let text = e.to_string();
-    if text.to_lowercase().contains("timed out") || text.to_lowercase().contains("timeout") {
-        format!(
-            "no answer within {:.1} s ({text}): is `peregrine tunnel server` running there, and is UDP allowed?",
-            cfg.handshake_timeout.as_secs_f64()
-        )
-    } else {
-        text
-    }
+/// The runtime's words for a failed handshake (they already say what to
+/// check: `no answer to the handshake: check the address and port, …`).
+fn connect_error(e: &crate::Error) -> String {
+    e.to_string()
 }
 
 /// Make `conn` the current session: its control stream configured, the
@@ -290,7 +284,7 @@ async fn supervise(
                 Err(e) => {
                     shared.event(TunnelEvent::ConnectFailed {
                         server,
-                        error: connect_error(&e, &connection),
+                        error: connect_error(&e),
                     });
                     if endpoint.stopped().is_some() {
                         return;
