@@ -473,3 +473,44 @@ async fn flows_beyond_the_limit_are_refused() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(client.stats().turned_away, 1, "{}", client.stats());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn datagrams_past_their_deadline_are_dropped_not_delivered_late() {
+    let _serial = SERIAL.lock().await;
+    let echo = udp_echo().await;
+    let server = server_on(lo(), config()).await;
+    let client = client_to(
+        server.endpoint().local_addr(),
+        &[format!("udp:0:{echo},deadline=100ms")],
+    )
+    .await;
+    let u = UdpSocket::bind(lo()).await.unwrap();
+    let mut buf = [0u8; 64];
+    u.send_to(b"first", local(&client, 0)).await.unwrap();
+    timeout(Duration::from_secs(5), u.recv_from(&mut buf))
+        .await
+        .expect("the flow works")
+        .unwrap();
+    // The client's window closes (seed 003's handover window): the
+    // server's replies cannot leave, and their 100 ms deadline passes.
+    let conn = client.connection().expect("connected");
+    assert!(conn.set_receive_window(peregrine::WindowTarget::Connection, 0));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for i in 0..5u8 {
+        u.send_to(&[b'x', i], local(&client, 0)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    conn.set_receive_window(peregrine::WindowTarget::Connection, u64::MAX);
+    // Nothing of the expired replies arrives afterwards.
+    let late = timeout(Duration::from_millis(800), u.recv_from(&mut buf)).await;
+    assert!(
+        late.is_err(),
+        "an expired datagram was delivered late: {late:?}"
+    );
+    let s = server.stats();
+    let f = &s.flows[0];
+    assert_eq!(f.down_msgs, 6, "the server read all six replies:\n{s}");
+    assert_eq!(f.abandoned, 5, "five expired at the server:\n{s}");
+    println!("{s}");
+}
