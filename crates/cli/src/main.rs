@@ -15,6 +15,7 @@ mod qlog_cmd;
 mod reproduce;
 mod sim_cmd;
 mod sim_progress;
+mod tunnel_cmd;
 mod wire_cmd;
 
 /// Peregrine: a transport for things that move, and a laboratory to study it.
@@ -39,6 +40,8 @@ enum Command {
     Keygen(keygen_cmd::KeygenArgs),
     /// Measure Peregrine over real UDP (iperf-like server and client).
     Perf(peregrine_perf::PerfArgs),
+    /// Carry local UDP and TCP ports over prioritized streams (`tunnel server`, `tunnel client -L …`).
+    Tunnel(tunnel_cmd::TunnelArgs),
     /// Run a command over an emulated link (the simulator's link model, live, in a network namespace).
     Emu(emu_cmd::EmuArgs),
     /// Read qlog files: `peregrine qlog plot FILE` draws the congestion view.
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         Some(Command::Keygen(args)) => keygen_cmd::run(args),
         Some(Command::Perf(args)) => perf_out::run(args),
         Some(Command::Emu(args)) => emu_cmd::run(args),
+        Some(Command::Tunnel(args)) => tunnel_cmd::run(args),
         Some(Command::Qlog(args)) => qlog_cmd::run(args),
         Some(Command::Reproduce(args)) => reproduce::run(args),
         Some(Command::Hog(args)) => reproduce::hog(args),

@@ -292,6 +292,19 @@ impl Connection {
         self.try_send_inner(stream, bytes, None)
     }
 
+    /// [`try_send`](Self::try_send) with a deadline, as
+    /// [`send_with_deadline`](Self::send_with_deadline): for datagram-like
+    /// traffic (the tunnel's UDP flows) that is dropped, not waited for,
+    /// when the buffer is full.
+    pub fn try_send_with_deadline(
+        &self,
+        stream: u16,
+        bytes: impl MessageData,
+        lifetime: Duration,
+    ) -> Result<MessageId, Error> {
+        self.try_send_inner(stream, bytes, Some(lifetime))
+    }
+
     fn try_send_inner(
         &self,
         stream: u16,

@@ -120,6 +120,7 @@ pub mod observe;
 pub mod pmtu;
 mod rx_time;
 mod socket;
+pub mod tunnel;
 
 pub use connection::{Connection, Delivery};
 pub use endpoint::{Endpoint, EndpointBuilder, Stats};
@@ -130,6 +131,7 @@ pub use group::{
 };
 pub use peregrine_proto::multicast::{GroupConfig, GroupSenderStats};
 pub use socket::SocketCapabilities;
+pub use tunnel::{Tunnel, TunnelConfig, TunnelEvent, TunnelStats};
 
 pub use bytes::Bytes;
 pub use endpoint::aes_hardware;

@@ -60,12 +60,15 @@ use tokio::time::Instant;
 
 mod iperf;
 mod observe;
-mod outcome;
+pub(crate) mod outcome;
 mod parse;
 mod pattern;
 mod report;
-mod security;
+pub mod security;
 mod stdout;
+
+/// Resolves on Ctrl-C or SIGTERM (what `perf` and `tunnel` stop on).
+pub use outcome::interrupted;
 
 use parse::{parse_bitrate, parse_positive_duration, parse_scheduler, parse_trace, TraceMessage};
 use peregrine_sim::metrics::{quantile, QuantileMethod::RoundedIndex};
