@@ -500,8 +500,17 @@ fn take_rebind(shared: &Shared, io: &mut UdpIo) {
         .take()
     {
         *io = new_io;
-        if let (Some(c), Ok(local)) = (shared.lock().capture.as_mut(), io.local_addr()) {
+        let mut st = shared.lock();
+        if let (Some(c), Ok(local)) = (st.capture.as_mut(), io.local_addr()) {
             c.set_local(local);
+        }
+        // A new path: every protected connection takes a spare connection
+        // ID, so the new path shares no ID, SYNC_NO or packet-number
+        // sequence with the old one (docs/security.md). A connection with
+        // no spare yet keeps its IDs.
+        let handles: Vec<_> = st.conns.keys().copied().collect();
+        for h in handles {
+            st.proto.rotate_connection_id(h);
         }
     }
 }

@@ -818,3 +818,100 @@ fn no_key_log_keeps_nothing() {
     assert!(c.take_keys().is_none() && s.take_keys().is_none());
     assert!(c.keylog.is_none() && s.keylog.is_none());
 }
+
+/// The key-update and rotation test vectors of docs/security.md ("Key
+/// update and connection-ID rotation: test vectors", assembled from
+/// docs/security-parts/keys.md): computed here and required verbatim in
+/// the part file, so the document cannot drift from the code.
+#[test]
+fn key_update_and_rotation_vectors_match_the_documentation() {
+    use crate::wire::Control;
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+    let s0 = [0x11u8; 32];
+    let s1 = update::next_secret(&s0);
+    let s2 = update::next_secret(&s1);
+    let raw = DerivedKeys {
+        c2s_key: s0,
+        c2s_iv: [0x22; 12],
+        s2c_key: [0x33; 32],
+        s2c_iv: [0x44; 12],
+    };
+    // Generation 1 of the client's AES-128-GCM key seals END, PN 5.
+    let mut keys = aead::PacketKeys::new(AeadAlgorithm::Aes128Gcm, true, &raw).unwrap();
+    let mut peer = aead::PacketKeys::new(AeadAlgorithm::Aes128Gcm, false, &raw).unwrap();
+    let mut ack = end(0);
+    let n = ack.len();
+    peer.seal(&mut ack, n, None).unwrap();
+    keys.open(&mut ack, Time::ZERO, Duration::from_secs(1), 0)
+        .unwrap();
+    keys.request_update();
+    keys.arm_switch();
+    let mut announce = end(4);
+    let n = announce.len();
+    keys.seal(&mut announce, n, None).unwrap();
+    let plain = end(5);
+    let mut sealed = plain.clone();
+    keys.seal(&mut sealed, plain.len(), None).unwrap();
+    // Rotation sequence 1.
+    let prk = rotation::rotation_key(&s0, &[0x33; 32]);
+    let m = rotation::sequence_masks(&prk, 1, 0x123, 0x456);
+    let (_, ncid) = Control::NewConnectionId {
+        sequence: 1,
+        id: 0xbeef,
+        ack: false,
+    }
+    .to_echo(7);
+    let (_, keyu) = Control::KeyUpdate { generation: 1 }.to_echo(4);
+    let echo_hex = |e: crate::wire::EchoPayload| {
+        let mut v = e.packet_number.to_be_bytes().to_vec();
+        v.extend_from_slice(&e.probe_id.to_be_bytes());
+        v.extend_from_slice(&e.timestamp_ns.to_be_bytes());
+        hex(&v)
+    };
+    let block = format!(
+        "```text\n\
+         secret[0]                 {}\n\
+         secret[1]                 {}\n\
+         secret[2]                 {}\n\
+         AES-128-GCM key[1]        {}\n\
+         END PN 5, plaintext       {}\n\
+         END PN 5, sealed, gen 1   {}\n\
+         rotation PRK              {}\n\
+         sequence 1: pn_offset_c2s {:08x}  pn_offset_s2c {:08x}  sync_c2s {:03x}  sync_s2c {:03x}\n\
+         NEW_CONNECTION_ID seq 1, id 0xbeef, PN 7 (ECHO payload)  {}\n\
+         KEY_UPDATE generation 1, PN 4 (ECHO payload)            {}\n\
+         ```\n",
+        hex(&s0),
+        hex(&s1),
+        hex(&s2),
+        hex(&s1[..16]),
+        hex(&plain),
+        hex(&sealed),
+        hex(&prk),
+        m.c2s_pn_offset,
+        m.s2c_pn_offset,
+        m.c2s_sync,
+        m.s2c_sync,
+        echo_hex(ncid),
+        echo_hex(keyu),
+    );
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/security-parts/keys.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        doc.contains(&block),
+        "{} must contain the vectors exactly:\n{block}",
+        path.display()
+    );
+    // And the sealed vector opens under generation 1 at the peer.
+    let mut b = announce.clone();
+    peer.open(&mut b, Time::ZERO, Duration::from_secs(1), 0)
+        .unwrap();
+    peer.on_announcement(4, 1);
+    let mut b = sealed.clone();
+    assert!(peer
+        .open(&mut b, Time::ZERO, Duration::from_secs(1), 0)
+        .is_ok());
+}
