@@ -642,6 +642,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
     let mut upcalls = Vec::new();
     let mut timer: Option<Time> = None;
     let mut more_to_send = false;
+    let mut tx_has_start = false;
     let mut shutdown_at: Option<Time> = None;
     let mut last_rx = Time::ZERO;
     loop {
@@ -707,9 +708,12 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                 poll_groups(st, now);
             }
             tx.clear();
+            tx_has_start = false;
             more_to_send = false;
             while let Some(t) = st.proto.poll_transmit(now, &mut buf) {
                 tx.push(t.destination, t.ecn, &buf[..t.size]);
+                // PK_TYPE 1: a START (see the late rebind check below).
+                tx_has_start |= buf.get(4).is_some_and(|b| b >> 4 == 1);
                 if let Some(c) = st.capture.as_mut() {
                     c.sent(t.destination, &buf[..t.size]);
                 }
@@ -781,7 +785,26 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
         if !tx.is_empty() {
             // Checked again here: an application that rebinds and then
             // connects must never see its START leave from the old socket.
+            // A batch without a START was sealed for the old path (its
+            // connection IDs: a rotation happens at the switch), so it
+            // leaves from the old socket first — on the new path it
+            // would link the two (docs/security.md, "Connection-ID
+            // rotation").
+            let pending = shared
+                .rebind
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some();
+            if pending && !tx_has_start {
+                if let Err(e) = io.send_batch(&tx).await {
+                    tracing::debug!(error = %e, "send on the old socket failed before a rebind");
+                }
+                tx.clear();
+            }
             take_rebind(&shared, &mut io);
+            if tx.is_empty() {
+                continue;
+            }
             if let Err(e) = io.send_batch(&tx).await {
                 tracing::warn!(error = %e, "send failed: the endpoint's driver stops");
                 shared.lock().stopped = Some(e.to_string());
