@@ -642,11 +642,12 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
     let mut upcalls = Vec::new();
     let mut timer: Option<Time> = None;
     let mut more_to_send = false;
-    let mut tx_has_start = false;
     let mut shutdown_at: Option<Time> = None;
     let mut last_rx = Time::ZERO;
     loop {
         take_rebind(&shared, &mut io);
+        // Whether this turn's batch holds a START (see the late check).
+        let mut tx_has_start = false;
         let now = shared.now();
         let received = match timer.map(|t| t.saturating_duration_since(now)) {
             // Busy (more to send, or a timer due): read what has arrived
@@ -708,7 +709,6 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                 poll_groups(st, now);
             }
             tx.clear();
-            tx_has_start = false;
             more_to_send = false;
             while let Some(t) = st.proto.poll_transmit(now, &mut buf) {
                 tx.push(t.destination, t.ecn, &buf[..t.size]);
