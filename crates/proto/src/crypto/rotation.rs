@@ -482,7 +482,7 @@ mod tests {
             ] {
                 let d = a.wrapping_sub(b);
                 assert!(
-                    d >= PN_OFFSET_GAP && d <= u32::MAX - PN_OFFSET_GAP + 1,
+                    (PN_OFFSET_GAP..=u32::MAX - PN_OFFSET_GAP + 1).contains(&d),
                     "{k}: {d}"
                 );
             }
