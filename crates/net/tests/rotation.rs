@@ -210,3 +210,47 @@ fn a_rebinding_mid_transfer_leaves_nothing_linking_the_two_paths() {
     assert_unlinkable("server capture", &old, &new);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_application_can_ask_for_a_key_update() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let bind: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let server = EndpointBuilder::new()
+            .server(ConnectionConfig::default())
+            .bind(bind)
+            .unwrap();
+        let addr = server.local_addr();
+        let client = EndpointBuilder::new().bind(bind).unwrap();
+        let conn = client
+            .connect(addr, ConnectionConfig::default())
+            .await
+            .unwrap();
+        let sconn = server.accept().await.unwrap();
+        let echo = tokio::spawn(async move {
+            while let Some((s, b)) = sconn.recv().await {
+                if sconn.send(s, &b).await.is_err() {
+                    break;
+                }
+            }
+        });
+        for round in 0..3u8 {
+            conn.send(1, &[round; 2000]).await.unwrap();
+            let (_, b) = tokio::time::timeout(Duration::from_secs(10), conn.recv())
+                .await
+                .expect("an echo")
+                .expect("a message");
+            assert_eq!(&b[..], &[round; 2000][..]);
+            // The next update waits for this generation's confirmation
+            // (the echo just proved the peer has the keys).
+            assert!(conn.update_keys(), "a protected, open connection");
+        }
+        conn.send(1, &[9; 10]).await.unwrap();
+        let _ = tokio::time::timeout(Duration::from_secs(10), conn.recv()).await;
+        let s = conn.stats().expect("stats").security;
+        assert!(s.key_updates >= 3, "{s:?}");
+        assert_eq!(s.key_updates_initiated, s.key_updates, "all ours: {s:?}");
+        conn.close().await;
+        echo.abort();
+    });
+}
