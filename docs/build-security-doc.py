@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Assemble docs/security.md from docs/security-head.md (threat model,
 defaults, packet protection), the part files in docs/security-parts/
-(handshake, admission, runtime, fuzzing, cost) and docs/security-tail.md.
+(handshake, key update and ID rotation, admission, runtime, fuzzing,
+cost) and docs/security-tail.md.
 
 Run from the repository root:  python3 docs/build-security-doc.py
 (`--check`: only verify that the committed document is up to date; .ci/run does.)
@@ -9,7 +10,7 @@ Run from the repository root:  python3 docs/build-security-doc.py
 import pathlib
 import sys
 
-ORDER = ["noise", "admission", "runtime", "fuzz", "cost"]
+ORDER = ["noise", "keys", "admission", "runtime", "fuzz", "cost"]
 root = pathlib.Path(__file__).resolve().parent
 pieces = [(root / "security-head.md").read_text().rstrip() + "\n"]
 for name in ORDER:

@@ -284,6 +284,19 @@ impl Connection {
         known
     }
 
+    /// Update this connection's packet keys now: its next packet
+    /// announces a new key generation and the peer follows
+    /// (docs/security.md, "Key update"; automatic updates need nothing:
+    /// `ConnectionConfig::key_update`). `false`: unprotected, closed, or
+    /// before the handshake.
+    pub fn update_keys(&self) -> bool {
+        let mut st = self.shared().lock();
+        let known = st.proto.update_keys(self.inner.handle);
+        drop(st);
+        self.shared().wake();
+        known
+    }
+
     /// Queue a message without waiting; `SendError::BufferFull` when the
     /// send buffer has no room. `bytes` is any [`MessageData`]: a
     /// [`Bytes`] (or `Vec<u8>`) reaches the core without a copy, its blocks

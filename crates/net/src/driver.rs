@@ -500,8 +500,17 @@ fn take_rebind(shared: &Shared, io: &mut UdpIo) {
         .take()
     {
         *io = new_io;
-        if let (Some(c), Ok(local)) = (shared.lock().capture.as_mut(), io.local_addr()) {
+        let mut st = shared.lock();
+        if let (Some(c), Ok(local)) = (st.capture.as_mut(), io.local_addr()) {
             c.set_local(local);
+        }
+        // A new path: every protected connection takes a spare connection
+        // ID, so the new path shares no ID, SYNC_NO or packet-number
+        // sequence with the old one (docs/security.md). A connection with
+        // no spare yet keeps its IDs.
+        let handles: Vec<_> = st.conns.keys().copied().collect();
+        for h in handles {
+            st.proto.rotate_connection_id(h);
         }
     }
 }
@@ -637,6 +646,8 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
     let mut last_rx = Time::ZERO;
     loop {
         take_rebind(&shared, &mut io);
+        // Whether this turn's batch holds a START (see the late check).
+        let mut tx_has_start = false;
         let now = shared.now();
         let received = match timer.map(|t| t.saturating_duration_since(now)) {
             // Busy (more to send, or a timer due): read what has arrived
@@ -701,6 +712,8 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             more_to_send = false;
             while let Some(t) = st.proto.poll_transmit(now, &mut buf) {
                 tx.push(t.destination, t.ecn, &buf[..t.size]);
+                // PK_TYPE 1: a START (see the late rebind check below).
+                tx_has_start |= buf.get(4).is_some_and(|b| b >> 4 == 1);
                 if let Some(c) = st.capture.as_mut() {
                     c.sent(t.destination, &buf[..t.size]);
                 }
@@ -772,7 +785,26 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
         if !tx.is_empty() {
             // Checked again here: an application that rebinds and then
             // connects must never see its START leave from the old socket.
+            // A batch without a START was sealed for the old path (its
+            // connection IDs: a rotation happens at the switch), so it
+            // leaves from the old socket first — on the new path it
+            // would link the two (docs/security.md, "Connection-ID
+            // rotation").
+            let pending = shared
+                .rebind
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some();
+            if pending && !tx_has_start {
+                if let Err(e) = io.send_batch(&tx).await {
+                    tracing::debug!(error = %e, "send on the old socket failed before a rebind");
+                }
+                tx.clear();
+            }
             take_rebind(&shared, &mut io);
+            if tx.is_empty() {
+                continue;
+            }
             if let Err(e) = io.send_batch(&tx).await {
                 tracing::warn!(error = %e, "send failed: the endpoint's driver stops");
                 shared.lock().stopped = Some(e.to_string());

@@ -106,6 +106,10 @@ impl KeyLog {
         if self.failed {
             self.pending.clear();
         }
+        // Key updates (and generation 0 where the core noted it first).
+        while let Some(m) = proto.take_updated_keys() {
+            self.write(&m.key_log_lines());
+        }
         if self.pending.is_empty() {
             return;
         }
@@ -115,8 +119,11 @@ impl KeyLog {
                 self.write(&m.key_log_lines());
                 return false;
             }
-            // Keys still to come: a protected connection that is open.
+            // Keys still to come: a protected connection that is open
+            // and has none yet (once it has, `take_updated_keys` wrote
+            // them).
             proto.security_pattern(h).is_some()
+                && proto.security_aead(h).is_none()
                 && proto
                     .state(h)
                     .is_some_and(|s| s != peregrine_proto::ConnectionState::Closed)

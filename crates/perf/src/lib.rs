@@ -299,6 +299,11 @@ struct ClientArgs {
     /// server verifies them (`verified`, `sha256` in the report).
     #[arg(long, value_name = "N", conflicts_with_all = ["echo_size", "latency_trace"])]
     bytes: Option<u64>,
+    /// Key update (docs/security.md): new packet keys after every N bytes
+    /// sealed under one key (at least 65536; default: the AEAD's packet
+    /// threshold only). `security.key_updates` in the report.
+    #[arg(long, value_name = "N")]
+    key_update_bytes: Option<u64>,
     #[command(flatten)]
     datagram: DatagramArgs,
     #[command(flatten)]
@@ -701,6 +706,11 @@ async fn client(a: ClientArgs) -> Result<Value> {
         ..server_config()
     };
     a.datagram.apply(&mut config)?;
+    config.key_update.bytes = a.key_update_bytes;
+    config
+        .key_update
+        .validate()
+        .map_err(|p| anyhow!("--key-update-bytes: {p}"))?;
     // Every address the name resolves to, in turn (`localhost` may be
     // ::1 or 127.0.0.1 first).
     let observe = &a.observe;
@@ -784,6 +794,8 @@ async fn client(a: ClientArgs) -> Result<Value> {
         "aes_hardware": peregrine::aes_hardware(),
         "server_key": server_key.map(|k| k.to_hex()),
         "description": plan.description,
+        "key_updates": stats.as_ref().map_or(0, |s| s.security.key_updates),
+        "cid_changes": stats.as_ref().map_or(0, |s| s.security.cid_changes),
     });
     if let Some(s) = &stats {
         out["srtt_ms"] = json!(s.srtt.map(|d| d.as_secs_f64() * 1e3));

@@ -193,7 +193,20 @@ pub struct ConnectionConfig {
     /// SECURITY TLV and seals every later datagram. Both sides must agree:
     /// a protected side rejects or closes an unprotected peer.
     pub security: Option<crate::crypto::SecurityConfig>,
+    /// Key update and AEAD usage limits of a protected connection
+    /// (docs/security.md, "Key update"): the default updates before the
+    /// agreed AEAD's limit (2^22 packets per key for AES-128-GCM); ignored
+    /// unprotected.
+    pub key_update: crate::crypto::KeyUpdateConfig,
+    /// Spare connection IDs a protected server keeps issued to its client
+    /// for connection-ID rotation (docs/security.md, "Connection-ID
+    /// rotation"); 0 turns rotation off. Each one holds an ID of the
+    /// endpoint's 16-bit space while issued.
+    pub spare_connection_ids: u8,
 }
+
+/// Most spare connection IDs a server keeps issued per connection.
+pub const MAX_SPARE_CONNECTION_IDS: u8 = 8;
 
 impl Default for ConnectionConfig {
     fn default() -> Self {
@@ -229,6 +242,8 @@ impl Default for ConnectionConfig {
             initial_stream_credit: None,
             max_status_interval: Duration::from_secs(2),
             security: None,
+            key_update: crate::crypto::KeyUpdateConfig::default(),
+            spare_connection_ids: 2,
         }
     }
 }
@@ -272,6 +287,12 @@ impl ConnectionConfig {
         }
         if self.max_reassembly_messages == 0 {
             return bad("max_reassembly_messages", "is zero");
+        }
+        if let Err(problem) = self.key_update.validate() {
+            return bad("key_update", problem);
+        }
+        if self.spare_connection_ids > MAX_SPARE_CONNECTION_IDS {
+            return bad("spare_connection_ids", "is above 8");
         }
         if self.initial_stream_credit == Some(0) {
             return bad(

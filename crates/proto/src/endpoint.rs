@@ -141,6 +141,9 @@ pub struct Endpoint {
     /// New connections keep their raw packet keys for a key log
     /// (`set_key_log`).
     key_log: bool,
+    /// Connections with a key generation for the key log
+    /// (`take_updated_keys`).
+    keylog_ready: std::collections::BTreeSet<ConnectionHandle>,
     /// The groups this endpoint accepts JOINs for, handed to every
     /// connection (`set_join_policy`, multicast/mod.rs).
     pub(crate) join_policy: std::sync::Arc<crate::connection::JoinPolicy>,
@@ -203,6 +206,7 @@ impl Endpoint {
             },
             reset_secret_persistent: false,
             key_log: false,
+            keylog_ready: std::collections::BTreeSet::new(),
             join_policy: std::sync::Arc::default(),
             config,
         };
@@ -572,6 +576,12 @@ impl Endpoint {
         if let Some((c, peer)) = self.connections.remove(&handle) {
             self.pool_release(handle, c.pool_accounted());
             self.by_id.remove(&c.local_id());
+            for id in c.extra_local_ids() {
+                if self.by_id.get(&id) == Some(&handle) {
+                    self.by_id.remove(&id);
+                }
+            }
+            self.keylog_ready.remove(&handle);
             if let Some(p) = peer {
                 // Only if it still names this connection (a later one
                 // from the same peer and id may have replaced it).
@@ -763,7 +773,7 @@ impl SansIo for Endpoint {
         if self.protected_stateless_reset(remote, bytes) {
             return;
         }
-        match self.unprotect(bytes) {
+        match self.unprotect(bytes, remote) {
             None => self.handle_plain(now, arrived, remote, ecn, bytes),
             // Opened in place: the plaintext datagram is the prefix.
             Some(Some(n)) => {
@@ -857,6 +867,9 @@ impl Endpoint {
                     c.seal_outgoing(buf, size)
                         .map(|n| (n, c.transmit_destination()))
                 });
+                if self.key_log {
+                    self.after_key_work(handle);
+                }
                 let Some((size, destination)) = sealed else {
                     // No keys yet: the datagram cannot leave (recovery
                     // treats it as lost). Try the next one.

@@ -86,6 +86,10 @@ pub enum CloseReason {
         /// a proof: ICMP is not authenticated).
         icmp: Option<Unreachable>,
     },
+    /// A packet key reached its AEAD usage limit (docs/security.md, "AEAD
+    /// limits") and no key update could replace it in time; the string
+    /// says which limit.
+    KeyLimit(&'static str),
 }
 
 /// What an ICMP (or ICMPv6) destination-unreachable said about a peer
@@ -113,7 +117,7 @@ impl CloseReason {
     /// perf --json`'s `{"error": …}`): `local`, `remote`,
     /// `handshake_timeout`, `idle_timeout`, `reset`, `aborted`,
     /// `protocol_violation`, `connection_refused`, `host_unreachable`,
-    /// `peer_dead`, or for a REJECT its reason's name (`busy`,
+    /// `peer_dead`, `key_limit`, or for a REJECT its reason's name (`busy`,
     /// `security_required`, `key_mismatch`, …; `rejected` for a code
     /// without a name). O(1).
     pub fn kind(&self) -> &'static str {
@@ -129,6 +133,7 @@ impl CloseReason {
             CloseReason::ConnectionRefused { .. } => "connection_refused",
             CloseReason::HostUnreachable { .. } => "host_unreachable",
             CloseReason::PeerDead { .. } => "peer_dead",
+            CloseReason::KeyLimit(_) => "key_limit",
         }
     }
 
@@ -185,6 +190,10 @@ impl std::fmt::Display for CloseReason {
                     None => Ok(()),
                 }
             }
+            CloseReason::KeyLimit(what) => write!(
+                f,
+                "closed before a packet key's usage limit ({what}); connect again for fresh keys"
+            ),
         }
     }
 }

@@ -14,9 +14,14 @@
 //! direction; the AEAD is the one the handshake agreed on (AEAD TLV).
 
 use super::replay::ReplayWindow;
+use super::update::{
+    next_secret, KeyUpdateConfig, Policy, CONFIDENTIALITY_LIMIT_REASON, INTEGRITY_LIMIT_REASON,
+};
 use crate::wire::header::patch_len_and_checksum;
 use crate::wire::{expand_packet_number, Flags, AUTH_TAG_LEN, HEADER_LEN};
+use peregrine_cc::Time;
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, CHACHA20_POLY1305};
+use std::time::Duration;
 
 /// Bytes in the clear at the front of a protected datagram (header + PN).
 pub const CLEAR_PREFIX_LEN: usize = HEADER_LEN + 4;
@@ -85,6 +90,39 @@ impl AeadAlgorithm {
         }
     }
 
+    /// Packets that may be sealed under one key (RFC 9001 §6.6: 2^23 for
+    /// AES-128-GCM, about 12 GB at 1,452-byte datagrams; ChaCha20-Poly1305
+    /// has none below 2^62). A connection updates its keys before; if it
+    /// cannot, it closes rather than seal one more.
+    pub const fn confidentiality_limit(self) -> u64 {
+        match self {
+            AeadAlgorithm::Aes128Gcm => 1 << 23,
+            AeadAlgorithm::ChaCha20Poly1305 => 1 << 62,
+        }
+    }
+
+    /// Failed openings tolerated under one key (RFC 9001 §6.6: 2^52 for
+    /// AES-128-GCM, 2^36 for ChaCha20-Poly1305); at the limit the
+    /// connection closes.
+    pub const fn integrity_limit(self) -> u64 {
+        match self {
+            AeadAlgorithm::Aes128Gcm => 1 << 52,
+            AeadAlgorithm::ChaCha20Poly1305 => 1 << 36,
+        }
+    }
+
+    /// Packets sealed under one key before a key update by default: half
+    /// the confidentiality limit for AES-128-GCM (2^22, about 6 GB at
+    /// 1,452 bytes), 2^30 (about 1.5 TB) for ChaCha20-Poly1305, whose
+    /// limit is out of reach: its keys still expire, so that a key taken
+    /// from memory opens a bounded part of a long connection.
+    pub const fn default_update_packets(self) -> u64 {
+        match self {
+            AeadAlgorithm::Aes128Gcm => 1 << 22,
+            AeadAlgorithm::ChaCha20Poly1305 => 1 << 30,
+        }
+    }
+
     fn ring(self) -> &'static ring::aead::Algorithm {
         match self {
             AeadAlgorithm::Aes128Gcm => &AES_128_GCM,
@@ -114,6 +152,11 @@ pub enum OpenError {
     /// The XX message 3 riding behind the datagram did not complete the
     /// handshake (forged, or the client's key is not authorized).
     Handshake,
+    /// A key's AEAD usage limit was reached (docs/security.md, "AEAD
+    /// limits"): the connection is closing and opens nothing more.
+    KeyExhausted,
+    /// Addressed to a connection ID this side retired after a rotation.
+    RetiredId,
 }
 
 /// One direction's AEAD key and IV.
@@ -157,26 +200,176 @@ fn truncated_pn(datagram: &[u8]) -> Option<u32> {
         .map(u32::from_be_bytes)
 }
 
-/// Both directions' keys of one connection and the receive replay window.
-#[derive(Debug)]
+/// How a sealed datagram's clear header is rewritten for connection-ID
+/// rotation (`crypto::rotation`): the IDs, the sender's SYNC_NO and the
+/// wire packet number (the real one plus `pn_offset`, mod 2^32) of the
+/// rotated sequence. The AEAD authenticates the rewritten bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rewrite {
+    pub dest_id: u16,
+    pub src_id: u16,
+    pub sync_no: u16,
+    pub pn_offset: u32,
+}
+
+impl Rewrite {
+    /// Writes the IDs and SYNC_NO into the header `h` (≥ 20 bytes; the
+    /// low 4 bits of byte 17 are WINDOW_SIZE's and stay).
+    pub(crate) fn apply_ids(&self, h: &mut [u8]) {
+        if h.len() < HEADER_LEN {
+            return;
+        }
+        h[0..2].copy_from_slice(&self.dest_id.to_be_bytes());
+        h[2..4].copy_from_slice(&self.src_id.to_be_bytes());
+        let sync = (self.sync_no & 0x0fff) << 4;
+        h[16] = (sync >> 8) as u8;
+        h[17] = (h[17] & 0x0f) | (sync as u8 & 0xf0);
+    }
+}
+
+/// One receive key and what was opened under it.
+struct RecvKey {
+    key: DirectionKey,
+    /// Its 32-byte traffic secret (the next generation derives from it).
+    secret: [u8; 32],
+    /// The generation.
+    generation: u64,
+    /// The first packet number of this generation: the first one opened,
+    /// or the boundary the peer announced (KEY_UPDATE).
+    first_pn: Option<u64>,
+    /// The largest packet number opened under it.
+    largest_pn: Option<u64>,
+    /// Failed openings under it (the integrity limit counts these).
+    failed: u64,
+    /// `first_pn` is the peer's announced boundary, not merely the first
+    /// packet that arrived.
+    exact: bool,
+}
+
+impl RecvKey {
+    fn new(aead: AeadAlgorithm, secret: [u8; 32], iv: [u8; 12], generation: u64) -> Option<Self> {
+        Some(RecvKey {
+            key: DirectionKey::new(aead, &secret, iv)?,
+            secret,
+            generation,
+            first_pn: None,
+            largest_pn: None,
+            failed: 0,
+            exact: false,
+        })
+    }
+}
+
+/// Which receive key a packet is tried under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Prev,
+    Cur,
+    Next,
+}
+
+/// Both directions' keys of one connection, their generations (key
+/// update, `crypto::update`) and the receive replay window.
+///
+/// Generations: `cur` is the receive key of the newest generation this
+/// side has (keys of generation g seal and open what both sides send in
+/// generation g); `prev` (g−1) is kept about three PTOs after `cur`
+/// opened its first packet, for reordered packets, then dropped; `next`
+/// (g+1) is derived once `cur` is confirmed, ready for the peer's update.
+/// Generation g−2 is never held: its packets fail.
 pub(crate) struct PacketKeys {
     aead: AeadAlgorithm,
+    policy: Policy,
     seal: DirectionKey,
-    open: DirectionKey,
+    seal_secret: [u8; 32],
+    seal_iv: [u8; 12],
+    /// The generation of the sealing key.
+    seal_generation: u64,
+    open_iv: [u8; 12],
+    cur: RecvKey,
+    prev: Option<RecvKey>,
+    /// When `prev` is dropped (set once `cur` opened a packet).
+    prev_until: Option<Time>,
+    next: Option<RecvKey>,
+    /// The peer announced that its packets from this number on are
+    /// sealed under `next` (responder) — a KEY_UPDATE announcement.
+    next_from: Option<u64>,
+    /// A packet newer than everything failed under its primary key while
+    /// another key was possible: the announcement may have been lost, so
+    /// such packets are tried under both (a copy kept for the second try).
+    suspect: bool,
+    /// Reused copy of a ciphertext for a second try (no allocation per
+    /// packet: it grows once to the largest datagram).
+    scratch: Vec<u8>,
+    sealed_packets: u64,
+    sealed_bytes: u64,
+    /// The application asked for an update, or the integrity limit is
+    /// half used.
+    update_requested: bool,
+    /// The next sealed packet is the KEY_UPDATE announcement: switch the
+    /// sealing key right after it.
+    switch_armed: bool,
+    /// Key updates this side initiated.
+    pub(crate) updates_initiated: u64,
+    /// A usage limit was reached: no more sealing or opening.
+    pub(crate) exhausted: Option<&'static str>,
+    /// Generations whose material the key log has not taken.
+    pub(crate) unlogged: Vec<u64>,
     largest_sealed: Option<u64>,
     replay: ReplayWindow,
 }
 
+impl std::fmt::Debug for PacketKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // No secret: generations and counters only.
+        f.debug_struct("PacketKeys")
+            .field("aead", &self.aead)
+            .field("seal_generation", &self.seal_generation)
+            .field("open_generation", &self.cur.generation)
+            .field("sealed_packets", &self.sealed_packets)
+            .finish()
+    }
+}
+
 impl PacketKeys {
-    /// Keys for sending with `seal` and receiving with `open`, both `aead`.
-    pub(crate) fn new(aead: AeadAlgorithm, seal: DirectionKey, open: DirectionKey) -> PacketKeys {
-        PacketKeys {
+    /// Generation 0 for this side (`is_client`: seals with the client's
+    /// key) from the handshake's derived secrets, running `aead` with the
+    /// default update policy. `None` only if ring refused a key.
+    pub(crate) fn new(
+        aead: AeadAlgorithm,
+        is_client: bool,
+        keys: &super::noise::DerivedKeys,
+    ) -> Option<PacketKeys> {
+        let (seal_secret, seal_iv, open_secret, open_iv) = if is_client {
+            (keys.c2s_key, keys.c2s_iv, keys.s2c_key, keys.s2c_iv)
+        } else {
+            (keys.s2c_key, keys.s2c_iv, keys.c2s_key, keys.c2s_iv)
+        };
+        Some(PacketKeys {
             aead,
-            seal,
-            open,
+            policy: Policy::new(&KeyUpdateConfig::default(), aead),
+            seal: DirectionKey::new(aead, &seal_secret, seal_iv)?,
+            seal_secret,
+            seal_iv,
+            seal_generation: 0,
+            open_iv,
+            cur: RecvKey::new(aead, open_secret, open_iv, 0)?,
+            prev: None,
+            prev_until: None,
+            next: None,
+            next_from: None,
+            suspect: false,
+            scratch: Vec::new(),
+            sealed_packets: 0,
+            sealed_bytes: 0,
+            update_requested: false,
+            switch_armed: false,
+            updates_initiated: 0,
+            exhausted: None,
+            unlogged: Vec::new(),
             largest_sealed: None,
             replay: ReplayWindow::new(),
-        }
+        })
     }
 
     /// The AEAD these keys run.
@@ -184,14 +377,153 @@ impl PacketKeys {
         self.aead
     }
 
-    /// Seals the plaintext datagram `buf[..len]` in place: TOTAL_LEN set to
+    /// Apply a key-update configuration (thresholds, lowered limits).
+    pub(crate) fn set_policy(&mut self, cfg: &KeyUpdateConfig) {
+        self.policy = Policy::new(cfg, self.aead);
+    }
+
+    /// The newest generation this side has keys of (the number of key
+    /// updates so far, initiated by either side).
+    pub(crate) fn generation(&self) -> u64 {
+        self.cur.generation.max(self.seal_generation)
+    }
+
+    /// Both directions' traffic secrets of generation `g`, if still
+    /// derivable (`g` at or below the newest; (send, receive)). O(g).
+    pub(crate) fn secrets_of(&self, g: u64) -> Option<([u8; 32], [u8; 32])> {
+        let walk = |mut s: [u8; 32], from: u64| -> Option<[u8; 32]> {
+            if g < from {
+                return None;
+            }
+            for _ in from..g {
+                s = next_secret(&s);
+            }
+            Some(s)
+        };
+        let send = walk(self.seal_secret, self.seal_generation)?;
+        let recv = match &self.prev {
+            Some(p) if g == p.generation => p.secret,
+            _ => walk(self.cur.secret, self.cur.generation)?,
+        };
+        Some((send, recv))
+    }
+
+    /// The IVs (sending, receiving): every generation's.
+    pub(crate) fn ivs(&self) -> ([u8; 12], [u8; 12]) {
+        (self.seal_iv, self.open_iv)
+    }
+
+    /// The application asks for a key update (done at the next packet
+    /// once the current generation is confirmed). O(1).
+    pub(crate) fn request_update(&mut self) {
+        self.update_requested = true;
+    }
+
+    /// Whether the current generation is confirmed: the peer has sealed a
+    /// packet under it, so it has its keys (QUIC's rule before another
+    /// update, RFC 9001 §6.1).
+    fn confirmed(&self) -> bool {
+        self.cur.largest_pn.is_some() && self.seal_generation == self.cur.generation
+    }
+
+    /// The generation a KEY_UPDATE announcement must announce now, if
+    /// this side is due to switch its sealing key: it follows a peer's
+    /// update, or a threshold was reached (or an update requested) and
+    /// the current generation is confirmed. O(1).
+    pub(crate) fn update_due(&self) -> Option<u64> {
+        if self.switch_armed || self.exhausted.is_some() {
+            return None;
+        }
+        if self.seal_generation < self.cur.generation {
+            return Some(self.cur.generation);
+        }
+        let due = self.update_requested
+            || self.sealed_packets >= self.policy.update_packets
+            || self.sealed_bytes >= self.policy.update_bytes;
+        (due && self.confirmed()).then_some(self.seal_generation + 1)
+    }
+
+    /// The next datagram sealed is the announcement: switch right after.
+    pub(crate) fn arm_switch(&mut self) {
+        self.switch_armed = true;
+    }
+
+    /// Switch the sealing key to the next generation (and, initiating,
+    /// the receive keys: the peer's packets of the new generation will
+    /// follow; the current ones stay as `prev`).
+    fn switch(&mut self) {
+        self.switch_armed = false;
+        let secret = next_secret(&self.seal_secret);
+        let Some(key) = DirectionKey::new(self.aead, &secret, self.seal_iv) else {
+            self.exhausted = Some(CONFIDENTIALITY_LIMIT_REASON);
+            return;
+        };
+        self.seal = key;
+        self.seal_secret = secret;
+        self.seal_generation += 1;
+        self.sealed_packets = 0;
+        self.sealed_bytes = 0;
+        self.update_requested = false;
+        if self.seal_generation > self.cur.generation {
+            // Initiating: receive keys move too.
+            self.updates_initiated += 1;
+            let next = match self.next.take() {
+                Some(n) => Some(n),
+                None => RecvKey::new(
+                    self.aead,
+                    next_secret(&self.cur.secret),
+                    self.open_iv,
+                    self.cur.generation + 1,
+                ),
+            };
+            let Some(next) = next else {
+                self.exhausted = Some(INTEGRITY_LIMIT_REASON);
+                return;
+            };
+            self.prev = Some(std::mem::replace(&mut self.cur, next));
+            // Held until the peer's first packet of the new generation,
+            // then about three PTOs.
+            self.prev_until = None;
+            self.next_from = None;
+            self.suspect = false;
+            self.unlogged.push(self.seal_generation);
+        }
+    }
+
+    /// The peer announced (KEY_UPDATE, opened as packet `pn`) that its
+    /// packets after `pn` are sealed under `generation`. O(1).
+    pub(crate) fn on_announcement(&mut self, pn: u64, generation: u64) {
+        if generation == self.cur.generation + 1 && self.cur.largest_pn.is_some() {
+            // The peer initiates: `next` from pn + 1.
+            self.next_from = Some(pn + 1);
+        } else if generation == self.cur.generation && self.cur.largest_pn.is_none() {
+            // The peer follows our update: `cur` from pn + 1.
+            self.cur.first_pn = Some(pn + 1);
+            self.cur.exact = true;
+        }
+    }
+
+    /// Seals the plaintext datagram `buf[..len]` in place: the clear
+    /// header rewritten by `rw` (connection-ID rotation), TOTAL_LEN set to
     /// the sealed length, ST_CKS cleared and CHKSUM zeroed (the tag covers
     /// the datagram), the payload after the packet number encrypted, the
     /// tag appended (the buffer grows by 16). Returns the new length, or
-    /// `None` if `len` is too short to carry a packet number or would
-    /// exceed 65,535 bytes sealed. O(len), no allocation beyond the tag's
-    /// room in `buf`.
-    pub(crate) fn seal(&mut self, buf: &mut Vec<u8>, len: usize) -> Option<usize> {
+    /// `None` if `len` is too short to carry a packet number, would
+    /// exceed 65,535 bytes sealed, or the key's usage limit is reached.
+    /// O(len), no allocation beyond the tag's room in `buf`.
+    pub(crate) fn seal(
+        &mut self,
+        buf: &mut Vec<u8>,
+        len: usize,
+        rw: Option<&Rewrite>,
+    ) -> Option<usize> {
+        if self.exhausted.is_some() {
+            return None;
+        }
+        if self.sealed_packets >= self.policy.confidentiality_limit {
+            self.exhausted = Some(CONFIDENTIALITY_LIMIT_REASON);
+            return None;
+        }
         let tpn = truncated_pn(buf.get(..len)?)?;
         let pn = expand_packet_number(tpn, self.largest_sealed);
         let sealed_len = len + AUTH_TAG_LEN;
@@ -200,6 +532,11 @@ impl PacketKeys {
         patch_len_and_checksum(buf, total, 0);
         let flags = buf.get_mut(FLAGS_OFFSET)?;
         *flags &= !Flags::ST_CKS.bits();
+        if let Some(rw) = rw {
+            rw.apply_ids(buf);
+            buf.get_mut(HEADER_LEN..CLEAR_PREFIX_LEN)?
+                .copy_from_slice(&tpn.wrapping_add(rw.pn_offset).to_be_bytes());
+        }
         // The clear prefix, as sent, is the associated data (no copy).
         let (ad, body) = buf.split_at_mut_checked(CLEAR_PREFIX_LEN)?;
         let tag = self
@@ -209,15 +546,69 @@ impl PacketKeys {
             .ok()?;
         buf.extend_from_slice(tag.as_ref());
         self.largest_sealed = Some(self.largest_sealed.map_or(pn, |l| l.max(pn)));
+        self.sealed_packets += 1;
+        self.sealed_bytes += sealed_len as u64;
+        if self.switch_armed {
+            self.switch();
+        }
         Some(sealed_len)
     }
 
-    /// Opens the protected datagram `buf` in place. On success the
-    /// plaintext datagram is `buf[..n]` with the returned `n` (the tag
-    /// dropped, TOTAL_LEN patched to `n`), ready for the ordinary decoder;
-    /// on failure `buf`'s payload is unspecified. Order of checks: length
-    /// and TOTAL_LEN, ST_CKS clear, replay window, tag. O(len), no copy.
-    pub(crate) fn open(&mut self, buf: &mut [u8]) -> Result<usize, OpenError> {
+    /// The receive key of `slot`.
+    fn slot(&self, slot: Slot) -> Option<&RecvKey> {
+        match slot {
+            Slot::Prev => self.prev.as_ref(),
+            Slot::Cur => Some(&self.cur),
+            Slot::Next => self.next.as_ref(),
+        }
+    }
+
+    /// The key a packet `pn` is tried under first, the one it may be
+    /// tried under second, and whether that second try is always made
+    /// (`false`: only while `suspect`).
+    fn candidates(&self, pn: u64) -> (Slot, Option<Slot>, bool) {
+        match self.cur.first_pn {
+            Some(f) if pn < f => match (&self.prev, self.cur.exact) {
+                (None, _) => (Slot::Cur, None, false),
+                (Some(_), true) => (Slot::Prev, None, false),
+                // The first packet opened under `cur` may not have been
+                // its first one sent (reordering): rare, so both.
+                (Some(_), false) => (Slot::Prev, Some(Slot::Cur), true),
+            },
+            Some(_) if self.next_from.is_some_and(|b| pn >= b) => (Slot::Next, None, false),
+            Some(_) => {
+                let newest = self.cur.largest_pn.is_none_or(|l| pn > l);
+                let second = (newest && self.next.is_some()).then_some(Slot::Next);
+                (Slot::Cur, second, false)
+            }
+            // `cur` awaits the peer's first packet (we initiated): the
+            // peer's packets are `prev`'s until it follows.
+            None if self.prev.is_some() => (Slot::Prev, Some(Slot::Cur), false),
+            None => (Slot::Cur, None, false),
+        }
+    }
+
+    /// Opens the protected datagram `buf` in place (`now`: for dropping
+    /// the previous generation `hold` after the current one's first
+    /// packet; `pn_offset`: the rotated sequence's packet-number offset,
+    /// subtracted from the wire value, which is rewritten to the real
+    /// one). On success the plaintext datagram is `buf[..n]` with the
+    /// returned `n` (the tag dropped, TOTAL_LEN patched to `n`), ready for
+    /// the ordinary decoder; on failure `buf`'s payload is unspecified.
+    /// Order of checks: length and TOTAL_LEN, ST_CKS clear, replay window,
+    /// tag. O(len), no allocation; one AEAD open, two (and a copy) only
+    /// for a packet that may start a generation whose announcement was
+    /// lost, and while `cur` awaits the peer's first packet.
+    pub(crate) fn open(
+        &mut self,
+        buf: &mut [u8],
+        now: Time,
+        hold: Duration,
+        pn_offset: u32,
+    ) -> Result<usize, OpenError> {
+        if self.exhausted.is_some() {
+            return Err(OpenError::KeyExhausted);
+        }
         let len = buf.len();
         if len < CLEAR_PREFIX_LEN + AUTH_TAG_LEN {
             return Err(OpenError::Malformed);
@@ -236,24 +627,128 @@ impl PacketKeys {
         {
             return Err(OpenError::Malformed);
         }
-        let tpn = truncated_pn(buf).ok_or(OpenError::Malformed)?;
+        if self.prev_until.is_some_and(|t| now >= t) {
+            self.prev = None;
+            self.prev_until = None;
+        }
+        let tpn = truncated_pn(buf)
+            .ok_or(OpenError::Malformed)?
+            .wrapping_sub(pn_offset);
         let pn = expand_packet_number(tpn, self.replay.largest());
         if !self.replay.is_fresh(pn) {
             return Err(OpenError::Replayed);
         }
-        let (ad, body) = buf
-            .split_at_mut_checked(CLEAR_PREFIX_LEN)
-            .ok_or(OpenError::Malformed)?;
-        self.open
-            .key
-            .open_in_place(self.open.nonce(pn), Aad::from(&*ad), body)
-            .map_err(|_| OpenError::Unauthenticated)?;
+        let (first, second, always) = self.candidates(pn);
+        let second = second.filter(|_| always || self.suspect);
+        if second.is_some() {
+            self.scratch.clear();
+            self.scratch.extend_from_slice(buf);
+        }
+        let mut opened = self.try_open(first, buf, pn).map(|_| first);
+        if opened.is_none() {
+            if let Some(s) = second {
+                buf.copy_from_slice(&self.scratch);
+                opened = self.try_open(s, buf, pn).map(|_| s);
+            } else if self.candidates(pn).1.is_some() {
+                // Maybe a generation whose announcement was lost: from now
+                // on such packets get a second try.
+                self.suspect = true;
+            }
+        }
+        let Some(slot) = opened else {
+            let failed = match first {
+                Slot::Prev => self.prev.as_mut().map(|k| &mut k.failed),
+                Slot::Cur => Some(&mut self.cur.failed),
+                Slot::Next => self.next.as_mut().map(|k| &mut k.failed),
+            };
+            if let Some(f) = failed {
+                *f += 1;
+                if *f >= self.policy.integrity_limit {
+                    self.exhausted = Some(INTEGRITY_LIMIT_REASON);
+                } else if *f >= self.policy.integrity_limit / 2 {
+                    self.update_requested = true;
+                }
+            }
+            return Err(OpenError::Unauthenticated);
+        };
+        self.on_opened(slot, pn, now, hold);
         self.replay.insert(pn);
+        if pn_offset != 0 {
+            buf.get_mut(HEADER_LEN..CLEAR_PREFIX_LEN)
+                .ok_or(OpenError::Malformed)?
+                .copy_from_slice(&tpn.to_be_bytes());
+        }
         let plain_len = len - AUTH_TAG_LEN;
         // `plain_len < len ≤ 65,535`: fits.
         let plain_total = u16::try_from(plain_len).map_err(|_| OpenError::Malformed)?;
         patch_len_and_checksum(buf, plain_total, 0);
         Ok(plain_len)
+    }
+
+    /// One AEAD open of `buf` under `slot`'s key. `Some(())`: it
+    /// authenticated.
+    fn try_open(&self, slot: Slot, buf: &mut [u8], pn: u64) -> Option<()> {
+        let k = self.slot(slot)?;
+        let (ad, body) = buf.split_at_mut_checked(CLEAR_PREFIX_LEN)?;
+        k.key
+            .key
+            .open_in_place(k.key.nonce(pn), Aad::from(&*ad), body)
+            .ok()
+            .map(|_| ())
+    }
+
+    /// Bookkeeping after `pn` opened under `slot`: the first packet of the
+    /// current generation confirms it (the previous key's hold starts, the
+    /// next key is derived); one under `next` is the peer's update.
+    fn on_opened(&mut self, slot: Slot, pn: u64, now: Time, hold: Duration) {
+        match slot {
+            Slot::Prev => {
+                if let Some(p) = self.prev.as_mut() {
+                    p.largest_pn = Some(p.largest_pn.map_or(pn, |l| l.max(pn)));
+                }
+            }
+            Slot::Cur => {
+                if self.cur.largest_pn.is_none() {
+                    self.confirm(pn, now, hold);
+                } else if !self.cur.exact {
+                    self.cur.first_pn = self.cur.first_pn.map(|f| f.min(pn));
+                }
+                self.cur.largest_pn = Some(self.cur.largest_pn.map_or(pn, |l| l.max(pn)));
+                if self.cur.largest_pn == Some(pn) {
+                    self.suspect = false;
+                }
+            }
+            Slot::Next => {
+                let Some(mut next) = self.next.take() else {
+                    return;
+                };
+                if let Some(b) = self.next_from {
+                    next.first_pn = Some(b);
+                    next.exact = true;
+                }
+                self.prev = Some(std::mem::replace(&mut self.cur, next));
+                self.next_from = None;
+                self.suspect = false;
+                self.confirm(pn, now, hold);
+                self.cur.largest_pn = Some(pn);
+                self.unlogged.push(self.cur.generation);
+            }
+        }
+    }
+
+    /// `cur` opened its first packet, `pn`.
+    fn confirm(&mut self, pn: u64, now: Time, hold: Duration) {
+        let first = self.cur.first_pn.map_or(pn, |f| f.min(pn));
+        self.cur.first_pn = Some(first);
+        if self.prev.is_some() {
+            self.prev_until = Some(now + hold);
+        }
+        self.next = RecvKey::new(
+            self.aead,
+            next_secret(&self.cur.secret),
+            self.open_iv,
+            self.cur.generation + 1,
+        );
     }
 }
 
@@ -261,8 +756,10 @@ impl PacketKeys {
 /// AEAD); not part of the API.
 #[doc(hidden)]
 pub mod bench {
-    use super::{AeadAlgorithm, DirectionKey, PacketKeys};
+    use super::{AeadAlgorithm, PacketKeys};
     use crate::wire::{Flags, HEADER_LEN};
+    use peregrine_cc::Time;
+    use std::time::Duration;
 
     /// The AEADs this build can seal with, by name.
     pub const ALGORITHMS: &[&str] = &["aes-128-gcm", "chacha20-poly1305"];
@@ -278,10 +775,15 @@ pub mod bench {
         /// Keys for the AEAD `name` (one of [`ALGORITHMS`]).
         pub fn new(name: &str) -> Option<SealOpen> {
             let a = AeadAlgorithm::from_name(name)?;
-            let k = || DirectionKey::new(a, &[0x42; 32], [7; 12]);
+            let k = crate::crypto::DerivedKeys {
+                c2s_key: [0x42; 32],
+                c2s_iv: [7; 12],
+                s2c_key: [0x43; 32],
+                s2c_iv: [8; 12],
+            };
             Some(SealOpen {
-                tx: PacketKeys::new(a, k()?, k()?),
-                rx: PacketKeys::new(a, k()?, k()?),
+                tx: PacketKeys::new(a, true, &k)?,
+                rx: PacketKeys::new(a, false, &k)?,
                 pn: 0,
             })
         }
@@ -300,11 +802,210 @@ pub mod bench {
             self.pn = self.pn.wrapping_add(1);
             buf[HEADER_LEN..HEADER_LEN + 4].copy_from_slice(&self.pn.to_be_bytes());
             let plain_len = len - crate::wire::AUTH_TAG_LEN;
-            let Some(n) = self.tx.seal(buf, plain_len) else {
+            let Some(n) = self.tx.seal(buf, plain_len, None) else {
                 return false;
             };
-            buf.get_mut(..n)
-                .is_some_and(|b| self.rx.open(b).is_ok_and(|m| m == plain_len))
+            buf.get_mut(..n).is_some_and(|b| {
+                self.rx
+                    .open(b, Time::ZERO, Duration::ZERO, 0)
+                    .is_ok_and(|m| m == plain_len)
+            })
         }
+    }
+}
+
+#[cfg(test)]
+mod update_tests {
+    //! Key update at the packet-key level: both directions ratchet, the
+    //! previous generation is held for reordered packets and then
+    //! dropped, generation n−2 never opens, a lost announcement costs one
+    //! packet, and the usage limits close.
+
+    use super::*;
+    use crate::crypto::noise::DerivedKeys;
+
+    const HOLD: Duration = Duration::from_secs(1);
+
+    fn material() -> DerivedKeys {
+        DerivedKeys {
+            c2s_key: [0x11; 32],
+            c2s_iv: [0x22; 12],
+            s2c_key: [0x33; 32],
+            s2c_iv: [0x44; 12],
+        }
+    }
+
+    fn side(client: bool) -> PacketKeys {
+        PacketKeys::new(AeadAlgorithm::Aes128Gcm, client, &material()).unwrap()
+    }
+
+    /// A plaintext END (type 6) with packet number `pn` and 8 payload bytes.
+    fn sealed(k: &mut PacketKeys, pn: u32) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; CLEAR_PREFIX_LEN + 8];
+        buf[0..4].copy_from_slice(&[0, 1, 0, 2]);
+        buf[4] = 0x60;
+        buf[5] = Flags::W_VAL.bits();
+        buf[HEADER_LEN..CLEAR_PREFIX_LEN].copy_from_slice(&pn.to_be_bytes());
+        buf[CLEAR_PREFIX_LEN..].copy_from_slice(b"payload!");
+        let len = buf.len();
+        k.seal(&mut buf, len, None)?;
+        Some(buf)
+    }
+
+    fn open(k: &mut PacketKeys, wire: &[u8], now: Time) -> Result<usize, OpenError> {
+        let mut b = wire.to_vec();
+        let n = k.open(&mut b, now, HOLD, 0)?;
+        assert_eq!(&b[CLEAR_PREFIX_LEN..n], b"payload!");
+        Ok(n)
+    }
+
+    /// One key update initiated by `a` (which sends `pa`, `pa + 1`), the
+    /// peer `b` following (sending `pb`, `pb + 1`).
+    fn update(a: &mut PacketKeys, b: &mut PacketKeys, pa: u32, pb: u32, now: Time) {
+        let g = a.generation() + 1;
+        a.request_update();
+        assert_eq!(a.update_due(), Some(g));
+        a.arm_switch();
+        let announce = sealed(a, pa).unwrap();
+        open(b, &announce, now).unwrap();
+        b.on_announcement(u64::from(pa), g);
+        let first = sealed(a, pa + 1).unwrap();
+        open(b, &first, now).unwrap();
+        assert_eq!(b.generation(), g, "the peer promoted");
+        assert_eq!(b.update_due(), Some(g), "and follows");
+        b.arm_switch();
+        let follow = sealed(b, pb).unwrap();
+        open(a, &follow, now).unwrap();
+        a.on_announcement(u64::from(pb), g);
+        let reply = sealed(b, pb + 1).unwrap();
+        open(a, &reply, now).unwrap();
+        assert_eq!((a.generation(), b.generation()), (g, g));
+        assert_eq!(a.update_due(), None, "nothing due right after");
+    }
+
+    #[test]
+    fn both_directions_ratchet_and_generation_n_minus_2_is_rejected() {
+        let (mut c, mut s) = (side(true), side(false));
+        let mut stale = side(true); // still seals under generation 0
+        let t = Time::from_millis(10);
+        open(&mut s, &sealed(&mut c, 0).unwrap(), t).unwrap();
+        open(&mut c, &sealed(&mut s, 0).unwrap(), t).unwrap();
+        let never_delivered_gen0 = sealed(&mut c, 1).unwrap();
+        // Generation 1, initiated by the client.
+        update(&mut c, &mut s, 2, 1, t);
+        let late_gen1 = sealed(&mut c, 4).unwrap();
+        let later_gen1 = sealed(&mut c, 5).unwrap();
+        open(&mut s, &sealed(&mut c, 6).unwrap(), t).unwrap();
+        open(&mut c, &sealed(&mut s, 3).unwrap(), t).unwrap();
+        // Generation 2, initiated by the server this time.
+        update(&mut s, &mut c, 4, 7, t);
+        assert_eq!(c.updates_initiated, 1);
+        assert_eq!(s.updates_initiated, 1);
+        // Generation 1 (n−1) still opens, reordered, within the hold.
+        open(&mut s, &late_gen1, t).unwrap();
+        // Generation 0 (n−2) never does: neither a fresh packet number
+        // nor an old one that was never delivered.
+        let fresh_gen0 = sealed(&mut stale, 100).unwrap();
+        assert_eq!(
+            open(&mut s, &fresh_gen0, t),
+            Err(OpenError::Unauthenticated)
+        );
+        assert_eq!(
+            open(&mut s, &never_delivered_gen0, t),
+            Err(OpenError::Unauthenticated)
+        );
+        // After the hold, generation 1 is dropped too.
+        assert_eq!(
+            open(&mut s, &later_gen1, t + Duration::from_secs(2)),
+            Err(OpenError::Unauthenticated)
+        );
+        // And generation 2 goes on.
+        open(
+            &mut s,
+            &sealed(&mut c, 9).unwrap(),
+            t + Duration::from_secs(2),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_lost_announcement_costs_one_packet() {
+        let (mut c, mut s) = (side(true), side(false));
+        let t = Time::ZERO;
+        open(&mut s, &sealed(&mut c, 0).unwrap(), t).unwrap();
+        open(&mut c, &sealed(&mut s, 0).unwrap(), t).unwrap();
+        c.request_update();
+        c.arm_switch();
+        let _lost = sealed(&mut c, 1).unwrap();
+        let first = sealed(&mut c, 2).unwrap();
+        assert_eq!(open(&mut s, &first, t), Err(OpenError::Unauthenticated));
+        assert_eq!(s.generation(), 0);
+        let second = sealed(&mut c, 3).unwrap();
+        open(&mut s, &second, t).unwrap();
+        assert_eq!(s.generation(), 1, "found by the second try");
+        // A retransmission of the lost data under a new number opens.
+        open(&mut s, &sealed(&mut c, 4).unwrap(), t).unwrap();
+    }
+
+    #[test]
+    fn no_update_before_confirmation_and_the_confidentiality_limit_closes() {
+        let mut c = side(true);
+        c.set_policy(&KeyUpdateConfig {
+            confidentiality_limit: Some(10),
+            ..KeyUpdateConfig::default()
+        });
+        for pn in 0..10 {
+            assert!(sealed(&mut c, pn).is_some());
+            // Nothing heard from the peer: the generation is not confirmed.
+            assert_eq!(c.update_due(), None);
+        }
+        assert!(sealed(&mut c, 10).is_none(), "the 11th packet is refused");
+        assert_eq!(c.exhausted, Some(CONFIDENTIALITY_LIMIT_REASON));
+    }
+
+    #[test]
+    fn the_packet_threshold_triggers_an_update_when_confirmed() {
+        let (mut c, mut s) = (side(true), side(false));
+        c.set_policy(&KeyUpdateConfig {
+            packets: Some(3),
+            ..KeyUpdateConfig::default()
+        });
+        open(&mut c, &sealed(&mut s, 0).unwrap(), Time::ZERO).unwrap();
+        for pn in 0..3 {
+            assert_eq!(c.update_due(), None);
+            open(&mut s, &sealed(&mut c, pn).unwrap(), Time::ZERO).unwrap();
+        }
+        assert_eq!(c.update_due(), Some(1));
+    }
+
+    #[test]
+    fn the_integrity_limit_closes() {
+        let (mut c, mut s) = (side(true), side(false));
+        s.set_policy(&KeyUpdateConfig {
+            integrity_limit: Some(4),
+            ..KeyUpdateConfig::default()
+        });
+        open(&mut s, &sealed(&mut c, 0).unwrap(), Time::ZERO).unwrap();
+        for pn in 1..5u32 {
+            let mut forged = sealed(&mut c, pn).unwrap();
+            let last = forged.len() - 1;
+            forged[last] ^= 1;
+            assert_eq!(
+                open(&mut s, &forged, Time::ZERO),
+                Err(OpenError::Unauthenticated)
+            );
+            if pn == 2 {
+                assert!(
+                    s.update_requested,
+                    "an update is asked for at half the limit"
+                );
+            }
+        }
+        assert_eq!(s.exhausted, Some(INTEGRITY_LIMIT_REASON));
+        let good = sealed(&mut c, 9).unwrap();
+        assert_eq!(
+            open(&mut s, &good, Time::ZERO),
+            Err(OpenError::KeyExhausted)
+        );
     }
 }

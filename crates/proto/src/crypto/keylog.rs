@@ -30,8 +30,13 @@
 //! * Nonce of a packet: the IV XOR the 64-bit packet number, big-endian,
 //!   right-aligned (`aead.rs`); associated data: the 24 bytes of header
 //!   and packet number as captured; the last 16 bytes are the tag.
-//! * SLTP version 1 has no key update: one key per direction for the
-//!   connection's life. Lines starting with `#` and blank lines are
+//! * **Key updates** (docs/security.md, "Key update"): each new key
+//!   generation `N` ≥ 1 adds two lines, `SLTP_CLIENT_TRAFFIC_KEY_N` and
+//!   `SLTP_SERVER_TRAFFIC_KEY_N` (same fields); the IVs never change, so
+//!   generation 0's IV lines serve every generation. A packet belongs to
+//!   the generation its sender announced with a KEY_UPDATE before it
+//!   (docs/protocol.md §6.7.2); a reader without the announcements tries
+//!   the generations in turn. Lines starting with `#` and blank lines are
 //!   comments ([`KeyLogLine::parse`] skips them).
 
 use super::aead::AeadAlgorithm;
@@ -50,6 +55,9 @@ pub struct PacketKeyMaterial {
     /// The client's Noise ephemeral public key: the connection's name in
     /// the log (see the module docs).
     pub client_ephemeral: [u8; KEY_LEN],
+    /// The key generation (0: the handshake's keys; N: after N key
+    /// updates).
+    pub generation: u64,
     keys: DerivedKeys,
 }
 
@@ -62,6 +70,23 @@ impl PacketKeyMaterial {
         PacketKeyMaterial {
             aead,
             client_ephemeral,
+            generation: 0,
+            keys,
+        }
+    }
+
+    /// Generation `generation`'s traffic secrets and the (unchanging)
+    /// IVs; its lines leave the IVs out (generation 0 wrote them).
+    pub(crate) fn generation(
+        aead: AeadAlgorithm,
+        client_ephemeral: [u8; KEY_LEN],
+        generation: u64,
+        keys: DerivedKeys,
+    ) -> PacketKeyMaterial {
+        PacketKeyMaterial {
+            aead,
+            client_ephemeral,
+            generation,
             keys,
         }
     }
@@ -87,18 +112,31 @@ impl PacketKeyMaterial {
         &self.keys.s2c_iv
     }
 
-    /// The four key-log lines of this connection, each ending in `\n`
-    /// (one `String`, so a writer appends them in one write). O(1).
+    /// The key-log lines of this generation, each ending in `\n` (one
+    /// `String`, so a writer appends them in one write): four for
+    /// generation 0, the two `_N` key lines for a later one. O(1).
     pub fn key_log_lines(&self) -> String {
         let id = hex(&self.client_ephemeral);
-        let mut s = String::with_capacity(4 * (24 + 65 + 65));
-        for (label, secret) in [
+        let mut s = String::with_capacity(4 * (32 + 65 + 65));
+        let lines = [
             (KeyLogLabel::ClientTrafficKey, self.client_key()),
             (KeyLogLabel::ClientTrafficIv, &self.keys.c2s_iv[..]),
             (KeyLogLabel::ServerTrafficKey, self.server_key()),
             (KeyLogLabel::ServerTrafficIv, &self.keys.s2c_iv[..]),
-        ] {
+        ];
+        for (label, secret) in lines {
+            let is_key = matches!(
+                label,
+                KeyLogLabel::ClientTrafficKey | KeyLogLabel::ServerTrafficKey
+            );
+            if self.generation > 0 && !is_key {
+                continue;
+            }
             s.push_str(label.name());
+            if self.generation > 0 {
+                s.push('_');
+                s.push_str(&self.generation.to_string());
+            }
             s.push(' ');
             s.push_str(&id);
             s.push(' ');
@@ -113,9 +151,10 @@ impl std::fmt::Debug for PacketKeyMaterial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "PacketKeyMaterial {{ aead: {}, client_ephemeral: {}, keys: <redacted> }}",
+            "PacketKeyMaterial {{ aead: {}, client_ephemeral: {}, generation: {}, keys: <redacted> }}",
             self.aead,
-            hex(&self.client_ephemeral)
+            hex(&self.client_ephemeral),
+            self.generation
         )
     }
 }
@@ -165,6 +204,8 @@ pub struct KeyLogLine {
     pub label: KeyLogLabel,
     /// The connection: the client's Noise ephemeral public key.
     pub client_ephemeral: [u8; KEY_LEN],
+    /// The key generation (0 without a `_N` suffix on the label).
+    pub generation: u64,
     /// The key (16 or 32 bytes) or IV (12 bytes).
     pub secret: Vec<u8>,
 }
@@ -173,8 +214,9 @@ impl std::fmt::Debug for KeyLogLine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "KeyLogLine {{ label: {}, client_ephemeral: {}, secret: <redacted> }}",
+            "KeyLogLine {{ label: {}, generation: {}, client_ephemeral: {}, secret: <redacted> }}",
             self.label.name(),
+            self.generation,
             hex(&self.client_ephemeral)
         )
     }
@@ -206,7 +248,27 @@ impl KeyLogLine {
         else {
             return Err(err("line", "must be LABEL CLIENT_EPHEMERAL SECRET"));
         };
-        let label = KeyLogLabel::from_name(label).ok_or(err("label", "unknown label"))?;
+        let (label, generation) = match KeyLogLabel::from_name(label) {
+            Some(l) => (l, 0),
+            None => {
+                let (name, n) = label
+                    .rsplit_once('_')
+                    .ok_or(err("label", "unknown label"))?;
+                let l = KeyLogLabel::from_name(name).ok_or(err("label", "unknown label"))?;
+                if !matches!(
+                    l,
+                    KeyLogLabel::ClientTrafficKey | KeyLogLabel::ServerTrafficKey
+                ) {
+                    return Err(err("label", "only key labels take a generation"));
+                }
+                let g = n
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|g| *g > 0 && n.bytes().all(|b| b.is_ascii_digit()))
+                    .ok_or(err("label", "generation must be a number from 1"))?;
+                (l, g)
+            }
+        };
         let id = unhex(id).ok_or(err("client_ephemeral", "not hex"))?;
         let client_ephemeral = <[u8; KEY_LEN]>::try_from(id)
             .map_err(|_| err("client_ephemeral", "must be 32 bytes (64 hex digits)"))?;
@@ -226,6 +288,7 @@ impl KeyLogLine {
         Ok(Some(KeyLogLine {
             label,
             client_ephemeral,
+            generation,
             secret,
         }))
     }
@@ -362,6 +425,46 @@ mod tests {
         }
         assert_eq!(KeyLogLine::parse("# a comment").unwrap(), None);
         assert_eq!(KeyLogLine::parse("  \n").unwrap(), None);
+    }
+
+    #[test]
+    fn later_generations_write_and_parse_key_lines_only() {
+        let m = PacketKeyMaterial::generation(
+            AeadAlgorithm::Aes128Gcm,
+            [0xab; KEY_LEN],
+            17,
+            DerivedKeys {
+                c2s_key: [5; 32],
+                c2s_iv: [2; 12],
+                s2c_key: [6; 32],
+                s2c_iv: [4; 12],
+            },
+        );
+        let text = m.key_log_lines();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(
+            lines[0],
+            format!(
+                "SLTP_CLIENT_TRAFFIC_KEY_17 {} {}",
+                "ab".repeat(32),
+                "05".repeat(16)
+            )
+        );
+        let l = KeyLogLine::parse(lines[1]).unwrap().unwrap();
+        assert_eq!(
+            (l.label, l.generation, l.secret.clone()),
+            (KeyLogLabel::ServerTrafficKey, 17, vec![6; 16])
+        );
+        let id = "ab".repeat(32);
+        for bad in [
+            format!("SLTP_CLIENT_TRAFFIC_IV_3 {id} {}", "00".repeat(12)),
+            format!("SLTP_CLIENT_TRAFFIC_KEY_0 {id} {}", "00".repeat(16)),
+            format!("SLTP_CLIENT_TRAFFIC_KEY_x {id} {}", "00".repeat(16)),
+            format!("SLTP_CLIENT_TRAFFIC_KEY_+3 {id} {}", "00".repeat(16)),
+        ] {
+            assert_eq!(KeyLogLine::parse(&bad).unwrap_err().field, "label", "{bad}");
+        }
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub mod keys;
 pub mod noise;
 mod noise_rng;
 pub mod replay;
+pub mod rotation;
+pub mod update;
 
 pub use keys::{
     AeadPreference, NoiseConfig, NoisePattern, PublicKey, SecurityConfig, StaticKeypair, KEY_LEN,
@@ -35,9 +37,14 @@ pub use keylog::{KeyLogError, KeyLogLabel, KeyLogLine, PacketKeyMaterial};
 pub use noise::{
     binding, derive_keys, DerivedKeys, HandshakeError, BINDING_LEN, RESET_TOKEN_LEN, XX_MSG3_LEN,
 };
+pub use update::{KeyUpdateConfig, MIN_KEY_UPDATE_BYTES};
 
 use aead::PacketKeys;
 use noise::{ClientHandshake, Established, ServerHandshake};
+use peregrine_cc::Time;
+use rotation::{BaseIds, Rotation};
+use std::net::SocketAddr;
+use std::time::Duration;
 
 /// Authentication failures after which the first
 /// [`Event::SecurityViolation`](crate::Event::SecurityViolation) is raised
@@ -75,6 +82,16 @@ pub struct SecurityStats {
     /// failed (forged, wrong key, binding, no SECURITY TLV), a server's XX
     /// message 3 that failed.
     pub handshake_failures: u64,
+    /// Key updates: the newest key generation (either side initiated).
+    pub key_updates: u64,
+    /// Of those, the ones this side initiated.
+    pub key_updates_initiated: u64,
+    /// Connection-ID changes: a client's switches to a spare ID, a
+    /// server's clients seen switching.
+    pub cid_changes: u64,
+    /// Datagrams dropped because they were addressed to a retired
+    /// connection ID.
+    pub retired_id_dropped: u64,
 }
 
 /// The handshake side of one connection.
@@ -108,6 +125,11 @@ pub(crate) struct SecurityState {
     /// The key log's slot (`keep_keys`): `None` unless the driver asked
     /// for one, so the keys' raw material is then dropped at derivation.
     keylog: Option<Box<KeyLogSlot>>,
+    /// Key update and usage limits (`ConnectionConfig::key_update`),
+    /// applied when the keys are derived.
+    key_update: KeyUpdateConfig,
+    /// Connection-ID rotation (rotation.rs), once the keys exist.
+    rotation: Option<Box<Rotation>>,
     pub(crate) stats: SecurityStats,
 }
 
@@ -119,6 +141,8 @@ struct KeyLogSlot {
     client_ephemeral: Option<[u8; KEY_LEN]>,
     /// The material, once derived and until taken.
     material: Option<PacketKeyMaterial>,
+    /// The client's ephemeral key once known (later generations' lines).
+    ephemeral: Option<[u8; KEY_LEN]>,
 }
 
 impl SecurityState {
@@ -158,6 +182,8 @@ impl SecurityState {
             unannounced: false,
             reset_token: None,
             keylog: None,
+            key_update: KeyUpdateConfig::default(),
+            rotation: None,
             stats: SecurityStats {
                 pattern: Some(pattern),
                 ..SecurityStats::default()
@@ -201,8 +227,13 @@ impl SecurityState {
         }
     }
 
-    fn established(&mut self, keys: PacketKeys, raw: DerivedKeys) {
+    fn established(&mut self, mut keys: PacketKeys, raw: DerivedKeys) {
         self.stats.aead = Some(keys.aead());
+        keys.set_policy(&self.key_update);
+        self.rotation = Some(Box::new(Rotation::new(
+            rotation::rotation_key(&raw.c2s_key, &raw.s2c_key),
+            self.is_client(),
+        )));
         if let Some(slot) = self.keylog.as_deref_mut() {
             // Message 1 starts with the client's ephemeral key in every
             // pattern (NNpsk0's psk token writes no bytes).
@@ -215,6 +246,7 @@ impl SecurityState {
             };
             if let Some(e) = own.or(slot.client_ephemeral) {
                 slot.material = Some(PacketKeyMaterial::new(keys.aead(), e, raw));
+                slot.ephemeral = Some(e);
             }
         }
         self.keys = Some(Box::new(keys));
@@ -228,13 +260,111 @@ impl SecurityState {
         self.keylog = Some(Box::new(KeyLogSlot {
             client_ephemeral,
             material: None,
+            ephemeral: None,
         }));
     }
 
-    /// The key log's material, once: `None` before the keys exist, after
-    /// it was taken, and without `keep_keys`. O(1).
+    /// The key log's material, each generation once: generation 0 when
+    /// the keys are derived, then each key update's. `None` before the
+    /// keys exist, when every generation was taken, and without
+    /// `keep_keys`. O(generation) per update (its secrets are re-derived).
     pub(crate) fn take_keys(&mut self) -> Option<PacketKeyMaterial> {
-        self.keylog.as_deref_mut()?.material.take()
+        let slot = self.keylog.as_deref_mut()?;
+        if let Some(m) = slot.material.take() {
+            return Some(m);
+        }
+        let e = slot.ephemeral?;
+        let keys = self.keys.as_deref_mut()?;
+        while !keys.unlogged.is_empty() {
+            let g = keys.unlogged.remove(0);
+            let Some((send, recv)) = keys.secrets_of(g) else {
+                continue;
+            };
+            let (send_iv, recv_iv) = keys.ivs();
+            let (c2s_key, c2s_iv, s2c_key, s2c_iv) = if matches!(self.hs, Handshake::Client(_)) {
+                (send, send_iv, recv, recv_iv)
+            } else {
+                (recv, recv_iv, send, send_iv)
+            };
+            let raw = DerivedKeys {
+                c2s_key,
+                c2s_iv,
+                s2c_key,
+                s2c_iv,
+            };
+            return Some(PacketKeyMaterial::generation(keys.aead(), e, g, raw));
+        }
+        None
+    }
+
+    /// Whether the key log has material to take (O(1)).
+    pub(crate) fn has_keys_to_log(&self) -> bool {
+        self.keylog.as_deref().is_some_and(|s| {
+            s.material.is_some()
+                || (s.ephemeral.is_some()
+                    && self.keys.as_ref().is_some_and(|k| !k.unlogged.is_empty()))
+        })
+    }
+
+    /// Use `cfg` for key updates and limits (before the keys exist).
+    pub(crate) fn set_key_update(&mut self, cfg: KeyUpdateConfig) {
+        self.key_update = cfg;
+        if let Some(k) = self.keys.as_deref_mut() {
+            k.set_policy(&cfg);
+        }
+    }
+
+    /// Counters, with the key generation and ID changes.
+    pub(crate) fn stats(&self) -> SecurityStats {
+        let mut s = self.stats;
+        if let Some(k) = &self.keys {
+            s.key_updates = k.generation();
+            s.key_updates_initiated = k.updates_initiated;
+        }
+        s.cid_changes = self.rotation.as_ref().map_or(0, |r| r.changes);
+        s
+    }
+
+    /// A usage limit reached with no update possible: the close reason.
+    pub(crate) fn exhausted(&self) -> Option<&'static str> {
+        self.keys.as_ref()?.exhausted
+    }
+
+    /// The application asks for a key update. Whether the keys exist.
+    pub(crate) fn request_update(&mut self) -> bool {
+        self.keys.as_mut().map(|k| k.request_update()).is_some()
+    }
+
+    /// The generation a KEY_UPDATE must announce now (see
+    /// `PacketKeys::update_due`). O(1).
+    pub(crate) fn update_due(&self) -> Option<u64> {
+        self.keys.as_ref()?.update_due()
+    }
+
+    /// The next sealed datagram is the KEY_UPDATE: switch after it.
+    pub(crate) fn arm_switch(&mut self) {
+        if let Some(k) = self.keys.as_mut() {
+            k.arm_switch();
+        }
+    }
+
+    /// The peer's KEY_UPDATE, opened as packet `pn`.
+    pub(crate) fn on_key_update(&mut self, pn: u64, generation: u64) {
+        if let Some(k) = self.keys.as_mut() {
+            k.on_announcement(pn, generation);
+        }
+    }
+
+    /// The rotation state, once the keys exist, told the handshake IDs.
+    pub(crate) fn rotation(&mut self, base: BaseIds) -> Option<&mut Rotation> {
+        let r = self.rotation.as_deref_mut()?;
+        r.set_base(base);
+        Some(r)
+    }
+
+    /// The rotation state, as it is.
+    pub(crate) fn rotation_ref(&self) -> Option<&Rotation> {
+        self.rotation.as_deref()
     }
 
     /// Our AEAD TLV value: the client's offer, or the server's choice when
@@ -339,8 +469,14 @@ impl SecurityState {
     /// Seals an outgoing datagram (`None`: keys missing or unsealable; the
     /// caller drops it). An XX client appends message 3 until the server
     /// has shown it has the keys.
-    pub(crate) fn seal(&mut self, buf: &mut Vec<u8>, len: usize) -> Option<usize> {
-        let mut n = self.keys.as_mut()?.seal(buf, len)?;
+    pub(crate) fn seal(
+        &mut self,
+        buf: &mut Vec<u8>,
+        len: usize,
+        dest: SocketAddr,
+    ) -> Option<usize> {
+        let rw = self.rotation.as_ref().and_then(|r| r.send_rewrite(dest));
+        let mut n = self.keys.as_mut()?.seal(buf, len, rw.as_ref())?;
         if let Some(m) = &self.msg3 {
             buf.extend_from_slice(m);
             n += m.len();
@@ -353,8 +489,16 @@ impl SecurityState {
     /// plaintext datagram is `bytes[..n]` for the returned `n`. A server
     /// awaiting XX message 3 takes it from behind the datagram first (and
     /// ignores the copies that keep coming until the client hears from
-    /// it). O(len), no copy.
-    pub(crate) fn open(&mut self, bytes: &mut [u8]) -> Result<usize, OpenError> {
+    /// it). `now`, `hold` (how long an old key generation or connection ID
+    /// stays usable: about 3 PTOs) and `remote` (the sender's address,
+    /// for connection-ID rotation). O(len), no copy.
+    pub(crate) fn open(
+        &mut self,
+        bytes: &mut [u8],
+        now: Time,
+        hold: Duration,
+        remote: SocketAddr,
+    ) -> Result<usize, OpenError> {
         let mut bytes = bytes;
         if let Handshake::Server(s) = &mut self.hs {
             let total = bytes
@@ -378,10 +522,27 @@ impl SecurityState {
                 }
             }
         }
-        let r = match self.keys.as_mut() {
-            Some(k) => k.open(bytes),
-            None => Err(OpenError::NoKeys),
+        let incoming = match self.rotation.as_deref_mut() {
+            Some(r) => {
+                r.expire(now);
+                let dest = bytes
+                    .get(0..2)
+                    .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+                r.incoming(dest)
+            }
+            None => Some(rotation::Incoming {
+                seq: 0,
+                pn_offset: 0,
+            }),
         };
+        let r = match (self.keys.as_mut(), incoming) {
+            (_, None) => Err(OpenError::RetiredId),
+            (Some(k), Some(inc)) => k.open(bytes, now, hold, inc.pn_offset),
+            (None, _) => Err(OpenError::NoKeys),
+        };
+        if let (Ok(_), Some(inc), Some(rot)) = (&r, incoming, self.rotation.as_deref_mut()) {
+            rot.on_received(inc.seq, remote, bytes, now, hold);
+        }
         match r {
             Ok(_) => {
                 self.stats.packets_opened += 1;
@@ -392,6 +553,8 @@ impl SecurityState {
             Err(OpenError::Replayed) => self.stats.replays_dropped += 1,
             Err(OpenError::Malformed) => self.stats.malformed_dropped += 1,
             Err(OpenError::Handshake) => self.stats.handshake_failures += 1,
+            Err(OpenError::RetiredId) => self.stats.retired_id_dropped += 1,
+            Err(OpenError::KeyExhausted) => self.stats.auth_failures += 1,
         }
         r
     }

@@ -29,7 +29,7 @@
 //! client to "message 1 written" by rebuilding the state from the same
 //! seed (message 1 is re-derived byte for byte).
 
-use super::aead::{AeadAlgorithm, DirectionKey, PacketKeys};
+use super::aead::{AeadAlgorithm, PacketKeys};
 use super::keys::{NoiseConfig, NoisePattern, PublicKey, KEY_LEN};
 use crate::wire::{HeaderRepr, RejectReason, StartPayload, Tlv};
 use hkdf::Hkdf;
@@ -226,13 +226,7 @@ fn packet_keys(
 ) -> Result<(PacketKeys, DerivedKeys), HandshakeError> {
     let (k1, k2) = state.dangerously_get_raw_split();
     let k = derive_keys(state.get_handshake_hash(), &k1, &k2);
-    let c2s = DirectionKey::new(aead, &k.c2s_key, k.c2s_iv).ok_or(HandshakeError::Internal)?;
-    let s2c = DirectionKey::new(aead, &k.s2c_key, k.s2c_iv).ok_or(HandshakeError::Internal)?;
-    let keys = if is_client {
-        PacketKeys::new(aead, c2s, s2c)
-    } else {
-        PacketKeys::new(aead, s2c, c2s)
-    };
+    let keys = PacketKeys::new(aead, is_client, &k).ok_or(HandshakeError::Internal)?;
     Ok((keys, k))
 }
 

@@ -9,6 +9,12 @@ use crate::wire::{
 
 const PSK: [u8; PSK_LEN] = [7; PSK_LEN];
 
+/// The peer's address in these tests (only rotation reads it).
+const PEER: SocketAddr = SocketAddr::new(
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1)),
+    4433,
+);
+
 fn kp(b: u8) -> StaticKeypair {
     StaticKeypair::from_private([b; KEY_LEN])
 }
@@ -54,7 +60,7 @@ fn handshake_hw(
 fn open_into(s: &mut SecurityState, wire: &[u8], out: &mut Vec<u8>) -> Result<(), OpenError> {
     out.clear();
     out.extend_from_slice(wire);
-    let n = s.open(out)?;
+    let n = s.open(out, Time::ZERO, Duration::from_secs(1), PEER)?;
     out.truncate(n);
     Ok(())
 }
@@ -84,7 +90,7 @@ fn end(pn: u32) -> Vec<u8> {
 fn sealed(c: &mut SecurityState, pn: u32) -> (Vec<u8>, Vec<u8>) {
     let plain = end(pn);
     let mut buf = plain.clone();
-    let n = c.seal(&mut buf, plain.len()).unwrap();
+    let n = c.seal(&mut buf, plain.len(), PEER).unwrap();
     // An XX client appends message 3 until it has heard from the server.
     let extra = n - plain.len() - AUTH_TAG_LEN;
     assert!(extra == 0 || extra == XX_MSG3_LEN, "{extra}");
@@ -143,7 +149,7 @@ fn sealed_datagrams_carry_no_checksum_and_refuse_st_cks() {
     plain[5] |= Flags::ST_CKS.bits();
     plain[6] = 0xab;
     let mut wire = plain.clone();
-    let n = c.seal(&mut wire, plain.len()).unwrap();
+    let n = c.seal(&mut wire, plain.len(), PEER).unwrap();
     let h = crate::wire::HeaderRepr::decode(&wire[..n]).unwrap();
     assert!(!h.flags.contains(Flags::ST_CKS));
     assert_eq!(h.chksum, 0);
@@ -210,7 +216,7 @@ fn forged_with_another_key_or_direction_is_rejected() {
     // A packet the server sealed cannot be reflected back to it.
     let plain = end(0);
     let mut buf = plain.clone();
-    s.seal(&mut buf, plain.len()).unwrap();
+    s.seal(&mut buf, plain.len(), PEER).unwrap();
     let mut out = Vec::new();
     assert_eq!(
         open_into(&mut s, &buf, &mut out),
@@ -278,7 +284,7 @@ fn all_pairs() -> Vec<(NoisePattern, SecurityConfig, SecurityConfig)> {
 fn finish_xx(c: &mut SecurityState, s: &mut SecurityState) {
     let plain = end(0);
     let mut buf = plain.clone();
-    let n = c.seal(&mut buf, plain.len()).unwrap();
+    let n = c.seal(&mut buf, plain.len(), PEER).unwrap();
     assert_eq!(n, plain.len() + AUTH_TAG_LEN + XX_MSG3_LEN);
     let mut out = Vec::new();
     open_into(s, &buf, &mut out).unwrap();
@@ -402,7 +408,7 @@ fn handshake_failures_wrong_psk_key_pattern_authorization() {
     .unwrap();
     let plain = end(0);
     let mut buf = plain.clone();
-    c.seal(&mut buf, plain.len()).unwrap();
+    c.seal(&mut buf, plain.len(), PEER).unwrap();
     let mut out = Vec::new();
     assert_eq!(open_into(&mut s, &buf, &mut out), Err(OpenError::Handshake));
     assert!(s.refused && !s.has_keys());
@@ -414,7 +420,7 @@ fn tamper_xx_message_3_then_genuine_completes() {
     let (mut c, mut s) = handshake_with(&client, &server, (1, 2)).unwrap();
     let plain = end(0);
     let mut buf = plain.clone();
-    c.seal(&mut buf, plain.len()).unwrap();
+    c.seal(&mut buf, plain.len(), PEER).unwrap();
     let mut out = Vec::new();
     // A flip in the payload tag (the client's key decrypts, then the tag
     // fails), in the encrypted key, and a truncated message 3.
@@ -580,7 +586,7 @@ fn each_aead_round_trips_and_rejects_tamper_wrong_key_and_replay() {
         let len = big.len();
         big[8..10].copy_from_slice(&(len as u16).to_be_bytes());
         let mut wire = big.clone();
-        c.seal(&mut wire, len).unwrap();
+        c.seal(&mut wire, len, PEER).unwrap();
         assert_eq!(wire.len(), 1_400);
         assert_ne!(wire[24..len], big[24..], "{aead}: encrypted");
         // Tamper: ciphertext, tag, header (associated data).
@@ -797,7 +803,7 @@ fn key_log_material_opens_both_directions_for_every_pattern_and_aead() {
             ] {
                 let plain = end(9);
                 let mut buf = plain.clone();
-                side.seal(&mut buf, plain.len()).unwrap();
+                side.seal(&mut buf, plain.len(), PEER).unwrap();
                 let len = plain.len() + AUTH_TAG_LEN;
                 let opened = open_with_logged(mc.aead, key, iv, &buf[..len]);
                 assert_eq!(opened, plain[aead::CLEAR_PREFIX_LEN..], "{pattern:?}");
@@ -811,4 +817,101 @@ fn no_key_log_keeps_nothing() {
     let (mut c, mut s) = pair();
     assert!(c.take_keys().is_none() && s.take_keys().is_none());
     assert!(c.keylog.is_none() && s.keylog.is_none());
+}
+
+/// The key-update and rotation test vectors of docs/security.md ("Key
+/// update and connection-ID rotation: test vectors", assembled from
+/// docs/security-parts/keys.md): computed here and required verbatim in
+/// the part file, so the document cannot drift from the code.
+#[test]
+fn key_update_and_rotation_vectors_match_the_documentation() {
+    use crate::wire::Control;
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+    let s0 = [0x11u8; 32];
+    let s1 = update::next_secret(&s0);
+    let s2 = update::next_secret(&s1);
+    let raw = DerivedKeys {
+        c2s_key: s0,
+        c2s_iv: [0x22; 12],
+        s2c_key: [0x33; 32],
+        s2c_iv: [0x44; 12],
+    };
+    // Generation 1 of the client's AES-128-GCM key seals END, PN 5.
+    let mut keys = aead::PacketKeys::new(AeadAlgorithm::Aes128Gcm, true, &raw).unwrap();
+    let mut peer = aead::PacketKeys::new(AeadAlgorithm::Aes128Gcm, false, &raw).unwrap();
+    let mut ack = end(0);
+    let n = ack.len();
+    peer.seal(&mut ack, n, None).unwrap();
+    keys.open(&mut ack, Time::ZERO, Duration::from_secs(1), 0)
+        .unwrap();
+    keys.request_update();
+    keys.arm_switch();
+    let mut announce = end(4);
+    let n = announce.len();
+    keys.seal(&mut announce, n, None).unwrap();
+    let plain = end(5);
+    let mut sealed = plain.clone();
+    keys.seal(&mut sealed, plain.len(), None).unwrap();
+    // Rotation sequence 1.
+    let prk = rotation::rotation_key(&s0, &[0x33; 32]);
+    let m = rotation::sequence_masks(&prk, 1, 0x123, 0x456);
+    let (_, ncid) = Control::NewConnectionId {
+        sequence: 1,
+        id: 0xbeef,
+        ack: false,
+    }
+    .to_echo(7);
+    let (_, keyu) = Control::KeyUpdate { generation: 1 }.to_echo(4);
+    let echo_hex = |e: crate::wire::EchoPayload| {
+        let mut v = e.packet_number.to_be_bytes().to_vec();
+        v.extend_from_slice(&e.probe_id.to_be_bytes());
+        v.extend_from_slice(&e.timestamp_ns.to_be_bytes());
+        hex(&v)
+    };
+    let block = format!(
+        "```text\n\
+         secret[0]                 {}\n\
+         secret[1]                 {}\n\
+         secret[2]                 {}\n\
+         AES-128-GCM key[1]        {}\n\
+         END PN 5, plaintext       {}\n\
+         END PN 5, sealed, gen 1   {}\n\
+         rotation PRK              {}\n\
+         sequence 1: pn_offset_c2s {:08x}  pn_offset_s2c {:08x}  sync_c2s {:03x}  sync_s2c {:03x}\n\
+         NEW_CONNECTION_ID seq 1, id 0xbeef, PN 7 (ECHO payload)  {}\n\
+         KEY_UPDATE generation 1, PN 4 (ECHO payload)            {}\n\
+         ```\n",
+        hex(&s0),
+        hex(&s1),
+        hex(&s2),
+        hex(&s1[..16]),
+        hex(&plain),
+        hex(&sealed),
+        hex(&prk),
+        m.c2s_pn_offset,
+        m.s2c_pn_offset,
+        m.c2s_sync,
+        m.s2c_sync,
+        echo_hex(ncid),
+        echo_hex(keyu),
+    );
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/security-parts/keys.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        doc.contains(&block),
+        "{} must contain the vectors exactly:\n{block}",
+        path.display()
+    );
+    // And the sealed vector opens under generation 1 at the peer.
+    let mut b = announce.clone();
+    peer.open(&mut b, Time::ZERO, Duration::from_secs(1), 0)
+        .unwrap();
+    peer.on_announcement(4, 1);
+    let mut b = sealed.clone();
+    assert!(peer
+        .open(&mut b, Time::ZERO, Duration::from_secs(1), 0)
+        .is_ok());
 }

@@ -127,7 +127,11 @@ impl Endpoint {
     /// `Some(None)`: dropped and counted; `None`: not protected (decode
     /// `bytes` as they are). Reads only DEST_ID and PK_TYPE before the
     /// connection's keys; O(len), no copy.
-    pub(super) fn unprotect(&mut self, bytes: &mut [u8]) -> Option<Option<usize>> {
+    pub(super) fn unprotect(
+        &mut self,
+        bytes: &mut [u8],
+        remote: std::net::SocketAddr,
+    ) -> Option<Option<usize>> {
         let view = Header::new_checked(&*bytes).ok()?;
         let (dest_id, pk_type) = (view.dest_id(), view.pk_type().ok()?);
         if dest_id == 0 || pk_type.is_handshake() {
@@ -145,7 +149,9 @@ impl Endpoint {
             }
             return Some(None);
         }
-        match c.open_incoming(bytes)? {
+        let opened = c.open_incoming(bytes, now, remote)?;
+        self.after_key_work(handle);
+        match opened {
             Ok(n) => Some(Some(n)),
             Err(OpenError::Unauthenticated | OpenError::NoKeys) => {
                 self.stats.auth_failures += 1;
@@ -163,9 +169,115 @@ impl Endpoint {
                 self.stats.handshake_failures += 1;
                 Some(None)
             }
+            Err(OpenError::RetiredId | OpenError::KeyExhausted) => {
+                self.stats.auth_failures += 1;
+                Some(None)
+            }
         }
     }
+
+    /// After a connection opened or sealed: forget the IDs it retired,
+    /// issue the spare IDs it wants (while the ID space is less than half
+    /// used: docs/security.md, "Connection-ID rotation"), note a key
+    /// generation for the key log. O(log n) per ID; O(1) when none.
+    pub(super) fn after_key_work(&mut self, handle: ConnectionHandle) {
+        let Some(c) = self.connections.get_untracked(&handle) else {
+            return;
+        };
+        while let Some(id) = c.take_released_id() {
+            if self.by_id.get(&id) == Some(&handle) {
+                self.by_id.remove(&id);
+            }
+        }
+        if self.key_log && c.has_keys_to_log() {
+            self.keylog_ready.insert(handle);
+        }
+        while self.by_id.len() < SPARE_ID_CEILING
+            && self
+                .connections
+                .get_untracked(&handle)
+                .is_some_and(|c| c.wants_spare_id())
+        {
+            let Some(id) = self.alloc_id() else {
+                break;
+            };
+            self.by_id.insert(id, handle);
+            // Tracked: the connection now has a NEW_CONNECTION_ID to send.
+            if let Some(c) = self.connections.get_mut(&handle) {
+                c.add_spare_id(id);
+            }
+        }
+    }
+
+    /// Client: switch a protected connection to the next spare connection
+    /// ID its server issued, with a fresh ID of ours (docs/security.md,
+    /// "Connection-ID rotation"): from its next packet, an observer sees
+    /// new IDs, SYNC_NOs and packet numbers. The runtime calls it for
+    /// every connection at `rebind`. `false`: no spare yet (or unprotected,
+    /// or a server's connection). Old IDs are retired about three PTOs
+    /// after the peer's first packet with the new ones.
+    ///
+    /// Complexity: O(log n).
+    pub fn rotate_connection_id(&mut self, handle: ConnectionHandle) -> bool {
+        if !self
+            .connections
+            .get(&handle)
+            .is_some_and(|c| c.has_spare_id())
+        {
+            return false;
+        }
+        let Some(id) = self.alloc_id() else {
+            return false;
+        };
+        let rotated = self
+            .connections
+            .get_mut(&handle)
+            .is_some_and(|c| c.rotate_id(id));
+        if rotated {
+            self.by_id.insert(id, handle);
+        }
+        rotated
+    }
+
+    /// Ask a protected connection to update its packet keys now (done at
+    /// its next packet once the current generation is confirmed; the peer
+    /// follows). `false`: no keys (unprotected, or before the handshake).
+    ///
+    /// Complexity: O(log n).
+    pub fn update_keys(&mut self, handle: ConnectionHandle) -> bool {
+        self.connections
+            .get_mut(&handle)
+            .is_some_and(|c| c.request_key_update())
+    }
+
+    /// Key log: the material of a key generation some connection reached
+    /// since the last call (generation 0 included, if
+    /// [`take_packet_keys`](Self::take_packet_keys) has not taken it). The
+    /// driver writes [`PacketKeyMaterial::key_log_lines`] until `None`.
+    /// Only with [`set_key_log`](Self::set_key_log).
+    ///
+    /// Complexity: O(log n) per call.
+    pub fn take_updated_keys(&mut self) -> Option<PacketKeyMaterial> {
+        while let Some(&h) = self.keylog_ready.iter().next() {
+            let m = self
+                .connections
+                .get_untracked(&h)
+                .and_then(|c| c.take_packet_keys());
+            match m {
+                Some(m) => return Some(m),
+                None => {
+                    self.keylog_ready.remove(&h);
+                }
+            }
+        }
+        None
+    }
 }
+
+/// Spare connection IDs are issued only while fewer IDs than this are in
+/// use: half the 16-bit space, so rotation never takes the last IDs new
+/// connections need (docs/security.md).
+pub const SPARE_ID_CEILING: usize = 1 << 15;
 
 /// The client's Noise ephemeral public key in a START's SECURITY TLV: the
 /// 32 bytes after the mode byte (message 1 starts with it in every

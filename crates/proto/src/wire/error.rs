@@ -150,6 +150,15 @@ pub enum WireError {
         /// The payload family given.
         payload: &'static str,
     },
+    /// An ECHO carrying a control message (NEW_CONNECTION_ID,
+    /// KEY_UPDATE: `wire::control`) has a value the protocol does not allow.
+    #[error("{what}: {problem}")]
+    BadControl {
+        /// The control message and field, e.g. `NEW_CONNECTION_ID id`.
+        what: &'static str,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
     /// A value given for encoding does not fit its field.
     #[error("{field} is {value}, more than its maximum {max}")]
     FieldOutOfRange {

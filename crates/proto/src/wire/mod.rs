@@ -35,6 +35,7 @@
 //!   the tag area.
 
 pub mod checksum;
+pub mod control;
 pub(crate) mod cursor;
 pub mod datagram;
 pub mod error;
@@ -46,6 +47,7 @@ pub mod payload;
 pub mod tlv;
 
 pub use checksum::{datagram_checksum, internet_checksum};
+pub use control::Control;
 pub use datagram::{peek_packet_number, DatagramRepr, AUTH_TAG_LEN, MAX_DATAGRAM_LEN};
 pub use error::{Result, WireError};
 pub use flags::Flags;

@@ -28,6 +28,7 @@
 pub(crate) mod admission;
 pub(crate) mod failure;
 pub mod group;
+mod keys;
 pub mod path;
 mod security;
 

@@ -25,7 +25,9 @@ impl Connection {
         aes_hardware: bool,
     ) -> Result<(), HandshakeError> {
         if let Some(cfg) = &self.config.security {
-            self.security = Some(SecurityState::client(cfg, seed, aes_hardware)?);
+            let mut sec = SecurityState::client(cfg, seed, aes_hardware)?;
+            sec.set_key_update(self.config.key_update);
+            self.security = Some(sec);
         }
         Ok(())
     }
@@ -34,7 +36,8 @@ impl Connection {
     /// XX server hears the client's key only with message 3: the
     /// application is told `Connected` then, not now.
     pub(crate) fn attach_server_security(&mut self, hs: ServerHandshake) {
-        let sec = SecurityState::server(hs);
+        let mut sec = SecurityState::server(hs);
+        sec.set_key_update(self.config.key_update);
         if sec.unannounced {
             self.events.retain(|e| !matches!(e, Event::Connected));
         }
@@ -134,7 +137,10 @@ impl Connection {
 
     /// Security counters for `ConnectionStats`.
     pub(crate) fn security_stats(&self) -> SecurityStats {
-        self.security.as_ref().map(|s| s.stats).unwrap_or_default()
+        self.security
+            .as_ref()
+            .map(SecurityState::stats)
+            .unwrap_or_default()
     }
 
     /// The peer's static key, once the handshake revealed it.
@@ -158,9 +164,9 @@ impl Connection {
     /// Returns its new length; `None` means it must not leave (no keys
     /// yet): the loss machinery treats it as lost.
     pub(crate) fn seal_outgoing(&mut self, buf: &mut Vec<u8>, len: usize) -> Option<usize> {
-        let Some(sec) = self.security.as_mut() else {
+        if self.security.is_none() {
             return Some(len);
-        };
+        }
         // Only the packet type is needed: the checked view reads that one
         // byte, where a full parse would decode the whole header of every
         // datagram (this runs once per packet sent).
@@ -172,7 +178,23 @@ impl Connection {
         if handshake {
             return Some(len);
         }
-        sec.seal(buf, len)
+        let dest = self.transmit_destination();
+        let Some(sec) = self.security.as_mut() else {
+            return Some(len);
+        };
+        let n = sec.seal(buf, len, dest);
+        self.check_key_limits();
+        n
+    }
+
+    /// Close if a packet key reached its usage limit with no update
+    /// possible (docs/security.md, "AEAD limits").
+    fn check_key_limits(&mut self) {
+        if let Some(what) = self.security.as_ref().and_then(SecurityState::exhausted) {
+            if self.state != ConnectionState::Closed {
+                self.close_with(self.now, crate::connection::CloseReason::KeyLimit(what));
+            }
+        }
     }
 
     /// Opens a protected datagram in place: `Ok(n)`, the plaintext
@@ -181,9 +203,16 @@ impl Connection {
     /// past a threshold, never acted upon otherwise — except an XX message
     /// 3 that authenticates a key the server does not authorize: the
     /// connection then closes without a word. O(len), no copy.
-    pub(crate) fn open_incoming(&mut self, bytes: &mut [u8]) -> Option<Result<usize, OpenError>> {
+    pub(crate) fn open_incoming(
+        &mut self,
+        bytes: &mut [u8],
+        now: peregrine_cc::Time,
+        remote: std::net::SocketAddr,
+    ) -> Option<Result<usize, OpenError>> {
+        // Old keys and IDs stay usable about three PTOs (RFC 9001 §6.5).
+        let hold = self.recovery.rtt().rto().saturating_mul(3);
         let sec = self.security.as_mut()?;
-        let r = sec.open(bytes);
+        let r = sec.open(bytes, now, hold, remote);
         if r.is_ok() && sec.unannounced {
             sec.unannounced = false;
             self.events.push_back(Event::Connected);
@@ -199,6 +228,7 @@ impl Connection {
         if let Err(OpenError::Unauthenticated | OpenError::NoKeys | OpenError::Replayed) = r {
             self.violation(ViolationKind::Unauthenticated);
         }
+        self.check_key_limits();
         Some(r)
     }
 

@@ -310,6 +310,9 @@ impl Connection {
         flags: Flags,
         e: &EchoPayload,
     ) {
+        if self.on_key_control(pk_type, flags, e) {
+            return;
+        }
         if flags.contains(Flags::REPLY_REQ) {
             if self.echo_replies.len() < MAX_ECHO_REPLIES {
                 self.echo_replies

@@ -152,6 +152,9 @@ impl Connection {
         if let Some(n) = self.poll_path_challenge(buf) {
             return Some(n);
         }
+        if let Some(n) = self.poll_key_control(now, buf) {
+            return Some(n);
+        }
         if self.recv.ack_due(now) {
             let pn = self.recovery.take_pn();
             // Only ever set when `request_ack_frequency` is on.
@@ -437,6 +440,7 @@ impl Connection {
         arm(self.closing.timed_close_at);
         arm(self.status_poll_at);
         arm(self.path_timeout());
+        arm(self.key_control_timeout());
         arm(self.group_timeout());
         arm(self.icmp_death_at());
         arm(self.death_deadline());
