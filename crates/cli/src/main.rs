@@ -15,6 +15,7 @@ mod qlog_cmd;
 mod reproduce;
 mod sim_cmd;
 mod sim_progress;
+mod sweep_cmd;
 mod wire_cmd;
 
 /// Peregrine: a transport for things that move, and a laboratory to study it.

@@ -16,12 +16,13 @@
 //! mean and 95 % CI per point) and `DIR` (default
 //! `sim-out/<name>-sweep`) gets `sweep.csv`, `sweep.json`, `runs.jsonl`, `runs.parquet`,
 //! `report.md` and `plots/`. The `--set` overrides apply to the base
-//! document before the grid.
+//! document before the grid. `--backend ray [--ray-address ADDR]` runs
+//! the grid on a Ray cluster and `--resume` finishes an interrupted
+//! sweep ([`crate::sweep_cmd`]).
 
-use crate::progress::Bar;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use peregrine_lab::sweep::{run_sweep_to_dir, summary_table, SweepOptions};
+use peregrine_lab::sweep::SweepOptions;
 use peregrine_sim::scenario::overrides::{parse_assignment, set_path};
 use peregrine_sim::{run as run_sim, run_observed, RunOptions, Scenario, ScenarioError};
 use std::path::{Path, PathBuf};
@@ -58,6 +59,9 @@ pub struct SimArgs {
     /// Sweep options (a sweep runs when any is given or the scenario has [sweep]).
     #[command(flatten)]
     sweep: SweepArgs,
+    /// Where a sweep runs (local cores or Ray) and --resume.
+    #[command(flatten)]
+    backend: crate::sweep_cmd::BackendArgs,
 }
 
 /// Sweep options of `peregrine sim`.
@@ -170,7 +174,8 @@ pub fn read_document(path: &Path, overrides: &[String]) -> Result<toml::Value> {
     Ok(doc)
 }
 
-/// `peregrine sim … --sweep …`: the grid in parallel, then the sweep outputs.
+/// `peregrine sim … --sweep …`: the grid in parallel (or on Ray), then
+/// the sweep outputs.
 fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &toml::Value) -> Result<()> {
     let name = doc
         .get("name")
@@ -198,17 +203,20 @@ fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &toml::Value) -> Result<()> 
     }
     command.push('`');
     let description = format!("Scenario `{name}` ({origin}), run as {command}.");
-    let files = run_sweep_to_dir(
+    crate::sweep_cmd::run(
+        &args.backend,
+        doc,
+        origin,
+        base_dir.as_deref(),
         &format!("Sweep of {name}"),
         &description,
-        doc,
         &SweepOptions {
             sweep: args.sweep.sweep.clone(),
             seeds: args.sweep.seeds,
             threads: args.sweep.threads,
         },
+        args.sweep.quiet,
         &dir,
-        &Bar::new(args.sweep.quiet),
         |run_doc, _seed| {
             let mut s = Scenario::from_value(run_doc.clone(), origin)?;
             if let Some(d) = &base_dir {
@@ -216,17 +224,7 @@ fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &toml::Value) -> Result<()> 
             }
             Ok(run_sim(&s)?.summary_json())
         },
-    )?;
-    crate::out(&summary_table(&files.aggregate))?;
-    crate::out(&format!(
-        "\n{} runs; wrote {}, {}, {}, {}, {} and plots/\n",
-        files.outcome.runs.iter().map(Vec::len).sum::<usize>(),
-        files.report.display(),
-        files.csv.display(),
-        files.json.display(),
-        files.runs.display(),
-        files.parquet.display(),
-    ))
+    )
 }
 
 /// Arguments of `peregrine bench`.

@@ -17,7 +17,9 @@
 //! * [`cclab`]: the controller lab's table, showcase report and plots.
 //! * [`bench`]: `peregrine bench endpoint`, one server endpoint with
 //!   thousands of connections in virtual time.
-//! * [`sweep`]: a scenario sweep written to a directory with its report.
+//! * [`sweep`]: a scenario sweep written to a directory with its report;
+//!   [`sweep_backend`]: its runs on this machine or a Ray cluster, kept
+//!   when interrupted and resumed.
 //! * [`report`], [`charts`], [`published`]: Markdown reports, SVG charts
 //!   and the seed papers' published numbers.
 //!
@@ -41,6 +43,7 @@ pub mod reproduce;
 pub mod showcase;
 pub mod sim_plots;
 pub mod sweep;
+pub mod sweep_backend;
 
 pub use keyed::Keyed;
 pub use progress::{Progress, Silent};
