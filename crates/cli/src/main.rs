@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod cc_cmd;
 mod emu_cmd;
+mod figure_args;
 mod keygen_cmd;
 mod logging;
 mod perf_cmd;

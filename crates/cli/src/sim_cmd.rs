@@ -62,6 +62,9 @@ pub struct SimArgs {
     /// Where a sweep runs (local cores or Ray) and --resume.
     #[command(flatten)]
     backend: crate::sweep_cmd::BackendArgs,
+    /// Chart formats and size (`--format svg,pdf,png`, `--figure-size`).
+    #[command(flatten)]
+    figures: crate::figure_args::FigureArgs,
 }
 
 /// Sweep options of `peregrine sim`.
@@ -88,6 +91,7 @@ pub struct SweepArgs {
 pub fn run(args: SimArgs) -> Result<()> {
     let origin = args.scenario.display().to_string();
     let doc = read_document(&args.scenario, &args.set)?;
+    args.figures.prepare()?;
     let wants_sweep =
         !args.sweep.sweep.is_empty() || args.sweep.seeds.is_some() || doc.get("sweep").is_some();
     if wants_sweep {
@@ -144,6 +148,7 @@ pub fn run(args: SimArgs) -> Result<()> {
                 "wrote {}/ (throughput, cwnd, RTT, latency CDF)\n",
                 plots.display()
             ))?;
+            args.figures.export(&plots)?;
         }
     }
     if results.all_flows_failed() {
@@ -205,6 +210,7 @@ fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &toml::Value) -> Result<()> 
     let description = format!("Scenario `{name}` ({origin}), run as {command}.");
     crate::sweep_cmd::run(
         &args.backend,
+        &args.figures,
         doc,
         origin,
         base_dir.as_deref(),

@@ -44,6 +44,7 @@ pub struct BackendArgs {
 #[allow(clippy::too_many_arguments)] // the command's parts, one by one
 pub fn run(
     backend_args: &BackendArgs,
+    figures: &crate::figure_args::FigureArgs,
     doc: &toml::Value,
     origin: &str,
     base_dir: Option<&Path>,
@@ -110,5 +111,6 @@ pub fn run(
         files.json.display(),
         files.runs.display(),
         files.parquet.display(),
-    ))
+    ))?;
+    figures.export(&dir.join("plots"))
 }

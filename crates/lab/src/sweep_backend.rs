@@ -518,6 +518,43 @@ impl Tail {
 }
 
 impl RayBackend {
+    /// The plan the runner reads on its stdin (JSON, protocol 1; see
+    /// `peregrine.ray_sweep`): `jobs` with their files bundled
+    /// ([`bundle_files`]), the cluster and the retry limit.
+    /// O(jobs × document size).
+    pub fn plan_json(&self, jobs: &[&Job]) -> anyhow::Result<Vec<u8>> {
+        let bundle = bundle_files(jobs, &scenario_files(self.base_dir.clone()));
+        let runs = jobs
+            .iter()
+            .zip(&bundle.docs)
+            .map(|(j, doc)| {
+                Ok(RayRun {
+                    job: j.index,
+                    label: j.label.clone(),
+                    seed: j.seed,
+                    toml: toml::to_string(doc).context("a run's document")?,
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let plan = RayPlan {
+            protocol: 1,
+            address: self.address.as_deref(),
+            num_cpus: self.num_cpus,
+            max_retries: self.max_retries,
+            origin: &self.origin,
+            files: bundle
+                .files
+                .iter()
+                .map(|(name, path)| RayFile {
+                    name: name.clone(),
+                    path: path.display().to_string(),
+                })
+                .collect(),
+            runs,
+        };
+        serde_json::to_vec(&plan).context("the Ray plan")
+    }
+
     /// The runner's failure in words, from its stderr.
     fn explain(&self, status: &str, tail: &str) -> anyhow::Error {
         let py = self.python.display();
@@ -548,36 +585,7 @@ impl Backend for RayBackend {
         if jobs.is_empty() {
             return Ok(());
         }
-        let bundle = bundle_files(jobs, &scenario_files(self.base_dir.clone()));
-        let runs = jobs
-            .iter()
-            .zip(&bundle.docs)
-            .map(|(j, doc)| {
-                Ok(RayRun {
-                    job: j.index,
-                    label: j.label.clone(),
-                    seed: j.seed,
-                    toml: toml::to_string(doc).context("a run's document")?,
-                })
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let plan = RayPlan {
-            protocol: 1,
-            address: self.address.as_deref(),
-            num_cpus: self.num_cpus,
-            max_retries: self.max_retries,
-            origin: &self.origin,
-            files: bundle
-                .files
-                .iter()
-                .map(|(name, path)| RayFile {
-                    name: name.clone(),
-                    path: path.display().to_string(),
-                })
-                .collect(),
-            runs,
-        };
-        let plan = serde_json::to_vec(&plan).context("the Ray plan")?;
+        let plan = self.plan_json(jobs)?;
         let mut child = Command::new(&self.python)
             .args(["-m", "peregrine.ray_sweep"])
             .stdin(Stdio::piped())
