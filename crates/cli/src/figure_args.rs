@@ -13,7 +13,12 @@ use std::path::Path;
 pub struct FigureArgs {
     /// Chart formats, comma-separated: svg, pdf, png. PDF and PNG go beside
     /// each SVG (which is always written: the reports embed it).
-    #[arg(long = "format", value_name = "svg,pdf,png", default_value = "svg", global = true)]
+    #[arg(
+        long = "format",
+        value_name = "svg,pdf,png",
+        default_value = "svg",
+        global = true
+    )]
     pub format: String,
     /// Printed size of the charts: two-column (the full text width of a
     /// two-column paper, 7 in) or one-column (3.5 in; charts drawn on a

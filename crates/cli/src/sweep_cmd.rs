@@ -8,8 +8,8 @@ use anyhow::Result;
 use clap::Args;
 use peregrine_lab::sweep::{summary_table, SweepOptions};
 use peregrine_lab::sweep_backend::{
-    catch_interrupt, resolve_backend, run_sweep_backend_to_dir, Backend, BackendKind,
-    LocalBackend, RayBackend, DEFAULT_PYTHON, MAX_RETRIES,
+    catch_interrupt, resolve_backend, run_sweep_backend_to_dir, Backend, BackendKind, LocalBackend,
+    RayBackend, DEFAULT_PYTHON, MAX_RETRIES,
 };
 use std::path::{Path, PathBuf};
 

@@ -135,7 +135,10 @@ fn ctrl_c_keeps_finished_runs_and_resume_runs_only_the_missing() {
     ] {
         let a = std::fs::read(part.join(f)).expect(f);
         let b = std::fs::read(whole.join(f)).expect(f);
-        assert!(a == b, "{f} differs between the resumed and the whole sweep");
+        assert!(
+            a == b,
+            "{f} differs between the resumed and the whole sweep"
+        );
     }
 
     // Resuming a finished sweep runs nothing.
@@ -169,11 +172,8 @@ fn ctrl_c_keeps_finished_runs_and_resume_runs_only_the_missing() {
 fn bad_backend_settings_are_errors_in_words() {
     let dir = tempdir("bad-backend");
     let scenario = dir.join("slow.toml");
-    std::fs::write(
-        &scenario,
-        format!("{SLOW}\n[sweep]\nbackend = \"spark\"\n"),
-    )
-    .expect("write scenario");
+    std::fs::write(&scenario, format!("{SLOW}\n[sweep]\nbackend = \"spark\"\n"))
+        .expect("write scenario");
     let run = |extra: &[&str]| {
         let out = peregrine()
             .arg("sim")
@@ -192,7 +192,10 @@ fn bad_backend_settings_are_errors_in_words() {
         "{err}"
     );
     let err = run(&["--backend", "local", "--ray-address", "127.0.0.1:6379"]);
-    assert!(err.contains("`--ray-address` needs `--backend ray`"), "{err}");
+    assert!(
+        err.contains("`--ray-address` needs `--backend ray`"),
+        "{err}"
+    );
     let err = run(&["--backend", "ray", "--python", "/nonexistent/python3"]);
     assert!(
         err.contains("cannot run Python `/nonexistent/python3`: not found"),

@@ -286,7 +286,11 @@ fn runs_jsonl<R: Serialize>(outcome: &SweepOutcome<R>) -> anyhow::Result<String>
 
 /// One line of `runs.jsonl` (with its newline): the run of point `label`
 /// with seed `seed` and its record.
-pub(crate) fn run_line<R: Serialize>(label: &str, seed: u64, summary: &R) -> anyhow::Result<String> {
+pub(crate) fn run_line<R: Serialize>(
+    label: &str,
+    seed: u64,
+    summary: &R,
+) -> anyhow::Result<String> {
     let line = RunLine {
         point: label,
         seed,

@@ -421,7 +421,9 @@ pub fn scenario_files(base_dir: Option<PathBuf>) -> impl Fn(&str) -> Option<Path
                         .and_then(|d| find_upwards(&d, p))
                 })
         }?;
-        found.is_file().then(|| found.canonicalize().unwrap_or(found))
+        found
+            .is_file()
+            .then(|| found.canonicalize().unwrap_or(found))
     }
 }
 

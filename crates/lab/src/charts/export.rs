@@ -62,7 +62,9 @@ pub fn parse_formats(text: &str) -> anyhow::Result<Vec<Format>> {
             "png" => Format::Png,
             "" => anyhow::bail!("`--format {text}`: an empty format (allowed: svg, pdf, png)"),
             other => {
-                anyhow::bail!("`--format {text}`: unknown format {other:?} (allowed: svg, pdf, png)")
+                anyhow::bail!(
+                    "`--format {text}`: unknown format {other:?} (allowed: svg, pdf, png)"
+                )
             }
         };
         out.push(f);
@@ -88,9 +90,9 @@ impl FigureSize {
         match text {
             "two-column" => Ok(FigureSize::TwoColumn),
             "one-column" => Ok(FigureSize::OneColumn),
-            other => anyhow::bail!(
-                "`--figure-size` must be one-column or two-column, found {other:?}"
-            ),
+            other => {
+                anyhow::bail!("`--figure-size` must be one-column or two-column, found {other:?}")
+            }
         }
     }
 
@@ -196,7 +198,9 @@ fn canonical_resource_order(pdf: &mut [u8]) {
         t.len() < line.len()
             && t.first() == Some(&b'/')
             && t.ends_with(b" 0 R")
-            && t[1..].iter().all(|c| c.is_ascii_alphanumeric() || *c == b' ')
+            && t[1..]
+                .iter()
+                .all(|c| c.is_ascii_alphanumeric() || *c == b' ')
     }
     let mut lines: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
@@ -227,8 +231,10 @@ fn canonical_resource_order(pdf: &mut [u8]) {
         }
         if j - i > 1 {
             let (from, to) = (lines[i].0, lines[j - 1].1);
-            let mut entries: Vec<Vec<u8>> =
-                lines[i..j].iter().map(|&(a, b)| pdf[a..b].to_vec()).collect();
+            let mut entries: Vec<Vec<u8>> = lines[i..j]
+                .iter()
+                .map(|&(a, b)| pdf[a..b].to_vec())
+                .collect();
             entries.sort();
             let joined = entries.join(&b'\n');
             pdf[from..to].copy_from_slice(&joined);
@@ -260,7 +266,11 @@ pub fn svg_to_png(svg: &str, file: &Path, size: FigureSize) -> anyhow::Result<Ve
 /// to each of `formats` but SVG, written beside it (`x.svg` → `x.pdf`,
 /// `x.png`) for `size`. Returns the files written. A missing `dir` is
 /// no chart at all. Cost: one parse and render per chart and format.
-pub fn export_dir(dir: &Path, formats: &[Format], size: FigureSize) -> anyhow::Result<Vec<PathBuf>> {
+pub fn export_dir(
+    dir: &Path,
+    formats: &[Format],
+    size: FigureSize,
+) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     if !formats.iter().any(|f| *f != Format::Svg) || !dir.is_dir() {
         return Ok(written);
@@ -287,8 +297,8 @@ pub fn export_dir(dir: &Path, formats: &[Format], size: FigureSize) -> anyhow::R
 }
 
 fn collect_svgs(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", dir.display()))?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", dir.display()))?;
     for entry in entries {
         let path = entry
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", dir.display()))?
@@ -334,31 +344,53 @@ mod tests {
             &[BarSeries::new("mean", vec![4.0, 5.5], vec![])],
         )
         .unwrap();
-        let written = export_dir(&dir, &[Format::Svg, Format::Pdf, Format::Png], FigureSize::OneColumn)
-            .unwrap();
+        let written = export_dir(
+            &dir,
+            &[Format::Svg, Format::Pdf, Format::Png],
+            FigureSize::OneColumn,
+        )
+        .unwrap();
         assert_eq!(written, vec![dir.join("bars.pdf"), dir.join("bars.png")]);
         let pdf = std::fs::read(dir.join("bars.pdf")).unwrap();
         assert!(pdf.starts_with(b"%PDF-"), "a PDF");
         let text = String::from_utf8_lossy(&pdf);
         // The font travels with the file (a subset, as FontFile2), and
         // the page is 3.5 in = 252 pt wide.
-        assert!(text.contains("DejaVuSans") && text.contains("/FontFile2"), "font embedded");
+        assert!(
+            text.contains("DejaVuSans") && text.contains("/FontFile2"),
+            "font embedded"
+        );
         assert!(text.contains("/MediaBox [0 0 252"), "one column wide");
         let png = std::fs::read(dir.join("bars.png")).unwrap();
         assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
         // IHDR width: 3.5 in × 300 dpi.
-        assert_eq!(u32::from_be_bytes([png[16], png[17], png[18], png[19]]), 1050);
+        assert_eq!(
+            u32::from_be_bytes([png[16], png[17], png[18], png[19]]),
+            1050
+        );
         // Same input, same bytes.
-        let again = svg_to_pdf(&std::fs::read_to_string(&svg).unwrap(), &svg, FigureSize::OneColumn)
-            .unwrap();
+        let again = svg_to_pdf(
+            &std::fs::read_to_string(&svg).unwrap(),
+            &svg,
+            FigureSize::OneColumn,
+        )
+        .unwrap();
         if again != pdf {
-            let first = again.iter().zip(&pdf).position(|(a, b)| a != b).unwrap_or(0);
+            let first = again
+                .iter()
+                .zip(&pdf)
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
             panic!(
                 "PDF differs at byte {first} of {}/{}: {:?} vs {:?}",
                 again.len(),
                 pdf.len(),
-                String::from_utf8_lossy(&again[first.saturating_sub(80)..(first + 80).min(again.len())]),
-                String::from_utf8_lossy(&pdf[first.saturating_sub(80)..(first + 80).min(pdf.len())])
+                String::from_utf8_lossy(
+                    &again[first.saturating_sub(80)..(first + 80).min(again.len())]
+                ),
+                String::from_utf8_lossy(
+                    &pdf[first.saturating_sub(80)..(first + 80).min(pdf.len())]
+                )
             );
         }
         let _ = std::fs::remove_dir_all(&dir);

@@ -61,7 +61,9 @@ pub enum SpecError {
         found: String,
     },
     /// A field `[sweep]` does not know.
-    #[error("`{field}` is not a sweep field (expected `seeds`, `grid`, `backend` or `ray_address`)")]
+    #[error(
+        "`{field}` is not a sweep field (expected `seeds`, `grid`, `backend` or `ray_address`)"
+    )]
     UnknownField {
         /// The dotted field name.
         field: String,
