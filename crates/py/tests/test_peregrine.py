@@ -260,6 +260,7 @@ def test_reproduce_rejects_unknown_names():
 
 TRACE_SCENARIO = """
 name = "traced"
+seed = 1
 duration = "3s"
 [[links]]
 a = "phone"
