@@ -48,7 +48,7 @@ use peregrine_sim::experiment::{self, SweepOutcome, SweepPoint, SweepSpec};
 use peregrine_sim::scenario::find_upwards;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -583,6 +583,9 @@ impl Backend for RayBackend {
         "ray"
     }
 
+    // The runner is a child process: its stdin, stdout and stderr each need
+    // a thread so that none of the pipes fills up and blocks it.
+    #[allow(clippy::disallowed_methods)]
     fn run(&self, jobs: &[&Job], on_event: &mut dyn FnMut(Event)) -> anyhow::Result<()> {
         if jobs.is_empty() {
             return Ok(());
@@ -757,7 +760,7 @@ fn finished_runs(plan: &Plan, out_dir: &Path) -> anyhow::Result<BTreeMap<usize, 
             plan.fingerprint()?
         );
     }
-    let by_key: HashMap<(&str, u64), usize> = plan
+    let by_key: BTreeMap<(&str, u64), usize> = plan
         .jobs
         .iter()
         .map(|j| ((j.label.as_str(), j.seed), j.index))
