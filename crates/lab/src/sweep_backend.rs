@@ -885,6 +885,8 @@ pub fn run_sweep_backend_to_dir(
     });
     progress.finish();
     let stopped = match (&result, failures.first_key_value()) {
+        // Every run finished before the interruption took effect: done.
+        (Err(e), None) if e.is::<Interrupted>() && done.len() == plan.jobs.len() => None,
         (Err(e), _) => Some(if e.is::<Interrupted>() {
             "interrupted".to_string()
         } else {
