@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod cc_cmd;
 mod emu_cmd;
+mod figure_args;
 mod keygen_cmd;
 mod logging;
 mod perf_out;
@@ -15,6 +16,7 @@ mod qlog_cmd;
 mod reproduce;
 mod sim_cmd;
 mod sim_progress;
+mod sweep_cmd;
 mod tunnel_cmd;
 mod wire_cmd;
 

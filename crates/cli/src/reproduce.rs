@@ -20,6 +20,9 @@ use std::path::PathBuf;
 pub struct ReproduceArgs {
     #[command(subcommand)]
     command: ReproduceCommand,
+    /// Chart formats and size (`--format svg,pdf,png`, `--figure-size`).
+    #[command(flatten)]
+    figures: crate::figure_args::FigureArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -176,6 +179,8 @@ pub struct HogArgs {
 
 /// Run `peregrine reproduce`.
 pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
+    let figures = args.figures;
+    figures.prepare()?;
     match args.command {
         ReproduceCommand::Fanet(a) => {
             let opts = fanet::Options {
@@ -186,7 +191,9 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
                 threads: a.threads,
                 command: peregrine_lab::reproduce::command_line(),
             };
-            out(&fanet::run(&opts, &Bar::new(a.quiet))?.console)
+            let o = fanet::run(&opts, &Bar::new(a.quiet))?;
+            out(&o.console)?;
+            figures.export(&o.dir)
         }
         ReproduceCommand::QuicSched(a) => {
             let opts = quic_sched::Options {
@@ -196,7 +203,9 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
                 threads: a.threads,
                 tiny: a.tiny,
             };
-            out(&quic_sched::run(&opts, &Bar::new(a.quiet))?.console)
+            let o = quic_sched::run(&opts, &Bar::new(a.quiet))?;
+            out(&o.console)?;
+            figures.export(&o.dir)
         }
         ReproduceCommand::MmwaveCvn(a) => {
             let opts = mmwave_cvn::Options {
@@ -206,13 +215,15 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
                 threads: a.threads,
                 duration_s: a.duration_s,
             };
-            out(&mmwave_cvn::run(&opts, &Bar::new(a.quiet))?.console)
+            let o = mmwave_cvn::run(&opts, &Bar::new(a.quiet))?;
+            out(&o.console)?;
+            figures.export(&o.dir)
         }
-        ReproduceCommand::Sltp(a) => run_sltp(a),
+        ReproduceCommand::Sltp(a) => run_sltp(a, &figures),
     }
 }
 
-fn run_sltp(a: SltpArgs) -> anyhow::Result<()> {
+fn run_sltp(a: SltpArgs, figures: &crate::figure_args::FigureArgs) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("cannot find the running peregrine binary")?;
     let opts = sltp::Options {
         quick: a.quick,
@@ -236,6 +247,9 @@ fn run_sltp(a: SltpArgs) -> anyhow::Result<()> {
     };
     let o = sltp::run(&opts, &Bar::new(false))?;
     out(&format!("{}\n", o.report.display()))?;
+    if let Some(dir) = o.report.parent() {
+        figures.export(dir)?;
+    }
     if !o.results.failures.is_empty() {
         eprintln!(
             "{} measurement(s) failed; see the report",

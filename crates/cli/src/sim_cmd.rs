@@ -16,12 +16,13 @@
 //! mean and 95 % CI per point) and `DIR` (default
 //! `sim-out/<name>-sweep`) gets `sweep.csv`, `sweep.json`, `runs.jsonl`, `runs.parquet`,
 //! `report.md` and `plots/`. The `--set` overrides apply to the base
-//! document before the grid.
+//! document before the grid. `--backend ray [--ray-address ADDR]` runs
+//! the grid on a Ray cluster and `--resume` finishes an interrupted
+//! sweep ([`crate::sweep_cmd`]).
 
-use crate::progress::Bar;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use peregrine_lab::sweep::{run_sweep_to_dir, summary_table, SweepOptions};
+use peregrine_lab::sweep::SweepOptions;
 use peregrine_sim::scenario::ScenarioDocument;
 use peregrine_sim::{run as run_sim, run_observed, RunOptions, Scenario};
 use std::path::PathBuf;
@@ -58,6 +59,12 @@ pub struct SimArgs {
     /// Sweep options (a sweep runs when any is given or the scenario has [sweep]).
     #[command(flatten)]
     sweep: SweepArgs,
+    /// Where a sweep runs (local cores or Ray) and --resume.
+    #[command(flatten)]
+    backend: crate::sweep_cmd::BackendArgs,
+    /// Chart formats and size (`--format svg,pdf,png`, `--figure-size`).
+    #[command(flatten)]
+    figures: crate::figure_args::FigureArgs,
 }
 
 /// Sweep options of `peregrine sim`.
@@ -85,6 +92,7 @@ pub fn run(args: SimArgs) -> Result<()> {
     let origin = args.scenario.display().to_string();
     // Read, parsed and overridden once: one run and a sweep both start here.
     let doc = ScenarioDocument::read(&args.scenario, &args.set)?;
+    args.figures.prepare()?;
     let wants_sweep = !args.sweep.sweep.is_empty() || args.sweep.seeds.is_some() || doc.has_sweep();
     if wants_sweep {
         for (flag, given) in [
@@ -140,6 +148,7 @@ pub fn run(args: SimArgs) -> Result<()> {
                 "wrote {}/ (throughput, cwnd, RTT, latency CDF)\n",
                 plots.display()
             ))?;
+            args.figures.export(&plots)?;
         }
     }
     if results.all_flows_failed() {
@@ -152,7 +161,8 @@ pub fn run(args: SimArgs) -> Result<()> {
     Ok(())
 }
 
-/// `peregrine sim … --sweep …`: the grid in parallel, then the sweep outputs.
+/// `peregrine sim … --sweep …`: the grid in parallel (or on Ray), then
+/// the sweep outputs.
 fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &ScenarioDocument) -> Result<()> {
     let name = doc.name();
     let dir = args
@@ -171,29 +181,23 @@ fn run_sweep_cmd(args: &SimArgs, origin: &str, doc: &ScenarioDocument) -> Result
     }
     command.push('`');
     let description = format!("Scenario `{name}` ({origin}), run as {command}.");
-    let files = run_sweep_to_dir(
+    crate::sweep_cmd::run(
+        &args.backend,
+        &args.figures,
+        doc.value(),
+        origin,
+        doc.base_dir(),
         &format!("Sweep of {name}"),
         &description,
-        doc.value(),
         &SweepOptions {
             sweep: args.sweep.sweep.clone(),
             seeds: args.sweep.seeds,
             threads: args.sweep.threads,
         },
+        args.sweep.quiet,
         &dir,
-        &Bar::new(args.sweep.quiet),
         |run_doc, _seed| Ok(run_sim(&doc.run_scenario(run_doc.clone())?)?.summary_json()),
-    )?;
-    crate::out(&summary_table(&files.aggregate))?;
-    crate::out(&format!(
-        "\n{} runs; wrote {}, {}, {}, {}, {} and plots/\n",
-        files.outcome.runs.iter().map(Vec::len).sum::<usize>(),
-        files.report.display(),
-        files.csv.display(),
-        files.json.display(),
-        files.runs.display(),
-        files.parquet.display(),
-    ))
+    )
 }
 
 /// Arguments of `peregrine bench`.

@@ -21,7 +21,9 @@
 //!   seeds run across cores ([`experiment::run_sweep`]), aggregated with
 //!   95 % confidence intervals. It moved here from `peregrine-sim`, which
 //!   is the engine and its models only.
-//! * [`sweep`]: a scenario sweep written to a directory with its report.
+//! * [`sweep`]: a scenario sweep written to a directory with its report;
+//!   [`sweep_backend`]: its runs on this machine or a Ray cluster, kept
+//!   when interrupted and resumed.
 //! * [`report`], [`charts`], [`published`]: Markdown reports, SVG charts
 //!   and the seed papers' published numbers.
 //!
@@ -47,6 +49,7 @@ pub mod reproduce;
 pub mod showcase;
 pub mod sim_plots;
 pub mod sweep;
+pub mod sweep_backend;
 
 pub use keyed::Keyed;
 pub use progress::{Progress, Silent};

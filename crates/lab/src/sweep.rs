@@ -198,6 +198,21 @@ where
     );
     progress.finish();
     let outcome = result.map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    write_sweep_files(title, description, &spec, outcome, out_dir)
+}
+
+/// Write `sweep.csv`, `sweep.json`, `runs.jsonl`, `runs.parquet`,
+/// `report.md` and `plots/` of a finished sweep into `out_dir` (which
+/// must exist): what [`run_sweep_to_dir`] writes after its runs, and what
+/// the other backends ([`crate::sweep_backend`]) write, so every backend
+/// writes the same bytes for the same runs. O(runs × numbers per record).
+pub fn write_sweep_files<R: Serialize>(
+    title: &str,
+    description: &str,
+    spec: &SweepSpec,
+    outcome: SweepOutcome<R>,
+    out_dir: &Path,
+) -> anyhow::Result<SweepFiles<R>> {
     let json_outcome = as_json(&outcome)?;
     let aggregate = experiment::aggregate(&json_outcome);
     let write = |name: &str, text: &str| -> anyhow::Result<PathBuf> {
@@ -212,7 +227,7 @@ where
     let bytes = crate::parquet::runs_parquet(&json_outcome, &aggregate)?;
     std::fs::write(&parquet_path, bytes)
         .with_context(|| format!("cannot write {}", parquet_path.display()))?;
-    let report = write_report(title, description, &spec, &aggregate, out_dir)?;
+    let report = write_report(title, description, spec, &aggregate, out_dir)?;
     Ok(SweepFiles {
         csv,
         json,
@@ -263,15 +278,26 @@ fn runs_jsonl<R: Serialize>(outcome: &SweepOutcome<R>) -> anyhow::Result<String>
     let mut text = String::new();
     for (point, runs) in outcome.points.iter().zip(&outcome.runs) {
         for (i, summary) in runs.iter().enumerate() {
-            let line = RunLine {
-                point: &point.label,
-                seed: outcome.seed(i),
-                summary,
-            };
-            text.push_str(&serde_json::to_string(&line).context("runs.jsonl")?);
-            text.push('\n');
+            text.push_str(&run_line(&point.label, outcome.seed(i), summary)?);
         }
     }
+    Ok(text)
+}
+
+/// One line of `runs.jsonl` (with its newline): the run of point `label`
+/// with seed `seed` and its record.
+pub(crate) fn run_line<R: Serialize>(
+    label: &str,
+    seed: u64,
+    summary: &R,
+) -> anyhow::Result<String> {
+    let line = RunLine {
+        point: label,
+        seed,
+        summary,
+    };
+    let mut text = serde_json::to_string(&line).context("runs.jsonl")?;
+    text.push('\n');
     Ok(text)
 }
 

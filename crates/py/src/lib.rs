@@ -527,6 +527,33 @@ impl PySweepPlan {
         Ok(out)
     }
 
+    /// The plan of `python -m peregrine.ray_sweep` (JSON text, protocol
+    /// 1) for every run: the documents the local backend runs, with every
+    /// file they name bundled (`peregrine_lab::sweep_backend`), so Ray
+    /// workers never read this machine's paths. `job` is the run's index
+    /// in (point, seed) order.
+    #[pyo3(signature = (address=None, num_cpus=None, max_retries=peregrine_lab::sweep_backend::MAX_RETRIES))]
+    fn ray_plan(
+        &self,
+        address: Option<String>,
+        num_cpus: Option<usize>,
+        max_retries: u32,
+    ) -> PyResult<String> {
+        use peregrine_lab::sweep_backend::{plan, RayBackend};
+        let plan = plan(&self.scenario.doc, &self.spec).map_err(runtime)?;
+        let backend = RayBackend {
+            python: PathBuf::new(),
+            address,
+            num_cpus,
+            base_dir: self.scenario.base_dir.clone(),
+            origin: self.scenario.origin.clone(),
+            max_retries,
+        };
+        let jobs: Vec<_> = plan.jobs.iter().collect();
+        let bytes = backend.plan_json(&jobs).map_err(runtime)?;
+        String::from_utf8(bytes).map_err(runtime)
+    }
+
     /// Run every (point, seed) on `threads` threads of this process (0: one
     /// per core), GIL released, as `peregrine sim --sweep` does.
     #[pyo3(signature = (threads=0, progress=true))]
@@ -717,6 +744,17 @@ impl PySweep {
     #[getter]
     fn base_seed(&self) -> u64 {
         self.outcome.base_seed
+    }
+    /// The keys `report.md` charts (`peregrine_lab::sweep::report_keys`),
+    /// each as `(key, readable name, unit, scale to that unit)`.
+    fn report_keys(&self) -> Vec<(String, String, String, f64)> {
+        peregrine_lab::sweep::report_keys(&self.aggregate)
+            .into_iter()
+            .map(|k| {
+                let r = peregrine_lab::charts::readable::readable(&k);
+                (k, r.name, r.unit.to_string(), r.scale)
+            })
+            .collect()
     }
 }
 

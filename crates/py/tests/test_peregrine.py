@@ -257,3 +257,74 @@ def test_reproduce_returns_the_typed_summary(name, tmp_path):
 def test_reproduce_rejects_unknown_names():
     with pytest.raises(ValueError, match="unknown reproduction"):
         peregrine.reproduce("nope", progress=False)
+
+
+TRACE_SCENARIO = """
+name = "traced"
+seed = 1
+duration = "3s"
+[[links]]
+a = "phone"
+b = "server"
+delay = "20ms"
+queue = { bdp = 1.0 }
+down = { trace = "down.trace" }
+up = { trace = "down.trace" }
+[[flows]]
+src = "server"
+dst = "phone"
+[[flows.streams]]
+app = "bulk"
+"""
+
+
+def test_ray_plan_ships_the_files_a_scenario_names(tmp_path):
+    (tmp_path / "down.trace").write_text("".join(f"{ms}\n" for ms in range(1, 101)))
+    s = Scenario.from_toml(TRACE_SCENARIO, base_dir=tmp_path)
+    plan = peregrine._native.SweepPlan(s._native, {"flows.0.cc": ["cubic", "bbr"]}, 2)
+    doc = json.loads(plan.ray_plan())
+    assert doc["protocol"] == 1 and doc["max_retries"] == 3
+    # One file, named once, read from the submitter's path by the driver only.
+    assert doc["files"] == [
+        {"name": "peregrine-files/0/down.trace", "path": str((tmp_path / "down.trace").resolve())}
+    ]
+    assert [r["job"] for r in doc["runs"]] == [0, 1, 2, 3]
+    for r in doc["runs"]:
+        assert 'trace = "peregrine-files/0/down.trace"' in r["toml"], r["toml"]
+        assert str(tmp_path) not in r["toml"]
+    # A task, run here by hand: the bytes in a folder of its own.
+    from peregrine import ray_sweep
+
+    data = (tmp_path / "down.trace").read_bytes()
+    text = ray_sweep._run_task(doc["runs"][1]["toml"], "<t>", ["peregrine-files/0/down.trace"], data)
+    local = peregrine.sweep(s, grid={"flows.0.cc": ["cubic", "bbr"]}, seeds=2, progress=False)
+    assert json.loads(text) == local.summaries[1]
+
+
+def test_figures_of_a_run_and_a_sweep(dumbbell, tmp_path):
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    s = Scenario.from_file(dumbbell, set=SHORT)
+    figs = s.run(progress=False).figures()
+    assert list(figs) == ["throughput", "cwnd", "rtt", "latency_cdf"]
+    assert all(isinstance(f, Figure) for f in figs.values())
+    ax = figs["throughput"].axes[0]
+    assert ax.get_ylabel() == "throughput (Mbit/s)" and ax.get_xlabel() == "time (s)"
+    assert len(ax.lines) == len(s.run(progress=False).flows)
+    assert tuple(figs["cwnd"].get_size_inches()) == (7.0, 4.2)
+    sw = peregrine.sweep(s, grid={"flows.0.cc": ["cubic", "bbr"]}, seeds=2, progress=False)
+    bars = sw.figures(size="one-column")
+    assert "/flows/0/goodput_bps" in bars
+    g = bars["/flows/0/goodput_bps"]
+    assert tuple(g.get_size_inches()) == (3.5, 2.45)
+    heights = [p.get_height() for p in g.axes[0].patches]
+    agg = sw.aggregate()
+    means = agg[agg.key == "/flows/0/goodput_bps"]["mean"] / 1e6
+    assert heights == pytest.approx(list(means))
+    written = peregrine.figures.save(bars, tmp_path, ("pdf", "png"))
+    pdf = tmp_path / "flows_0_goodput_bps.pdf"
+    assert pdf in written and pdf.read_bytes().startswith(b"%PDF")
+    assert b"FontFile2" in pdf.read_bytes()  # TrueType embedded
+    with pytest.raises(ValueError, match="jpg"):
+        peregrine.figures.save(bars, tmp_path, ("jpg",))

@@ -22,6 +22,7 @@
 mod bars;
 mod boxplot;
 mod cdf;
+pub mod export;
 pub mod readable;
 mod timeseries;
 
@@ -223,9 +224,11 @@ pub(crate) enum Mesh {
     Blank,
 }
 
-/// The frame every chart shares: a white SVG canvas of [`SIZE`] for `file`.
+/// The frame every chart shares: a white SVG canvas for `file`, of
+/// [`SIZE`] or the canvas of the process's figure size
+/// ([`export::set_figure_size`]).
 pub(crate) fn svg_root(file: &Path) -> Result<DrawingArea<SVGBackend<'_>, Shift>, ChartError> {
-    let root = SVGBackend::new(file, SIZE).into_drawing_area();
+    let root = SVGBackend::new(file, export::figure_size().canvas()).into_drawing_area();
     root.fill(&WHITE).map_err(|e| draw_err(file)(&e))?;
     Ok(root)
 }

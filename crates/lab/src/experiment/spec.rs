@@ -5,6 +5,8 @@
 //! ```toml
 //! [sweep]
 //! seeds = 10                        # runs per grid point (default 1)
+//! backend = "ray"                   # where the runs go: "local" (default) or "ray"
+//! ray_address = "10.0.0.1:6379"     # the Ray cluster (backend "ray"; default: a local one)
 //!
 //! [sweep.grid]                      # field = the values to try, in order
 //! "flows.0.cc" = ["cubic", "bbr"]   # quote a dotted key ...
@@ -59,7 +61,9 @@ pub enum SpecError {
         found: String,
     },
     /// A field `[sweep]` does not know.
-    #[error("`{field}` is not a sweep field (expected `seeds` or `grid`)")]
+    #[error(
+        "`{field}` is not a sweep field (expected `seeds`, `grid`, `backend` or `ray_address`)"
+    )]
     UnknownField {
         /// The dotted field name.
         field: String,
@@ -159,6 +163,10 @@ impl SweepSpec {
                     })?;
                     flatten_grid(grid, "", &mut spec.grid)?;
                 }
+                // Where the runs go, not what they are: read and checked
+                // by the front end that runs the sweep
+                // (`peregrine_lab::sweep_backend`).
+                "backend" | "ray_address" => {}
                 other => {
                     return Err(SpecError::UnknownField {
                         field: format!("sweep.{other}"),

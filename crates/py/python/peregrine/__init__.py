@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from . import _native
+from . import _native, figures, ray_sweep
 from ._native import ScenarioError
 
 __all__ = [
@@ -234,6 +234,15 @@ class Results:
         """The readable table ``peregrine sim`` prints."""
         return self._native.table()
 
+    def figures(self, size: str = "two-column") -> Dict[str, Any]:
+        """The charts ``peregrine sim`` draws into ``plots/`` as matplotlib
+        figures: ``throughput``, ``cwnd``, ``rtt``, ``latency_cdf``;
+        ``size`` is ``"two-column"`` (7 in wide) or ``"one-column"`` (3.5 in).
+        Save with ``fig.savefig`` or :func:`peregrine.figures.save`."""
+        from .figures import run_figures
+
+        return run_figures(self, size)
+
     def write(self, out_dir: PathLike) -> Path:
         """Write ``summary.json`` and the CSVs, as ``peregrine sim --out DIR``."""
         self._native.write(str(out_dir))
@@ -300,6 +309,15 @@ class Sweep:
         by the same Rust code as ``peregrine sim --sweep``."""
         return _csv_frame(self._native.aggregate_csv())
 
+    def figures(self, size: str = "two-column") -> Dict[str, Any]:
+        """The bar charts of ``report.md`` as matplotlib figures, keyed by
+        JSON pointer (``/flows/0/goodput_bps``): mean ± 95 % CI per grid
+        point in the key's readable unit; ``size`` as for
+        :meth:`Results.figures`."""
+        from .figures import sweep_figures
+
+        return sweep_figures(self, size)
+
     def write_parquet(self, path: PathLike) -> Path:
         """Write the runs table as Parquet (as ``runs.parquet``)."""
         Path(path).write_bytes(self._native.runs_parquet())
@@ -312,55 +330,48 @@ class Sweep:
         )
 
 
-def _ray_task():
-    """The Ray remote function: one run's document → its summary JSON text."""
-    import ray
+def _sweep_ray(plan, ray_address: Optional[str], progress: bool, ray_cpus: int):
+    """Every run on Ray through :mod:`peregrine.ray_sweep` (the runner of
+    ``peregrine sim --sweep --backend ray``): the scenario's files travel
+    with the tasks, a task whose worker dies is retried (at most
+    ``ray_sweep.MAX_RETRIES`` times, each retry reported on stderr)."""
+    from . import ray_sweep
 
-    @ray.remote(num_cpus=1, max_retries=0)
-    def peregrine_run(text: str, base_dir: Optional[str], origin: str) -> str:
-        from peregrine import _native as native
+    doc = json.loads(plan.ray_plan(ray_address, ray_cpus if not ray_address else None))
+    total = len(doc["runs"])
+    summaries: Dict[int, str] = {}
+    failures: Dict[int, str] = {}
+    labels = {r["job"]: (r["label"], r["seed"]) for r in doc["runs"]}
 
-        return native.run_document(text, base_dir, origin)
-
-    return peregrine_run
-
-
-def _sweep_ray(plan, scenario: Scenario, ray_address: Optional[str], progress: bool, ray_cpus: int):
-    import ray
-
-    started_here = False
-    if not ray.is_initialized():
-        if ray_address:
-            ray.init(address=ray_address, log_to_driver=False)
-        else:
-            ray.init(num_cpus=ray_cpus, include_dashboard=False, log_to_driver=False)
-        started_here = True
-    task = _ray_task()
-    base_dir = scenario._native.base_dir
-    base_dir = str(base_dir) if base_dir is not None else None
-    runs = plan.runs()
-    refs = [task.remote(text, base_dir, scenario.origin) for (_, _, text) in runs]
-    total = len(refs)
-    try:
-        pending = list(refs)
-        while pending:
-            done, pending = ray.wait(pending, num_returns=len(pending), timeout=0.2)
+    def emit(event: Dict[str, Any]) -> None:
+        kind = event["event"]
+        if kind == "done":
+            summaries[event["job"]] = event["summary"]
             if progress:
-                sys.stderr.write(f"\rsweep (ray) {total - len(pending)}/{total}")
+                sys.stderr.write(f"\rsweep (ray) {len(summaries)}/{total}")
                 sys.stderr.flush()
-        if progress:
-            sys.stderr.write("\n")
-        summaries = ray.get(refs)
-    except KeyboardInterrupt:
-        for r in refs:
-            ray.cancel(r, force=True)
-        if progress:
-            sys.stderr.write("\n")
-        raise
+        elif kind == "failed":
+            failures[event["job"]] = event["error"]
+        elif kind == "retry":
+            label, seed = labels[event["job"]]
+            sys.stderr.write(
+                f"\nwarning: run of sweep point `{label}` with seed {seed} lost its worker "
+                f"({event['reason']}); retry {event['attempt']} of {doc['max_retries']}\n"
+            )
+
+    try:
+        ray_sweep.run_plan(doc, emit)
     finally:
-        if started_here and not ray_address:
-            ray.shutdown()
-    return plan.collect(summaries)
+        if progress:
+            sys.stderr.write("\n")
+    if failures:
+        job = min(failures)
+        label, seed = labels[job]
+        raise RuntimeError(
+            f"run of sweep point `{label}` with seed {seed} failed "
+            f"({len(failures)} of {total} runs failed): {failures[job]}"
+        )
+    return plan.collect([summaries[j] for j in sorted(summaries)])
 
 
 def sweep(
@@ -384,15 +395,19 @@ def sweep(
     ``backend="local"`` runs on this machine's cores (``threads``, 0: all);
     ``backend="ray"`` submits one Ray task per (point, seed) to the cluster
     at ``ray_address`` or to a local one started with ``ray_cpus`` CPUs (and
-    shut down afterwards). Both give identical numbers. Ctrl-C stops the
-    sweep and raises ``KeyboardInterrupt``.
+    shut down afterwards), through :mod:`peregrine.ray_sweep`: every file
+    the scenario names (traces) travels with the tasks through Ray's
+    object store, and a task whose worker dies is retried (at most
+    ``peregrine.ray_sweep.MAX_RETRIES`` = 3 times). Both backends give
+    identical numbers. Ctrl-C stops the sweep and raises
+    ``KeyboardInterrupt``.
     """
     plan = _native.SweepPlan(scenario._native, dict(grid or {}), seeds)
     start = time.perf_counter()
     if backend == "local":
         native = plan.run_local(threads, progress)
     elif backend == "ray":
-        native = _sweep_ray(plan, scenario, ray_address, progress, ray_cpus)
+        native = _sweep_ray(plan, ray_address, progress, ray_cpus)
     else:
         raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
     return Sweep(native, backend, time.perf_counter() - start)
