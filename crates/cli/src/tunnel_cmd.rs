@@ -2,12 +2,12 @@
 //! prints its events (stderr) and its flow table (stdout: a table, or one
 //! JSON object per line with `--json`). docs/tunnel.md is the manual.
 
-use crate::perf_cmd::outcome::interrupted;
-use crate::perf_cmd::security::{self, SecurityArgs};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use peregrine::tunnel::{self, spec::parse_duration, ForwardSpec, TunnelConfig};
 use peregrine::{EndpointBuilder, Tunnel};
+use peregrine_perf::interrupted;
+use peregrine_perf::security::{self, SecurityArgs};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 

@@ -41,10 +41,10 @@
 //! fingerprint (a hash of every run's document) must match, so results
 //! of another scenario or grid are never mixed in.
 
+use crate::experiment::{self, SweepOutcome, SweepPoint, SweepSpec};
 use crate::progress::Progress;
 use crate::sweep::{run_line, write_sweep_files, SweepFiles, SweepOptions};
 use anyhow::{bail, Context};
-use peregrine_sim::experiment::{self, SweepOutcome, SweepPoint, SweepSpec};
 use peregrine_sim::scenario::find_upwards;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;

@@ -94,7 +94,7 @@ pub(super) fn counters_line(ep: &Endpoint) -> String {
 
 /// Resolves on the first Ctrl-C (SIGINT) or SIGTERM; never where the
 /// signal handlers cannot be installed.
-pub(crate) async fn interrupted() {
+pub async fn interrupted() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 /// Options both sides take.
 #[derive(Args, Debug, Clone, Default)]
-pub(crate) struct SecurityArgs {
+pub struct SecurityArgs {
     /// Turn encryption off: SLTP's plain wire format (seed reproductions).
     #[arg(long)]
     insecure: bool,
@@ -47,11 +47,11 @@ fn parse_aead(s: &str) -> Result<AeadPreference, String> {
 
 /// What the endpoint runs, and how the report names it.
 #[derive(Debug, Clone)]
-pub(crate) struct Plan {
+pub struct Plan {
     /// `None`: insecure.
     config: Option<SecurityConfig>,
     /// E.g. `Noise_XX (opportunistic: server not authenticated)`.
-    pub(crate) description: String,
+    pub description: String,
     /// The Noise pattern (client) or patterns (server), or `insecure`.
     pub(super) mode: String,
     /// Whether the peer is authenticated by a key this side was given.
@@ -62,7 +62,7 @@ pub(crate) struct Plan {
 
 impl Plan {
     /// Apply to an endpoint builder.
-    pub(crate) fn apply(&self, b: EndpointBuilder) -> EndpointBuilder {
+    pub fn apply(&self, b: EndpointBuilder) -> EndpointBuilder {
         match (&self.config, self.aead) {
             (Some(c), Some(a)) => b.security(c.clone()).aead(a),
             (Some(c), None) => b.security(c.clone()),
@@ -113,7 +113,7 @@ fn insecure_plan() -> Plan {
 }
 
 /// The server's plan.
-pub(crate) fn server_plan(a: &SecurityArgs, authorized: Option<&Path>) -> Result<Plan> {
+pub fn server_plan(a: &SecurityArgs, authorized: Option<&Path>) -> Result<Plan> {
     if a.insecure {
         if a.key.is_some() || a.psk.is_some() || authorized.is_some() || a.aead.is_some() {
             bail!("--insecure cannot be combined with --key, --psk, --aead or --authorized-keys");
@@ -171,7 +171,7 @@ fn as_security(cfg: NoiseConfig) -> SecurityConfig {
 }
 
 /// The client's plan.
-pub(crate) fn client_plan(a: &SecurityArgs, server_key: Option<&str>) -> Result<Plan> {
+pub fn client_plan(a: &SecurityArgs, server_key: Option<&str>) -> Result<Plan> {
     if a.insecure {
         if a.key.is_some() || a.psk.is_some() || server_key.is_some() || a.aead.is_some() {
             bail!("--insecure cannot be combined with --key, --psk, --aead or --peer-key");

@@ -104,6 +104,26 @@ app = "bulk"
 FILES = ["sweep.csv", "sweep.json", "runs.jsonl", "runs.parquet", "report.md"]
 
 
+def _netns_up(ns, ip):
+    """A network namespace with loopback and one address on one end of a
+    veth pair whose both ends stay inside (its default route): nothing in
+    it reaches outside."""
+    steps = [
+        ["ip", "netns", "add", ns],
+        ["ip", "-n", ns, "link", "set", "lo", "up"],
+        ["ip", "-n", ns, "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
+        ["ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", "v0"],
+        ["ip", "-n", ns, "link", "set", "v0", "up"],
+        ["ip", "-n", ns, "link", "set", "v1", "up"],
+        ["ip", "-n", ns, "route", "add", "default", "dev", "v0"],
+    ]
+    for step in steps:
+        if subprocess.run(step, capture_output=True).returncode != 0:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            return False
+    return True
+
+
 def test_two_node_sweep_survives_a_killed_worker_without_shared_files(tmp_path):
     if os.geteuid() != 0:
         _skip("needs root for a mount namespace (unshare --mount)")
@@ -137,18 +157,23 @@ def test_two_node_sweep_survives_a_killed_worker_without_shared_files(tmp_path):
     node_tmp = tempfile.mkdtemp(prefix="peregrine-ray-node-")
     node_venv = Path(node_tmp) / "venv"
     node_venv.mkdir()
-    # Ray resolves 127.0.0.1 to this machine's own address (that of its
-    # default route) and registers its nodes there: the traffic stays on
-    # this host.
+    # The cluster lives in a network namespace of its own: Ray registers a
+    # node under the address of its default route, so the namespace has
+    # one address (on a veth pair that leads nowhere) and every
+    # Ray connection stays inside it, never on the machine's own address.
     # RAY_AUTH_MODE=disabled: a Ray started where ~/.ray/auth_token exists
     # would otherwise require a token the other processes may not use.
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
     ray_cli = [str(python), "-m", "ray.scripts.scripts", "start"]
     small = ["--object-store-memory", str(80 * 1024 * 1024), "--block"]
     procs = []
+    ns, ns_ip = f"peregrine-ray-{os.getpid()}", "10.251.0.1"
+    if shutil.which("ip") is None or not _netns_up(ns, ns_ip):
+        _skip("needs iproute2 and network namespaces (ip netns add)")
+    in_ns = ["ip", "netns", "exec", ns]
     try:
         head = subprocess.Popen(
-            [*ray_cli, "--head", "--port", str(port), "--num-cpus", "0",
+            [*in_ns, *ray_cli, "--head", "--node-ip-address", ns_ip, "--port", str(port), "--num-cpus", "0",
              "--temp-dir", head_tmp, "--include-dashboard=false", *small],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )
@@ -161,11 +186,11 @@ def test_two_node_sweep_survives_a_killed_worker_without_shared_files(tmp_path):
             f"mount -t tmpfs -o size=1m none {h}" for h in hide if h.exists()
         ) + (
             f" && cd {node_tmp} && exec {node_venv}/bin/python -m ray.scripts.scripts start"
-            f" --address 127.0.0.1:{port} --num-cpus 1 --temp-dir {node_tmp}/ray"
+            f" --address {ns_ip}:{port} --node-ip-address {ns_ip} --num-cpus 1 --temp-dir {node_tmp}/ray"
             f" {' '.join(small)}"
         )
         node = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+            [*in_ns, "unshare", "--mount", "--propagation", "private", "sh", "-c", script],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )
         procs.append(node)
@@ -176,8 +201,8 @@ def test_two_node_sweep_survives_a_killed_worker_without_shared_files(tmp_path):
 
         out = tmp_path / "ray"
         sweep = subprocess.Popen(
-            [exe, "sim", scenario, *grid, "--out", out, "--backend", "ray",
-             "--ray-address", f"127.0.0.1:{port}", "--python", python],
+            [*in_ns, exe, "sim", scenario, *grid, "--out", out, "--backend", "ray",
+             "--ray-address", f"{ns_ip}:{port}", "--python", python],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         )
         # Kill one Ray worker while it runs a task: the sweep must retry it.
@@ -217,6 +242,7 @@ def test_two_node_sweep_survives_a_killed_worker_without_shared_files(tmp_path):
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         shutil.rmtree(sub, ignore_errors=True)
         shutil.rmtree(head_tmp, ignore_errors=True)
         shutil.rmtree(node_tmp, ignore_errors=True)
