@@ -540,13 +540,13 @@ impl PySweepPlan {
         max_retries: u32,
     ) -> PyResult<String> {
         use peregrine_lab::sweep_backend::{plan, RayBackend};
-        let plan = plan(&self.scenario.doc, &self.spec).map_err(runtime)?;
+        let plan = plan(self.scenario.doc.value(), &self.spec).map_err(runtime)?;
         let backend = RayBackend {
             python: PathBuf::new(),
             address,
             num_cpus,
-            base_dir: self.scenario.base_dir.clone(),
-            origin: self.scenario.origin.clone(),
+            base_dir: self.scenario.doc.base_dir().map(Path::to_path_buf),
+            origin: self.scenario.doc.origin().to_string(),
             max_retries,
         };
         let jobs: Vec<_> = plan.jobs.iter().collect();
