@@ -5,7 +5,7 @@ use super::pump;
 use super::stats::{Flow, FlowState, NewFlow};
 use super::wire::{Control, OpenFlow, CONTROL_STREAM};
 use super::{FlowProto, ForwardSpec, Shared, TunnelError, TunnelEvent};
-use crate::{Connection, ConnectionEvent, Endpoint, StreamConfig};
+use crate::{Connection, Endpoint, StreamConfig};
 use bytes::Bytes;
 use peregrine_proto::ConnectionConfig;
 use std::collections::{BTreeMap, BTreeSet};
@@ -374,33 +374,7 @@ async fn run_session(session: &Arc<Session>) -> String {
             }
         }
     };
-    let events = async {
-        while let Some(e) = conn.next_event().await {
-            match e {
-                ConnectionEvent::MessageAbandoned { id, .. } => {
-                    let flow = session
-                        .flows
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get(&id.stream)
-                        .cloned();
-                    if let Some(f) = flow {
-                        f.abandoned.fetch_add(1, Relaxed);
-                    }
-                }
-                ConnectionEvent::Closed { reason, .. } => return reason.to_string(),
-                // The other side is going away: close ours, so both ends
-                // finish now rather than at the idle timeout.
-                ConnectionEvent::PeerClosed => {
-                    conn.close().await;
-                    return "the other side closed the tunnel".to_string();
-                }
-                _ => {}
-            }
-        }
-        conn.close_reason()
-            .map_or("closed".to_string(), |r| r.to_string())
-    };
+    let events = pump::watch_connection(conn, &session.flows);
     tokio::pin!(events);
     tokio::select! {
         r = &mut events => r,

@@ -2,7 +2,10 @@
 
 use super::stats::Flow;
 use super::wire::{TCP_DATA, TCP_FIN, TCP_RESET};
-use crate::Connection;
+use crate::{Connection, ConnectionEvent};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -162,4 +165,36 @@ impl Drop for ResetOnDrop {
 /// does not keep them.
 pub(crate) async fn drain(conn: Connection, stream: u16, quiet: Duration) {
     while let Ok(Some(_)) = tokio::time::timeout(quiet, conn.recv_on(stream)).await {}
+}
+
+/// Follow a tunnel connection's events until it ends (both sides): count
+/// each abandoned message on its flow, and answer the peer's close with
+/// ours so both ends finish now rather than at the idle timeout. Returns
+/// why the connection ended, in words. O(log flows) per event.
+pub(crate) async fn watch_connection(
+    conn: &Connection,
+    flows: &Mutex<BTreeMap<u16, Arc<Flow>>>,
+) -> String {
+    while let Some(e) = conn.next_event().await {
+        match e {
+            ConnectionEvent::MessageAbandoned { id, .. } => {
+                let flow = flows
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&id.stream)
+                    .cloned();
+                if let Some(f) = flow {
+                    f.abandoned.fetch_add(1, Relaxed);
+                }
+            }
+            ConnectionEvent::Closed { reason, .. } => return reason.to_string(),
+            ConnectionEvent::PeerClosed => {
+                conn.close().await;
+                return "the other side closed the tunnel".to_string();
+            }
+            _ => {}
+        }
+    }
+    conn.close_reason()
+        .map_or("closed".to_string(), |r| r.to_string())
 }

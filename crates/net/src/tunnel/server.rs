@@ -6,7 +6,7 @@ use super::spec::split_host_port;
 use super::stats::{Flow, FlowState, NewFlow};
 use super::wire::{Control, OpenFlow, CONTROL_STREAM};
 use super::{FlowProto, Shared, TunnelError, TunnelEvent};
-use crate::{Connection, ConnectionEvent, Endpoint, StreamConfig};
+use crate::{Connection, Endpoint, StreamConfig};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -196,32 +196,7 @@ async fn serve(shared: Arc<Shared>, allow: Arc<AllowList>, conn: Connection) {
             }
         }
     };
-    let events = async {
-        while let Some(e) = conn.next_event().await {
-            match e {
-                ConnectionEvent::MessageAbandoned { id, .. } => {
-                    let f = flows
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get(&id.stream)
-                        .cloned();
-                    if let Some(f) = f {
-                        f.abandoned.fetch_add(1, Relaxed);
-                    }
-                }
-                ConnectionEvent::Closed { reason, .. } => return reason.to_string(),
-                // The other side is going away: close ours, so both ends
-                // finish now rather than at the idle timeout.
-                ConnectionEvent::PeerClosed => {
-                    conn.close().await;
-                    return "the other side closed the tunnel".to_string();
-                }
-                _ => {}
-            }
-        }
-        conn.close_reason()
-            .map_or("closed".to_string(), |r| r.to_string())
-    };
+    let events = pump::watch_connection(&conn, &flows);
     tokio::pin!(events);
     let reason = tokio::select! {
         r = &mut events => r,
