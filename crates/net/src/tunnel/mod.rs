@@ -43,10 +43,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Largest tunnel message (128 KiB): a whole UDP datagram (at most
-/// 65,507 bytes) always fits, so no datagram is ever cut or split into two
-/// messages. Twice the largest datagram, not 64 KiB: the core accepted,
-/// but never delivered, a message within about 3 % of its
-/// `max_message_size` (63,000 of 65,536 bytes; docs/tunnel.md).
+/// 65,507 bytes) and its record header always fit, so no datagram is ever
+/// cut or split into two messages.
 pub const MAX_TUNNEL_MESSAGE: usize = 128 << 10;
 
 /// How a tunnel side behaves. `Default` is what `peregrine tunnel` uses.

@@ -240,8 +240,40 @@ pub struct RecvLimits {
     pub max_messages: usize,
     /// Largest message, bytes.
     pub max_message_size: usize,
-    /// The peer's block size (bounds a message's block count).
+    /// The block size this side expects of the peer: the stride of a
+    /// message whose first block to arrive is its last (any other block
+    /// tells the peer's real cut, see [`block_stride`]).
     pub peer_block_size: usize,
+}
+
+/// The fewest bytes a message can hold given one of its frames: a block
+/// other than the last shows the sender's block size, so the blocks before
+/// the last are all that long; the last block shows only itself (every
+/// other block holds at least one byte). Only this evidence bounds a
+/// message's size, never this side's own block size: the two sides may cut
+/// differently (an XX initiator's blocks leave room for handshake message
+/// 3, 64 bytes less than its responder's), and a bound from our own cut
+/// refused a legal message of the peer's within 3 % of
+/// `max_message_size`. O(1).
+fn min_message_bytes(f: &StreamFrame<'_>) -> usize {
+    let count = usize::from(f.block_count.max(1));
+    if f.block_index.saturating_add(1) < f.block_count {
+        (count - 1) * f.data.len() + 1
+    } else {
+        (count - 1) + f.data.len()
+    }
+}
+
+/// The stride of a message's reassembly buffer: the length of its first
+/// block to arrive unless that is the last block, which may be short. So a
+/// peer that cuts differently from this side still reassembles in place
+/// (one buffer, no allocation per block). O(1).
+fn block_stride(f: &StreamFrame<'_>, limits: &RecvLimits) -> usize {
+    if f.block_index.saturating_add(1) < f.block_count {
+        f.data.len().max(1)
+    } else {
+        limits.peer_block_size.max(1)
+    }
 }
 
 /// Why a DATA packet was dropped without acknowledgement.
@@ -645,16 +677,12 @@ impl RecvState {
     {
         let mut extra_bytes = 0usize;
         let mut extra_messages = 0usize;
-        let max_blocks = limits
-            .max_message_size
-            .div_ceil(limits.peer_block_size.max(1))
-            .max(1);
         for f in frames {
             let f = f.borrow();
             if f.is_skip() {
                 continue; // Takes no buffer; frees some.
             }
-            if usize::from(f.block_count) > max_blocks {
+            if min_message_bytes(f) > limits.max_message_size {
                 return Err(DataRejection::Protocol("message larger than accepted"));
             }
             let ordered = StreamReliability::ordered(f.reliability);
@@ -734,7 +762,6 @@ impl RecvState {
         I: IntoIterator,
         I::Item: Borrow<StreamFrame<'f>>,
     {
-        let stride = limits.peer_block_size.max(1);
         for f in frames {
             let f = f.borrow();
             let ordered = StreamReliability::ordered(f.reliability);
@@ -782,7 +809,7 @@ impl RecvState {
             } else {
                 let m = s.pending.entry(f.message_number).or_insert_with(|| {
                     self.reassembly_messages += 1;
-                    InMessage::new(f.block_count, stride, limits)
+                    InMessage::new(f.block_count, block_stride(f, limits), limits)
                 });
                 if m.block_count != f.block_count || m.has(f.block_index) {
                     continue;
@@ -1081,6 +1108,33 @@ mod tests {
     }
 
     #[test]
+    fn a_peer_cutting_smaller_blocks_is_bounded_by_bytes_and_reassembled_in_place() {
+        // LIMITS expects 100-byte blocks; this peer cuts 90 (as an XX
+        // initiator does, its blocks 64 bytes under its responder's). A
+        // 499-byte message is six blocks: more than 500 / 100 rounded up,
+        // but within `max_message_size`, so it must be accepted.
+        let mut rx = RecvState::new();
+        let msg: Vec<u8> = (0..499u32).map(|i| i as u8).collect();
+        let blocks: Vec<&[u8]> = msg.chunks(90).collect();
+        assert_eq!(blocks.len(), 6);
+        // The last block first: the stride falls back to the expected one
+        // until a full block shows the real cut.
+        let mut got = Vec::new();
+        for i in [5usize, 0, 1, 2, 3, 4] {
+            let f = [frame(0, i as u16, 6, blocks[i])];
+            rx.check_frames(&f, &LIMITS).expect("a legal message");
+            got.extend(rx.store_frames(&f, &LIMITS));
+        }
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].1, msg);
+        // In order from block 0: one strided buffer, no block kept apart.
+        let f0 = frame(1, 0, 6, blocks[0]);
+        rx.store_frames(&[f0], &LIMITS);
+        let m = &rx.streams[&0].pending[&1];
+        assert!(matches!(m.assembly, Assembly::Strided { stride: 90, .. }));
+    }
+
+    #[test]
     fn a_hostile_block_count_reserves_no_more_than_the_limits() {
         let m = InMessage::new(u16::MAX, 1_000, &LIMITS);
         let Assembly::Strided { buf, .. } = &m.assembly else {
@@ -1101,9 +1155,16 @@ mod tests {
         assert_eq!(rx.check_frames(&f, &LIMITS), Err(DataRejection::NoBuffer));
         let head = [frame(0, 0, 1, b"x")];
         assert_eq!(rx.check_frames(&head, &LIMITS), Ok(()));
-        let big = [frame(9, 0, 6, b"x")];
+        // Five full blocks of 100 bytes and a last one: past 500 bytes.
+        let big = [frame(9, 0, 6, &[0; 100])];
         assert!(matches!(
             rx.check_frames(&big, &LIMITS),
+            Err(DataRejection::Protocol(_))
+        ));
+        // Its last block alone can show it too: five bytes at least before.
+        let big_tail = [frame(9, 5, 6, &[0; 496])];
+        assert!(matches!(
+            rx.check_frames(&big_tail, &LIMITS),
             Err(DataRejection::Protocol(_))
         ));
         let other = [StreamFrame {
