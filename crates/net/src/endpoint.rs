@@ -191,9 +191,11 @@ impl EndpointBuilder {
         let (client_security, public_key) = self.resolve_security()?;
         // The driver's runtime: built here so that the socket registers
         // with its reactor and a bind error is returned to the caller.
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        let runtime = DriverRuntime(Some(
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?,
+        ));
         let io = {
             let _in_driver_runtime = runtime.enter();
             UdpIo::bind(addr)?
@@ -250,7 +252,7 @@ impl EndpointBuilder {
             poked: AtomicBool::new(false),
             napping: AtomicBool::new(false),
         });
-        driver::spawn(shared.clone(), io, runtime)?;
+        driver::spawn(shared.clone(), io, runtime.into_inner())?;
         Ok(Endpoint {
             shared,
             local: Mutex::new(local),
@@ -544,5 +546,35 @@ impl Drop for Endpoint {
         }
         drop(st);
         self.shared.wake();
+    }
+}
+
+/// The driver's runtime until the driver thread owns it. A `bind` that
+/// fails after building it (the address is taken, a capture file cannot be
+/// opened, …) may run inside the caller's async code, where dropping a
+/// runtime the ordinary way panics ("Cannot drop a runtime in a context
+/// where blocking is not allowed"); this shuts it down without blocking
+/// instead, so the caller gets its error.
+struct DriverRuntime(Option<tokio::runtime::Runtime>);
+
+impl DriverRuntime {
+    /// The runtime, for the driver thread.
+    fn into_inner(mut self) -> tokio::runtime::Runtime {
+        self.0.take().expect("taken only once, here")
+    }
+}
+
+impl std::ops::Deref for DriverRuntime {
+    type Target = tokio::runtime::Runtime;
+    fn deref(&self) -> &tokio::runtime::Runtime {
+        self.0.as_ref().expect("present until into_inner")
+    }
+}
+
+impl Drop for DriverRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
     }
 }

@@ -291,3 +291,24 @@ async fn a_reset_with_a_wrong_token_is_ignored() {
     assert_eq!(conn.close().await, CloseReason::Local);
     drop(accept);
 }
+
+/// A bind that fails inside async code returns its error: the driver's
+/// runtime, already built, used to be dropped there and panicked ("Cannot
+/// drop a runtime in a context where blocking is not allowed").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_bind_inside_async_code_is_an_error_not_a_panic() {
+    let taken = std::net::UdpSocket::bind(v4()).expect("bind a port to take");
+    let addr = taken.local_addr().expect("its address");
+    let Err(err) = EndpointBuilder::new().bind(addr) else {
+        panic!("the port is taken");
+    };
+    assert!(
+        err.to_string().to_lowercase().contains("in use"),
+        "an error that says why: {err}"
+    );
+    // Likewise where the capture file cannot be created (after the bind).
+    let dir = std::env::temp_dir().join("peregrine-no-such-dir-for-capture");
+    let _ = std::fs::remove_dir_all(&dir);
+    let r = EndpointBuilder::new().pcap(dir.join("x.pcapng")).bind(v4());
+    assert!(r.is_err(), "a capture in a missing directory is refused");
+}
