@@ -180,6 +180,27 @@ pub struct ConnectionConfig {
     /// SECURITY TLV and seals every later datagram. Both sides must agree:
     /// a protected side rejects or closes an unprotected peer.
     pub security: Option<crate::crypto::SecurityConfig>,
+    /// How finely a paced sender spaces its datagrams ([`Pacing`]):
+    /// `Auto` (the default) is 1 ms bursts in the core and the simulator,
+    /// one datagram at a time in the UDP runtime.
+    pub pacing: Pacing,
+}
+
+/// How a paced sender releases datagrams (`ConnectionConfig::pacing`;
+/// `crates/proto/src/recovery/pacer.rs`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Pacing {
+    /// Bursts of 1 ms of the rate (at least a packet), credit up to 2 ms:
+    /// an ordinary millisecond timer suffices.
+    Coarse,
+    /// One datagram per packet time at the rate (sub-millisecond gaps);
+    /// credit up to 250 µs of the rate.
+    Fine,
+    /// Left to the runtime: the core alone treats it as
+    /// [`Coarse`](Self::Coarse) (the simulator's behaviour is unchanged);
+    /// the UDP runtime (`peregrine`) as [`Fine`](Self::Fine).
+    #[default]
+    Auto,
 }
 
 impl Default for ConnectionConfig {
@@ -218,6 +239,7 @@ impl Default for ConnectionConfig {
             initial_stream_credit: None,
             max_status_interval: Duration::from_secs(2),
             security: None,
+            pacing: Pacing::Auto,
         }
     }
 }

@@ -73,7 +73,7 @@ pub use recv::{range_set, window};
 mod integrity_tests;
 
 pub use admission::{MAX_RETRIES, MIN_SECURE_START_LEN};
-pub use config::{ConfigError, ConnectionConfig, EndpointConfig, PmtuDiscovery};
+pub use config::{ConfigError, ConnectionConfig, EndpointConfig, Pacing, PmtuDiscovery};
 pub use events::{CloseReason, Event, HintEffect, MessageId, Unreachable, ViolationKind};
 pub use group::{GroupRequestError, JoinPolicy};
 pub use lifecycle::StartParams;

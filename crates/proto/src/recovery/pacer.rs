@@ -22,6 +22,14 @@
 //! Below `MSS / RELEASE_INTERVAL` (≈ 11.6 Mbit/s with 1,452-byte packets)
 //! a release is one packet, as before: slow links see no bursts.
 //!
+//! **Fine pacing** ([`PaceInputs::fine`], issue 35; the UDP runtime's
+//! default, never the simulator's): every release is one packet, at the
+//! rate — datagram gaps of one packet's time at the pacing rate, however
+//! fast — and the credit is `max(2 packets, FINE_BURST_INTERVAL at the
+//! rate)`, so a late wake-up is made up by a short burst, not lost. The
+//! runtime waits for those sub-millisecond gaps on its own thread with
+//! a 1 µs timer slack (`crates/net/src/pacing.rs`).
+//!
 //! All entry points are O(1); nothing allocates.
 
 use peregrine_cc::Time;
@@ -39,6 +47,11 @@ pub const BURST_INTERVAL: Duration = Duration::from_millis(2);
 /// (or one packet, if that takes longer): the shortest gap between two
 /// bursts, long enough for an ordinary (1 ms resolution) timer.
 pub const RELEASE_INTERVAL: Duration = Duration::from_millis(1);
+/// Fine pacing: tokens accrue for this long at the pacing rate, at least
+/// [`FINE_MIN_BURST_PACKETS`] packets (what a late wake-up can make up).
+pub const FINE_BURST_INTERVAL: Duration = Duration::from_micros(250);
+/// Fine pacing: the smallest credit, packets.
+pub const FINE_MIN_BURST_PACKETS: u64 = 2;
 
 const NANOS_PER_SEC: u128 = 1_000_000_000;
 
@@ -65,6 +78,8 @@ pub struct PaceInputs {
     pub cwnd_bytes: u64,
     /// The largest packet, bytes.
     pub mss_bytes: u64,
+    /// Fine pacing: one-packet releases (module docs).
+    pub fine: bool,
 }
 
 impl PaceInputs {
@@ -72,8 +87,13 @@ impl PaceInputs {
     /// at most 256 packets and the congestion window, at least one packet.
     pub fn capacity_bytes(&self) -> u64 {
         let mss = self.mss_bytes.max(1);
-        bytes_in(BURST_INTERVAL, self.rate_bytes_per_sec)
-            .max(MIN_BURST_PACKETS * mss)
+        let (interval, min_packets) = if self.fine {
+            (FINE_BURST_INTERVAL, FINE_MIN_BURST_PACKETS)
+        } else {
+            (BURST_INTERVAL, MIN_BURST_PACKETS)
+        };
+        bytes_in(interval, self.rate_bytes_per_sec)
+            .max(min_packets * mss)
             .min(MAX_BURST_PACKETS * mss)
             .min(self.cwnd_bytes)
             .max(mss)
@@ -82,7 +102,12 @@ impl PaceInputs {
     /// How full an empty bucket must be before it is released, bytes:
     /// `max(one packet, 1 ms at the rate)`, at most the capacity.
     pub fn release_bytes(&self) -> u64 {
-        bytes_in(RELEASE_INTERVAL, self.rate_bytes_per_sec)
+        let interval = if self.fine {
+            Duration::ZERO
+        } else {
+            RELEASE_INTERVAL
+        };
+        bytes_in(interval, self.rate_bytes_per_sec)
             .max(self.mss_bytes.max(1))
             .min(self.capacity_bytes())
     }
@@ -174,6 +199,7 @@ mod tests {
             rate_bytes_per_sec: rate_bps / 8,
             cwnd_bytes: cwnd_packets * MSS,
             mss_bytes: MSS,
+            fine: false,
         }
     }
 
@@ -213,6 +239,30 @@ mod tests {
         assert_eq!(inputs(100_000_000, 4).capacity_bytes(), 4 * MSS);
         // Never below one packet.
         assert_eq!(inputs(100_000_000, 0).capacity_bytes(), MSS);
+    }
+
+    #[test]
+    fn fine_pacing_spaces_every_packet_at_the_rate() {
+        for rate_bps in [20_000_000u64, 100_000_000, 500_000_000] {
+            let p = PaceInputs {
+                fine: true,
+                ..inputs(rate_bps, 1000)
+            };
+            let gap_ns = MSS * 8 * 1_000_000_000 / rate_bps;
+            let sent = run(&p, 200);
+            // After the initial credit (at most 250 µs of the rate, at
+            // least 2 packets), one packet per packet time.
+            let credit = (p.capacity_bytes() / MSS) as usize;
+            for w in sent[credit + 1..].windows(2) {
+                let gap = (w[1] - w[0]).as_nanos() as u64;
+                assert!(
+                    gap.abs_diff(gap_ns) <= 1,
+                    "{rate_bps}: gap {gap} ns, want {gap_ns}"
+                );
+            }
+            assert!(p.capacity_bytes() >= 2 * MSS);
+            assert!(p.capacity_bytes() <= (rate_bps / 8 / 4000).max(2 * MSS));
+        }
     }
 
     #[test]

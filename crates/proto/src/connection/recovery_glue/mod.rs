@@ -28,6 +28,7 @@ pub(in crate::connection) fn recovery_config(
         max_rto: config.max_rto,
         packet_threshold: config.packet_threshold,
         max_ack_delay: config.max_ack_delay,
+        fine_pacing: config.pacing == crate::connection::Pacing::Fine,
     }
 }
 
