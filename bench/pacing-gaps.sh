@@ -6,7 +6,7 @@
 # For each binary and each rate R (20, 100, 500 Mbit/s): BBR (`perf client
 # --cc bbr`, a paced controller) for DUR seconds through `peregrine emu
 # --uplink R --downlink R --delay 10ms --queue bdp=1 --log`. From the
-# log's uplink arrivals of full-size datagrams after the first second:
+# log's uplink arrivals of data datagrams after the first second:
 # the median gap, the gap one packet takes at R (BBR cruises at the
 # bottleneck rate 6 phases out of 8), p10/p90 of the gaps and the share
 # within ±10 % of that; and the client's CPU (user + system seconds from
@@ -44,11 +44,16 @@ for _ in $(seq "$RUNS"); do
 import json, statistics, sys
 log, perf, timef, rate, dur, name = sys.argv[1:]
 rate, dur = float(rate) * 1e6, float(dur)
-t = [int(l.split()[1]) for l in open(log)
-     if l.startswith("u ") and " + " in l and int(l.split()[3]) >= 1400]
+arr = [(int(l.split()[1]), int(l.split()[3])) for l in open(log)
+       if l.startswith("u ") and " + " in l]
+# The data datagrams: the most common size of 1,000 bytes or more (path
+# MTU discovery may leave them at its 1,200-byte base).
+sizes = [b for _, b in arr if b >= 1000]
+size = max(set(sizes), key=sizes.count) if sizes else 1500
+t = [x for x, b in arr if b == size]
 t = [x for x in t if x >= t[0] + 1_000_000_000] if t else []
 gaps = sorted((b - a) / 1e3 for a, b in zip(t, t[1:]))
-one = 1500 * 8 / rate * 1e6
+one = size * 8 / rate * 1e6
 try:
     goodput = json.load(open(perf))["throughput_bps"] / 1e6
 except Exception:

@@ -17,8 +17,14 @@
 #             ACKs, 20 ms each way, 1-BDP queue (any path to a trace)
 # Loss (LOSSES): Bernoulli probability of each direction.
 #
+# perf runs with PERF_FLAGS (default "--pmtud off"): the scenario has no
+# `mtu`, so the simulator sends fixed-size datagrams; the runtime's
+# default path MTU discovery cuts messages for 1,200-byte datagrams and,
+# on a lossy link, costs far more than that (docs/validation.md) — set
+# PERF_FLAGS= to measure the runtime's defaults instead.
+#
 # Filters (environment): LINKS, LOSSES, CCS, STARTUPS, RUNS, DUR, TCP
-# (0: no kernel TCP). --quick: issue35, loss 0.01, cubic bbr newreno,
+# (0: no kernel TCP), SLTP (0: kernel TCP only). --quick: issue35, loss 0.01, cubic bbr newreno,
 # slow-start, 1 run, 8 s. Output: one Markdown table row per case
 # (median goodput sim / emu and their ratio, emu runs), so the table can
 # go to docs/validation.md as is. Needs root, iperf3 (for TCP), python3.
@@ -37,6 +43,7 @@ STARTUPS=${STARTUPS:-"slow-start packet-pair"}
 RUNS=${RUNS:-3}
 DUR=${DUR:-8}
 TCP=${TCP:-1}
+PERF_FLAGS=${PERF_FLAGS---pmtud off}
 if [ -z "${PEREGRINE:-}" ]; then
   export CARGO_PROFILE_DEV_DEBUG=0
   cargo build --release -q -p peregrine-cli
@@ -46,7 +53,7 @@ export PEREGRINE
 CCS=${CCS:-$("$PEREGRINE" cc list | tr '\n' ' ')}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs; ${DUR} s per run, ${RUNS} runs; $(date -u +%FT%TZ)"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs; ${DUR} s per run, ${RUNS} runs; perf flags: ${PERF_FLAGS:-none}; $(date -u +%FT%TZ)"
 
 scenario() { # LINK LOSS CC STARTUP FILE [SEED]
   local up down
@@ -84,6 +91,8 @@ EOF
 
 median() { python3 -c "import sys,statistics; v=[float(x) for x in sys.argv[1:] if x!='nan']; print(f'{statistics.median(v):.2f}' if v else 'nan')" "$@"; }
 
+SLTP=${SLTP:-1}
+[ "$SLTP" = 0 ] && CCS=" "
 echo
 echo "| link | loss | cc | start-up | sim Mbit/s (median) | emu Mbit/s (median) | emu/sim | emu runs | probe (emu, last run) |"
 echo "|---|---:|---|---|---:|---:|---:|---|---|"
@@ -104,7 +113,7 @@ for link in $LINKS; do
             \"\$PEREGRINE\" perf server --listen 0.0.0.0:4433 --insecure --once 2>/dev/null &
             sleep 0.3
             \"\$PEREGRINE\" emu --link $TMP/s.toml:links.0 -- \
-              sh -c '\"\$PEREGRINE\" perf client --connect \$PEREGRINE_EMU_HOST:4433 --insecure --cc $cc --startup $startup --duration ${DUR}s --json'
+              sh -c '\"\$PEREGRINE\" perf client --connect \$PEREGRINE_EMU_HOST:4433 --insecure --cc $cc --startup $startup --duration ${DUR}s --json $PERF_FLAGS'
             wait" > "$TMP/perf.json" 2>/dev/null || true
           read -r eg probe < <(python3 -c "
 import json

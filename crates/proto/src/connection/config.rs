@@ -194,7 +194,7 @@ pub enum Pacing {
     /// an ordinary millisecond timer suffices.
     Coarse,
     /// One datagram per packet time at the rate (sub-millisecond gaps);
-    /// credit up to 250 µs of the rate.
+    /// the same credit as `Coarse`, for late wake-ups.
     Fine,
     /// Left to the runtime: the core alone treats it as
     /// [`Coarse`](Self::Coarse) (the simulator's behaviour is unchanged);
