@@ -13,6 +13,9 @@
 //!
 //! The link: 20 Mbit/s up, 5 Mbit/s down, 20 ms each way, a 1-BDP
 //! drop-tail queue, 1 % random loss both ways; one bulk flow for 8 s.
+//! perf runs `--pmtud off`, like the simulator (the scenario has no
+//! `mtu`): with path MTU discovery on, loss costs the runtime far more
+//! (docs/validation.md).
 //! Runs as root in a network namespace this test creates (`unshare -n`);
 //! where namespaces, TUN or iproute2 are missing it prints
 //! `skipped: <why>` and returns.
@@ -73,7 +76,7 @@ fn emulated_goodput_bps(scenario: &std::path::Path) -> f64 {
         "$PEREGRINE" perf server --listen 0.0.0.0:4433 --insecure --once 2>/dev/null &
         sleep 0.3
         "$PEREGRINE" emu --link {scenario}:links.0 -- sh -c \
-          '"$PEREGRINE" perf client --connect $PEREGRINE_EMU_HOST:4433 --insecure --cc cubic --duration 8s --json'
+          '"$PEREGRINE" perf client --connect $PEREGRINE_EMU_HOST:4433 --insecure --cc cubic --duration 8s --pmtud off --json'
         wait
         "#,
         scenario = scenario.display()
