@@ -5,11 +5,10 @@
 //!   500 Mbit/s (23 µs between probes, about the emulator's own write
 //!   jitter on a busy machine) it measures within ±25 % or falls back to
 //!   slow start — never a wrong estimate used.
-//! * CUBIC through
-//! `peregrine emu` on a lossy link reaches at least 0.8 × what
-//! `peregrine sim` predicts for the very same link (the emulator runs the
-//! scenario's link with `--link FILE:links.0`, so rate, delay, queue and
-//! loss draws are the simulator's).
+//! * CUBIC through `peregrine emu` on a lossy link reaches at least
+//!   0.8 × what `peregrine sim` predicts for the very same link (the
+//!   emulator runs the scenario's link with `--link FILE:links.0`, so
+//!   rate, delay, queue and loss draws are the simulator's).
 //!
 //! The link: 20 Mbit/s up, 5 Mbit/s down, 20 ms each way, a 1-BDP
 //! drop-tail queue, 1 % random loss both ways; one bulk flow for 8 s.

@@ -60,6 +60,8 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[test]
+    // A thread of its own, as the driver's: the slack is per thread.
+    #[allow(clippy::disallowed_methods)]
     fn the_slack_is_set() {
         std::thread::spawn(|| {
             tighten_timer_slack();
