@@ -528,7 +528,7 @@ mod tests {
                     peer_ns += gap * 1000;
                 }
                 let o = p.on_answer(back, t, id + k as u32, 0, Some(peer_ns));
-                back = back + Duration::from_micros(back_gap_us);
+                back += Duration::from_micros(back_gap_us);
                 if o.is_some() {
                     out = o;
                 }
@@ -575,7 +575,7 @@ mod tests {
         for k in 0..PAIRS as u32 {
             for ty in [PacketType::Echo1, PacketType::Echo2] {
                 out = out.or(p.on_answer(t, ty, id + k, 0, None));
-                t = t + Duration::from_micros(1000);
+                t += Duration::from_micros(1000);
             }
         }
         let r = out.and_then(|o| o.used()).expect("used");
