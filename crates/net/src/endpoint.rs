@@ -185,6 +185,7 @@ impl EndpointBuilder {
             // Path MTU discovery's bound: the largest interface MTU (each
             // client's own bound is its route's, and the smaller wins).
             crate::pmtu::resolve(server, crate::pmtu::max_datagram_local(addr));
+            crate::pacing::resolve(server);
         }
         self.config.validate().map_err(Error::Config)?;
         self.config.aes_hardware = self.aes_hardware.unwrap_or_else(aes_hardware);
@@ -419,6 +420,7 @@ impl Endpoint {
         }
         // Path MTU discovery's bound: the MTU of the route to the peer.
         crate::pmtu::resolve(&mut config, crate::pmtu::max_datagram_to(remote));
+        crate::pacing::resolve(&mut config);
         if let Some(sec) = &config.security {
             sec.validate(true).map_err(Error::Security)?;
         }

@@ -117,6 +117,7 @@ mod inbox;
 pub mod keylog;
 pub mod keys;
 pub mod observe;
+mod pacing;
 pub mod pmtu;
 mod rx_time;
 mod socket;
@@ -142,6 +143,7 @@ pub use peregrine_proto::crypto::{
     SecurityStats, StaticKeypair,
 };
 pub use peregrine_proto::endpoint::EndpointStats;
+pub use peregrine_proto::Pacing;
 pub use peregrine_proto::{
     AbandonReason, CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState,
     ConnectionStats, EndpointConfig, HintEffect, MessageData, MessageId, PmtuDiscovery,
