@@ -49,6 +49,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
+mod hints;
 mod iperf;
 mod observe;
 mod outcome;
@@ -167,6 +168,8 @@ struct ServerArgs {
     datagram: DatagramArgs,
     #[command(flatten)]
     observe: observe::ObserveArgs,
+    #[command(flatten)]
+    hints: hints::HintArgs,
 }
 
 /// Datagram sizing, both sides.
@@ -287,6 +290,8 @@ struct ClientArgs {
     peer_key: Option<String>,
     #[command(flatten)]
     observe: observe::ObserveArgs,
+    #[command(flatten)]
+    hints: hints::HintArgs,
 }
 
 /// Run `peregrine perf`.
@@ -309,6 +314,7 @@ pub fn run(args: PerfArgs) -> Result<()> {
                 json: c.json,
                 datagram: c.datagram,
                 observe: c.observe,
+                hints: c.hints,
             })
         }
         None if args.client.connect.is_some() => PerfCommand::Client(args.client),
@@ -355,8 +361,11 @@ async fn server(a: ServerArgs) -> Result<()> {
     let mut config = server_config();
     a.datagram.apply(&mut config)?;
     let bind = |addr: SocketAddr| -> Result<_> {
-        a.observe
-            .apply(plan.apply(EndpointBuilder::new()), "perf")?
+        a.hints
+            .apply(
+                a.observe
+                    .apply(plan.apply(EndpointBuilder::new()), "perf")?,
+            )?
             .config(EndpointConfig {
                 server: Some(config.clone()),
                 // The client's --cc also runs the server's (echo) direction.
@@ -397,6 +406,10 @@ async fn server(a: ServerArgs) -> Result<()> {
         _ = outcome::interrupted() => Ok(()),
     };
     eprintln!("{}", outcome::counters_line(&ep));
+    let h = a.hints.json(&ep);
+    if !h.is_null() {
+        eprintln!("hints: {h}");
+    }
     r
 }
 
@@ -627,7 +640,7 @@ async fn client(a: ClientArgs) -> Result<()> {
     a.datagram.apply(&mut config)?;
     // Every address the name resolves to, in turn (`localhost` may be
     // ::1 or 127.0.0.1 first).
-    let observe = &a.observe;
+    let (observe, hint_args) = (&a.observe, &a.hints);
     let (addr, (ep, conn)) = iperf::first_that_connects(&spec, &addrs, |addr| {
         let (plan, config) = (&plan, config.clone());
         async move {
@@ -636,8 +649,8 @@ async fn client(a: ClientArgs) -> Result<()> {
             } else {
                 "[::]:0".parse()?
             };
-            let ep = observe
-                .apply(plan.apply(EndpointBuilder::new()), "perf")?
+            let ep = hint_args
+                .apply(observe.apply(plan.apply(EndpointBuilder::new()), "perf")?)?
                 .bind(bind)?;
             let conn = ep.connect(addr, config).await?;
             anyhow::Ok((ep, conn))
@@ -698,6 +711,7 @@ async fn client(a: ClientArgs) -> Result<()> {
     out["cc"] = json!(a.cc);
     out["scheduler"] = json!(scheduler.name());
     out["queue_guard_ms"] = json!(a.queue_guard.map(|d| d.as_secs_f64() * 1e3));
+    out["hints"] = a.hints.json(&ep);
     out["security"] = json!({
         "mode": plan.mode,
         "encrypted": stats.as_ref().is_some_and(|s| s.security.encrypted),

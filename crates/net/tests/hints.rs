@@ -171,13 +171,24 @@ async fn a_unix_feed_for_one_connection_and_a_csv_replay() {
 
     // A replayed trace: two rows 200 ms apart, applied 200 ms apart.
     let csv = dir.join("drive.csv");
-    std::fs::write(&csv, "t_ms,kind,duration_ms\n0,blockage,50\n200,restored,\n").expect("w");
+    std::fs::write(
+        &csv,
+        "t_ms,kind,duration_ms\n0,blockage,50\n200,restored,\n",
+    )
+    .expect("w");
     let feed = conn
         .hints(hints::open(&format!("file:{}", csv.display())).expect("open"))
         .expect("pump");
-    let (k1, _, t1) = next_applied(&conn, Duration::from_secs(3)).await.expect("1");
-    let (k2, _, t2) = next_applied(&conn, Duration::from_secs(3)).await.expect("2");
-    assert_eq!((k1, k2), (LinkHintKind::Blockage, LinkHintKind::CongestionFree));
+    let (k1, _, t1) = next_applied(&conn, Duration::from_secs(3))
+        .await
+        .expect("1");
+    let (k2, _, t2) = next_applied(&conn, Duration::from_secs(3))
+        .await
+        .expect("2");
+    assert_eq!(
+        (k1, k2),
+        (LinkHintKind::Blockage, LinkHintKind::CongestionFree)
+    );
     let gap = t2 - t1;
     assert!(
         gap >= Duration::from_millis(190) && gap < Duration::from_millis(600),

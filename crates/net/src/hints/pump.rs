@@ -20,6 +20,9 @@ use tokio::time::Instant;
 
 /// Longest wait on the source between two looks at the target.
 pub const POLL: Duration = Duration::from_millis(100);
+/// A held hint due sooner than this is waited for by sleeping, not by a
+/// timed read of the source.
+const PRECISE_BELOW: Duration = Duration::from_millis(10);
 
 /// Whom a pump's hints go to.
 pub(crate) enum Target {
@@ -119,10 +122,13 @@ fn run(source: &mut dyn HintSource, target: &Target, feed: &HintFeed) {
             .first()
             .map_or(POLL, |h| h.due.saturating_duration_since(now))
             .min(POLL);
-        if source_done {
-            if held.is_empty() {
-                return;
-            }
+        if source_done && held.is_empty() {
+            return;
+        }
+        if source_done || (!held.is_empty() && wait < PRECISE_BELOW) {
+            // A socket's read timeout counts in scheduler ticks (4 ms at
+            // HZ=250): a hint due sooner is waited for by `nanosleep`
+            // (a high-resolution timer), the source read again after.
             std::thread::sleep(wait);
         } else {
             let polled = source.next(wait);
