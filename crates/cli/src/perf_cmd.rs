@@ -248,6 +248,15 @@ struct ClientArgs {
     /// Congestion controller of the client's sending direction (any registry name).
     #[arg(long, default_value = "cubic")]
     cc: String,
+    /// Start-up of the client's sending direction: slow-start (the
+    /// default, as in `peregrine sim`) or packet-pair (docs/protocol.md §6;
+    /// falls back to slow start when its samples disagree).
+    #[arg(
+        long,
+        default_value = "slow-start",
+        value_name = "slow-start|packet-pair"
+    )]
+    startup: String,
     /// Priority classes (0–3) of the bulk streams, comma-separated, cycled.
     #[arg(long, default_value = "2")]
     classes: String,
@@ -631,8 +640,15 @@ async fn client(a: ClientArgs) -> Result<()> {
     let (host, port) = iperf::host_port(&spec, a.port)?;
     let addrs = iperf::resolve(&host, port).await?;
     let plan = security::client_plan(&a.security, a.peer_key.as_deref())?;
+    let startup = peregrine_proto::wire::StartupMode::from_name(&a.startup).ok_or_else(|| {
+        anyhow!(
+            "--startup: unknown `{}` (slow-start, packet-pair)",
+            a.startup
+        )
+    })?;
     let mut config = ConnectionConfig {
         cc,
+        startup,
         scheduler,
         queue_guard: a.queue_guard,
         ..server_config()
@@ -699,11 +715,14 @@ async fn client(a: ClientArgs) -> Result<()> {
     out["start"] = start_json;
     let stats = conn.stats();
     let (pattern, server_key) = (conn.security_pattern(), conn.peer_static_key());
-    let probe = stats.as_ref().and_then(|s| s.last_probe).map(|p| {
+    let probe = stats.as_ref().and_then(|s| s.probe_decision.map(|d| (d, s.last_probe))).map(|(d, p)| {
         json!({
-            "rtt_ms": p.latency.as_secs_f64() * 1e3,
-            "bandwidth_bps": p.bandwidth_bytes_per_sec.saturating_mul(8),
-            "burst_bytes": p.burst_bytes,
+            "rtt_ms": p.map(|p| p.latency.as_secs_f64() * 1e3),
+            "bandwidth_bps": p.map(|p| p.bandwidth_bytes_per_sec.saturating_mul(8)),
+            "burst_bytes": p.map(|p| p.burst_bytes),
+            "decision": d.name(),
+            "reason": d.reason(),
+            "pairs": json!({"sent": d.pairs_sent, "complete": d.pairs_complete, "agreeing": d.pairs_agreeing}),
         })
     });
     out["probe"] = probe.unwrap_or(Value::Null);

@@ -186,7 +186,9 @@ impl Default for ConnectionConfig {
     fn default() -> Self {
         ConnectionConfig {
             cc: CcConfig::from_name("cubic").unwrap_or(CcConfig::NewReno(Default::default())),
-            startup: StartupMode::PacketPair,
+            // The simulator's default too (scenario `startup`): both halves
+            // start the same way unless told otherwise (issue 35).
+            startup: StartupMode::SlowStart,
             max_packet_size: 1452,
             pmtu_discovery: PmtuDiscovery::Auto,
             max_message_size: 1 << 20,

@@ -162,10 +162,21 @@ impl Connection {
         let size = u32::from(self.packet_size);
         let id = self.probe.start(now, timeout, initial, size);
         self.probe_sends.clear();
-        self.probe_sends
-            .push_back((crate::wire::PacketType::Echo1, id));
-        self.probe_sends
-            .push_back((crate::wire::PacketType::Echo2, id));
+        // PAIRS pairs back to back, each probe a byte longer than the one
+        // before (crate::probe::probe_size).
+        for k in 0..crate::probe::PAIRS {
+            for (j, t) in [
+                crate::wire::PacketType::Echo1,
+                crate::wire::PacketType::Echo2,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let bytes = crate::probe::probe_size(size, 2 * k + j);
+                self.probe_sends
+                    .push_back((t, id.wrapping_add(k as u32), bytes));
+            }
+        }
     }
 
     /// The application closes: END_LOCAL (or immediate close before the

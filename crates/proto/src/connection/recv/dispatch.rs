@@ -312,8 +312,14 @@ impl Connection {
     ) {
         if flags.contains(Flags::REPLY_REQ) {
             if self.echo_replies.len() < MAX_ECHO_REPLIES {
+                // A packet-pair probe's answer says when the probe arrived
+                // here (the datagram's own receive time): the prober
+                // takes the dispersion from these, not from when the
+                // answers reach it (crate::probe).
+                let arrival = matches!(pk_type, PacketType::Echo1 | PacketType::Echo2)
+                    .then(|| arrived.as_nanos());
                 self.echo_replies
-                    .push_back((pk_type, e.probe_id, e.timestamp_ns));
+                    .push_back((pk_type, e.probe_id, e.timestamp_ns, arrival));
             }
         } else if flags.contains(Flags::REPLY) {
             if pk_type == PacketType::Echo && e.probe_id == crate::connection::pmtu::PMTU_PROBE_ID {
@@ -322,7 +328,7 @@ impl Connection {
             }
             if let Some(outcome) =
                 self.probe
-                    .on_answer(arrived, pk_type, e.probe_id, e.timestamp_ns)
+                    .on_answer(arrived, pk_type, e.probe_id, e.timestamp_ns, e.arrival_ns)
             {
                 self.on_probe_outcome(now, outcome);
             }
