@@ -142,7 +142,7 @@ pub struct PerfArgs {
 #[derive(Subcommand, Debug)]
 enum PerfCommand {
     /// Accept clients and count, echo or answer what they send.
-    Server(ServerArgs),
+    Server(Box<ServerArgs>),
     /// Measure throughput, message latency or network time against a server.
     Client(Box<ClientArgs>),
 }
@@ -315,7 +315,7 @@ pub fn run(args: PerfArgs) -> Result<()> {
         None if args.server_mode => {
             let c = args.client;
             let port = c.port.unwrap_or(iperf::DEFAULT_PORT);
-            PerfCommand::Server(ServerArgs {
+            PerfCommand::Server(Box::new(ServerArgs {
                 listen: SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port)),
                 once: args.once,
                 security: c.security,
@@ -324,13 +324,13 @@ pub fn run(args: PerfArgs) -> Result<()> {
                 datagram: c.datagram,
                 observe: c.observe,
                 hints: c.hints,
-            })
+            }))
         }
         None if args.client.connect.is_some() => PerfCommand::Client(args.client),
         None => bail!("perf: give -s (server), -c HOST (client), or `perf server` / `perf client`"),
     };
     match command {
-        PerfCommand::Server(a) => rt.block_on(server(a)),
+        PerfCommand::Server(a) => rt.block_on(server(*a)),
         PerfCommand::Client(a) => {
             let (json, logfile) = (a.json, a.logfile.clone());
             let r = rt.block_on(client(*a));

@@ -65,7 +65,10 @@ pub struct EndpointBuilder {
 /// The builder's hint sources: taken (once) by `bind`. A builder is
 /// `Clone`; its clones share the sources, and the first to bind gets them.
 #[derive(Clone, Default)]
-struct HintSlots(Vec<Arc<Mutex<Option<Box<dyn crate::hints::HintSource>>>>>);
+struct HintSlots(Vec<HintSlot>);
+
+/// One source, until `bind` takes it.
+type HintSlot = Arc<Mutex<Option<Box<dyn crate::hints::HintSource>>>>;
 
 impl std::fmt::Debug for HintSlots {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -74,7 +74,7 @@ pub fn parse_line(line: &str) -> Result<Hint, String> {
         .map(|d| millis("duration_ms", d))
         .transpose()?;
     let rate_bps = match w.rate_bps {
-        Some(r) if r.is_finite() && r >= 1.0 && r < 1e18 => Some(r as u64),
+        Some(r) if (1.0..1e18).contains(&r) => Some(r as u64),
         Some(r) => return Err(format!("rate_bps: {r} is not a rate ≥ 1 bit/s")),
         None if kind == HintKind::Rate => {
             return Err("rate_bps: a rate hint needs it".to_string());
@@ -376,6 +376,33 @@ mod tests {
         assert!(l.malformed[1].contains("longer than"), "{:?}", l.malformed);
         l.push(&[0xff, 0xfe, b'\n']);
         assert!(l.malformed[2].contains("not UTF-8"));
+    }
+
+    proptest::proptest! {
+        /// Any bytes, cut anywhere: lines are parsed or rejected with a
+        /// reason, never a panic, and the buffer stays bounded.
+        #[test]
+        fn arbitrary_bytes_never_panic(chunks in proptest::collection::vec(
+            proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300), 0..20)) {
+            let mut l = Lines::default();
+            for c in &chunks {
+                l.push(c);
+                proptest::prop_assert!(l.buf.len() <= MAX_LINE_BYTES + 300);
+            }
+            l.flush();
+            for h in &l.hints {
+                proptest::prop_assert!((0.0..=1.0).contains(&h.confidence));
+            }
+        }
+
+        /// Well-formed objects with arbitrary numbers: accepted exactly
+        /// when every value is in range.
+        #[test]
+        fn numbers_are_range_checked(t in -1e3f64..1e16, d in -10f64..1e6, c in -0.5f64..1.5) {
+            let line = format!("{{\"kind\": \"outage\", \"t_ms\": {t}, \"duration_ms\": {d}, \"confidence\": {c}}}");
+            let ok = t >= 0.0 && d >= 0.0 && (0.0..=1.0).contains(&c);
+            proptest::prop_assert_eq!(parse_line(&line).is_ok(), ok, "{}", line);
+        }
     }
 
     #[test]

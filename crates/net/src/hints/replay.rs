@@ -231,14 +231,13 @@ mod tests {
             SourcePoll::Idle
         );
         assert_eq!(r.remaining(), 1);
-        let text = to_csv(&[a.clone()], start);
+        let text = to_csv(std::slice::from_ref(&a), start);
         let back = parse(&text).expect("own output parses");
         assert_eq!(back[0].1.kind, a.kind);
         assert_eq!(back[0].1.duration, a.duration);
         let _ = std::fs::remove_dir_all(&dir);
         assert!(CsvReplay::open("/nonexistent/t.csv")
-            .err()
-            .expect("refused")
+            .expect_err("refused")
             .to_string()
             .contains("cannot read /nonexistent/t.csv"));
     }

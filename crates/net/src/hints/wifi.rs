@@ -484,7 +484,7 @@ mod tests {
 
     #[test]
     fn a_missing_interface_is_named() {
-        let e = WifiSource::open("pg-no-such-if0").err().expect("refused");
+        let e = WifiSource::open("pg-no-such-if0").expect_err("refused");
         assert!(
             e.to_string().contains("no interface \"pg-no-such-if0\""),
             "{e}"
