@@ -204,7 +204,8 @@ impl Detector {
 pub struct WifiSource {
     iface: String,
     if_index: u32,
-    runtime: tokio::runtime::Runtime,
+    /// Its own runtime for the netlink connection (`None` once dropped).
+    runtime: Option<tokio::runtime::Runtime>,
     handle: wl_nl80211::Nl80211Handle,
     detector: Detector,
     queued: VecDeque<Hint>,
@@ -222,8 +223,14 @@ impl std::fmt::Debug for WifiSource {
 impl WifiSource {
     /// Open nl80211 for `iface` and read its stations once (so a missing
     /// interface, a missing Wi-Fi driver or a missing permission is an
-    /// error now, naming the interface).
+    /// error now, naming the interface). Callable from async code: the
+    /// source's own runtime is started on a helper thread.
     pub fn open(iface: &str) -> Result<WifiSource, HintError> {
+        std::thread::scope(|s| s.spawn(|| WifiSource::open_here(iface)).join())
+            .unwrap_or_else(|_| Err(HintError::new(format!("wifi:{iface}"), "opening panicked")))
+    }
+
+    fn open_here(iface: &str) -> Result<WifiSource, HintError> {
         let name = format!("wifi:{iface}");
         let c = std::ffi::CString::new(iface)
             .map_err(|_| HintError::new(&name, "the interface name contains a NUL byte"))?;
@@ -245,7 +252,7 @@ impl WifiSource {
         let mut s = WifiSource {
             iface: iface.to_string(),
             if_index,
-            runtime,
+            runtime: Some(runtime),
             handle,
             detector: Detector::default(),
             queued: VecDeque::new(),
@@ -265,7 +272,11 @@ impl WifiSource {
         use futures_util::TryStreamExt;
         let handle = self.handle.clone();
         let if_index = self.if_index;
-        self.runtime.block_on(async move {
+        let runtime = self
+            .runtime
+            .as_ref()
+            .ok_or_else(|| "the source is closed".to_string())?;
+        runtime.block_on(async move {
             let replies = tokio::time::timeout(Duration::from_secs(1), async {
                 let stream = handle.station().dump(if_index).execute().await;
                 stream.try_collect::<Vec<_>>().await
@@ -278,6 +289,15 @@ impl WifiSource {
                 .filter_map(|g| station_of(&g.payload))
                 .collect())
         })
+    }
+}
+
+impl Drop for WifiSource {
+    fn drop(&mut self) {
+        // Without blocking: the source may be dropped in async code.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
     }
 }
 
@@ -480,6 +500,15 @@ mod tests {
         );
         // Disassociation while up: an outage.
         assert_eq!(d.observe(None).map(|h| h.kind), Some(HintKind::Outage));
+    }
+
+    /// `perf --hints wifi:IFACE` opens the source inside its runtime.
+    #[tokio::test]
+    async fn opening_inside_a_runtime_does_not_panic() {
+        let r = WifiSource::open("lo");
+        if let Err(e) = r {
+            assert!(e.to_string().contains("wifi:lo"), "{e}");
+        }
     }
 
     #[test]
