@@ -656,7 +656,10 @@ async fn client(a: ClientArgs) -> Result<()> {
     a.datagram.apply(&mut config)?;
     // Every address the name resolves to, in turn (`localhost` may be
     // ::1 or 127.0.0.1 first).
-    let (observe, hint_args) = (&a.observe, &a.hints);
+    let observe = &a.observe;
+    // Opened once, before connecting: the first endpoint that binds takes it.
+    let hint_source = Mutex::new(a.hints.open()?);
+    let hint_source = &hint_source;
     let (addr, (ep, conn)) = iperf::first_that_connects(&spec, &addrs, |addr| {
         let (plan, config) = (&plan, config.clone());
         async move {
@@ -665,9 +668,11 @@ async fn client(a: ClientArgs) -> Result<()> {
             } else {
                 "[::]:0".parse()?
             };
-            let ep = hint_args
-                .apply(observe.apply(plan.apply(EndpointBuilder::new()), "perf")?)?
-                .bind(bind)?;
+            let mut b = observe.apply(plan.apply(EndpointBuilder::new()), "perf")?;
+            if let Some(source) = hint_source.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                b = b.hints(source);
+            }
+            let ep = b.bind(bind)?;
             let conn = ep.connect(addr, config).await?;
             anyhow::Ok((ep, conn))
         }

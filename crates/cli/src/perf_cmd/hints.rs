@@ -23,8 +23,16 @@ pub(super) struct HintArgs {
 impl HintArgs {
     /// Open the source and give it to the builder; errors name the flag.
     pub(super) fn apply(&self, b: EndpointBuilder) -> Result<EndpointBuilder> {
+        Ok(match self.open()? {
+            Some(source) => b.hints(source),
+            None => b,
+        })
+    }
+
+    /// Open the source (`None` without `--hints`); errors name the flag.
+    pub(super) fn open(&self) -> Result<Option<Box<dyn peregrine::hints::HintSource>>> {
         let Some(spec) = &self.hints else {
-            return Ok(b);
+            return Ok(None);
         };
         let spec = if spec == "emu" {
             std::env::var(EMU_FEED_ENV).map_err(|_| {
@@ -36,7 +44,7 @@ impl HintArgs {
             spec.clone()
         };
         let source = peregrine::hints::open(&spec).map_err(|e| anyhow!("--hints: {e}"))?;
-        Ok(b.hints(source))
+        Ok(Some(source))
     }
 
     /// `hints` of the report: null without `--hints`.
