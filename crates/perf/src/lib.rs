@@ -58,6 +58,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
+mod hints;
 mod iperf;
 mod observe;
 pub(crate) mod outcome;
@@ -163,7 +164,7 @@ pub struct PerfArgs {
 #[derive(Subcommand, Debug)]
 enum PerfCommand {
     /// Accept clients and count, echo or answer what they send.
-    Server(ServerArgs),
+    Server(Box<ServerArgs>),
     /// Measure throughput, message latency or network time against a server.
     Client(Box<ClientArgs>),
 }
@@ -189,6 +190,8 @@ struct ServerArgs {
     datagram: DatagramArgs,
     #[command(flatten)]
     observe: observe::ObserveArgs,
+    #[command(flatten)]
+    hints: hints::HintArgs,
 }
 
 /// Datagram sizing, both sides.
@@ -323,6 +326,8 @@ struct ClientArgs {
     peer_key: Option<String>,
     #[command(flatten)]
     observe: observe::ObserveArgs,
+    #[command(flatten)]
+    hints: hints::HintArgs,
 }
 
 /// Run `peregrine perf` (the server until it is stopped, or one client
@@ -339,7 +344,7 @@ pub fn run(args: PerfArgs) -> Result<Report> {
         None if args.server_mode => {
             let c = args.client;
             let port = c.port.unwrap_or(iperf::DEFAULT_PORT);
-            PerfCommand::Server(ServerArgs {
+            PerfCommand::Server(Box::new(ServerArgs {
                 listen: SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port)),
                 once: args.once,
                 security: c.security,
@@ -347,14 +352,15 @@ pub fn run(args: PerfArgs) -> Result<Report> {
                 json: c.json,
                 datagram: c.datagram,
                 observe: c.observe,
-            })
+                hints: c.hints,
+            }))
         }
         None if args.client.connect.is_some() => PerfCommand::Client(args.client),
         None => bail!("perf: give -s (server), -c HOST (client), or `perf server` / `perf client`"),
     };
     match command {
         PerfCommand::Server(a) => {
-            rt.block_on(server(a))?;
+            rt.block_on(server(*a))?;
             Ok(Report {
                 text: None,
                 logfile: None,
@@ -444,8 +450,11 @@ async fn server(a: ServerArgs) -> Result<()> {
     let mut config = server_config();
     a.datagram.apply(&mut config)?;
     let bind = |addr: SocketAddr| -> Result<_> {
-        a.observe
-            .apply(plan.apply(EndpointBuilder::new()), "perf")?
+        a.hints
+            .apply(
+                a.observe
+                    .apply(plan.apply(EndpointBuilder::new()), "perf")?,
+            )?
             .config(EndpointConfig {
                 server: Some(config.clone()),
                 // The client's --cc also runs the server's (echo) direction.
@@ -486,6 +495,10 @@ async fn server(a: ServerArgs) -> Result<()> {
         _ = outcome::interrupted() => Ok(()),
     };
     eprintln!("{}", outcome::counters_line(&ep));
+    let h = a.hints.json(&ep);
+    if !h.is_null() {
+        eprintln!("hints: {h}");
+    }
     r
 }
 
@@ -730,6 +743,9 @@ async fn client(a: ClientArgs) -> Result<Value> {
     // Every address the name resolves to, in turn (`localhost` may be
     // ::1 or 127.0.0.1 first).
     let observe = &a.observe;
+    // Opened once, before connecting: the first endpoint that binds takes it.
+    let hint_source = Mutex::new(a.hints.open()?);
+    let hint_source = &hint_source;
     let (addr, (ep, conn)) = iperf::first_that_connects(&spec, &addrs, |addr| {
         let (plan, config) = (&plan, config.clone());
         async move {
@@ -738,9 +754,11 @@ async fn client(a: ClientArgs) -> Result<Value> {
             } else {
                 "[::]:0".parse()?
             };
-            let ep = observe
-                .apply(plan.apply(EndpointBuilder::new()), "perf")?
-                .bind(bind)?;
+            let mut b = observe.apply(plan.apply(EndpointBuilder::new()), "perf")?;
+            if let Some(source) = hint_source.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                b = b.hints(source);
+            }
+            let ep = b.bind(bind)?;
             let conn = ep.connect(addr, config).await?;
             anyhow::Ok((ep, conn))
         }
@@ -803,6 +821,7 @@ async fn client(a: ClientArgs) -> Result<Value> {
     out["cc"] = json!(a.cc);
     out["scheduler"] = json!(scheduler.name());
     out["queue_guard_ms"] = json!(a.queue_guard.map(|d| d.as_secs_f64() * 1e3));
+    out["hints"] = a.hints.json(&ep);
     out["security"] = json!({
         "mode": plan.mode,
         "encrypted": stats.as_ref().is_some_and(|s| s.security.encrypted),
