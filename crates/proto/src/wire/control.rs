@@ -275,7 +275,10 @@ mod tests {
             assert_eq!(e.arrival_ns, None, "to_echo never writes an arrival");
             e.arrival_ns = Some(42);
             let err = Control::from_echo(PacketType::Echo, f, &e).unwrap_err();
-            assert!(err.to_string().contains("arrival"), "{err} should name arrival");
+            assert!(
+                err.to_string().contains("arrival"),
+                "{err} should name arrival"
+            );
             // Through the wire too: the encoded ECHO decodes with the
             // arrival and is still refused.
             let mut buf = [0u8; 64];
