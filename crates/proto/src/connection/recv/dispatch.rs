@@ -231,6 +231,11 @@ impl Connection {
             (PacketType::Ack, Payload::Ack(ack)) => {
                 let out = self.recovery.on_ack(now, ack, h.cn == 3);
                 self.apply(out, LossTrigger::Acknowledgement);
+                // The next key update waits for the peer to acknowledge
+                // a packet of the current key (crypto::aead).
+                if let Some(sec) = self.security.as_mut() {
+                    sec.on_acked(ack.largest_acked);
+                }
                 // ACK-of-ACK: what our acknowledged ACKs reported need not
                 // be reported again.
                 self.recv.on_peer_ack(now, ack);
