@@ -427,6 +427,12 @@ impl Connection {
         self.start.pending = false;
         self.start.retx_at = None;
         self.enter_connected(now);
+        // Answer the START-REPLY at once: the server's side stays
+        // half-open (amplification-limited, expired after a few RTTs)
+        // until a valid packet of ours arrives. Data or packet-pair probes
+        // usually go first and clear this; with slow start and nothing to
+        // send, this IDLE is the only thing that proves our address.
+        self.keep_alive_pending = true;
     }
 
     /// Use the smaller of both sides' packet sizes; fails if messages of
