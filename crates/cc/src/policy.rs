@@ -209,8 +209,15 @@ impl<P: CcPolicy> CongestionController for PolicyController<P> {
             .div_ceil(mss)
             .max(u64::from(self.core.cwnd))
             .clamp(2, u32::MAX as u64) as u32;
+        // A measurement may raise the window, never lower ssthresh below
+        // where slow start had it (infinite before the first loss): a
+        // wrong estimate then costs at most one round trip — too low, and
+        // slow start goes on from the larger of the two windows; too
+        // high, and the first loss ends it as it would have anyway.
+        let ssthresh_before = self.core.ssthresh;
         self.policy
             .on_startup_measurement(&mut self.core, segs, m, path);
+        self.core.ssthresh = self.core.ssthresh.max(ssthresh_before);
         // A capped window is not the pipe: slow start continues up to the
         // pipe the pair measured.
         let pipe_segs = m.pipe_bytes.div_ceil(mss).min(u64::from(SSTHRESH_INF)) as u32;

@@ -62,6 +62,15 @@ pub struct EmuArgs {
     /// Write every packet's arrival, departure and drop, per direction, to FILE (see docs/emulator.md).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// Announce each outage of the link this long before it begins, as a link hint on the feed the command finds in $PEREGRINE_HINTS (unix:PATH; `perf --hints emu`). See docs/emulator.md.
+    #[arg(long, value_name = "DURATION", value_parser = parse_dur_ns)]
+    hint_lead: Option<u64>,
+    /// With --hint-lead: leave each outage unannounced with probability P.
+    #[arg(long, value_name = "P", requires = "hint_lead", value_parser = parse_probability)]
+    hint_miss: Option<f64>,
+    /// With --hint-lead: announce outages that never come, RATE per second (Poisson).
+    #[arg(long, value_name = "RATE", requires = "hint_lead", value_parser = parse_per_second)]
+    hint_false_alarm: Option<f64>,
     /// Describe the link on standard error before starting.
     #[arg(long, short)]
     verbose: bool,
@@ -87,6 +96,28 @@ struct PlotArgs {
 
 fn parse_dur_ns(s: &str) -> Result<u64, String> {
     parse_duration(s).map(|d| d.0)
+}
+
+fn parse_probability(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!("{s:?}: a probability is a number in [0, 1]")),
+    }
+}
+
+/// `0.5`, `0.5/s` or `0.5Hz`: events per second, in [0, 1000].
+fn parse_per_second(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let t = t
+        .strip_suffix("/s")
+        .or_else(|| t.strip_suffix("Hz"))
+        .unwrap_or(t);
+    match t.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && (0.0..=1e3).contains(&r) => Ok(r),
+        _ => Err(format!(
+            "{s:?}: a rate per second in [0, 1000] (e.g. 0.2 or 0.2/s)"
+        )),
+    }
 }
 
 /// Run `peregrine emu`: exits the process with the command's status.
@@ -122,6 +153,13 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
         log: args.log,
         command: args.command,
         verbose: args.verbose,
+        hints: args
+            .hint_lead
+            .map(|lead_ns| peregrine_emu::hints::HintOptions {
+                lead: std::time::Duration::from_nanos(lead_ns),
+                miss: args.hint_miss.unwrap_or(0.0),
+                false_alarm_hz: args.hint_false_alarm.unwrap_or(0.0),
+            }),
     })
     .context("peregrine emu")?;
     if args.verbose {
@@ -148,6 +186,12 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
                 c.model.wasted_opportunities
             );
         }
+    }
+    if let (true, Some(h)) = (args.verbose, &outcome.hints) {
+        eprintln!(
+            "peregrine emu: hints: {} sent ({} false alarms), {} reader(s)",
+            h.sent, h.false_alarms, h.readers
+        );
     }
     for w in &outcome.warnings {
         eprintln!("peregrine emu: warning: {w}");

@@ -168,6 +168,7 @@ fn payload_json(p: &Payload<'_>) -> Value {
             "packet_number": e.packet_number,
             "probe_id": e.probe_id,
             "timestamp_ns": e.timestamp_ns,
+            "arrival_ns": e.arrival_ns,
             "padding_len": e.padding_len,
         }),
         Payload::Cwin(c) => json!({
@@ -404,9 +405,13 @@ fn payload_from(t: PacketType, v: &Value) -> Result<Payload<'static>> {
             "frequency",
         ],
         T::Nack => &["packet_number", "missing_packets", "missing_blocks"],
-        T::Echo | T::Echo1 | T::Echo2 => {
-            &["packet_number", "probe_id", "timestamp_ns", "padding_len"]
-        }
+        T::Echo | T::Echo1 | T::Echo2 => &[
+            "packet_number",
+            "probe_id",
+            "timestamp_ns",
+            "arrival_ns",
+            "padding_len",
+        ],
         T::Cwin => &["packet_number", "window_bytes", "reason"],
         T::Join | T::Leave => &["packet_number", "group_id"],
         T::End | T::Fin | T::Idle | T::Status => &["packet_number"],
@@ -508,6 +513,10 @@ fn payload_from(t: PacketType, v: &Value) -> Result<Payload<'static>> {
             packet_number: pn,
             probe_id: p.num("probe_id", U32)? as u32,
             timestamp_ns: p.num("timestamp_ns", u64::MAX)?,
+            arrival_ns: match p.get("arrival_ns") {
+                None | Some(Value::Null) => None,
+                Some(_) => Some(p.num("arrival_ns", u64::MAX)?),
+            },
             padding_len: p.num("padding_len", U16)? as u16,
         }),
         T::Cwin => Payload::Cwin(CwinPayload {

@@ -13,7 +13,9 @@
 //!   (one /30 of `10.250.0.0/24` per nesting level);
 //! * [`forward`]: the real-time driver, one thread per direction;
 //! * [`clock`]: the one conversion between the wall clock and model time;
-//! * [`log`] and [`plot`]: `--log FILE` and `peregrine emu plot FILE`.
+//! * [`log`] and [`plot`]: `--log FILE` and `peregrine emu plot FILE`;
+//! * [`hints`]: `--hint-lead` — the link's outages announced ahead to the
+//!   command as link hints (`PEREGRINE_HINTS`).
 //!
 //! Linux only (TUN, network namespaces); root, or an unprivileged user
 //! namespace where the kernel allows it.
@@ -25,6 +27,7 @@
 
 pub mod clock;
 pub mod forward;
+pub mod hints;
 pub mod log;
 pub mod netns;
 pub mod plot;
@@ -32,6 +35,7 @@ pub mod spec;
 
 use anyhow::{anyhow, Context as _};
 use forward::{Dir, DirCounters, Forwarder};
+use hints::HINTS_ENV;
 use log::LogSink;
 use netns::{Level, Privilege, HOST_ENV, LEVEL_ENV};
 use spec::{BuiltDirection, LinkSource};
@@ -54,6 +58,8 @@ pub struct Options {
     pub command: Vec<OsString>,
     /// Print a one-line description of each direction on standard error.
     pub verbose: bool,
+    /// Export the link's outages as hints (`--hint-lead` …), if asked.
+    pub hints: Option<hints::HintOptions>,
 }
 
 /// How the emulation ended.
@@ -67,6 +73,8 @@ pub struct Outcome {
     /// Problems that did not stop the command (a direction's device
     /// failed, the log could not be written).
     pub warnings: Vec<String>,
+    /// What the hint feed sent, if there was one.
+    pub hints: Option<hints::ExportCounters>,
 }
 
 /// Run `options.command` over the emulated link and wait for it. Must be
@@ -76,6 +84,17 @@ pub struct Outcome {
 pub fn run(options: &Options) -> anyhow::Result<Outcome> {
     let level = Level::below(std::env::var(LEVEL_ENV).ok().as_deref())?;
     let [up, down] = spec::build(&options.link)?;
+    let plan = match &options.hints {
+        Some(h) => {
+            h.validate().map_err(|e| anyhow!(e))?;
+            Some(hints::HintPlan::new(
+                h.clone(),
+                &[up.outages.clone(), down.outages.clone()],
+                up.outages.seed,
+            ))
+        }
+        None => None,
+    };
     let header = |d: &BuiltDirection, name: &str| {
         let mut h = vec![format!("{name}: {}", d.describe)];
         match (&d.trace, d.rate_bps) {
@@ -128,6 +147,40 @@ pub fn run(options: &Options) -> anyhow::Result<Outcome> {
     // SAFETY: a descriptor we just created and own.
     let stop = Arc::new(unsafe { OwnedFd::from_raw_fd(efd) });
     let start = Instant::now();
+    let start_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    // The hint feed: listening before the command starts, so it can
+    // connect at once (a Unix socket is not namespaced).
+    let feed = match plan {
+        Some(plan) => {
+            let path = std::env::temp_dir().join(format!(
+                "peregrine-emu-{}-{}.hints",
+                std::process::id(),
+                level.level
+            ));
+            let listener = hints::Exporter::bind(&path)
+                .with_context(|| format!("hint feed {}", path.display()))?;
+            let exporter = hints::Exporter {
+                path: path.clone(),
+                plan,
+                start,
+                start_unix,
+                stop: Arc::clone(&stop),
+            };
+            let thread = std::thread::Builder::new()
+                .name("emu-hints".into())
+                .spawn(move || exporter.run(listener))?;
+            if options.verbose {
+                eprintln!(
+                    "peregrine emu: hints on unix:{} ({HINTS_ENV})",
+                    path.display()
+                );
+            }
+            Some((path, thread))
+        }
+        None => None,
+    };
     if let Some(f) = &log_file {
         // The model's time 0 on CLOCK_MONOTONIC (the clock every process
         // shares), so measurements taken elsewhere can be lined up.
@@ -167,6 +220,15 @@ pub fn run(options: &Options) -> anyhow::Result<Outcome> {
     cmd.args(&argv[1..])
         .env(HOST_ENV, level.host().to_string())
         .env(LEVEL_ENV, level.level.to_string());
+    match &feed {
+        Some((path, _)) => {
+            cmd.env(HINTS_ENV, format!("unix:{}", path.display()));
+        }
+        // An outer emulator's feed is not this link's.
+        None => {
+            cmd.env_remove(HINTS_ENV);
+        }
+    }
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot run {:?}", argv[0]))?;
@@ -200,9 +262,25 @@ pub fn run(options: &Options) -> anyhow::Result<Outcome> {
             }
         };
     let counters = [join(up_thread, "uplink"), join(down_thread, "downlink")];
+    let hints = feed.map(|(path, h)| {
+        let c = match h.join() {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                warnings.push(format!("the hint feed stopped: {e}"));
+                hints::ExportCounters::default()
+            }
+            Err(_) => {
+                warnings.push("the hint thread panicked".into());
+                hints::ExportCounters::default()
+            }
+        };
+        let _ = std::fs::remove_file(path);
+        c
+    });
     Ok(Outcome {
         exit_code,
         counters,
         warnings,
+        hints,
     })
 }

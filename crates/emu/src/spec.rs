@@ -230,6 +230,8 @@ pub struct BuiltDirection {
     pub rate_bps: Option<u64>,
     /// One-way delay, ns.
     pub delay_ns: u64,
+    /// Its outages, as the model draws them (for `--hint-lead`).
+    pub outages: crate::hints::OutageSource,
 }
 
 /// `[uplink, downlink]` of `source`. Errors name the bad field or file.
@@ -413,6 +415,11 @@ fn make(
             )
         }
     );
+    let outage_source = crate::hints::OutageSource {
+        config: outages.clone(),
+        seed,
+        rng_name: format!("{rng_name}/outage"),
+    };
     let model = PointToPoint::new(
         // An unlimited direction: 1 Pbit/s serves any packet in 1 ns,
         // far above what the emulator can carry.
@@ -420,7 +427,7 @@ fn make(
         std::time::Duration::from_nanos(delay_ns),
         limit,
         LossModel::new(loss, component_rng(seed, &format!("{rng_name}/loss"))),
-        Outages::new(outages, component_rng(seed, &format!("{rng_name}/outage"))),
+        Outages::new(outages, component_rng(seed, &outage_source.rng_name)),
     );
     Ok(BuiltDirection {
         model,
@@ -428,6 +435,7 @@ fn make(
         trace,
         rate_bps,
         delay_ns,
+        outages: outage_source,
     })
 }
 

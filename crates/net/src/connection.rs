@@ -257,6 +257,22 @@ impl Connection {
         self.shared().wake();
     }
 
+    /// Feed this connection alone with the hints of `source` (see
+    /// [`crate::hints`]): a pump thread hands each hint to the controller
+    /// when the event it announces begins, until the connection closes,
+    /// the source ends or [`HintFeed::stop`](crate::hints::HintFeed::stop).
+    /// The feed's `stats()` count what it did.
+    pub fn hints(
+        &self,
+        source: Box<dyn crate::hints::HintSource>,
+    ) -> Result<crate::hints::HintFeed, Error> {
+        let target = crate::hints::Target::Connection(
+            std::sync::Arc::downgrade(&self.inner.shared),
+            self.inner.handle,
+        );
+        Ok(crate::hints::start(source, target)?)
+    }
+
     /// Stop (`held = true`) or resume delivery of `stream`: held messages
     /// stay in the core and count against the receive window.
     pub fn hold_stream(&self, stream: u16, held: bool) {

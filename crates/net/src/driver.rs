@@ -611,6 +611,9 @@ pub(crate) fn spawn(
         .name("peregrine-ep".into())
         .spawn(move || {
             let _ = shared.driver_thread.set(std::thread::current());
+            // Sub-millisecond pacing gaps are waited for in naps on this
+            // thread: they must end on time (pacing.rs).
+            crate::pacing::tighten_timer_slack();
             let driven = shared.clone();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
                 runtime.block_on(run(driven, io));

@@ -58,6 +58,22 @@ pub struct EndpointBuilder {
     refuse_unknown_groups: bool,
     /// Trace factory and packet capture (observe.rs).
     pub(crate) observe: crate::observe::Observe,
+    /// Hint sources for every connection (`hints`), started at bind.
+    hints: HintSlots,
+}
+
+/// The builder's hint sources: taken (once) by `bind`. A builder is
+/// `Clone`; its clones share the sources, and the first to bind gets them.
+#[derive(Clone, Default)]
+struct HintSlots(Vec<HintSlot>);
+
+/// One source, until `bind` takes it.
+type HintSlot = Arc<Mutex<Option<Box<dyn crate::hints::HintSource>>>>;
+
+impl std::fmt::Debug for HintSlots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} hint source(s)", self.0.len())
+    }
 }
 
 /// Whether this CPU accelerates AES-128-GCM: AES-NI and PCLMULQDQ on x86,
@@ -173,6 +189,17 @@ impl EndpointBuilder {
         self
     }
 
+    /// Feed every connection of the endpoint (those open now and later)
+    /// with the hints of `source` (`crate::hints::open("unix:PATH")`, or
+    /// any [`HintSource`](crate::hints::HintSource)): [`bind`](Self::bind)
+    /// starts a pump thread that hands each hint to the controllers when
+    /// the event it announces begins (see [`crate::hints`]); its counters
+    /// are [`Endpoint::hint_stats`]. May be called more than once.
+    pub fn hints(mut self, source: Box<dyn crate::hints::HintSource>) -> EndpointBuilder {
+        self.hints.0.push(Arc::new(Mutex::new(Some(source))));
+        self
+    }
+
     /// Bind `addr` and start the driver on a dedicated thread
     /// ("peregrine-ep", with its own current-thread tokio runtime; it
     /// ends once the endpoint, every connection and the graceful closes
@@ -185,6 +212,7 @@ impl EndpointBuilder {
             // Path MTU discovery's bound: the largest interface MTU (each
             // client's own bound is its route's, and the smaller wins).
             crate::pmtu::resolve(server, crate::pmtu::max_datagram_local(addr));
+            crate::pacing::resolve(server);
         }
         self.config.validate().map_err(Error::Config)?;
         self.config.aes_hardware = self.aes_hardware.unwrap_or_else(aes_hardware);
@@ -253,7 +281,18 @@ impl EndpointBuilder {
             napping: AtomicBool::new(false),
         });
         driver::spawn(shared.clone(), io, runtime.into_inner())?;
+        let mut hint_feeds = Vec::new();
+        for slot in &self.hints.0 {
+            let taken = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(source) = taken {
+                hint_feeds.push(crate::hints::start(
+                    source,
+                    crate::hints::Target::Endpoint(Arc::downgrade(&shared)),
+                )?);
+            }
+        }
         Ok(Endpoint {
+            hint_feeds,
             shared,
             local: Mutex::new(local),
             capabilities,
@@ -336,6 +375,8 @@ pub struct Endpoint {
     client_security: Option<SecurityConfig>,
     /// This endpoint's static public key, if it has one.
     public_key: Option<PublicKey>,
+    /// The pumps of `EndpointBuilder::hints`.
+    hint_feeds: Vec<crate::hints::HintFeed>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -421,6 +462,7 @@ impl Endpoint {
         }
         // Path MTU discovery's bound: the MTU of the route to the peer.
         crate::pmtu::resolve(&mut config, crate::pmtu::max_datagram_to(remote));
+        crate::pacing::resolve(&mut config);
         if let Some(sec) = &config.security {
             sec.validate(true).map_err(Error::Security)?;
         }
@@ -518,6 +560,12 @@ impl Endpoint {
             datagrams_sent: st.datagrams_out,
             connections: st.proto.connection_count(),
         }
+    }
+
+    /// The counters of each hint source given to
+    /// [`EndpointBuilder::hints`], in order. O(sources).
+    pub fn hint_stats(&self) -> Vec<crate::hints::HintStats> {
+        self.hint_feeds.iter().map(|f| f.stats()).collect()
     }
 
     /// Stop accepting (new STARTs are rejected); connections go on.

@@ -45,6 +45,12 @@
 //!   and receives the group's messages on
 //!   [`DEFAULT_GROUP_STREAM`] through `recv`, `recv_on` and
 //!   `on_message`. Delivery is fan-out over each member's connection.
+//! * **Link hints from outside** (issue 38, [`hints`]):
+//!   `EndpointBuilder::hints(source)` (every connection) or
+//!   `Connection::hints(source)` (one) starts a pump that hands a
+//!   [`hints::HintSource`]'s hints — JSON lines over a Unix or UDP socket,
+//!   a replayed CSV trace, a Wi-Fi interface's nl80211 statistics — to the
+//!   controllers when the events they announce begin.
 //! * [`blocking`] — the same without an async runtime in the application:
 //!   it owns a small tokio runtime.
 //! * **Encrypted by default** (issue 13): every connection runs a Noise
@@ -112,11 +118,13 @@ mod driver;
 mod endpoint;
 mod events;
 mod group;
+pub mod hints;
 mod icmp;
 mod inbox;
 pub mod keylog;
 pub mod keys;
 pub mod observe;
+mod pacing;
 pub mod pmtu;
 mod rx_time;
 mod socket;
@@ -142,6 +150,7 @@ pub use peregrine_proto::crypto::{
     SecurityStats, StaticKeypair,
 };
 pub use peregrine_proto::endpoint::EndpointStats;
+pub use peregrine_proto::Pacing;
 pub use peregrine_proto::{
     AbandonReason, CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState,
     ConnectionStats, EndpointConfig, HintEffect, MessageData, MessageId, PmtuDiscovery,

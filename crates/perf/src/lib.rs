@@ -58,6 +58,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
+mod hints;
 mod iperf;
 mod observe;
 pub(crate) mod outcome;
@@ -163,7 +164,7 @@ pub struct PerfArgs {
 #[derive(Subcommand, Debug)]
 enum PerfCommand {
     /// Accept clients and count, echo or answer what they send.
-    Server(ServerArgs),
+    Server(Box<ServerArgs>),
     /// Measure throughput, message latency or network time against a server.
     Client(Box<ClientArgs>),
 }
@@ -189,6 +190,8 @@ struct ServerArgs {
     datagram: DatagramArgs,
     #[command(flatten)]
     observe: observe::ObserveArgs,
+    #[command(flatten)]
+    hints: hints::HintArgs,
 }
 
 /// Datagram sizing, both sides.
@@ -267,6 +270,15 @@ struct ClientArgs {
     /// Congestion controller of the client's sending direction (any registry name).
     #[arg(long, default_value = "cubic")]
     cc: String,
+    /// Start-up of the client's sending direction: slow-start (the
+    /// default, as in `peregrine sim`) or packet-pair (docs/protocol.md §6;
+    /// falls back to slow start when its samples disagree).
+    #[arg(
+        long,
+        default_value = "slow-start",
+        value_name = "slow-start|packet-pair"
+    )]
+    startup: String,
     /// Priority classes (0–3) of the bulk streams, comma-separated, cycled.
     #[arg(long, default_value = "2")]
     classes: String,
@@ -314,6 +326,8 @@ struct ClientArgs {
     peer_key: Option<String>,
     #[command(flatten)]
     observe: observe::ObserveArgs,
+    #[command(flatten)]
+    hints: hints::HintArgs,
 }
 
 /// Run `peregrine perf` (the server until it is stopped, or one client
@@ -330,7 +344,7 @@ pub fn run(args: PerfArgs) -> Result<Report> {
         None if args.server_mode => {
             let c = args.client;
             let port = c.port.unwrap_or(iperf::DEFAULT_PORT);
-            PerfCommand::Server(ServerArgs {
+            PerfCommand::Server(Box::new(ServerArgs {
                 listen: SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port)),
                 once: args.once,
                 security: c.security,
@@ -338,14 +352,15 @@ pub fn run(args: PerfArgs) -> Result<Report> {
                 json: c.json,
                 datagram: c.datagram,
                 observe: c.observe,
-            })
+                hints: c.hints,
+            }))
         }
         None if args.client.connect.is_some() => PerfCommand::Client(args.client),
         None => bail!("perf: give -s (server), -c HOST (client), or `perf server` / `perf client`"),
     };
     match command {
         PerfCommand::Server(a) => {
-            rt.block_on(server(a))?;
+            rt.block_on(server(*a))?;
             Ok(Report {
                 text: None,
                 logfile: None,
@@ -435,8 +450,11 @@ async fn server(a: ServerArgs) -> Result<()> {
     let mut config = server_config();
     a.datagram.apply(&mut config)?;
     let bind = |addr: SocketAddr| -> Result<_> {
-        a.observe
-            .apply(plan.apply(EndpointBuilder::new()), "perf")?
+        a.hints
+            .apply(
+                a.observe
+                    .apply(plan.apply(EndpointBuilder::new()), "perf")?,
+            )?
             .config(EndpointConfig {
                 server: Some(config.clone()),
                 // The client's --cc also runs the server's (echo) direction.
@@ -477,6 +495,10 @@ async fn server(a: ServerArgs) -> Result<()> {
         _ = outcome::interrupted() => Ok(()),
     };
     eprintln!("{}", outcome::counters_line(&ep));
+    let h = a.hints.json(&ep);
+    if !h.is_null() {
+        eprintln!("hints: {h}");
+    }
     r
 }
 
@@ -699,8 +721,15 @@ async fn client(a: ClientArgs) -> Result<Value> {
     let (host, port) = iperf::host_port(&spec, a.port)?;
     let addrs = iperf::resolve(&host, port).await?;
     let plan = security::client_plan(&a.security, a.peer_key.as_deref())?;
+    let startup = peregrine_proto::wire::StartupMode::from_name(&a.startup).ok_or_else(|| {
+        anyhow!(
+            "--startup: unknown `{}` (slow-start, packet-pair)",
+            a.startup
+        )
+    })?;
     let mut config = ConnectionConfig {
         cc,
+        startup,
         scheduler,
         queue_guard: a.queue_guard,
         ..server_config()
@@ -714,6 +743,9 @@ async fn client(a: ClientArgs) -> Result<Value> {
     // Every address the name resolves to, in turn (`localhost` may be
     // ::1 or 127.0.0.1 first).
     let observe = &a.observe;
+    // Opened once, before connecting: the first endpoint that binds takes it.
+    let hint_source = Mutex::new(a.hints.open()?);
+    let hint_source = &hint_source;
     let (addr, (ep, conn)) = iperf::first_that_connects(&spec, &addrs, |addr| {
         let (plan, config) = (&plan, config.clone());
         async move {
@@ -722,9 +754,11 @@ async fn client(a: ClientArgs) -> Result<Value> {
             } else {
                 "[::]:0".parse()?
             };
-            let ep = observe
-                .apply(plan.apply(EndpointBuilder::new()), "perf")?
-                .bind(bind)?;
+            let mut b = observe.apply(plan.apply(EndpointBuilder::new()), "perf")?;
+            if let Some(source) = hint_source.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                b = b.hints(source);
+            }
+            let ep = b.bind(bind)?;
             let conn = ep.connect(addr, config).await?;
             anyhow::Ok((ep, conn))
         }
@@ -772,11 +806,14 @@ async fn client(a: ClientArgs) -> Result<Value> {
     out["start"] = start_json;
     let stats = conn.stats();
     let (pattern, server_key) = (conn.security_pattern(), conn.peer_static_key());
-    let probe = stats.as_ref().and_then(|s| s.last_probe).map(|p| {
+    let probe = stats.as_ref().and_then(|s| s.probe_decision.map(|d| (d, s.last_probe))).map(|(d, p)| {
         json!({
-            "rtt_ms": p.latency.as_secs_f64() * 1e3,
-            "bandwidth_bps": p.bandwidth_bytes_per_sec.saturating_mul(8),
-            "burst_bytes": p.burst_bytes,
+            "rtt_ms": p.map(|p| p.latency.as_secs_f64() * 1e3),
+            "bandwidth_bps": p.map(|p| p.bandwidth_bytes_per_sec.saturating_mul(8)),
+            "burst_bytes": p.map(|p| p.burst_bytes),
+            "decision": d.name(),
+            "reason": d.reason(),
+            "pairs": json!({"sent": d.pairs_sent, "complete": d.pairs_complete, "agreeing": d.pairs_agreeing}),
         })
     });
     out["probe"] = probe.unwrap_or(Value::Null);
@@ -784,6 +821,7 @@ async fn client(a: ClientArgs) -> Result<Value> {
     out["cc"] = json!(a.cc);
     out["scheduler"] = json!(scheduler.name());
     out["queue_guard_ms"] = json!(a.queue_guard.map(|d| d.as_secs_f64() * 1e3));
+    out["hints"] = a.hints.json(&ep);
     out["security"] = json!({
         "mode": plan.mode,
         "encrypted": stats.as_ref().is_some_and(|s| s.security.encrypted),

@@ -121,10 +121,12 @@ pub(super) fn table(v: &Value) -> String {
         Value::Null => s += "probe: none\n",
         p => {
             s += &format!(
-                "probe: rtt {:.3} ms  bandwidth {:.1} Mbit/s  burst {} bytes\n",
+                "probe: rtt {:.3} ms  bandwidth {:.1} Mbit/s  burst {} bytes  {} ({})\n",
                 f(&p["rtt_ms"]),
                 f(&p["bandwidth_bps"]) / 1e6,
-                p["burst_bytes"]
+                p["burst_bytes"],
+                p["decision"].as_str().unwrap_or("?"),
+                p["reason"].as_str().unwrap_or("?")
             )
         }
     }

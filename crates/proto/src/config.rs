@@ -193,6 +193,10 @@ pub struct ConnectionConfig {
     /// SECURITY TLV and seals every later datagram. Both sides must agree:
     /// a protected side rejects or closes an unprotected peer.
     pub security: Option<crate::crypto::SecurityConfig>,
+    /// How finely a paced sender spaces its datagrams ([`Pacing`]):
+    /// `Auto` (the default) is 1 ms bursts in the core and the simulator,
+    /// one datagram at a time in the UDP runtime.
+    pub pacing: Pacing,
     /// Key update and AEAD usage limits of a protected connection
     /// (docs/security.md, "Key update"): the default updates before the
     /// agreed AEAD's limit (2^22 packets per key for AES-128-GCM); ignored
@@ -205,6 +209,23 @@ pub struct ConnectionConfig {
     pub spare_connection_ids: u8,
 }
 
+/// How a paced sender releases datagrams (`ConnectionConfig::pacing`;
+/// `crates/proto/src/recovery/pacer.rs`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Pacing {
+    /// Bursts of 1 ms of the rate (at least a packet), credit up to 2 ms:
+    /// an ordinary millisecond timer suffices.
+    Coarse,
+    /// One datagram per packet time at the rate (sub-millisecond gaps);
+    /// the same credit as `Coarse`, for late wake-ups.
+    Fine,
+    /// Left to the runtime: the core alone treats it as
+    /// [`Coarse`](Self::Coarse) (the simulator's behaviour is unchanged);
+    /// the UDP runtime (`peregrine`) as [`Fine`](Self::Fine).
+    #[default]
+    Auto,
+}
+
 /// Most spare connection IDs a server keeps issued per connection.
 pub const MAX_SPARE_CONNECTION_IDS: u8 = 8;
 
@@ -212,7 +233,9 @@ impl Default for ConnectionConfig {
     fn default() -> Self {
         ConnectionConfig {
             cc: CcConfig::from_name("cubic").unwrap_or(CcConfig::NewReno(Default::default())),
-            startup: StartupMode::PacketPair,
+            // The simulator's default too (scenario `startup`): both halves
+            // start the same way unless told otherwise (issue 35).
+            startup: StartupMode::SlowStart,
             max_packet_size: 1452,
             pmtu_discovery: PmtuDiscovery::Auto,
             max_message_size: 1 << 20,
@@ -242,6 +265,7 @@ impl Default for ConnectionConfig {
             initial_stream_credit: None,
             max_status_interval: Duration::from_secs(2),
             security: None,
+            pacing: Pacing::Auto,
             key_update: crate::crypto::KeyUpdateConfig::default(),
             spare_connection_ids: 2,
         }

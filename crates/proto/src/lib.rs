@@ -137,8 +137,8 @@ pub mod wire;
 pub use bytes::Bytes;
 pub use connection::{
     CloseReason, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig, Event,
-    HintEffect, MessageData, MessageId, PmtuDiscovery, SendError, Unreachable, WindowCounters,
-    WindowTarget,
+    HintEffect, MessageData, MessageId, Pacing, PmtuDiscovery, SendError, Unreachable,
+    WindowCounters, WindowTarget,
 };
 pub use endpoint::{pool, ConnectionHandle, Endpoint};
 pub use io::{EcnCodepoint, SansIo, Transmit};

@@ -4,12 +4,14 @@
 //! `poll_transmit`, `handle_timeout`, `poll_event` and `poll_timeout` —
 //! counted with the endpoint's test-only visit counter, not timed. And a
 //! held stream's messages, parked by the connection instead of rescanned,
-//! come out in order when released, before the peer's close.
+//! come out in order when released, before the peer's close. A client
+//! with nothing to send proves its address at once after the handshake.
 //!
 //! The endpoints are driven directly over a zero-latency in-memory wire
 //! (sans-IO, virtual time). Large counts belong in `peregrine bench
 //! endpoint`, not here.
 
+use peregrine_proto::wire::StartupMode;
 use peregrine_proto::{
     ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, SansIo, Time,
 };
@@ -216,4 +218,44 @@ fn held_messages_wait_in_order_and_the_close_never_overtakes_them() {
         .position(|(_, e)| *e == Event::PeerClosed)
         .expect("the close comes once the messages are read");
     assert_eq!(closed_at, 50, "after every held message");
+}
+
+#[test]
+fn a_client_with_nothing_to_send_answers_the_start_reply_at_once() {
+    // With slow start (the default) a client sends no packet-pair probes,
+    // and this one has no data either: it must still prove its address
+    // right after the START-REPLY, or the server's side stays half-open —
+    // amplification-limited and expired after a few RTTs, while the
+    // client believes it is connected.
+    for startup in [StartupMode::SlowStart, StartupMode::PacketPair] {
+        let config = ConnectionConfig {
+            startup,
+            ..ConnectionConfig::default()
+        };
+        let mut server = Endpoint::new(EndpointConfig::server(config.clone()), 5);
+        let mut client = Endpoint::new(EndpointConfig::default(), 6);
+        let now = Time::from_millis(1);
+        let h = client
+            .connect(now, server_addr(), config)
+            .expect("valid config");
+        let (cev, _) = exchange(now, &mut client, &mut server);
+        assert!(
+            cev.iter()
+                .any(|(ch, e)| *ch == h && matches!(e, Event::Connected)),
+            "{startup:?}: connected"
+        );
+        assert_eq!(client.stats(h).map(|s| s.data_packets_sent), Some(0));
+        let sh = server.handles()[0];
+        assert_eq!(
+            server.endpoint_stats().half_open,
+            0,
+            "{startup:?}: the server's side is no longer half-open"
+        );
+        assert_eq!(server.address_validated(sh), Some(true));
+        // Long after any half-open expiry, with nothing exchanged since,
+        // the server's side is still there.
+        server.handle_timeout(now + Duration::from_secs(4));
+        assert_eq!(server.endpoint_stats().half_open_expired, 0);
+        assert_eq!(server.connection_count(), 1, "{startup:?}");
+    }
 }

@@ -199,15 +199,24 @@ fn payload(pk_type: PacketType) -> BoxedStrategy<Payload<'static>> {
                 })
             })
             .boxed(),
-        T::Echo | T::Echo1 | T::Echo2 => (pn, any::<u32>(), any::<u64>(), 0u16..300)
-            .prop_map(|(packet_number, probe_id, timestamp_ns, padding_len)| {
-                Payload::Echo(EchoPayload {
-                    packet_number,
-                    probe_id,
-                    timestamp_ns,
-                    padding_len,
-                })
-            })
+        T::Echo | T::Echo1 | T::Echo2 => (
+            pn,
+            any::<u32>(),
+            any::<u64>(),
+            proptest::option::of(any::<u64>()),
+            0u16..300,
+        )
+            .prop_map(
+                |(packet_number, probe_id, timestamp_ns, arrival_ns, padding_len)| {
+                    Payload::Echo(EchoPayload {
+                        packet_number,
+                        probe_id,
+                        timestamp_ns,
+                        arrival_ns,
+                        padding_len,
+                    })
+                },
+            )
             .boxed(),
         T::Cwin => (pn, any::<u32>(), any::<u8>())
             .prop_map(|(packet_number, window_bytes, r)| {

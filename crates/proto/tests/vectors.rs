@@ -337,6 +337,7 @@ fn vectors() -> Vec<Vector> {
             packet_number: pn,
             probe_id,
             timestamp_ns: 1_500_000_000,
+            arrival_ns: None,
             padding_len,
         })
     };
@@ -429,6 +430,7 @@ fn vectors() -> Vec<Vector> {
             packet_number: pn,
             probe_id: 0x5041_5448,
             timestamp_ns: 0x0123_4567_89ab_cdef,
+            arrival_ns: None,
             padding_len: 0,
         })
     };

@@ -72,7 +72,7 @@ pub use admission::{MAX_RETRIES, MIN_SECURE_START_LEN};
 // The settings live in [`crate::config`], below both the connection and
 // the endpoint; `connection::config` stays their old public path.
 pub use crate::config;
-pub use crate::config::{ConfigError, ConnectionConfig, EndpointConfig, PmtuDiscovery};
+pub use crate::config::{ConfigError, ConnectionConfig, EndpointConfig, Pacing, PmtuDiscovery};
 pub use events::{CloseReason, Event, HintEffect, MessageId, Unreachable, ViolationKind};
 pub use group::{GroupRequestError, JoinPolicy};
 pub use lifecycle::StartParams;
@@ -158,8 +158,11 @@ pub struct Connection {
     /// This side's ACK-frequency requests to its peer (as data sender).
     ack_policy: ack_frequency::AckFrequencyPolicy,
     probe: PacketPair,
-    probe_sends: VecDeque<(PacketType, u32)>,
-    echo_replies: VecDeque<(PacketType, u32, u64)>,
+    /// Packet-pair probes due: type, probe id, datagram size.
+    probe_sends: VecDeque<(PacketType, u32, u32)>,
+    /// ECHO answers due: type, probe id, echoed timestamp, the probe's
+    /// arrival time here (ECHO_1/ECHO_2 only).
+    echo_replies: VecDeque<(PacketType, u32, u64, Option<u64>)>,
     data_ready: bool,
     initial_window: Option<u64>,
     last_received: Time,

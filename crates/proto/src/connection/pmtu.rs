@@ -48,6 +48,7 @@ impl Connection {
             packet_number: pn as u32,
             probe_id: PMTU_PROBE_ID,
             timestamp_ns: token,
+            arrival_ns: None,
             padding_len: u16::try_from(padding).unwrap_or(u16::MAX),
         };
         let n = write(buf, h, Payload::Echo(p))?;

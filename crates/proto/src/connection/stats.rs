@@ -1,7 +1,7 @@
 //! A snapshot of one connection, for the application, traces and tests.
 
 use super::Connection;
-use crate::probe::ProbeResult;
+use crate::probe::{ProbeDecision, ProbeResult};
 use peregrine_cc::CaState;
 use std::time::Duration;
 
@@ -138,8 +138,11 @@ pub struct ConnectionStats {
     pub probes_started: u64,
     /// Packet-pair tests that produced a measurement.
     pub probes_completed: u64,
-    /// The latest packet-pair measurement.
+    /// The latest packet-pair estimate (used or not: see `probe_decision`).
     pub last_probe: Option<ProbeResult>,
+    /// The latest packet-pair test's decision: used, or fallback to slow
+    /// start and why.
+    pub probe_decision: Option<ProbeDecision>,
     /// Window handed to the controller by the start-up probe, bytes.
     pub initial_window_bytes: Option<u64>,
     /// The stream scheduler's name (`rr`, `wfq`, `abs`, `adaptive`, …).
@@ -235,6 +238,7 @@ impl Connection {
             probes_started: self.probe.started(),
             probes_completed: self.probe.completed(),
             last_probe: self.probe.last(),
+            probe_decision: self.probe.last_decision(),
             initial_window_bytes: self.initial_window,
             scheduler: self.send.scheduler().name(),
             scheduler_mode: self.send.scheduler().mode(),

@@ -316,6 +316,14 @@ pub(crate) struct PacketKeys {
     /// Generations whose material the key log has not taken.
     pub(crate) unlogged: Vec<u64>,
     largest_sealed: Option<u64>,
+    /// The first packet number sealed under the current sealing key.
+    seal_first_pn: Option<u64>,
+    /// The peer acknowledged a packet sealed under the current sealing
+    /// key, so it holds that key: only then may this side initiate the
+    /// next update (RFC 9001 §6.1). Receiving the peer's packets of the
+    /// generation is not enough: when the peer initiated it, our own
+    /// packets of it may all have been lost (sent to an address it left).
+    seal_acked: bool,
     replay: ReplayWindow,
 }
 
@@ -368,6 +376,8 @@ impl PacketKeys {
             exhausted: None,
             unlogged: Vec::new(),
             largest_sealed: None,
+            seal_first_pn: None,
+            seal_acked: false,
             replay: ReplayWindow::new(),
         })
     }
@@ -440,7 +450,18 @@ impl PacketKeys {
         let due = self.update_requested
             || self.sealed_packets >= self.policy.update_packets
             || self.sealed_bytes >= self.policy.update_bytes;
-        (due && self.confirmed()).then_some(self.seal_generation + 1)
+        (due && self.confirmed() && self.seal_acked).then_some(self.seal_generation + 1)
+    }
+
+    /// The peer acknowledged packets up to `largest_acked` (its ACK's
+    /// largest): one sealed under the current key proves the peer can
+    /// open it (see `seal_acked`). A value above anything sealed proves
+    /// nothing. O(1).
+    pub(crate) fn on_acked(&mut self, largest_acked: u64) {
+        let sealed = self.largest_sealed.is_some_and(|l| largest_acked <= l);
+        if sealed && self.seal_first_pn.is_some_and(|f| largest_acked >= f) {
+            self.seal_acked = true;
+        }
     }
 
     /// The next datagram sealed is the announcement: switch right after.
@@ -461,6 +482,8 @@ impl PacketKeys {
         self.seal = key;
         self.seal_secret = secret;
         self.seal_generation += 1;
+        self.seal_first_pn = None;
+        self.seal_acked = false;
         self.sealed_packets = 0;
         self.sealed_bytes = 0;
         self.update_requested = false;
@@ -546,6 +569,8 @@ impl PacketKeys {
             .ok()?;
         buf.extend_from_slice(tag.as_ref());
         self.largest_sealed = Some(self.largest_sealed.map_or(pn, |l| l.max(pn)));
+        // Before a switch (the announcement is the old key's last packet).
+        self.seal_first_pn.get_or_insert(pn);
         self.sealed_packets += 1;
         self.sealed_bytes += sealed_len as u64;
         if self.switch_armed {
@@ -864,6 +889,8 @@ mod update_tests {
     fn update(a: &mut PacketKeys, b: &mut PacketKeys, pa: u32, pb: u32, now: Time) {
         let g = a.generation() + 1;
         a.request_update();
+        // The peer acknowledged a's latest packet, of the current key.
+        a.on_acked(a.largest_sealed.expect("a sealed before"));
         assert_eq!(a.update_due(), Some(g));
         a.arm_switch();
         let announce = sealed(a, pa).unwrap();
@@ -975,7 +1002,51 @@ mod update_tests {
             assert_eq!(c.update_due(), None);
             open(&mut s, &sealed(&mut c, pn).unwrap(), Time::ZERO).unwrap();
         }
+        assert_eq!(c.update_due(), None, "no packet of the key acknowledged");
+        c.on_acked(2);
         assert_eq!(c.update_due(), Some(1));
+    }
+
+    #[test]
+    fn the_next_update_waits_for_an_ack_of_the_current_key() {
+        // The client initiates generation 1; the server follows, but every
+        // packet it seals under generation 1 is lost (the client moved).
+        // Having received the client's generation-1 packets is not
+        // enough: the server must not start generation 2, which the
+        // client — still waiting for the server's first generation-1
+        // packet — could never open.
+        let (mut c, mut s) = (side(true), side(false));
+        s.set_policy(&KeyUpdateConfig {
+            packets: Some(2),
+            ..KeyUpdateConfig::default()
+        });
+        let t = Time::ZERO;
+        open(&mut s, &sealed(&mut c, 0).unwrap(), t).unwrap();
+        open(&mut c, &sealed(&mut s, 0).unwrap(), t).unwrap();
+        c.on_acked(0);
+        s.on_acked(0);
+        c.request_update();
+        c.arm_switch();
+        open(&mut s, &sealed(&mut c, 1).unwrap(), t).unwrap();
+        s.on_announcement(1, 1);
+        open(&mut s, &sealed(&mut c, 2).unwrap(), t).unwrap();
+        assert_eq!(s.update_due(), Some(1), "the server follows");
+        s.arm_switch();
+        let _lost_announcement = sealed(&mut s, 1).unwrap();
+        let _lost = [sealed(&mut s, 2).unwrap(), sealed(&mut s, 3).unwrap()];
+        open(&mut s, &sealed(&mut c, 3).unwrap(), t).unwrap();
+        // Past its packet threshold, generation 1 confirmed by the
+        // client's packets — and still nothing due.
+        assert_eq!(s.update_due(), None);
+        // An acknowledgement of its last generation-0 packet (the
+        // announcement) proves nothing about generation 1, nor does one
+        // of a packet never sealed.
+        s.on_acked(1);
+        s.on_acked(99);
+        assert_eq!(s.update_due(), None);
+        // The client acknowledges a generation-1 packet: now it may.
+        s.on_acked(3);
+        assert_eq!(s.update_due(), Some(2));
     }
 
     #[test]

@@ -348,6 +348,14 @@ impl SecurityState {
         }
     }
 
+    /// The peer acknowledged our packets up to `largest_acked` (see
+    /// `PacketKeys::on_acked`). O(1).
+    pub(crate) fn on_acked(&mut self, largest_acked: u64) {
+        if let Some(k) = self.keys.as_mut() {
+            k.on_acked(largest_acked);
+        }
+    }
+
     /// The peer's KEY_UPDATE, opened as packet `pn`.
     pub(crate) fn on_key_update(&mut self, pn: u64, generation: u64) {
         if let Some(k) = self.keys.as_mut() {

@@ -104,6 +104,8 @@ pub struct Congestion {
     max_in_flight_round: u32,
     max_in_flight_prev: u32,
     pacer: Pacer,
+    /// One-packet pacing releases (pacer.rs, "Fine pacing").
+    fine_pacing: bool,
     /// A controller that does not pace is paced at the packet pair's
     /// bandwidth until this instant (one RTT after the measurement), so
     /// the measured window is spread over the RTT instead of sent in one
@@ -144,6 +146,7 @@ impl Congestion {
             max_in_flight_round: 0,
             max_in_flight_prev: 0,
             pacer: Pacer::new(),
+            fine_pacing: false,
             startup_pace: None,
             probe_sent_for: None,
             last_send: None,
@@ -311,7 +314,13 @@ impl Congestion {
             rate_bytes_per_sec: rate,
             cwnd_bytes: self.cc.cwnd_bytes(),
             mss_bytes: u64::from(self.mss),
+            fine: self.fine_pacing,
         })
+    }
+
+    /// Pace in one-packet releases (`true`) or 1 ms bursts (pacer.rs).
+    pub fn set_fine_pacing(&mut self, fine: bool) {
+        self.fine_pacing = fine;
     }
 
     /// The sender had room to send but no data.

@@ -47,6 +47,9 @@ pub struct RecoveryConfig {
     pub packet_threshold: u64,
     /// Largest ACK delay the peer may claim (longer claims are capped).
     pub max_ack_delay: Duration,
+    /// Pace in one-packet releases instead of 1 ms bursts
+    /// (`ConnectionConfig::pacing`; pacer.rs).
+    pub fine_pacing: bool,
 }
 
 /// Counters kept by [`Recovery`].
@@ -132,7 +135,8 @@ impl Recovery {
     /// Recovery around a fresh (uninitialised) controller.
     pub fn new(config: RecoveryConfig, cc: Box<dyn CongestionController>) -> Recovery {
         let rtt = RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto);
-        let cong = Congestion::new(cc, config.mss);
+        let mut cong = Congestion::new(cc, config.mss);
+        cong.set_fine_pacing(config.fine_pacing);
         Recovery {
             config,
             rtt,

@@ -24,6 +24,7 @@ fn recovery(name: &str) -> Recovery {
             max_rto: Duration::from_secs(60),
             packet_threshold: 3,
             max_ack_delay: ms(25),
+            fine_pacing: false,
         },
         cc,
     );

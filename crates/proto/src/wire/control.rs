@@ -20,6 +20,9 @@
 //!   TIMESTAMP_NS = GENERATION (64): the sender's packets after this one
 //!                  are sealed under this key generation
 //! ```
+//!
+//! Neither carries the optional ARRIVAL field (an answer to a packet-pair
+//! probe, `payload/echo.rs`): a control ECHO with one is an error.
 
 use super::{EchoPayload, Flags, PacketType, Result, WireError};
 
@@ -81,6 +84,9 @@ impl Control {
                 if e.padding_len != 0 {
                     return Err(bad("NEW_CONNECTION_ID padding", "must be empty"));
                 }
+                if e.arrival_ns.is_some() {
+                    return Err(bad("NEW_CONNECTION_ID arrival", "must be absent"));
+                }
                 let v = e.timestamp_ns;
                 let sequence = (v >> 32) as u32;
                 let id = (v >> 16) as u16;
@@ -108,6 +114,9 @@ impl Control {
                 }
                 if e.padding_len != 0 {
                     return Err(bad("KEY_UPDATE padding", "must be empty"));
+                }
+                if e.arrival_ns.is_some() {
+                    return Err(bad("KEY_UPDATE arrival", "must be absent"));
                 }
                 if e.timestamp_ns == 0 {
                     return Err(bad("KEY_UPDATE generation", "must be at least 1"));
@@ -137,6 +146,9 @@ impl Control {
                 packet_number,
                 probe_id,
                 timestamp_ns,
+                // ARRIVAL answers a packet-pair probe only; a control
+                // message never carries one (`from_echo` refuses it).
+                arrival_ns: None,
                 padding_len: 0,
             },
         )
@@ -152,6 +164,7 @@ mod tests {
             packet_number: 7,
             probe_id,
             timestamp_ns,
+            arrival_ns: None,
             padding_len,
         }
     }
@@ -238,6 +251,41 @@ mod tests {
         for (probe, flags, v, pad, field) in cases {
             let e = Control::from_echo(PacketType::Echo, flags, &echo(probe, v, pad)).unwrap_err();
             assert!(e.to_string().contains(field), "{e} should name {field}");
+        }
+    }
+
+    #[test]
+    fn a_control_echo_with_an_arrival_is_refused() {
+        // ARRIVAL belongs to answers to packet-pair probes; on a control
+        // message it would be a second, unchecked value in the ECHO.
+        for c in [
+            Control::NewConnectionId {
+                sequence: 3,
+                id: 0x1234,
+                ack: false,
+            },
+            Control::NewConnectionId {
+                sequence: 3,
+                id: 0x1234,
+                ack: true,
+            },
+            Control::KeyUpdate { generation: 2 },
+        ] {
+            let (f, mut e) = c.to_echo(9);
+            assert_eq!(e.arrival_ns, None, "to_echo never writes an arrival");
+            e.arrival_ns = Some(42);
+            let err = Control::from_echo(PacketType::Echo, f, &e).unwrap_err();
+            assert!(
+                err.to_string().contains("arrival"),
+                "{err} should name arrival"
+            );
+            // Through the wire too: the encoded ECHO decodes with the
+            // arrival and is still refused.
+            let mut buf = [0u8; 64];
+            let n = e.emit(&mut buf).unwrap();
+            let back = EchoPayload::decode(&buf[..n]).unwrap();
+            assert_eq!(back.arrival_ns, Some(42));
+            assert!(Control::from_echo(PacketType::Echo, f, &back).is_err());
         }
     }
 }

@@ -95,11 +95,13 @@ impl StartupMode {
             StartupMode::PacketPair => "packet_pair",
         }
     }
-    /// The mode with this JSON name.
+    /// The mode with this name: `slow_start`/`slow-start` or
+    /// `packet_pair`/`packet-pair` (JSON and scenarios use `_`, command
+    /// lines `-`; both name the same two modes).
     pub fn from_name(name: &str) -> Option<StartupMode> {
         [StartupMode::SlowStart, StartupMode::PacketPair]
             .into_iter()
-            .find(|m| m.name() == name)
+            .find(|m| m.name() == name || m.name().replace('_', "-") == name)
     }
 }
 

@@ -210,16 +210,20 @@ fn packet_pair_sizes_the_initial_window() {
     let s = sim.eps[0].stats(client).unwrap();
     assert_eq!(s.probes_started, 1);
     assert_eq!(s.probes_completed, 1);
+    let d = s.probe_decision.expect("judged");
+    assert_eq!(
+        (d.name(), d.pairs_complete, d.pairs_agreeing),
+        ("used", 3, 3)
+    );
     let p = s.last_probe.unwrap();
-    // 1452-byte probes at 10 Mbit/s: 1.1616 ms apart; ≈1.25 MB/s. The
-    // answer to ECHO_2 is one byte longer (so a runtime sends the two
-    // answers separately): 0.8 µs more on the way back.
+    // 1452-byte probes at 10 Mbit/s: 1.1616 ms apart at the peer, which
+    // times them itself (ARRIVAL_NS): nothing on the way back counts.
     assert_eq!(p.probe_size, 1452);
-    assert_eq!(p.dispersion, Duration::from_nanos(1_161_600 + 800));
-    assert_eq!(p.bandwidth_bytes_per_sec, 1452 * 1_000_000_000 / 1_162_400);
-    // Mean RTT ≈ 40 ms + serialisation of the probe (and of the answer).
+    assert_eq!(p.dispersion, Duration::from_nanos(1_161_600));
+    assert_eq!(p.bandwidth_bytes_per_sec, 1_250_000);
+    // The base RTT ≈ 40 ms + serialisation of the probe (and of the answer).
     assert!(p.latency >= ms(41) && p.latency < ms(43), "{:?}", p.latency);
-    let expected = (p.latency.as_nanos() * 1452 / 1_162_400) as u64;
+    let expected = (p.latency.as_nanos() * 1452 / 1_161_600) as u64;
     assert_eq!(p.burst_bytes, expected);
     assert_eq!(s.initial_window_bytes, Some(expected));
     assert_eq!(
@@ -227,16 +231,18 @@ fn packet_pair_sizes_the_initial_window() {
         expected.div_ceil(1452) * 1452,
         "set_initial_window"
     );
-    // The ECHO_1/ECHO_2 left back to back, padded to the packet size.
+    // Three ECHO_1/ECHO_2 pairs left back to back, each probe a byte
+    // longer than the one before, the last of the packet size.
     let probes: Vec<_> = sim
         .log
         .iter()
         .filter(|x| x.from == 0 && x.header.flags.contains(Flags::REPLY_REQ))
         .filter(|x| matches!(x.header.pk_type, PacketType::Echo1 | PacketType::Echo2))
         .collect();
-    assert_eq!(probes.len(), 2);
-    assert_eq!(probes[0].at, probes[1].at);
-    assert_eq!(probes[0].bytes.len(), 1452);
+    assert_eq!(probes.len(), 6);
+    assert!(probes.iter().all(|x| x.at == probes[0].at));
+    let sizes: Vec<usize> = probes.iter().map(|x| x.bytes.len()).collect();
+    assert_eq!(sizes, [1447, 1448, 1449, 1450, 1451, 1452]);
     // The cap applies.
     let capped = ConnectionConfig {
         startup: StartupMode::PacketPair,

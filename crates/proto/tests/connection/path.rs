@@ -114,6 +114,7 @@ fn migration_a_path_challenge_is_answered_with_the_same_bytes() {
             packet_number: 5_000,
             probe_id: PATH_PROBE_ID,
             timestamp_ns: 0x0123_4567_89ab_cdef,
+            arrival_ns: None,
             padding_len: 0,
         }),
         auth_tag: &[],

@@ -189,13 +189,15 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
                 )
             }
         };
-        let startup = match f.startup.as_str() {
-            "slow_start" => StartupMode::SlowStart,
-            "packet_pair" => StartupMode::PacketPair,
-            other => {
+        let startup = match StartupMode::from_name(f.startup.as_str()) {
+            Some(m) => m,
+            None => {
                 return v.err(
                     format!("{p}.startup"),
-                    format!("unknown start-up {other:?} (allowed: slow_start, packet_pair)"),
+                    format!(
+                        "unknown start-up {:?} (allowed: slow_start, packet_pair; or slow-start, packet-pair)",
+                        f.startup
+                    ),
                 )
             }
         };

@@ -174,8 +174,19 @@ fn a_startup_measurement_sets_w_max_and_lifts_the_growth_cap() {
         pipe_bytes: 100 * MSS as u64,
     };
     c.on_startup_measurement(&m, &path(100, 100));
-    assert_eq!((c.core().cwnd, c.core().ssthresh), (100, 100));
+    // The window rises to the measurement; ssthresh stays where slow
+    // start had it (issue 35: a wrong estimate costs at most one RTT).
+    assert_eq!((c.core().cwnd, c.core().ssthresh), (100, SSTHRESH_INF));
+    assert!(c.in_slow_start());
     assert_eq!(c.policy().w_max_segs(), 100.0, "W_max is the measured pipe");
+    // A measurement after a loss (ssthresh 60, congestion avoidance)
+    // starts CUBIC's epoch at the plateau.
+    let mut c = CubicConfig::default().build();
+    c.init(&path(0, 100));
+    c.core_mut().cwnd = 60;
+    c.core_mut().ssthresh = 60;
+    c.on_startup_measurement(&m, &path(100, 100));
+    assert_eq!((c.core().cwnd, c.core().ssthresh), (100, 100));
     c.on_ack(&ack(1), &path(1_000, 100));
     // At the plateau (W_max = cwnd): no initial growth cap of 20 — the
     // cubic curve is flat there, so cnt is large, not capped.
@@ -187,8 +198,8 @@ fn a_startup_measurement_sets_w_max_and_lifts_the_growth_cap() {
     };
     c.on_startup_measurement(&small, &path(1_100, 100));
     assert_eq!(c.core().cwnd, 100);
-    // A window capped below the measured pipe slow-starts up to the pipe,
-    // which is W_max.
+    assert_eq!(c.core().ssthresh, 100, "nor lowers ssthresh");
+    // A window capped below the measured pipe slow-starts on.
     let mut c = CubicConfig::default().build();
     c.init(&path(0, 100));
     let capped = crate::types::StartupMeasurement {
@@ -197,9 +208,38 @@ fn a_startup_measurement_sets_w_max_and_lifts_the_growth_cap() {
         ..m
     };
     c.on_startup_measurement(&capped, &path(100, 100));
-    assert_eq!((c.core().cwnd, c.core().ssthresh), (100, 170));
+    assert_eq!((c.core().cwnd, c.core().ssthresh), (100, SSTHRESH_INF));
     assert!(c.in_slow_start());
     assert_eq!(c.policy().w_max_segs(), 170.0);
+}
+
+/// Issue 35: for every registered controller, a start-up measurement
+/// never leaves ssthresh below where slow start had it, and never
+/// shrinks the window.
+#[test]
+fn no_controller_lowers_ssthresh_on_a_startup_measurement() {
+    for name in crate::NAMES {
+        let mut c = crate::CcConfig::from_name(name)
+            .expect("registered")
+            .build();
+        c.init(&path(0, 100));
+        let before = (c.cwnd_bytes(), c.ssthresh_bytes());
+        // A wildly low estimate: 2 segments.
+        let m = crate::types::StartupMeasurement {
+            bandwidth_bytes_per_sec: 10_000,
+            rtt: Duration::from_millis(100),
+            window_bytes: 2 * MSS as u64,
+            pipe_bytes: 2 * MSS as u64,
+        };
+        c.on_startup_measurement(&m, &path(100, 100));
+        assert!(c.cwnd_bytes() >= before.0, "{name}: window shrank");
+        assert!(
+            c.ssthresh_bytes().unwrap_or(u64::MAX) >= before.1.unwrap_or(u64::MAX),
+            "{name}: ssthresh {:?} → {:?}",
+            before.1,
+            c.ssthresh_bytes()
+        );
+    }
 }
 
 #[test]

@@ -163,10 +163,21 @@ impl Connection {
         let size = u32::from(self.packet_size);
         let id = self.probe.start(now, timeout, initial, size);
         self.probe_sends.clear();
-        self.probe_sends
-            .push_back((crate::wire::PacketType::Echo1, id));
-        self.probe_sends
-            .push_back((crate::wire::PacketType::Echo2, id));
+        // PAIRS pairs back to back, each probe a byte longer than the one
+        // before (crate::probe::probe_size).
+        for k in 0..crate::probe::PAIRS {
+            for (j, t) in [
+                crate::wire::PacketType::Echo1,
+                crate::wire::PacketType::Echo2,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let bytes = crate::probe::probe_size(size, 2 * k + j);
+                self.probe_sends
+                    .push_back((t, id.wrapping_add(k as u32), bytes));
+            }
+        }
     }
 
     /// The application closes: END_LOCAL (or immediate close before the
@@ -416,6 +427,12 @@ impl Connection {
         self.start.pending = false;
         self.start.retx_at = None;
         self.enter_connected(now);
+        // Answer the START-REPLY at once: the server's side stays
+        // half-open (amplification-limited, expired after a few RTTs)
+        // until a valid packet of ours arrives. Data or packet-pair probes
+        // usually go first and clear this; with slow start and nothing to
+        // send, this IDLE is the only thing that proves our address.
+        self.keep_alive_pending = true;
     }
 
     /// Use the smaller of both sides' packet sizes; fails if messages of

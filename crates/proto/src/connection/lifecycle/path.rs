@@ -275,6 +275,7 @@ impl Connection {
             packet_number: pn as u32,
             probe_id: PATH_PROBE_ID,
             timestamp_ns: challenge,
+            arrival_ns: None,
             padding_len: 0,
         };
         let n = write(buf, h, Payload::Echo(p))?;

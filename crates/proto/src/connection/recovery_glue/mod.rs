@@ -28,6 +28,7 @@ pub(in crate::connection) fn recovery_config(
         max_rto: config.max_rto,
         packet_threshold: config.packet_threshold,
         max_ack_delay: config.max_ack_delay,
+        fine_pacing: config.pacing == crate::connection::Pacing::Fine,
     }
 }
 
@@ -126,37 +127,31 @@ impl Connection {
         }
     }
 
+    /// A packet-pair test was judged (crate::probe): RTT samples go to
+    /// the estimator; a start-up measurement that passed the consistency
+    /// rule raises the controller's window (never its ssthresh below
+    /// slow start's: the controller wrapper keeps it); a fallback leaves
+    /// the controller in slow start.
     pub(crate) fn on_probe_outcome(&mut self, now: Time, outcome: ProbeOutcome) {
-        match outcome {
-            ProbeOutcome::Measured {
-                result,
-                initial,
-                rtts,
-            } => {
-                for r in rtts {
-                    self.recovery.on_rtt_sample(r);
-                }
-                if initial {
-                    // Data has been flowing with the initial window since
-                    // the probe left; the controller now leaves start-up
-                    // with its state set from the measurement.
-                    let window = result.burst_bytes.min(self.config.max_initial_window_bytes);
-                    let m = peregrine_cc::StartupMeasurement {
-                        bandwidth_bytes_per_sec: result.bandwidth_bytes_per_sec,
-                        rtt: result.latency,
-                        window_bytes: window,
-                        pipe_bytes: result.burst_bytes,
-                    };
-                    self.recovery.on_startup_measurement(now, &m);
-                    self.initial_window = Some(window);
-                    self.data_ready = true;
-                }
-            }
-            ProbeOutcome::TimedOut { initial } => {
-                if initial {
-                    self.data_ready = true;
-                }
-            }
+        for r in outcome.rtts.into_iter().flatten() {
+            self.recovery.on_rtt_sample(r);
+        }
+        if !outcome.decision.initial {
+            return;
+        }
+        // Data has been flowing with the initial window since the probes
+        // left; nothing waits for the decision.
+        self.data_ready = true;
+        if let Some(result) = outcome.used() {
+            let window = result.burst_bytes.min(self.config.max_initial_window_bytes);
+            let m = peregrine_cc::StartupMeasurement {
+                bandwidth_bytes_per_sec: result.bandwidth_bytes_per_sec,
+                rtt: result.latency,
+                window_bytes: window,
+                pipe_bytes: result.burst_bytes,
+            };
+            self.recovery.on_startup_measurement(now, &m);
+            self.initial_window = Some(window);
         }
     }
 }

@@ -231,6 +231,11 @@ impl Connection {
             (PacketType::Ack, Payload::Ack(ack)) => {
                 let out = self.recovery.on_ack(now, ack, h.cn == 3);
                 self.apply(out, LossTrigger::Acknowledgement);
+                // The next key update waits for the peer to acknowledge
+                // a packet of the current key (crypto::aead).
+                if let Some(sec) = self.security.as_mut() {
+                    sec.on_acked(ack.largest_acked);
+                }
                 // ACK-of-ACK: what our acknowledged ACKs reported need not
                 // be reported again.
                 self.recv.on_peer_ack(now, ack);
@@ -315,8 +320,14 @@ impl Connection {
         }
         if flags.contains(Flags::REPLY_REQ) {
             if self.echo_replies.len() < MAX_ECHO_REPLIES {
+                // A packet-pair probe's answer says when the probe arrived
+                // here (the datagram's own receive time): the prober
+                // takes the dispersion from these, not from when the
+                // answers reach it (crate::probe).
+                let arrival = matches!(pk_type, PacketType::Echo1 | PacketType::Echo2)
+                    .then(|| arrived.as_nanos());
                 self.echo_replies
-                    .push_back((pk_type, e.probe_id, e.timestamp_ns));
+                    .push_back((pk_type, e.probe_id, e.timestamp_ns, arrival));
             }
         } else if flags.contains(Flags::REPLY) {
             if pk_type == PacketType::Echo && e.probe_id == crate::connection::pmtu::PMTU_PROBE_ID {
@@ -325,7 +336,7 @@ impl Connection {
             }
             if let Some(outcome) =
                 self.probe
-                    .on_answer(arrived, pk_type, e.probe_id, e.timestamp_ns)
+                    .on_answer(arrived, pk_type, e.probe_id, e.timestamp_ns, e.arrival_ns)
             {
                 self.on_probe_outcome(now, outcome);
             }

@@ -132,7 +132,7 @@ impl Connection {
             // An XX server before message 3: nothing could be sealed.
             return None;
         }
-        if let Some((t, probe_id, timestamp_ns)) = self.echo_replies.pop_front() {
+        if let Some((t, probe_id, timestamp_ns, arrival_ns)) = self.echo_replies.pop_front() {
             let pn = self.recovery.take_pn();
             let h = self.header(t, Flags::REPLY);
             // The answer to ECHO_2 is one byte longer than the answer to
@@ -144,6 +144,7 @@ impl Connection {
                 packet_number: pn as u32,
                 probe_id,
                 timestamp_ns,
+                arrival_ns,
                 padding_len: u16::from(t == PacketType::Echo2),
             };
             let n = write(buf, h, Payload::Echo(p))?;
@@ -207,15 +208,16 @@ impl Connection {
                 return self.sent(now, n);
             }
         }
-        if let Some((t, probe_id)) = self.probe_sends.pop_front() {
+        if let Some((t, probe_id, size)) = self.probe_sends.pop_front() {
             let pn = self.recovery.take_pn();
             let h = self.header(t, Flags::REPLY_REQ);
-            let padding =
-                usize::from(self.packet_size).saturating_sub(HEADER_LEN + EchoPayload::FIXED_LEN);
+            // Each probe has its own size (crate::probe::probe_size).
+            let padding = (size as usize).saturating_sub(HEADER_LEN + EchoPayload::FIXED_LEN);
             let p = EchoPayload {
                 packet_number: pn as u32,
                 probe_id,
                 timestamp_ns: now.as_nanos(),
+                arrival_ns: None,
                 padding_len: u16::try_from(padding).unwrap_or(0),
             };
             let n = write(buf, h, Payload::Echo(p))?;
