@@ -13,6 +13,7 @@ pub mod dcf;
 pub mod geom;
 pub mod link;
 pub mod link_model;
+pub mod link_registry;
 pub mod loss;
 pub mod medium;
 pub mod mmwave_link;
