@@ -38,6 +38,7 @@ pub mod filter;
 pub mod policy;
 pub mod rate;
 pub mod registry;
+pub mod splitmix;
 mod testutil;
 pub mod time;
 pub mod types;

@@ -35,6 +35,7 @@ enum Command {
     /// Encode and decode SLTP datagrams.
     Wire(wire_cmd::WireArgs),
     /// Run one simulation scenario (TOML) and write its results.
+    #[command(after_help = peregrine_sim::world::link_registry::help_text())]
     Sim(sim_cmd::SimArgs),
     /// Benchmarks: `peregrine bench sim`, `peregrine bench endpoint`.
     Bench(sim_cmd::BenchArgs),

@@ -163,3 +163,32 @@ fn the_docs_scheduler_tables_list_the_scheduler_registry() {
         .collect();
     assert_eq!(documented, names, "docs/perf.md's --scheduler row");
 }
+
+#[test]
+fn sim_help_and_a_direction_without_a_model_come_from_the_link_model_registry() {
+    use peregrine_sim::world::link_registry;
+    let help = stdout(&["sim", "--help"]);
+    assert!(help.contains(&link_registry::help_text()), "{help}");
+    for name in link_registry::names() {
+        assert!(help.contains(name), "{name} missing from sim --help");
+    }
+    // A link direction that gives neither a rate nor a trace: the error
+    // lists what selects a link model, from the registry.
+    let dir = tempdir("link-models");
+    let path = dir.join("no-model.toml");
+    std::fs::write(
+        &path,
+        "duration = \"1s\"\nseed = 1\n[[links]]\na = \"x\"\nb = \"y\"\n[[flows]]\nsrc = \"x\"\ndst = \"y\"\n",
+    )
+    .expect("write");
+    let out = peregrine()
+        .args(["sim", path.to_str().expect("UTF-8"), "--no-write"])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("links.0.rate") && err.contains(&link_registry::direction_fields_help()),
+        "{err}"
+    );
+}

@@ -2,21 +2,15 @@
 //! check at the server.
 //!
 //! Byte `o` of the stream is byte `o mod 8` (little-endian) of
-//! `splitmix64(⌊o / 8⌋)`: any chunk can be generated from its offset
+//! `mix64(⌊o / 8⌋)` (SplitMix64's output function,
+//! `peregrine_proto::rng::mix64`): any chunk can be generated from its offset
 //! alone (no state carried between messages), it costs a multiply-xorshift
 //! per 8 bytes, and a shifted, dropped, duplicated or reordered block
 //! fails the comparison (neighbouring words differ). Both sides also
 //! hash the bytes with SHA-256, and the client compares the digests.
 
+use peregrine_proto::rng::mix64;
 use sha2::{Digest, Sha256};
-
-/// SplitMix64's output function (Steele, Lea, Flood 2014).
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// Write the stream's bytes `[offset, offset + out.len())` into `out`.
 /// O(len).
@@ -24,7 +18,7 @@ pub(super) fn fill(offset: u64, out: &mut [u8]) {
     let mut o = offset;
     let mut i = 0;
     while i < out.len() {
-        let word = splitmix64(o >> 3).to_le_bytes();
+        let word = mix64(o >> 3).to_le_bytes();
         let start = (o & 7) as usize;
         let n = (8 - start).min(out.len() - i);
         out[i..i + n].copy_from_slice(&word[start..start + n]);

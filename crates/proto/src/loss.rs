@@ -75,7 +75,7 @@ mod tests {
     fn uniform(seed: u64) -> impl FnMut() -> f64 {
         let mut s = seed;
         move || {
-            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            s = s.wrapping_add(peregrine_cc::splitmix::GOLDEN_GAMMA);
             (crate::rng::mix64(s) >> 11) as f64 / (1u64 << 53) as f64
         }
     }

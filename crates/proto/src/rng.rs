@@ -23,22 +23,14 @@
 //!
 //! No dependency: the core stays small and sans-IO.
 
-/// SplitMix64's increment, the odd integer nearest 2⁶⁴/φ.
-const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+// SplitMix64's increment and output function live in the lowest crate
+// (`peregrine_cc::splitmix`, which BBR draws from too); one copy.
+pub use peregrine_cc::splitmix::mix64;
+use peregrine_cc::splitmix::GOLDEN_GAMMA;
 
 /// FNV-1a's 64-bit offset basis and prime.
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
-
-/// SplitMix64's output for state `z`: `z + γ` through Stafford's "mix13"
-/// finaliser. A bijection on `u64`; the first value of
-/// `SeededRng::new(z)` is `mix64(z)`. O(1).
-pub const fn mix64(z: u64) -> u64 {
-    let mut z = z.wrapping_add(GOLDEN_GAMMA);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// FNV-1a (64 bit) of `bytes` continued from `basis`: a fixed,
 /// platform-independent hash (std's hashers are randomly keyed or

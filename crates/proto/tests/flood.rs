@@ -31,16 +31,15 @@ fn client_addr() -> SocketAddr {
     SocketAddr::from(([10, 0, 0, 2], 5000))
 }
 
-/// SplitMix64, for forged addresses and ids (reproducible).
+/// SplitMix64 (`peregrine_cc::splitmix`), for forged addresses and ids
+/// (reproducible).
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        let out = peregrine_proto::rng::mix64(self.0);
+        self.0 = self.0.wrapping_add(peregrine_cc::splitmix::GOLDEN_GAMMA);
+        out
     }
 
     /// A forged source: 172.16.0.0/12, any port.

@@ -420,6 +420,13 @@ fn experiments() -> Vec<&'static str> {
     peregrine_lab::registry::runnable_names()
 }
 
+/// The link-model names (how a scenario's links are served), from the
+/// link-model registry (`peregrine_sim::world::link_registry`).
+#[pyfunction]
+fn link_models() -> Vec<&'static str> {
+    peregrine_sim::world::link_registry::names()
+}
+
 /// A sweep's plan: the scenario, its grid and seeds.
 #[pyclass(module = "peregrine._native", name = "SweepPlan", frozen)]
 struct PySweepPlan {
@@ -826,6 +833,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(controllers, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
     m.add_function(wrap_pyfunction!(experiments, m)?)?;
+    m.add_function(wrap_pyfunction!(link_models, m)?)?;
     m.add_function(wrap_pyfunction!(run_document, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;

@@ -23,6 +23,7 @@ def test_controllers_and_schedulers():
     assert "cubic" in cc and "bbr" in cc and len(cc) == len(set(cc)) >= 13
     assert peregrine.schedulers() == ["rr", "wfq", "abs", "adaptive", "edf", "aging"]
     assert peregrine.experiments() == ["fanet", "quic-sched", "mmwave-cvn"]
+    assert peregrine.link_models() == ["point_to_point", "mahimahi", "wifi", "mmwave"]
 
 
 def test_every_listed_controller_and_scheduler_is_accepted(dumbbell):

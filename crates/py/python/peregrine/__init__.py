@@ -41,6 +41,7 @@ __all__ = [
     "controllers",
     "schedulers",
     "experiments",
+    "link_models",
 ]
 
 PathLike = Union[str, Path]
@@ -59,6 +60,13 @@ def schedulers() -> List[str]:
 def experiments() -> List[str]:
     """The experiment names ``reproduce`` accepts (the laboratory's experiment registry)."""
     return list(_native.experiments())
+
+
+def link_models() -> List[str]:
+    """The link-model names (``point_to_point``, ``mahimahi``, …), from the
+    simulator's link-model registry; docs/scenarios.md says how a scenario
+    selects each."""
+    return list(_native.link_models())
 
 
 def _csv_frame(text: str):

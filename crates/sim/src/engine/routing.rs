@@ -56,6 +56,9 @@ impl StaticRoutes {
             // dist, first hop
             let mut dist: Vec<Option<(u64, usize)>> = vec![None; nodes];
             let mut done = vec![false; nodes];
+            // Dijkstra's priority queue over path costs (delay + 1 per hop),
+            // not an event queue: the simulator's one time-ordered event
+            // queue is `peregrine_proto::vtime`.
             let mut heap = std::collections::BinaryHeap::new();
             for &(n, d, c) in &adj[src] {
                 if dist[n].is_none_or(|(x, h)| (c, d) < (x, h)) {

@@ -306,8 +306,12 @@ fn dir(
         (None, None) => {
             return v.err(
                 format!("{p}.rate"),
-                format!("the {which} direction needs a rate (e.g. \"5Mbps\") or a trace"),
-            )
+                // What selects a link model, from the one list of them.
+                format!(
+                    "the {which} direction needs {}",
+                    crate::world::link_registry::direction_fields_help()
+                ),
+            );
         }
     };
     let queue = d

@@ -245,8 +245,8 @@ impl AckAggregation {
     }
 }
 
-/// splitmix64: a small, seedable, deterministic generator for the random
-/// PROBE_BW start phase (no dependency, no global state).
+/// SplitMix64 ([`crate::splitmix`]): a small, seedable, deterministic
+/// generator for the random PROBE_BW start phase (no global state).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PhaseRng(u64);
 
@@ -257,11 +257,9 @@ impl PhaseRng {
     }
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        let out = crate::splitmix::mix64(self.0);
+        self.0 = self.0.wrapping_add(crate::splitmix::GOLDEN_GAMMA);
+        out
     }
     /// A value in `0..n` (kernel `get_random_u32_below`); 0 when `n == 0`.
     pub fn below(&mut self, n: u32) -> u32 {

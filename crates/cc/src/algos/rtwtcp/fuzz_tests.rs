@@ -5,16 +5,15 @@ use super::*;
 use crate::algos::cubic::SlowStartExit;
 use crate::controller::CongestionController;
 
-/// SplitMix64: a tiny seeded generator (deterministic test input).
+/// SplitMix64 ([`crate::splitmix`]): a tiny seeded generator
+/// (deterministic test input).
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        let out = crate::splitmix::mix64(self.0);
+        self.0 = self.0.wrapping_add(crate::splitmix::GOLDEN_GAMMA);
+        out
     }
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
