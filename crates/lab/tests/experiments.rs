@@ -19,6 +19,19 @@ fn read(p: &std::path::Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// fanet's and mmwave-cvn's compared controllers are the seeds' chosen
+/// subsets of the registry: each is a registered name (a renamed
+/// controller fails here, not mid-run).
+#[test]
+fn the_compared_controllers_are_registry_names() {
+    for name in fanet::CONTROLLERS.iter().chain(&mmwave_cvn::CONTROLLERS) {
+        assert!(
+            peregrine_cc::registry::CcConfig::from_name(name).is_ok(),
+            "{name} is not in peregrine_cc::registry"
+        );
+    }
+}
+
 #[test]
 fn quic_sched_tiny_gives_table1_and_is_deterministic() {
     let dir = tempdir("quic");

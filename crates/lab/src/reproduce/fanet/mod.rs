@@ -37,7 +37,7 @@ use std::path::PathBuf;
 
 /// The controllers of seed 001, in its order, plus S-HTCP: the seed's
 /// chosen subset, not the registry's list (which has more) — every name is
-/// a registry name (`peregrine_cc::registry`), checked by a test.
+/// a registry name (`peregrine_cc::registry`), checked by `tests/experiments.rs`.
 pub const CONTROLLERS: [&str; 13] = [
     "newreno",
     "hybla",
@@ -706,18 +706,6 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The compared controllers are seed 001's subset of the registry: each
-    /// is a registered name (a renamed controller fails here, not mid-run).
-    #[test]
-    fn compared_controllers_are_registry_names() {
-        for name in CONTROLLERS {
-            assert!(
-                peregrine_cc::registry::CcConfig::from_name(name).is_ok(),
-                "{name} is not in peregrine_cc::registry"
-            );
-        }
-    }
 
     /// The typed world is the document this reproduction was written as
     /// before it used `scenarios/fanet.toml` (the same runs, byte for byte).
