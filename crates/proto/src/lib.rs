@@ -136,9 +136,9 @@ pub mod wire;
 /// The shared byte buffer messages are sent from (`bytes::Bytes`).
 pub use bytes::Bytes;
 pub use connection::{
-    CloseReason, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig, Event,
-    HintEffect, MessageData, MessageId, PmtuDiscovery, SendError, Unreachable, WindowCounters,
-    WindowTarget,
+    AckPolicy, CloseReason, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig,
+    Event, HintEffect, MessageData, MessageId, PmtuDiscovery, SendError, Unreachable,
+    WindowCounters, WindowTarget,
 };
 pub use endpoint::{pool, ConnectionHandle, Endpoint};
 pub use io::{EcnCodepoint, SansIo, Transmit};
