@@ -186,6 +186,7 @@ fn apply(cc: &mut dyn CongestionController, conn: &mut Conn, op: &Op) {
                 is_persistent: false,
                 lost_segs: lost,
                 in_flight: conn.path.in_flight,
+                lost_sent_at: None,
             };
             cc.on_congestion_event(&ev, &conn.path);
             conn.recover = conn.path.snd_nxt;
@@ -203,6 +204,7 @@ fn apply(cc: &mut dyn CongestionController, conn: &mut Conn, op: &Op) {
                 is_persistent: persistent,
                 lost_segs: 0,
                 in_flight: conn.path.in_flight,
+                lost_sent_at: None,
             };
             cc.on_congestion_event(&ev, &conn.path);
             conn.recover = conn.path.snd_nxt;
