@@ -42,13 +42,9 @@ fn hint(kind: LinkHintKind, issued_ms: u64, predicted_ms: Option<u64>) -> LinkHi
     }
 }
 
-/// The vector setting, with a CUBIC epoch running since 1 s.
-fn rtw_with(freeze_on_hint: bool) -> PolicyController<RtwTcp> {
-    let mut c = RtwTcpConfig {
-        freeze_on_hint,
-        ..RtwTcpConfig::with_extensions()
-    }
-    .build();
+/// `config` in the vector setting, with a CUBIC epoch running since 1 s.
+fn vector_setting(config: RtwTcpConfig) -> PolicyController<RtwTcp> {
+    let mut c = config.build();
     c.init(&p(0));
     // A congestion event at cwnd 120 (ECN: always congestive) leaves W_max = 120.
     c.core_mut().cwnd = 120;
@@ -67,25 +63,21 @@ fn rtw_with(freeze_on_hint: bool) -> PolicyController<RtwTcp> {
     c
 }
 
+/// The vector setting with the issue-11 extensions.
+fn rtw_with(freeze_on_hint: bool) -> PolicyController<RtwTcp> {
+    vector_setting(RtwTcpConfig {
+        freeze_on_hint,
+        ..RtwTcpConfig::with_extensions()
+    })
+}
+
 fn rtw() -> PolicyController<RtwTcp> {
     rtw_with(false)
 }
 
 /// The vector setting with the default (seed 004) configuration.
 fn seed() -> PolicyController<RtwTcp> {
-    let mut c = RtwTcpConfig::default().build();
-    c.init(&p(0));
-    c.core_mut().cwnd = 120;
-    c.core_mut().ssthresh = 90;
-    assert_eq!(
-        c.on_congestion_event(&event(CongestionKind::Ecn), &p(500)),
-        CongestionResponse::Reduce
-    );
-    c.on_recovery_exit(&p(500));
-    c.core_mut().cwnd = 100;
-    c.core_mut().ssthresh = 80;
-    c.on_ack(&ack(1), &p(1_000));
-    c
+    vector_setting(RtwTcpConfig::default())
 }
 
 /// A loss detected at `now_ms` whose newest lost packet left at `sent_ms`.
