@@ -163,7 +163,7 @@ pub struct PerfArgs {
 #[derive(Subcommand, Debug)]
 enum PerfCommand {
     /// Accept clients and count, echo or answer what they send.
-    Server(ServerArgs),
+    Server(Box<ServerArgs>),
     /// Measure throughput, message latency or network time against a server.
     Client(Box<ClientArgs>),
 }
@@ -347,7 +347,7 @@ pub fn run(args: PerfArgs) -> Result<Report> {
         None if args.server_mode => {
             let c = args.client;
             let port = c.port.unwrap_or(iperf::DEFAULT_PORT);
-            PerfCommand::Server(ServerArgs {
+            PerfCommand::Server(Box::new(ServerArgs {
                 listen: SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port)),
                 once: args.once,
                 security: c.security,
@@ -355,14 +355,14 @@ pub fn run(args: PerfArgs) -> Result<Report> {
                 json: c.json,
                 datagram: c.datagram,
                 observe: c.observe,
-            })
+            }))
         }
         None if args.client.connect.is_some() => PerfCommand::Client(args.client),
         None => bail!("perf: give -s (server), -c HOST (client), or `perf server` / `perf client`"),
     };
     match command {
         PerfCommand::Server(a) => {
-            rt.block_on(server(a))?;
+            rt.block_on(server(*a))?;
             Ok(Report {
                 text: None,
                 logfile: None,
