@@ -57,6 +57,7 @@ pub fn loss_event(in_flight: u32) -> crate::types::CongestionEvent {
         is_persistent: false,
         lost_segs: 1,
         in_flight,
+        lost_sent_at: None,
     }
 }
 

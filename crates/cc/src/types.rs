@@ -204,6 +204,10 @@ pub struct CongestionEvent {
     pub lost_segs: u32,
     /// Segments in flight at detection.
     pub in_flight: u32,
+    /// When the newest packet this event declared lost was sent (`None`:
+    /// unknown, e.g. ECN). RTW-TCP attributes a loss to a predicted link
+    /// outage only if the lost packet was sent into it (seed 004 §3.2.5).
+    pub lost_sent_at: Option<Time>,
 }
 
 /// What the controller tells the connection to do with a congestion signal.

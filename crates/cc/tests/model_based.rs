@@ -186,6 +186,7 @@ fn apply(cc: &mut dyn CongestionController, conn: &mut Conn, op: &Op) {
                 is_persistent: false,
                 lost_segs: lost,
                 in_flight: conn.path.in_flight,
+                lost_sent_at: None,
             };
             cc.on_congestion_event(&ev, &conn.path);
             conn.recover = conn.path.snd_nxt;
@@ -203,6 +204,7 @@ fn apply(cc: &mut dyn CongestionController, conn: &mut Conn, op: &Op) {
                 is_persistent: persistent,
                 lost_segs: 0,
                 in_flight: conn.path.in_flight,
+                lost_sent_at: None,
             };
             cc.on_congestion_event(&ev, &conn.path);
             conn.recover = conn.path.snd_nxt;
@@ -334,5 +336,50 @@ fn acks_in_congestion_avoidance_never_shrink_cwnd() {
         if let Err(e) = result {
             panic!("{name}: {e}");
         }
+    }
+}
+
+/// RFC 3649 §5: below `Low_Window` (38 segments) HighSpeed TCP *is* Reno.
+/// The same operation sequence — stretch ACKs, losses, RTOs, undo, idle —
+/// must give HighSpeed and NewReno identical windows for as long as the
+/// window has never exceeded 38 segments.
+#[test]
+fn highspeed_equals_newreno_below_38_segments() {
+    const LOW_WINDOW_SEGS: u64 = 38;
+    let mut runner = runner(2000);
+    let result = runner.run(&prop::collection::vec(op(), 1..200), |ops| {
+        let mut hs = peregrine_cc::build("highspeed").expect("registered name");
+        let mut nr = peregrine_cc::build("newreno").expect("registered name");
+        let mut conn_hs = Conn::new();
+        let mut conn_nr = Conn::new();
+        hs.init(&conn_hs.path);
+        nr.init(&conn_nr.path);
+        for (i, op) in ops.iter().enumerate() {
+            if matches!(op, Op::Hint { .. }) {
+                continue;
+            }
+            if hs.cwnd_bytes() > LOW_WINDOW_SEGS * MSS as u64 {
+                break;
+            }
+            apply(hs.as_mut(), &mut conn_hs, op);
+            apply(nr.as_mut(), &mut conn_nr, op);
+            let (h, n) = (hs.stats(), nr.stats());
+            let low = LOW_WINDOW_SEGS * MSS as u64;
+            if h.cwnd_bytes > low && n.cwnd_bytes > low {
+                // Both left Reno's region together: nothing more to compare.
+                break;
+            }
+            prop_assert_eq!(
+                (h.cwnd_bytes, h.ssthresh_bytes),
+                (n.cwnd_bytes, n.ssthresh_bytes),
+                "op {} {:?}: highspeed (cwnd, ssthresh) differs from newreno",
+                i,
+                op
+            );
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
     }
 }

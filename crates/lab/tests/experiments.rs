@@ -116,9 +116,20 @@ fn fanet_small_gives_every_controller_and_the_report() {
         ..fanet::Options::default()
     };
     let o = fanet::run(&opts, &Silent).expect("runs");
-    assert_eq!(o.runs, 26);
-    assert!(o.console.contains("26 runs"), "{}", o.console);
+    // Primary (sltp), extended, primary (tcp): 3 × 13 controllers.
+    assert_eq!(o.runs, 39);
+    assert!(o.console.contains("39 runs"), "{}", o.console);
     let s = &o.summary;
+    // Issue 39: both ACK policies, `controllers` meaning sltp.
+    let tcp = s.by_ack_policy.get("tcp").expect("by_ack_policy.tcp");
+    assert_eq!(
+        tcp.controllers.keys().collect::<Vec<_>>(),
+        fanet::CONTROLLERS
+    );
+    for (c, m) in tcp.controllers.iter() {
+        let thr = m.throughput_pct.expect("throughput");
+        assert!(thr > 0.0 && thr < 100.0, "tcp {c}: {thr} %");
+    }
     assert_eq!(s.controllers.keys().collect::<Vec<_>>(), fanet::CONTROLLERS);
     assert_eq!(s.ci95.keys().collect::<Vec<_>>(), fanet::CONTROLLERS);
     for (c, m) in s.controllers.iter() {
@@ -177,6 +188,7 @@ fn fanet_small_gives_every_controller_and_the_report() {
         "Fig. 5",
         "Figs. 6–9",
         "S-HTCP against H-TCP",
+        "ACK policy: the primary case under SLTP's and TCP's ACKs",
         "Extended case",
         "How often routes change",
         "Where and why the numbers differ",
@@ -184,7 +196,7 @@ fn fanet_small_gives_every_controller_and_the_report() {
         assert!(report.contains(part), "report lacks {part:?}");
     }
     assert!(o.dir.join("plots/fig4_throughput_load.svg").is_file());
-    assert_eq!(read(&o.dir.join("runs.jsonl")).lines().count(), 26);
+    assert_eq!(read(&o.dir.join("runs.jsonl")).lines().count(), 39);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

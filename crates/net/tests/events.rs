@@ -330,7 +330,8 @@ async fn a_full_bulk_stream_does_not_hold_up_a_control_stream() {
 /// and `SendWindowReleased { reduced: false }`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rtw_tcp_holds_its_window_through_an_announced_outage() {
-    let cc = CcConfig::from_name("rtwtcp").expect("rtwtcp is registered");
+    // The pro-active freeze is an extension (seed 004 holds only on a loss).
+    let cc = CcConfig::RtwTcp(peregrine_cc::algos::rtwtcp::RtwTcpConfig::with_extensions());
     let config = ConnectionConfig {
         cc,
         ..ConnectionConfig::default()

@@ -194,9 +194,19 @@ struct ServerArgs {
     hints: hints::HintArgs,
 }
 
-/// Datagram sizing, both sides.
+/// Datagram sizing and the ACK policy, both sides.
 #[derive(Args, Debug)]
 struct DatagramArgs {
+    /// How this side acknowledges the data it receives: sltp (SLTP's
+    /// schedule, default) or tcp (TCP's delayed ACK: every second
+    /// full-size packet, at most --delayed-ack late). It matters on the
+    /// receiving side (the server, or the client with -R/--bidir).
+    #[arg(long, default_value = "sltp", value_name = "sltp|tcp")]
+    ack_policy: String,
+    /// With --ack-policy tcp: the delayed-ACK timer (default 40ms; above
+    /// zero and below 500ms).
+    #[arg(long, value_name = "DELAY", value_parser = parse::parse_duration)]
+    delayed_ack: Option<Duration>,
     /// Path MTU discovery: auto (on, up to the interface's MTU), on (up
     /// to --max-datagram, within the interface's), off (every datagram
     /// may be --max-datagram bytes, default 1452).
@@ -224,6 +234,13 @@ impl DatagramArgs {
             }
         }
         config.pmtu_discovery = mode;
+        config.ack_policy =
+            peregrine_proto::AckPolicy::from_name(&self.ack_policy, self.delayed_ack).map_err(
+                |e| match e.field {
+                    "delayed_ack" => anyhow!("--delayed-ack: {}", e.problem),
+                    _ => anyhow!("--ack-policy: unknown `{}` (sltp, tcp)", self.ack_policy),
+                },
+            )?;
         Ok(())
     }
 }
@@ -1345,4 +1362,43 @@ fn finish_bulk(runs: Vec<BulkRun>, a: &ClientArgs) -> Value {
     out["intervals"] = json!(intervals.iter().map(|i| i.to_json()).collect::<Vec<_>>());
     out["end"] = end;
     out
+}
+
+#[cfg(test)]
+mod ack_policy_tests {
+    use super::*;
+    use peregrine_proto::AckPolicy;
+
+    fn args(ack_policy: &str, delayed_ack: Option<Duration>) -> DatagramArgs {
+        DatagramArgs {
+            ack_policy: ack_policy.to_string(),
+            delayed_ack,
+            pmtud: "off".to_string(),
+            max_datagram: None,
+        }
+    }
+
+    #[test]
+    fn ack_policy_flags_reach_the_config_and_errors_name_the_flag() {
+        let mut config = ConnectionConfig::default();
+        args("tcp", Some(Duration::from_millis(20)))
+            .apply(&mut config)
+            .expect("valid");
+        assert_eq!(
+            config.ack_policy,
+            AckPolicy::Tcp {
+                delayed_ack: Duration::from_millis(20)
+            }
+        );
+        args("sltp", None).apply(&mut config).expect("valid");
+        assert_eq!(config.ack_policy, AckPolicy::Sltp);
+        let e = args("quic", None).apply(&mut config).unwrap_err();
+        assert!(e.to_string().contains("--ack-policy"), "{e}");
+        for (policy, delay) in [("sltp", 40), ("tcp", 500)] {
+            let e = args(policy, Some(Duration::from_millis(delay)))
+                .apply(&mut config)
+                .unwrap_err();
+            assert!(e.to_string().contains("--delayed-ack"), "{e}");
+        }
+    }
 }

@@ -60,6 +60,114 @@ impl PmtuDiscovery {
     }
 }
 
+/// How this side schedules the acknowledgements of the DATA it receives
+/// (`ConnectionConfig::ack_policy`; docs/protocol.md §10 "ACK policies").
+///
+/// The seeds measure *TCP* variants; [`Tcp`](Self::Tcp) reproduces TCP's
+/// delayed ACK so that a controller can be compared like with like, and
+/// [`Sltp`](Self::Sltp) is this protocol's own schedule.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AckPolicy {
+    /// SLTP's schedule (default): an ACK after `ack_frequency` DATA
+    /// packets or within `max_ack_delay`, the data sender asking for
+    /// every ⌊cwnd/8⌋ packets once its window holds 32
+    /// (`request_ack_frequency`), up to `max_ack_ranges` ranges.
+    #[default]
+    Sltp,
+    /// TCP's delayed ACK (RFC 5681 §4.2, RFC 1122 §4.2.3.2): an ACK for
+    /// every second full-size packet received (Linux's rule: once more than
+    /// one full packet's worth of data is unacknowledged, the full size
+    /// being the largest DATA packet seen), at most `delayed_ack` late, at
+    /// once on a gap or an out-of-order arrival, at most
+    /// [`AckPolicy::TCP_MAX_RANGES`] ranges per ACK (SACK's limit). The
+    /// peer's ACK-frequency requests are ignored and, as a data sender,
+    /// this side makes none.
+    Tcp {
+        /// Longest an ACK is held back (default 40 ms, Linux's minimum
+        /// delayed-ACK timer; RFC 5681: below 500 ms).
+        delayed_ack: Duration,
+    },
+}
+
+impl AckPolicy {
+    /// TCP's default delayed-ACK timer.
+    pub const TCP_DELAYED_ACK: Duration = Duration::from_millis(40);
+    /// Most ranges one ACK reports under [`AckPolicy::Tcp`] (SACK's three
+    /// blocks when timestamps are on), counting the first.
+    pub const TCP_MAX_RANGES: usize = 3;
+    /// The longest delayed-ACK timer RFC 5681 allows (exclusive).
+    pub const TCP_DELAYED_ACK_LIMIT: Duration = Duration::from_millis(500);
+
+    /// TCP's policy with the default 40 ms timer.
+    pub const fn tcp() -> AckPolicy {
+        AckPolicy::Tcp {
+            delayed_ack: Self::TCP_DELAYED_ACK,
+        }
+    }
+
+    /// The name used by scenarios, the CLI and JSON: `sltp`, `tcp`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            AckPolicy::Sltp => "sltp",
+            AckPolicy::Tcp { .. } => "tcp",
+        }
+    }
+
+    /// The policy with this name (`sltp`, `tcp`) and, for `tcp`, the
+    /// delayed-ACK timer (`None`: 40 ms). A timer given with `sltp`, a zero
+    /// timer or one of 500 ms or more is an error naming `delayed_ack`; an
+    /// unknown name one naming `ack_policy`.
+    pub fn from_name(name: &str, delayed_ack: Option<Duration>) -> Result<AckPolicy, ConfigError> {
+        let policy = match (name, delayed_ack) {
+            ("sltp", None) => AckPolicy::Sltp,
+            ("sltp", Some(_)) => {
+                return Err(ConfigError {
+                    field: "delayed_ack",
+                    problem: "applies only to ack_policy \"tcp\"",
+                })
+            }
+            ("tcp", d) => AckPolicy::Tcp {
+                delayed_ack: d.unwrap_or(Self::TCP_DELAYED_ACK),
+            },
+            _ => {
+                return Err(ConfigError {
+                    field: "ack_policy",
+                    problem: "is not \"sltp\" or \"tcp\"",
+                })
+            }
+        };
+        policy.validate()?;
+        Ok(policy)
+    }
+
+    /// The delayed-ACK timer (`None` for SLTP, whose delay is `max_ack_delay`).
+    pub const fn delayed_ack(self) -> Option<Duration> {
+        match self {
+            AckPolicy::Sltp => None,
+            AckPolicy::Tcp { delayed_ack } => Some(delayed_ack),
+        }
+    }
+
+    /// Checks the timer: positive and below 500 ms.
+    pub fn validate(self) -> Result<(), ConfigError> {
+        if let AckPolicy::Tcp { delayed_ack } = self {
+            if delayed_ack.is_zero() {
+                return Err(ConfigError {
+                    field: "delayed_ack",
+                    problem: "is zero",
+                });
+            }
+            if delayed_ack >= Self::TCP_DELAYED_ACK_LIMIT {
+                return Err(ConfigError {
+                    field: "delayed_ack",
+                    problem: "is not below 500 ms (RFC 5681)",
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A configuration value that cannot work.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid connection configuration: {field} {problem}")]
@@ -125,6 +233,9 @@ pub struct ConnectionConfig {
     /// 64; within a quarter of the smoothed RTT): docs/protocol.md
     /// §6.5.2 and §10 "ACK schedule". Off: the peer keeps its own schedule.
     pub request_ack_frequency: bool,
+    /// How DATA is acknowledged: SLTP's schedule (default; the three
+    /// fields above) or TCP's delayed ACK, which overrides them.
+    pub ack_policy: AckPolicy,
     /// Most ranges besides the first that one ACK reports (the newest
     /// first), and most missing-packet ranges one NACK carries (1–255).
     pub max_ack_ranges: usize,
@@ -249,6 +360,7 @@ impl Default for ConnectionConfig {
             max_ack_delay: Duration::from_millis(25),
             ack_frequency: 2,
             request_ack_frequency: true,
+            ack_policy: AckPolicy::Sltp,
             max_ack_ranges: 32,
             packet_threshold: 3,
             idle_timeout: Duration::from_secs(30),
@@ -280,6 +392,22 @@ impl ConnectionConfig {
             startup,
             ..ConnectionConfig::default()
         }
+    }
+
+    /// The longest this side may hold an ACK back under its ACK policy
+    /// (the peer's loss timers allow for it): `max_ack_delay`, or the
+    /// larger of it and TCP's `delayed_ack`.
+    pub fn effective_max_ack_delay(&self) -> Duration {
+        match self.ack_policy.delayed_ack() {
+            Some(d) => d.max(self.max_ack_delay),
+            None => self.max_ack_delay,
+        }
+    }
+
+    /// Whether this side, as data sender, asks its peer for an ACK
+    /// frequency (never under [`AckPolicy::Tcp`]).
+    pub fn requests_ack_frequency(&self) -> bool {
+        self.request_ack_frequency && self.ack_policy == AckPolicy::Sltp
     }
 
     /// Checks that the settings can work together.
@@ -336,6 +464,7 @@ impl ConnectionConfig {
         if self.ack_frequency == 0 {
             return bad("ack_frequency", "is zero");
         }
+        self.ack_policy.validate()?;
         if self.packet_threshold == 0 {
             return bad("packet_threshold", "is zero");
         }

@@ -136,8 +136,8 @@ pub mod wire;
 /// The shared byte buffer messages are sent from (`bytes::Bytes`).
 pub use bytes::Bytes;
 pub use connection::{
-    CloseReason, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig, Event,
-    HintEffect, MessageData, MessageId, Pacing, PmtuDiscovery, SendError, Unreachable,
+    AckPolicy, CloseReason, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig,
+    Event, HintEffect, MessageData, MessageId, Pacing, PmtuDiscovery, SendError, Unreachable,
     WindowCounters, WindowTarget,
 };
 pub use endpoint::{pool, ConnectionHandle, Endpoint};

@@ -181,3 +181,80 @@ fn a_large_window_gets_far_fewer_acks_than_the_default_schedule() {
         "requested {requested_rate:.3} vs default {default_rate:.3}"
     );
 }
+
+fn with_policy(ack_policy: peregrine_proto::AckPolicy) -> ConnectionConfig {
+    ConnectionConfig {
+        ack_policy,
+        startup: peregrine_proto::wire::StartupMode::SlowStart,
+        ..ConnectionConfig::default()
+    }
+}
+
+/// Issue 39's check: TCP's policy on a lossless path sends one ACK per two
+/// full-size DATA packets (0.45–0.55), makes no ACK-frequency request and
+/// reports at most 3 ranges — against SLTP's stretch ACKs on the same
+/// transfer. The reverse-link shares printed here are the ones in
+/// docs/protocol.md §10 "ACK policies".
+#[test]
+fn tcp_policy_acknowledges_every_second_full_size_packet() {
+    let (tcp, tcp_rev) = transfer(with_policy(peregrine_proto::AckPolicy::tcp()), 0.0, 39_001);
+    let (sltp, sltp_rev) = transfer(with_policy(peregrine_proto::AckPolicy::Sltp), 0.0, 39_001);
+    let share = |rev: &Tally, fwd: &Tally| {
+        (rev.ack_bytes + rev.nack_bytes + rev.other_bytes) as f64 / fwd.data_bytes as f64
+    };
+    eprintln!(
+        "tcp: {:.4} ACKs per DATA packet, ACK bytes / DATA bytes {:.4} (reverse share {:.4}), mean ACK {:.1} B\n\
+         sltp: {:.4} ACKs per DATA packet, ACK bytes / DATA bytes {:.4} (reverse share {:.4}), mean ACK {:.1} B",
+        tcp_rev.acks as f64 / tcp.data_packets as f64,
+        tcp_rev.ack_bytes as f64 / tcp.data_bytes as f64,
+        share(&tcp_rev, &tcp),
+        tcp_rev.ack_bytes as f64 / tcp_rev.acks as f64,
+        sltp_rev.acks as f64 / sltp.data_packets as f64,
+        sltp_rev.ack_bytes as f64 / sltp.data_bytes as f64,
+        share(&sltp_rev, &sltp),
+        sltp_rev.ack_bytes as f64 / sltp_rev.acks as f64,
+    );
+    assert_eq!(tcp.frequency_requests, 0, "TCP's sender asks for nothing");
+    assert!(tcp_rev.most_ranges < peregrine_proto::AckPolicy::TCP_MAX_RANGES);
+    let rate = tcp_rev.acks as f64 / tcp.data_packets as f64;
+    assert!(
+        (0.45..=0.55).contains(&rate),
+        "{rate:.3} ACKs per DATA packet: {tcp:?} {tcp_rev:?}"
+    );
+    let sltp_rate = sltp_rev.acks as f64 / sltp.data_packets as f64;
+    assert!(
+        sltp_rate < rate / 4.0,
+        "SLTP's stretch ACKs: {sltp_rate:.3} vs TCP's {rate:.3}"
+    );
+}
+
+#[test]
+fn bad_ack_policy_values_name_the_field() {
+    use peregrine_proto::AckPolicy;
+    use std::time::Duration;
+    assert_eq!(AckPolicy::from_name("tcp", None), Ok(AckPolicy::tcp()));
+    assert_eq!(AckPolicy::from_name("sltp", None), Ok(AckPolicy::Sltp));
+    assert_eq!(
+        AckPolicy::from_name("quic", None).unwrap_err().field,
+        "ack_policy"
+    );
+    for bad in [Duration::ZERO, Duration::from_millis(500)] {
+        assert_eq!(
+            AckPolicy::from_name("tcp", Some(bad)).unwrap_err().field,
+            "delayed_ack"
+        );
+    }
+    assert_eq!(
+        AckPolicy::from_name("sltp", Some(Duration::from_millis(40)))
+            .unwrap_err()
+            .field,
+        "delayed_ack"
+    );
+    let config = ConnectionConfig {
+        ack_policy: AckPolicy::Tcp {
+            delayed_ack: Duration::ZERO,
+        },
+        ..ConnectionConfig::default()
+    };
+    assert_eq!(config.validate().unwrap_err().field, "delayed_ack");
+}

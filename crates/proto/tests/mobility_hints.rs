@@ -51,6 +51,18 @@ fn blockage() -> LinkHint {
     }
 }
 
+/// The controller called `name`; RTW-TCP with its Freeze-TCP extensions
+/// (`RtwTcpConfig::with_extensions`: the pro-active freeze on a hint that
+/// these tests exercise; seed 004's default only holds on a loss).
+fn controller(name: &str) -> Result<CcConfig, peregrine_cc::UnknownController> {
+    if name == "rtwtcp" {
+        return Ok(CcConfig::RtwTcp(
+            peregrine_cc::algos::rtwtcp::RtwTcpConfig::with_extensions(),
+        ));
+    }
+    CcConfig::from_name(name)
+}
+
 /// What one run saw.
 struct Seen {
     /// Client stats just before the outage.
@@ -67,7 +79,7 @@ struct Seen {
 
 fn run(controller: &str, hint: bool) -> Result<Seen, String> {
     let config = ConnectionConfig {
-        cc: CcConfig::from_name(controller).map_err(|e| e.to_string())?,
+        cc: self::controller(controller).map_err(|e| e.to_string())?,
         min_rto: Duration::from_millis(400),
         ..ConnectionConfig::default()
     };

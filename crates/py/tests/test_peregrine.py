@@ -66,6 +66,27 @@ def test_bad_scenario_names_the_field(dumbbell):
     assert e.value.field == "flows.0.cc"
 
 
+def test_ack_policy_reaches_the_run_and_bad_values_name_the_field(dumbbell):
+    def reverse_per_forward(policy):
+        r = Scenario.from_file(dumbbell, set={"duration": "5s", "flows.0.ack_policy": policy}).run(progress=False)
+        links = r.links.set_index("link")
+        return links.loc["bottleneck/down", "delivered_packets"] / links.loc["bottleneck/up", "delivered_packets"]
+
+    tcp, sltp = reverse_per_forward("tcp"), reverse_per_forward("sltp")
+    assert 0.45 < tcp < 0.6, tcp
+    assert sltp < tcp / 3, (sltp, tcp)
+    s = Scenario.from_file(dumbbell, set={"flows.0.ack_policy": "tcp", "flows.0.delayed_ack": "20ms"})
+    assert s.to_dict()["flows"][0]["ack_policy"] == "tcp"
+    for bad, field in [
+        ({"flows.0.ack_policy": "quic"}, "flows.0.ack_policy"),
+        ({"flows.0.ack_policy": "tcp", "flows.0.delayed_ack": "0ms"}, "flows.0.delayed_ack"),
+        ({"flows.0.delayed_ack": "40ms"}, "flows.0.delayed_ack"),
+    ]:
+        with pytest.raises(ScenarioError) as e:
+            Scenario.from_file(dumbbell, set=bad)
+        assert e.value.field == field, (bad, e.value.field)
+
+
 def test_run_matches_summary_json_and_csvs(dumbbell, tmp_path):
     s = Scenario.from_file(dumbbell, set=SHORT)
     r = s.run(progress=False)

@@ -188,6 +188,12 @@ impl Sim {
             .range(..self.largest_acked.saturating_sub(2))
             .map(|(&k, _)| k)
             .collect();
+        // The connection tells the controller when the newest lost packet left.
+        let lost_sent_at = lost
+            .iter()
+            .filter_map(|k| self.outstanding.get(k))
+            .max()
+            .copied();
         for k in &lost {
             self.outstanding.remove(k);
         }
@@ -214,6 +220,7 @@ impl Sim {
                 is_persistent: false,
                 lost_segs: lost.len() as u32,
                 in_flight: self.in_flight(),
+                lost_sent_at,
             };
             self.cc.on_congestion_event(&ev, &path);
             self.state = CaState::Recovery;
@@ -333,14 +340,35 @@ const VARIANTS: [(u64, bool); 6] = [
     (20_000, true),
 ];
 
+/// The issue-11 acceptance (cc-spec §3.16: ≥ 90 % of the window 300 ms
+/// after the blockage) holds with the Freeze-TCP/Veno extensions, which
+/// also hold the queue overflow of the refill burst.
 #[test]
 fn lab_blockage_rtwtcp_keeps_its_window() {
     for (delay_us, ack_first) in VARIANTS {
-        let cc = Box::new(RtwTcpConfig::default().build());
+        let cc = Box::new(RtwTcpConfig::with_extensions().build());
         let (before, after, _) = scenario(cc, Duration::from_micros(delay_us), ack_first);
         assert!(
             after * 10 >= before * 9,
             "RTW-TCP cwnd {before} → {after} (hint +{delay_us} µs, ack first {ack_first})"
+        );
+    }
+}
+
+/// Seed 004 as written (the default): the blockage's losses and the RTO
+/// after it are held, but the refill burst's queue overflow is CUBIC's
+/// (one multiplicative decrease, not CUBIC's RTO collapse).
+#[test]
+fn lab_blockage_seed004_holds_the_outage_and_reduces_on_the_overflow() {
+    for (delay_us, ack_first) in VARIANTS {
+        let d = Duration::from_micros(delay_us);
+        let (before, after, _) = scenario(Box::new(RtwTcpConfig::default().build()), d, ack_first);
+        let (c_before, c_after, _) =
+            scenario(Box::new(CubicConfig::default().build()), d, ack_first);
+        eprintln!("hint +{delay_us} µs, ack first {ack_first}: RTW-TCP {before} → {after}, CUBIC {c_before} → {c_after}");
+        assert!(
+            after > c_after && after * 10 >= before * 7,
+            "RTW-TCP {before} → {after} vs CUBIC {c_before} → {c_after} (hint +{delay_us} µs, ack first {ack_first})"
         );
     }
 }
@@ -358,28 +386,22 @@ fn lab_blockage_cubic_collapses() {
 }
 
 #[test]
-fn lab_blockage_needs_the_project_additions() {
-    // Spec-only (loss-triggered) freezing: the RTO comes after the hint expired.
+fn lab_blockage_extensions_keep_the_window_without_the_proactive_freeze() {
+    // Loss-triggered freezing only: the RTO comes after the hint expired,
+    // but it fires within an RTO of the predicted outage's end and is held
+    // since issue 39, so the pro-active freeze is no longer needed here.
     let reactive = RtwTcpConfig {
         freeze_on_hint: false,
-        ..Default::default()
+        ..RtwTcpConfig::with_extensions()
     };
     let (before, after, _) = scenario(Box::new(reactive.build()), Duration::ZERO, false);
-    assert!(after * 10 < before * 9, "reactive {before} → {after}");
-    // Without the thaw grace, a late hint makes the refill burst's loss congestive.
-    let no_grace = RtwTcpConfig {
-        thaw_grace_srtts: 0,
-        ..Default::default()
-    };
-    let d = Duration::from_millis(5);
-    let (before, after, _) = scenario(Box::new(no_grace.build()), d, true);
-    assert!(after * 10 < before * 9, "no grace {before} → {after}");
+    assert!(after * 10 >= before * 9, "reactive {before} → {after}");
 }
 
 #[test]
 fn lab_rtwtcp_is_cubic_under_congestion() {
     // Before the blockage every loss is a queue overflow: RTW-TCP must reduce
-    // exactly as CUBIC does (the Veno classifier sees the standing queue).
+    // exactly as CUBIC does (seed 004: no prediction, no hold).
     let (_, _, rtw) = scenario(
         Box::new(RtwTcpConfig::default().build()),
         Duration::ZERO,

@@ -92,6 +92,7 @@ mod tests {
             is_persistent: false,
             lost_segs: 1,
             in_flight,
+            lost_sent_at: None,
         }
     }
 

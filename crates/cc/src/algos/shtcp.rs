@@ -430,6 +430,7 @@ mod tests {
             is_persistent: false,
             lost_segs: 1,
             in_flight: 1000,
+            lost_sent_at: None,
         };
         c.on_congestion_event(&ev, &path(30_000, 100));
         assert!(close(c.policy().beta(), 0.8));

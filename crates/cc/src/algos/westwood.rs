@@ -358,6 +358,7 @@ mod tests {
             is_persistent: false,
             lost_segs: 1,
             in_flight: 1200,
+            lost_sent_at: None,
         };
         c.on_congestion_event(&ev, &p);
         assert_eq!(c.core().ssthresh, 600, "H4 at recovery entry");
@@ -472,6 +473,7 @@ mod tests {
             is_persistent: false,
             lost_segs: 0,
             in_flight: 50,
+            lost_sent_at: None,
         };
         c.on_congestion_event(&ev, &p);
         c.on_recovery_exit(&p);

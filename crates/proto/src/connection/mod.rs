@@ -72,7 +72,9 @@ pub use admission::{MAX_RETRIES, MIN_SECURE_START_LEN};
 // The settings live in [`crate::config`], below both the connection and
 // the endpoint; `connection::config` stays their old public path.
 pub use crate::config;
-pub use crate::config::{ConfigError, ConnectionConfig, EndpointConfig, Pacing, PmtuDiscovery};
+pub use crate::config::{
+    AckPolicy, ConfigError, ConnectionConfig, EndpointConfig, Pacing, PmtuDiscovery,
+};
 pub use events::{CloseReason, Event, HintEffect, MessageId, Unreachable, ViolationKind};
 pub use group::{GroupRequestError, JoinPolicy};
 pub use lifecycle::StartParams;

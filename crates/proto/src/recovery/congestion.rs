@@ -418,8 +418,15 @@ impl Congestion {
 
     /// cc-spec §2.2 after an ACK or NACK: recovery exit, a new loss or ECN
     /// episode, or the Open/Disorder distinction. `lost` are the packet
-    /// numbers this event newly declared lost.
-    pub fn update_state(&mut self, ctx: &PathCtx<'_>, lost: &[u64], ecn_echo: bool) {
+    /// numbers this event newly declared lost, `lost_sent_at` when the
+    /// newest of them was sent.
+    pub fn update_state(
+        &mut self,
+        ctx: &PathCtx<'_>,
+        lost: &[u64],
+        lost_sent_at: Option<Time>,
+        ecn_echo: bool,
+    ) {
         match self.state {
             CaState::Recovery | CaState::Cwr if ctx.snd_una >= self.recover => {
                 self.state = CaState::Open;
@@ -436,12 +443,12 @@ impl Congestion {
         let new_flight = lost.iter().any(|pn| *pn >= self.recover);
         if !lost.is_empty() {
             if self.state <= CaState::Disorder && new_flight {
-                self.start_episode(ctx, CongestionKind::Loss, lost);
+                self.start_episode(ctx, CongestionKind::Loss, lost, lost_sent_at);
             } else {
                 self.remember_episode_losses(lost);
             }
         } else if ecn_echo && self.state <= CaState::Disorder {
-            self.start_episode(ctx, CongestionKind::Ecn, &[]);
+            self.start_episode(ctx, CongestionKind::Ecn, &[], None);
         } else if self.state <= CaState::Disorder {
             let holes = ctx.largest_acked.is_some_and(|l| ctx.snd_una < l);
             self.state = if holes {
@@ -462,7 +469,13 @@ impl Congestion {
         }
     }
 
-    fn start_episode(&mut self, ctx: &PathCtx<'_>, kind: CongestionKind, lost: &[u64]) {
+    fn start_episode(
+        &mut self,
+        ctx: &PathCtx<'_>,
+        kind: CongestionKind,
+        lost: &[u64],
+        lost_sent_at: Option<Time>,
+    ) {
         self.recover = ctx.snd_nxt;
         self.state = match kind {
             CongestionKind::Loss => CaState::Recovery,
@@ -478,6 +491,7 @@ impl Congestion {
             is_persistent: false,
             lost_segs: u32::try_from(lost.len()).unwrap_or(u32::MAX),
             in_flight: self.segs(ctx.bytes_in_flight),
+            lost_sent_at,
         };
         let path = self.path(ctx);
         let response = self.cc.on_congestion_event(&event, &path);

@@ -129,6 +129,8 @@ pub struct Recovery {
     acked: AckedPackets,
     lost: Vec<(u64, SentPacket)>,
     lost_pns: Vec<u64>,
+    /// When the newest of `lost_pns` was sent (RTW-TCP's attribution).
+    lost_sent_at: Option<Time>,
 }
 
 impl Recovery {
@@ -151,6 +153,7 @@ impl Recovery {
             acked: AckedPackets::default(),
             lost: Vec::new(),
             lost_pns: Vec::new(),
+            lost_sent_at: None,
         }
     }
 
@@ -383,8 +386,10 @@ impl Recovery {
     /// their numbers in `self.lost_pns`; empties `self.lost`.
     fn collect_lost(&mut self, out: &mut RecoveryOutcome) {
         self.lost_pns.clear();
+        self.lost_sent_at = None;
         for (pn, p) in self.lost.drain(..) {
             self.lost_pns.push(pn);
+            self.lost_sent_at = self.lost_sent_at.max(Some(p.time_sent));
             self.counters.packets_lost += 1;
             self.counters.bytes_lost += u64::from(p.size);
             out.largest_lost_bytes = out.largest_lost_bytes.max(p.size);
@@ -504,7 +509,7 @@ impl Recovery {
         if !acked.spurious.is_empty() {
             cong.on_spurious(&ctx, &acked.spurious);
         }
-        cong.update_state(&ctx, &self.lost_pns, ecn_echo);
+        cong.update_state(&ctx, &self.lost_pns, self.lost_sent_at, ecn_echo);
         let una_after = ctx.snd_una;
         let sample = AckSample {
             acked_segs,
@@ -558,7 +563,7 @@ impl Recovery {
         }
         let cong = &mut self.cong;
         let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
-        cong.update_state(&ctx, &self.lost_pns, false);
+        cong.update_state(&ctx, &self.lost_pns, self.lost_sent_at, false);
         out
     }
 
@@ -579,7 +584,7 @@ impl Recovery {
             }
             let cong = &mut self.cong;
             let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
-            cong.update_state(&ctx, &self.lost_pns, false);
+            cong.update_state(&ctx, &self.lost_pns, self.lost_sent_at, false);
             return out;
         }
         if self.rto_deadline.is_none_or(|t| t > now) {

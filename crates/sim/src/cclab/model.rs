@@ -605,6 +605,7 @@ impl Lab<'_> {
                 is_persistent: false,
                 lost_segs: newly_lost,
                 in_flight: self.in_flight(),
+                lost_sent_at: None,
             };
             match self.cc.on_congestion_event(&event, &path) {
                 CongestionResponse::Reduce => {

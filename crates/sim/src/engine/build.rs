@@ -180,6 +180,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             pmtu_discovery,
             scheduler: fs.scheduler,
             queue_guard: fs.queue_guard,
+            ack_policy: fs.ack_policy,
             // The run decides when a flow ends, not an idle timer: a long
             // outage must not close the connection under the experiment.
             idle_timeout: std::time::Duration::from_nanos(

@@ -190,6 +190,7 @@ pub fn run(
         let flow = &m.flows[v.first_flow + i];
         let config = ConnectionConfig {
             cc: flow.cc.clone(),
+            ack_policy: flow.ack_policy,
             idle_timeout: Duration::from_nanos(m.duration_ns.saturating_mul(2).max(60_000_000_000)),
             peer_death_timeouts: 0,
             ..ConnectionConfig::default()

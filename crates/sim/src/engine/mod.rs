@@ -31,7 +31,7 @@ pub(crate) mod vehicular;
 pub mod wireless;
 
 use crate::apps::{App, Offer};
-use crate::metrics::{FlowMetrics, FlowSample, SumCount};
+use crate::metrics::{FlowMetrics, FlowSample, LossCause, LossRecord, SumCount};
 use crate::world::link::{DropReason, LinkModel, LinkOutput};
 use crate::world::packet::Packet;
 use peregrine_cc::Time;
@@ -272,6 +272,13 @@ impl Host for Sim {
             }
             Ev::App(a) => self.fire_app(a)?,
             Ev::Hint(f, hint) => {
+                if hint.kind.is_link_failure() {
+                    self.metrics[f].hints.push((
+                        hint.issued_at.as_nanos(),
+                        hint.predicted_duration
+                            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+                    ));
+                }
                 let c = self.flows[f].client;
                 if let Some(h) = self.slots[c].handle {
                     self.slots[c].ep.link_hint(h, t, &hint);
@@ -574,6 +581,21 @@ impl Sim {
             m.c.queue_drops += 1;
         } else {
             m.c.channel_drops += 1;
+        }
+        if p.is_data && p.forward {
+            let cause = match reason {
+                DropReason::QueueFull => Some(LossCause::QueueOverflow),
+                DropReason::Channel => Some(LossCause::Fade),
+                DropReason::Outage => Some(LossCause::Blockage),
+                // Routing and size drops are not the channel's doing.
+                DropReason::NoRoute | DropReason::TooBig => None,
+            };
+            if let Some(cause) = cause {
+                m.losses.push(LossRecord {
+                    at_ns: self.now.as_nanos(),
+                    cause,
+                });
+            }
         }
     }
 

@@ -23,7 +23,21 @@ fn scenario(cc: &str, hints: &str) -> Scenario {
          [vehicular]\nvehicles = 1\nbase_stations = [[50.0, 50.0]]\ncc = \"{cc}\"\n\
          hints = \"{hints}\"\ntraffic = \"bulk\"\nrate_scale = 0.01\nrlc_buffer_bytes = 10000000\n"
     );
-    Scenario::from_toml_str(&doc, "t.toml", &[]).expect("valid")
+    let mut s = Scenario::from_toml_str(&doc, "t.toml", &[]).expect("valid");
+    with_freeze_extensions(&mut s);
+    s
+}
+
+/// These tests watch RTW-TCP freeze when the hint arrives: the Freeze-TCP
+/// extensions (seed 004's default only holds the window on a loss).
+pub(crate) fn with_freeze_extensions(s: &mut Scenario) {
+    for f in &mut s.model.flows {
+        if f.cc.name() == "rtwtcp" {
+            f.cc = peregrine_cc::CcConfig::RtwTcp(
+                peregrine_cc::algos::rtwtcp::RtwTcpConfig::with_extensions(),
+            );
+        }
+    }
 }
 
 /// 20 Mbit/s, down during [2 s, 2.2 s) for a blockage.

@@ -158,6 +158,56 @@ pub struct FlowMetrics {
     pub streams: Vec<StreamMetrics>,
     /// When the connection was established, ns.
     pub connected_ns: Option<u64>,
+    /// Every forward DATA packet of the flow the network dropped, in
+    /// order (the per-loss attribution log, `losses.csv`).
+    pub losses: Vec<LossRecord>,
+    /// Every link hint handed to the flow's sender: the outage it
+    /// announces (start and predicted length, ns; `None`: unbounded).
+    pub hints: Vec<(u64, Option<u64>)>,
+}
+
+/// What the network did to a lost DATA packet: the ground truth of the
+/// per-loss attribution log (docs/scenarios.md "losses.csv").
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LossCause {
+    /// The link was down (a blockage, or the deafness, beam misalignment
+    /// or handover cut of an mmWave link) while the packet was on it.
+    Blockage,
+    /// The channel lost it (a loss model: fading, bit errors, collisions).
+    Fade,
+    /// A drop-tail queue was full.
+    QueueOverflow,
+}
+
+impl LossCause {
+    /// The name in `losses.csv` and `summary.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LossCause::Blockage => "blockage",
+            LossCause::Fade => "fade",
+            LossCause::QueueOverflow => "queue_overflow",
+        }
+    }
+}
+
+/// One dropped DATA packet.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct LossRecord {
+    /// When it was dropped, ns.
+    pub at_ns: u64,
+    /// Why.
+    pub cause: LossCause,
+}
+
+impl FlowMetrics {
+    /// Whether some hint given to the sender announced an outage covering
+    /// `at_ns` (its start at or before, its predicted end at or after).
+    /// O(hints).
+    pub fn hinted(&self, at_ns: u64) -> bool {
+        self.hints
+            .iter()
+            .any(|&(start, len)| start <= at_ns && len.is_none_or(|l| at_ns <= start + l))
+    }
 }
 
 impl FlowMetrics {

@@ -130,6 +130,33 @@ pub struct SimResults {
     pub handover_multicast: Option<crate::engine::handover::HandoverResult>,
 }
 
+/// `summary.json`'s `flows[].loss_attribution`: per ground truth, the
+/// dropped DATA packets a hint covered and those none did, plus the hints.
+fn loss_attribution(m: &super::FlowMetrics) -> Value {
+    use super::LossCause;
+    let mut out = Map::new();
+    for cause in [
+        LossCause::Blockage,
+        LossCause::Fade,
+        LossCause::QueueOverflow,
+    ] {
+        let (mut hinted, mut unhinted) = (0u64, 0u64);
+        for l in m.losses.iter().filter(|l| l.cause == cause) {
+            if m.hinted(l.at_ns) {
+                hinted += 1;
+            } else {
+                unhinted += 1;
+            }
+        }
+        out.insert(
+            cause.name().to_string(),
+            json!({ "hinted": hinted, "unhinted": unhinted }),
+        );
+    }
+    out.insert("hints".to_string(), json!(m.hints.len()));
+    Value::Object(out)
+}
+
 fn ms(ns: f64) -> f64 {
     ns / 1e6
 }
@@ -381,6 +408,11 @@ impl SimResults {
                     "rtos": st.map_or(0, |s| s.rtos),
                     "streams": streams,
                 });
+                // Only flows whose sender received link hints carry the
+                // attribution counters (other summaries print as before).
+                if let (false, Some(obj)) = (m.hints.is_empty(), flow.as_object_mut()) {
+                    obj.insert("loss_attribution".to_string(), loss_attribution(m));
+                }
                 // Only encrypted flows carry the key: unencrypted summaries
                 // stay byte-identical to those before encryption existed.
                 if let (Some(p), Some(obj)) = (f.security, flow.as_object_mut()) {
@@ -478,6 +510,7 @@ impl SimResults {
         std::fs::write(dir.join("links.csv"), self.links_csv())?;
         std::fs::write(dir.join("link_timeseries.csv"), self.link_timeseries_csv())?;
         std::fs::write(dir.join("messages.csv"), self.messages_csv())?;
+        std::fs::write(dir.join("losses.csv"), self.losses_csv())?;
         if !self.groups.is_empty() {
             std::fs::write(
                 dir.join("streams.csv"),
@@ -485,6 +518,28 @@ impl SimResults {
             )?;
         }
         Ok(())
+    }
+
+    /// The per-loss attribution log: one row per forward DATA packet the
+    /// network dropped, in flow then time order — when, the flow, the
+    /// ground truth (`blockage`, `fade`, `queue_overflow`) and whether a
+    /// link hint given to the sender announced an outage covering that
+    /// instant. O(losses × hints per flow).
+    pub fn losses_csv(&self) -> String {
+        let mut s = String::from("time_s,flow,cause,hinted\n");
+        for f in &self.flows {
+            for l in &f.metrics.losses {
+                let _ = writeln!(
+                    s,
+                    "{:.9},{},{},{}",
+                    l.at_ns as f64 / 1e9,
+                    f.name,
+                    l.cause.name(),
+                    f.metrics.hinted(l.at_ns)
+                );
+            }
+        }
+        s
     }
 
     /// One row per flow.

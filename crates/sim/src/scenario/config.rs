@@ -26,6 +26,9 @@ fn default_scheduler() -> String {
 fn default_security() -> String {
     "none".to_string()
 }
+fn default_ack_policy() -> String {
+    "sltp".to_string()
+}
 fn default_startup() -> String {
     "slow_start".to_string()
 }
@@ -238,6 +241,13 @@ pub struct FlowConfig {
     /// RTT, under any controller. Absent: off.
     #[serde(default)]
     pub queue_guard: Option<Dur>,
+    /// How the receiver acknowledges (docs/protocol.md §10 "ACK
+    /// policies"): `sltp` (default) or `tcp` (TCP's delayed ACK).
+    #[serde(default = "default_ack_policy")]
+    pub ack_policy: String,
+    /// With `ack_policy = "tcp"`: the delayed-ACK timer (default 40 ms).
+    #[serde(default)]
+    pub delayed_ack: Option<Dur>,
     /// `slow_start` or `packet_pair`.
     #[serde(default = "default_startup")]
     pub startup: String,
@@ -387,6 +397,8 @@ impl FlowConfig {
             target_rate: None,
             aging_bound: None,
             queue_guard: None,
+            ack_policy: default_ack_policy(),
+            delayed_ack: None,
             startup: default_startup(),
             start: Dur::default(),
             payload_bytes: default_payload(),

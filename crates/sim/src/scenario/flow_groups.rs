@@ -43,8 +43,10 @@ const STREAM_KEYS: [&str; 2] = ["every", "offset"];
 
 /// The `[[flows]]` keys that configure the server side of a connection:
 /// groups sharing one server endpoint must write them the same.
-const SERVER_KEYS: [&str; 7] = [
+const SERVER_KEYS: [&str; 9] = [
     "cc",
+    "ack_policy",
+    "delayed_ack",
     "scheduler",
     "target_rate",
     "aging_bound",

@@ -7,7 +7,7 @@ use super::config::{OutageConfig, QueueConfig};
 use peregrine_cc::CcConfig;
 use peregrine_proto::crypto::NoisePattern;
 use peregrine_proto::wire::StartupMode;
-use peregrine_proto::{SchedulerConfig, StreamConfig};
+use peregrine_proto::{AckPolicy, SchedulerConfig, StreamConfig};
 
 /// The whole resolved scenario.
 #[derive(Clone, Debug)]
@@ -103,6 +103,8 @@ pub struct FlowSpec {
     pub scheduler: SchedulerConfig,
     /// Queue guard's delay above min RTT, if on.
     pub queue_guard: Option<std::time::Duration>,
+    /// How the receiver acknowledges (`ack_policy`, `delayed_ack`).
+    pub ack_policy: AckPolicy,
     /// Start-up mode.
     pub startup: StartupMode,
     /// When the connection opens, ns.

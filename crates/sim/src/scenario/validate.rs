@@ -15,7 +15,7 @@ use peregrine_proto::connection::ConnectionConfig;
 use peregrine_proto::crypto::NoisePattern;
 use peregrine_proto::sched::registry::{self as sched_registry, SchedulerParam};
 use peregrine_proto::wire::StartupMode;
-use peregrine_proto::{SchedulerConfig, StreamConfig, StreamReliability};
+use peregrine_proto::{AckPolicy, SchedulerConfig, StreamConfig, StreamReliability};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -189,6 +189,15 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
                 )
             }
         };
+        let delayed_ack = f.delayed_ack.map(|d| Duration::from_nanos(d.0));
+        let ack_policy = AckPolicy::from_name(&f.ack_policy, delayed_ack).or_else(|e| {
+            let problem = if e.field == "ack_policy" {
+                format!("unknown ACK policy {:?} (allowed: sltp, tcp)", f.ack_policy)
+            } else {
+                format!("delayed_ack {}", e.problem)
+            };
+            v.err(format!("{p}.{}", e.field), problem)
+        })?;
         let startup = match StartupMode::from_name(f.startup.as_str()) {
             Some(m) => m,
             None => {
@@ -257,6 +266,7 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
             cc,
             scheduler,
             queue_guard,
+            ack_policy,
             startup,
             start_ns: f.start.0,
             max_packet_size: max_packet as u16,

@@ -271,7 +271,7 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
                 ),
             ])
         };
-        flows.push(table(vec![
+        let mut flow = vec![
             ("name", s(format!("v{i}"))),
             ("src", s("server")),
             ("dst", s(format!("v{i}"))),
@@ -281,7 +281,15 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
                 Value::Integer(i64::from(cfg.payload_bytes)),
             ),
             ("streams", Value::Array(vec![app])),
-        ]));
+        ];
+        // Validated with the flow (errors name flows.N.ack_policy).
+        if let Some(p) = &cfg.ack_policy {
+            flow.push(("ack_policy", s(p.clone())));
+        }
+        if let Some(d) = cfg.delayed_ack {
+            flow.push(("delayed_ack", s(format!("{}ns", d.0))));
+        }
+        flows.push(table(flow));
     }
     t.insert("links".into(), Value::Array(links));
     t.insert("flows".into(), Value::Array(flows));

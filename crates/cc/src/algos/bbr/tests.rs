@@ -249,6 +249,7 @@ fn loss_event(in_flight: u32) -> CongestionEvent {
         is_persistent: false,
         lost_segs: 3,
         in_flight,
+        lost_sent_at: None,
     }
 }
 

@@ -88,6 +88,7 @@ fn step(cc: &mut dyn CongestionController, rng: &mut Rng, path: &mut PathInfo) {
                 is_persistent: rng.chance(10),
                 lost_segs: 1,
                 in_flight: path.in_flight,
+                lost_sent_at: None,
             };
             cc.on_congestion_event(&ev, path);
         }

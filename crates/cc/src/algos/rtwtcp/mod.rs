@@ -4,13 +4,31 @@
 //! For vehicles on millimetre-wave links, where most losses come from
 //! blockage, deafness, beam misalignment and handover rather than from
 //! queues. Without losses RTW-TCP *is* CUBIC (it wraps the [`Cubic`]
-//! policy and delegates every hook). On a loss it asks what caused it: the
-//! most recent link-layer hint (kind, predicted outage, CQI, speed) or,
-//! without one, Veno's backlog estimate. Congestion and outages longer than
-//! the RTO get CUBIC's reduction; a random loss is only retransmitted
-//! (`Hold`); a short predicted outage freezes the connection — window,
-//! ssthresh and RTO kept, nothing sent but probes — and resumes at full
-//! window when the link answers.
+//! policy and delegates every hook).
+//!
+//! **Seed 004 §3.2.5, as written (the default since issue 39).** On a loss
+//! the sender asks the link layer: if it predicts a *short* blockage (or
+//! another outage) — one that ends within the RTO — and the lost packet was
+//! sent into that outage, the window is held (`Hold`: retransmit only);
+//! if it predicts a long one, or predicts nothing, CUBIC reduces. "The
+//! congestion response stays CUBIC's": a loss with no prediction is a
+//! congestion signal, so with perfect hints a queue overflow is never
+//! held. A loss is *attributed* to a hint only if the lost packet was sent
+//! between the outage's start (less half the minimum RTT, the packet's
+//! way to the radio link) and its predicted end
+//! ([`CongestionEvent::lost_sent_at`]); a hint merely still fresh when a
+//! queue overflows does not excuse it. An RTO inside a predicted short
+//! outage is held (the seed's "prevents timeouts"): window, ssthresh and
+//! RTO kept until the predicted end.
+//!
+//! **Extensions, off by default** (issue 11's design, kept for experiments
+//! as [`RtwTcpConfig::with_extensions`]): Veno's backlog classifier for
+//! losses without a hint (`hintless_classifier`), which held losses it
+//! judged random — under a full queue after an outage it judged many
+//! congestion losses random, the cause of RTW-TCP's 10–25× CUBIC's RTT in
+//! `reproduce mmwave-cvn` —, a pro-active Freeze-TCP stop on a hint
+//! (`freeze_on_hint`), a freeze on a short-outage loss (`freeze_on_loss`),
+//! and the after-outage grace (`thaw_grace_srtts`).
 //!
 //! **Parameters** ([`RtwTcpConfig`], all [PROJECT CHOICE]s of the spec):
 //! hint lifetime `max(2·SRTT, 200 ms)`; default outage durations
@@ -110,6 +128,15 @@ pub struct RtwTcpConfig {
     /// freeze ended by an ACK or a CongestionFree hint are after-effects of
     /// the outage and are held (2; 0 disables).
     pub thaw_grace_srtts: u32,
+    /// [PROJECT CHOICE] extension: classify a loss without a valid
+    /// blockage hint with Veno's backlog estimate (and a CongestionFree
+    /// hint as random) and hold it when judged random (false: seed 004
+    /// reduces on every loss without a prediction).
+    pub hintless_classifier: bool,
+    /// [PROJECT CHOICE] extension: a loss in a predicted short outage also
+    /// freezes (nothing but probes until the predicted end) instead of
+    /// only holding the window (false).
+    pub freeze_on_loss: bool,
 }
 
 impl Default for RtwTcpConfig {
@@ -129,13 +156,28 @@ impl Default for RtwTcpConfig {
             n_thresh_segs: 3,
             random_spacing_srtts: 8,
             probe_backoff_start_srtts: 1,
-            freeze_on_hint: true,
-            thaw_grace_srtts: 2,
+            freeze_on_hint: false,
+            thaw_grace_srtts: 0,
+            hintless_classifier: false,
+            freeze_on_loss: false,
         }
     }
 }
 
 impl RtwTcpConfig {
+    /// The issue-11 design: seed 004 plus the Freeze-TCP and Veno
+    /// extensions (pro-active freeze, freeze on a short-outage loss, the
+    /// hint-less classifier, two SRTTs of after-outage grace).
+    pub fn with_extensions() -> RtwTcpConfig {
+        RtwTcpConfig {
+            freeze_on_hint: true,
+            thaw_grace_srtts: 2,
+            hintless_classifier: true,
+            freeze_on_loss: true,
+            ..RtwTcpConfig::default()
+        }
+    }
+
     /// Build the controller.
     pub fn build(&self) -> PolicyController<RtwTcp> {
         PolicyController::new(self.core.clone(), RtwTcp::new(self))
@@ -277,27 +319,64 @@ impl RtwTcp {
     /// contradicted by its CQI, with its outage length (`None` = ∞).
     fn failure_hint(&self, path: &PathInfo) -> Option<(Time, Option<Duration>)> {
         let h = self.hint.as_ref()?;
-        let contradicted = h.cqi.is_some_and(|c| c >= self.cfg.cqi_good);
-        (h.kind.is_link_failure() && !contradicted && self.hint_valid(h, path))
-            .then(|| (h.issued_at, self.outage_duration(h)))
+        self.predicted_outage().filter(|_| self.hint_valid(h, path))
     }
 
-    /// Classify a congestion signal of `kind` (first match wins). The second
+    /// The most recent hint if it is a link-failure hint not contradicted by
+    /// its CQI, whatever its age: its start and outage length (`None` = ∞).
+    /// Losses are matched to it by when the lost packet was sent.
+    fn predicted_outage(&self) -> Option<(Time, Option<Duration>)> {
+        let h = self.hint.as_ref()?;
+        let contradicted = h.cqi.is_some_and(|c| c >= self.cfg.cqi_good);
+        (h.kind.is_link_failure() && !contradicted).then(|| (h.issued_at, self.outage_duration(h)))
+    }
+
+    /// Whether a packet sent at `sent_at` went into the outage the hint
+    /// issued at `issued_at` predicts to last `t` (`None` = ∞): sent no
+    /// earlier than half a minimum RTT before the outage began (it reached
+    /// the radio link after the start) and no later than its predicted end.
+    fn sent_into_outage(
+        &self,
+        issued_at: Time,
+        t: Option<Duration>,
+        sent_at: Time,
+        path: &PathInfo,
+    ) -> bool {
+        let one_way = path.min_rtt.unwrap_or_else(|| srtt_of(path)) / 2;
+        let from = issued_at.saturating_sub(one_way);
+        sent_at >= from && t.is_none_or(|t| sent_at <= issued_at + t)
+    }
+
+    /// Classify a congestion signal of `kind` (first match wins) whose
+    /// newest lost packet was sent at `lost_sent_at` (if known). The second
     /// value tells whether a Random verdict came from the fallback classifier.
     pub fn classify(
         &self,
         core: &Core,
         kind: CongestionKind,
+        lost_sent_at: Option<Time>,
         path: &PathInfo,
     ) -> (LossClass, bool) {
         if kind == CongestionKind::Ecn {
             return (LossClass::Congestive, false);
         }
-        if let Some((_, t)) = self.failure_hint(path) {
+        // With the lost packet's send time, the outage it was sent into
+        // (however long ago it was predicted); without, a fresh hint.
+        let outage = match lost_sent_at {
+            Some(sent) => self
+                .predicted_outage()
+                .filter(|&(at, t)| self.sent_into_outage(at, t, sent, path)),
+            None => self.failure_hint(path),
+        };
+        if let Some((_, t)) = outage {
             return match t {
                 Some(t) if t <= path.rto => (LossClass::ShortOutage(t), false),
                 _ => (LossClass::LongOutage, false),
             };
+        }
+        if !self.cfg.hintless_classifier {
+            // Seed 004: no prediction, CUBIC's congestion response.
+            return (LossClass::Congestive, false);
         }
         if let Some(h) = &self.hint {
             if h.kind == LinkHintKind::CongestionFree && self.hint_valid(h, path) {
@@ -439,7 +518,7 @@ impl CcPolicy for RtwTcp {
             self.thaw(core, path, false);
             return CongestionResponse::Reduce;
         }
-        let (class, from_classifier) = self.classify(core, event.kind, path);
+        let (class, from_classifier) = self.classify(core, event.kind, event.lost_sent_at, path);
         match class {
             LossClass::Congestive | LossClass::LongOutage => CongestionResponse::Reduce,
             LossClass::Random => {
@@ -450,8 +529,10 @@ impl CcPolicy for RtwTcp {
             }
             LossClass::OutageAftermath => CongestionResponse::Hold,
             LossClass::ShortOutage(t) => {
-                let issued_at = self.failure_hint(path).map_or(path.now, |(at, _)| at);
-                self.freeze(core, path, issued_at + t, false);
+                if self.cfg.freeze_on_loss {
+                    let issued_at = self.failure_hint(path).map_or(path.now, |(at, _)| at);
+                    self.freeze(core, path, issued_at + t, false);
+                }
                 CongestionResponse::Hold
             }
         }
@@ -468,8 +549,20 @@ impl CcPolicy for RtwTcp {
         }
         if let Some((issued_at, Some(t))) = self.failure_hint(path) {
             let end = issued_at + t;
-            if end > path.now {
+            // A short predicted outage only: a long one is CUBIC's RTO.
+            if t <= path.rto && end > path.now {
                 self.freeze(core, path, end, false);
+                return CongestionResponse::Hold;
+            }
+        }
+        // The outage is over, and the packets sent into it were all lost
+        // (no duplicate ACKs): a timer firing within an RTO (and an SRTT)
+        // of its end is the outage's, not congestion's (seed 004: RTW-TCP
+        // "prevents timeouts").
+        if let Some((issued_at, Some(t))) = self.predicted_outage() {
+            let end = issued_at + t;
+            if t <= path.rto && issued_at <= path.now && path.now <= end + path.rto + srtt_of(path)
+            {
                 return CongestionResponse::Hold;
             }
         }

@@ -28,6 +28,7 @@ fn event(kind: CongestionKind) -> CongestionEvent {
         is_persistent: false,
         lost_segs: 1,
         in_flight: 0,
+        lost_sent_at: None,
     }
 }
 
@@ -41,13 +42,9 @@ fn hint(kind: LinkHintKind, issued_ms: u64, predicted_ms: Option<u64>) -> LinkHi
     }
 }
 
-/// The vector setting, with a CUBIC epoch running since 1 s.
-fn rtw_with(freeze_on_hint: bool) -> PolicyController<RtwTcp> {
-    let mut c = RtwTcpConfig {
-        freeze_on_hint,
-        ..Default::default()
-    }
-    .build();
+/// `config` in the vector setting, with a CUBIC epoch running since 1 s.
+fn vector_setting(config: RtwTcpConfig) -> PolicyController<RtwTcp> {
+    let mut c = config.build();
     c.init(&p(0));
     // A congestion event at cwnd 120 (ECN: always congestive) leaves W_max = 120.
     c.core_mut().cwnd = 120;
@@ -66,8 +63,99 @@ fn rtw_with(freeze_on_hint: bool) -> PolicyController<RtwTcp> {
     c
 }
 
+/// The vector setting with the issue-11 extensions.
+fn rtw_with(freeze_on_hint: bool) -> PolicyController<RtwTcp> {
+    vector_setting(RtwTcpConfig {
+        freeze_on_hint,
+        ..RtwTcpConfig::with_extensions()
+    })
+}
+
 fn rtw() -> PolicyController<RtwTcp> {
     rtw_with(false)
+}
+
+/// The vector setting with the default (seed 004) configuration.
+fn seed() -> PolicyController<RtwTcp> {
+    vector_setting(RtwTcpConfig::default())
+}
+
+/// A loss detected at `now_ms` whose newest lost packet left at `sent_ms`.
+fn loss_sent(c: &mut PolicyController<RtwTcp>, now_ms: u64, sent_ms: u64) -> CongestionResponse {
+    let ev = CongestionEvent {
+        lost_sent_at: Some(ms(sent_ms)),
+        ..event(CongestionKind::Loss)
+    };
+    c.on_congestion_event(&ev, &p(now_ms))
+}
+
+#[test]
+fn seed004_no_prediction_is_cubic() {
+    // Without a hint every loss is CUBIC's, however small the backlog
+    // (the Veno classifier is an extension, off by default).
+    let mut c = seed();
+    assert_eq!(loss_sent(&mut c, T, T - 60), CongestionResponse::Reduce);
+    assert_cubic_reduction(&c);
+    // A CongestionFree hint is no blockage prediction either.
+    let mut c = seed();
+    c.on_link_hint(
+        &hint(LinkHintKind::CongestionFree, T - 10, None),
+        &p(T - 10),
+    );
+    assert_eq!(loss_sent(&mut c, T, T - 60), CongestionResponse::Reduce);
+}
+
+#[test]
+fn seed004_short_blockage_holds_the_window_without_freezing() {
+    let mut c = seed();
+    c.on_link_hint(
+        &hint(LinkHintKind::Blockage, T - 100, Some(80)),
+        &p(T - 100),
+    );
+    // Sent 50 ms into the 80 ms blockage, detected after it ended.
+    assert_eq!(loss_sent(&mut c, T, T - 50), CongestionResponse::Hold);
+    assert_unchanged(&c);
+    assert!(c.policy().frozen().is_none(), "hold only: no freeze");
+    assert_eq!(c.send_gate(ms(T + 1)), SendGate::Normal);
+}
+
+#[test]
+fn seed004_long_blockage_reduces() {
+    let mut c = seed();
+    c.on_link_hint(
+        &hint(LinkHintKind::Blockage, T - 100, Some(400)),
+        &p(T - 100),
+    );
+    assert_eq!(loss_sent(&mut c, T, T - 50), CongestionResponse::Reduce);
+    assert_cubic_reduction(&c);
+}
+
+#[test]
+fn seed004_queue_overflow_under_a_fresh_perfect_hint_reduces() {
+    // The blockage [T−100, T−20] was predicted exactly; the lost packet
+    // left after it ended (a queue overflow of the refill), while the hint
+    // is still within its lifetime: not attributable, CUBIC reduces.
+    let mut c = seed();
+    c.on_link_hint(
+        &hint(LinkHintKind::Blockage, T - 100, Some(80)),
+        &p(T - 100),
+    );
+    assert_eq!(loss_sent(&mut c, T, T - 10), CongestionResponse::Reduce);
+    assert_cubic_reduction(&c);
+    // Sent long before the outage (more than half a min RTT early): also not it.
+    let mut c = seed();
+    c.on_link_hint(
+        &hint(LinkHintKind::Blockage, T - 100, Some(80)),
+        &p(T - 100),
+    );
+    assert_eq!(loss_sent(&mut c, T, T - 126), CongestionResponse::Reduce);
+    // Sent just before the start, reaching the radio link inside it: held.
+    let mut c = seed();
+    c.on_link_hint(
+        &hint(LinkHintKind::Blockage, T - 100, Some(80)),
+        &p(T - 100),
+    );
+    assert_eq!(loss_sent(&mut c, T, T - 120), CongestionResponse::Hold);
 }
 
 fn loss(c: &mut PolicyController<RtwTcp>, now_ms: u64) -> CongestionResponse {
@@ -132,7 +220,10 @@ fn rt2_long_outage_reduces() {
     // Exactly the RTO is still short.
     let mut c = rtw();
     c.on_link_hint(&hint(LinkHintKind::Blockage, T - 10, Some(300)), &p(T - 10));
-    let class = c.policy().classify(c.core(), CongestionKind::Loss, &p(T)).0;
+    let class = c
+        .policy()
+        .classify(c.core(), CongestionKind::Loss, None, &p(T))
+        .0;
     assert_eq!(class, LossClass::ShortOutage(Duration::from_millis(300)));
     assert_eq!(loss(&mut c, T), CongestionResponse::Hold);
 }
@@ -169,7 +260,10 @@ fn rt5_beam_misalignment_default_duration() {
         &hint(LinkHintKind::BeamMisalignment, T - 5, None),
         &p(T - 5),
     );
-    let class = c.policy().classify(c.core(), CongestionKind::Loss, &p(T)).0;
+    let class = c
+        .policy()
+        .classify(c.core(), CongestionKind::Loss, None, &p(T))
+        .0;
     assert_eq!(class, LossClass::ShortOutage(Duration::from_millis(20)));
     assert_eq!(loss(&mut c, T), CongestionResponse::Hold);
     assert!(c.policy().frozen().is_some());
@@ -203,7 +297,9 @@ fn rt7_stale_hint_falls_back() {
     let h = c.policy().last_hint().cloned().expect("hint kept");
     assert!(!c.policy().hint_valid(&h, &p(T)));
     // The fallback classifier decides: RTT_recent = SRTT = min_rtt → N = 0 → Random.
-    let verdict = c.policy().classify(c.core(), CongestionKind::Loss, &p(T));
+    let verdict = c
+        .policy()
+        .classify(c.core(), CongestionKind::Loss, None, &p(T));
     assert_eq!(verdict, (LossClass::Random, true));
     assert_eq!(loss(&mut c, T), CongestionResponse::Hold);
     assert!(c.policy().frozen().is_none());
@@ -217,7 +313,9 @@ fn rt8_cqi_contradicts_hint() {
     c.on_link_hint(&h, &p(T - 5));
     c.on_ack(&rtt_only(60), &p(T - 2));
     // Not ShortOutage: the fallback classifier sees a queue (N = 16.7).
-    let verdict = c.policy().classify(c.core(), CongestionKind::Loss, &p(T));
+    let verdict = c
+        .policy()
+        .classify(c.core(), CongestionKind::Loss, None, &p(T));
     assert_eq!(verdict, (LossClass::Congestive, false));
     assert_eq!(loss(&mut c, T), CongestionResponse::Reduce);
 }
@@ -396,7 +494,7 @@ fn thaw_grace_holds_outage_aftermath() {
     c.on_ack(&rtt_only(60), &p(T + 300));
     let verdict = c
         .policy()
-        .classify(c.core(), CongestionKind::Loss, &p(T + 340));
+        .classify(c.core(), CongestionKind::Loss, None, &p(T + 340));
     assert_eq!(verdict, (LossClass::OutageAftermath, false));
     let before = (c.core().cwnd, c.core().ssthresh);
     assert_eq!(loss(&mut c, T + 340), CongestionResponse::Hold);
@@ -406,7 +504,7 @@ fn thaw_grace_holds_outage_aftermath() {
     // After the grace the Veno classifier judges again: congestive.
     let verdict = c
         .policy()
-        .classify(c.core(), CongestionKind::Loss, &p(T + 341));
+        .classify(c.core(), CongestionKind::Loss, None, &p(T + 341));
     assert_eq!(verdict, (LossClass::Congestive, false));
     // ECN is never held, even in the grace.
     let mut c = rtw_with(true);

@@ -48,6 +48,7 @@ pub(crate) fn loss() -> CongestionEvent {
         is_persistent: false,
         lost_segs: 1,
         in_flight: 10,
+        lost_sent_at: None,
     }
 }
 

@@ -11,7 +11,9 @@
 //! the time while the swarm stays mostly connected.
 //!
 //! Two cases, each for the 13 controllers × N seeds, through the sweep
-//! runner ([`crate::plan::run_plan`], parallel):
+//! runner ([`crate::plan::run_plan`], parallel), the primary one under both
+//! ACK policies (issue 39: `sltp`, the default, and `tcp`, the seed's
+//! TCP delayed ACK — `summary.json`'s `by_ack_policy.tcp`):
 //! * **primary**: one bulk flow uav0 → uav1, the eight others relaying and
 //!   moving — the case whose numbers seed 001 publishes (its throughput
 //!   percentages are received packets × 588 B × 8 / (100 s × 5 Mbit/s));
@@ -438,7 +440,8 @@ pub fn stat(
 /// A line of `runs.jsonl`: one run of one case.
 #[derive(Debug, Serialize)]
 struct RunLine<'a> {
-    /// `primary` or `extended`.
+    /// `primary`, `extended` or `primary_tcp` (the primary case under
+    /// TCP's ACK policy).
     case: &'a str,
     /// The controller.
     cc: &'a str,
@@ -512,6 +515,11 @@ pub struct FanetSummary {
     pub ci95: Keyed<ControllerFigures>,
     /// The extended case.
     pub extended: CaseSummary,
+    /// The primary case under another ACK policy (issue 39): `tcp`, TCP's
+    /// delayed ACK, the seed's transport. The top-level `controllers` are
+    /// the `sltp` runs.
+    #[serde(default)]
+    pub by_ack_policy: std::collections::BTreeMap<String, CaseSummary>,
 }
 
 /// Summary over seeds of a whole-run value (non-finite left out).
@@ -596,17 +604,34 @@ fn case_summary(case: &CaseRuns, duration_s: f64) -> CaseSummary {
 }
 
 /// `summary.json` of both cases; `duration_s` is a run's simulated time.
-pub fn summary_json(primary: &CaseRuns, extended: &CaseRuns, duration_s: f64) -> FanetSummary {
+pub fn summary_json(
+    primary: &CaseRuns,
+    extended: &CaseRuns,
+    primary_tcp: &CaseRuns,
+    duration_s: f64,
+) -> FanetSummary {
     let p = case_summary(primary, duration_s);
     FanetSummary {
         controllers: p.controllers,
         ci95: p.ci95,
         extended: case_summary(extended, duration_s),
+        by_ack_policy: [("tcp".to_string(), case_summary(primary_tcp, duration_s))]
+            .into_iter()
+            .collect(),
     }
 }
 
+/// `config` with every flow's receiver on ACK policy `policy`.
+fn with_ack_policy(mut config: ScenarioConfig, policy: &str) -> ScenarioConfig {
+    for f in &mut config.flows {
+        f.ack_policy = policy.to_string();
+    }
+    config
+}
+
 /// Run the reproduction, reporting to `progress`, and write `out/fanet/`.
-/// Cost: 2 × 13 × seeds simulations.
+/// Cost: 3 × 13 × seeds simulations (the primary case under both ACK
+/// policies, the extended case under SLTP's).
 pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let seeds = args.seeds.unwrap_or(if args.quick { 2 } else { 10 });
     anyhow::ensure!((1..=1000).contains(&seeds), "--seeds must be 1 to 1000");
@@ -618,13 +643,13 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let duration = Dur::from_secs_f64(dur_s);
     let dir = args.out.join("fanet");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let total = 2 * CONTROLLERS.len() * seeds as usize;
+    let total = 3 * CONTROLLERS.len() * seeds as usize;
     progress.start("reproduce fanet", total);
     // Wall time of the whole reproduction, for the report's closing note.
     #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
     // measuring our own run time, not simulated time
     let started = std::time::Instant::now();
-    let half = total / 2;
+    let third = total / 3;
     let primary = run_case(
         scenario(duration, 1)?,
         seeds,
@@ -638,12 +663,20 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         seeds,
         args.threads,
         progress,
-        half,
+        third,
+        total,
+    )?;
+    let primary_tcp = run_case(
+        with_ack_policy(scenario(duration, 1)?, "tcp"),
+        seeds,
+        args.threads,
+        progress,
+        2 * third,
         total,
     )?;
     progress.finish();
     let wall_s = started.elapsed().as_secs_f64();
-    let summary_value = summary_json(&primary, &extended, dur_s);
+    let summary_value = summary_json(&primary, &extended, &primary_tcp, dur_s);
     let mut summary = serde_json::to_string_pretty(&summary_value).context("summary.json")?;
     summary.push('\n');
     let write = |name: &str, text: &str| -> anyhow::Result<PathBuf> {
@@ -653,7 +686,11 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     };
     write("summary.json", &summary)?;
     let mut lines = String::new();
-    for (case, r) in [("primary", &primary), ("extended", &extended)] {
+    for (case, r) in [
+        ("primary", &primary),
+        ("extended", &extended),
+        ("primary_tcp", &primary_tcp),
+    ] {
         for (cc, runs) in CONTROLLERS.iter().zip(&r.runs) {
             for (i, run) in runs.iter().enumerate() {
                 let line = RunLine {
@@ -668,7 +705,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         }
     }
     write("runs.jsonl", &lines)?;
-    let events: u64 = [&primary, &extended]
+    let events: u64 = [&primary, &extended, &primary_tcp]
         .iter()
         .flat_map(|r| r.runs.iter().flatten())
         .map(|r| r.events)
@@ -683,9 +720,9 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let report::Written {
         path: report,
         comparisons,
-    } = report::write(&ctx, &primary, &extended)?;
+    } = report::write(&ctx, &primary, &extended, &primary_tcp)?;
     let console = format!(
-        "reproduce fanet: {} runs ({} controllers × {seeds} seeds × 2 cases, {dur_s} s each), {events} events in {wall_s:.1} s wall ({:.0} events/s)\nwrote {}, {}\n",
+        "reproduce fanet: {} runs ({} controllers × {seeds} seeds × 3 cases, {dur_s} s each), {events} events in {wall_s:.1} s wall ({:.0} events/s)\nwrote {}, {}\n",
         total,
         CONTROLLERS.len(),
         events as f64 / wall_s.max(1e-9),

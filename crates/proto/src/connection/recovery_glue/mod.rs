@@ -27,7 +27,9 @@ pub(in crate::connection) fn recovery_config(
         min_rto: config.min_rto,
         max_rto: config.max_rto,
         packet_threshold: config.packet_threshold,
-        max_ack_delay: config.max_ack_delay,
+        // The peer holds ACKs back as long as its policy allows (both
+        // ends share the policy): TCP's delayed ACK may exceed max_ack_delay.
+        max_ack_delay: config.effective_max_ack_delay(),
         fine_pacing: config.pacing == crate::connection::Pacing::Fine,
     }
 }
@@ -72,7 +74,7 @@ impl Connection {
     /// As data sender: ask the peer for another ACK frequency when the
     /// window or RTT moved enough (ack_frequency.rs). O(1).
     pub(in crate::connection) fn update_ack_frequency(&mut self, now: Time) {
-        if !self.config.request_ack_frequency || !self.send.has_pending() {
+        if !self.config.requests_ack_frequency() || !self.send.has_pending() {
             return;
         }
         // The window the sender can fill (the queue guard's cap, if

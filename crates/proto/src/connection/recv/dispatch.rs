@@ -209,13 +209,15 @@ impl Connection {
         self.delivered = delivered;
         let h = &dg.header;
         let ce = ecn == Some(EcnCodepoint::Ce) || h.cn == 3;
+        // Block bytes only: TCP's "full-size" is about segment payload.
+        let data_bytes = frames.iter().map(|f| f.data.len()).sum::<usize>();
         self.recv.on_data_packet(
             now,
             in_order,
             h.flags.contains(Flags::REPLY_REQ),
             ce,
-            self.config.ack_frequency,
-            self.config.max_ack_delay,
+            data_bytes,
+            recv::AckSchedule::of(&self.config),
         );
         true
     }

@@ -31,6 +31,7 @@ pub mod range_set;
 pub mod window;
 
 use super::events::MessageId;
+use crate::config::AckPolicy;
 use crate::streams::StreamReliability;
 use crate::wire::{AckFrequency, AckPayload, AckRange, MissingPackets, StreamFrame};
 use peregrine_cc::Time;
@@ -303,6 +304,29 @@ pub struct RecvCounters {
     pub ecn_ce_received: u64,
 }
 
+/// This side's own ACK schedule, as the connection's configuration sets it
+/// (a peer's ACK-frequency request replaces the SLTP part).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct AckSchedule {
+    /// SLTP: acknowledge at once after this many DATA packets.
+    pub ack_frequency: u32,
+    /// SLTP: longest an acknowledgement is held back.
+    pub max_ack_delay: Duration,
+    /// The policy; [`AckPolicy::Tcp`] overrides the two fields above.
+    pub policy: AckPolicy,
+}
+
+impl AckSchedule {
+    /// The schedule of `config`. O(1).
+    pub fn of(config: &crate::config::ConnectionConfig) -> AckSchedule {
+        AckSchedule {
+            ack_frequency: config.ack_frequency,
+            max_ack_delay: config.max_ack_delay,
+            policy: config.ack_policy,
+        }
+    }
+}
+
 /// The receiving side of one connection.
 #[derive(Debug, Default)]
 pub struct RecvState {
@@ -310,6 +334,11 @@ pub struct RecvState {
     largest: Option<u64>,
     largest_at: Time,
     unacked_data: u32,
+    /// Block bytes of the DATA packets not yet acknowledged (TCP policy).
+    unacked_data_bytes: usize,
+    /// The largest block bytes one DATA packet carried: TCP's receiver
+    /// MSS estimate (Linux `rcv_mss`), the "full size".
+    rcv_mss_bytes: usize,
     ack_deadline: Option<Time>,
     ack_now: bool,
     /// The peer's newest ACK-frequency request, applied.
@@ -396,22 +425,33 @@ impl RecvState {
         in_order: bool,
         reply_req: bool,
         ce: bool,
-        ack_frequency: u32,
-        max_ack_delay: Duration,
+        data_bytes: usize,
+        schedule: AckSchedule,
     ) {
         self.unacked_data += 1;
         if ce {
             self.ce_pending = true;
             self.counters.ecn_ce_received += 1;
         }
-        let (threshold, delay) = match self.peer_request {
-            Some(r) => (
-                u32::from(r.threshold),
+        let (count_due, delay) = match (schedule.policy, self.peer_request) {
+            (AckPolicy::Tcp { delayed_ack }, _) => {
+                // Linux `__tcp_ack_snd_check`: more than one full-size
+                // packet's worth unacknowledged, i.e. every second
+                // full-size packet (small ones count by their bytes).
+                self.rcv_mss_bytes = self.rcv_mss_bytes.max(data_bytes);
+                self.unacked_data_bytes = self.unacked_data_bytes.saturating_add(data_bytes);
+                (self.unacked_data_bytes > self.rcv_mss_bytes, delayed_ack)
+            }
+            (AckPolicy::Sltp, Some(r)) => (
+                self.unacked_data >= u32::from(r.threshold),
                 Duration::from_micros(u64::from(r.max_ack_delay_us)),
             ),
-            None => (ack_frequency, max_ack_delay),
+            (AckPolicy::Sltp, None) => (
+                self.unacked_data >= schedule.ack_frequency,
+                schedule.max_ack_delay,
+            ),
         };
-        if reply_req || !in_order || ce || self.unacked_data >= threshold {
+        if reply_req || !in_order || ce || count_due {
             self.ack_now = true;
         } else if self.ack_deadline.is_none() {
             self.ack_deadline = Some(now + delay);
@@ -595,6 +635,7 @@ impl RecvState {
         }
         self.sent_acks.push_back((pn, largest));
         self.unacked_data = 0;
+        self.unacked_data_bytes = 0;
         self.ack_deadline = None;
         self.ack_now = false;
         let ce = std::mem::take(&mut self.ce_pending);
@@ -900,6 +941,61 @@ mod tests {
         }
     }
 
+    /// SLTP's own schedule: every `packets` DATA packets, within `delay_ms`.
+    fn sched(packets: u32, delay_ms: u64) -> AckSchedule {
+        AckSchedule {
+            ack_frequency: packets,
+            max_ack_delay: Duration::from_millis(delay_ms),
+            policy: AckPolicy::Sltp,
+        }
+    }
+
+    fn tcp_sched() -> AckSchedule {
+        AckSchedule {
+            policy: AckPolicy::tcp(),
+            ..sched(2, 25)
+        }
+    }
+
+    #[test]
+    fn tcp_acknowledges_every_second_full_size_packet() {
+        let mut rx = RecvState::new();
+        // A peer's request is ignored under TCP's policy.
+        rx.on_ack_frequency(AckFrequency {
+            sequence: 1,
+            threshold: 16,
+            max_ack_delay_us: 5_000,
+        });
+        let mut acks = 0;
+        for pn in 0..20u64 {
+            rx.record(Time::ZERO, pn);
+            rx.on_data_packet(Time::ZERO, true, false, false, 1000, tcp_sched());
+            if rx.ack_due(Time::ZERO) {
+                acks += 1;
+                assert_eq!(pn % 2, 1, "the second of each pair");
+                rx.build_ack(Time::ZERO, 100 + pn, 3);
+            }
+        }
+        assert_eq!(acks, 10);
+        // One full packet alone waits for the 40 ms timer, not 25 ms.
+        rx.record(Time::ZERO, 20);
+        rx.on_data_packet(Time::ZERO, true, false, false, 1000, tcp_sched());
+        assert!(!rx.ack_due(Time::from_millis(39)));
+        assert_eq!(rx.ack_deadline(), Some(Time::from_millis(40)));
+        rx.build_ack(Time::ZERO, 200, 3);
+        // Small packets count by their bytes: three of 400 exceed one full size.
+        for pn in 21..24u64 {
+            rx.record(Time::ZERO, pn);
+            rx.on_data_packet(Time::ZERO, true, false, false, 400, tcp_sched());
+            assert_eq!(rx.ack_due(Time::ZERO), pn == 23, "packet {pn}");
+        }
+        // A gap gets an immediate ACK.
+        rx.build_ack(Time::ZERO, 201, 3);
+        rx.record(Time::ZERO, 30);
+        rx.on_data_packet(Time::ZERO, false, false, false, 1000, tcp_sched());
+        assert!(rx.ack_due(Time::ZERO));
+    }
+
     const LIMITS: RecvLimits = RecvLimits {
         max_buffer_bytes: 1000,
         max_messages: 2,
@@ -979,7 +1075,6 @@ mod tests {
     #[test]
     fn a_frequency_request_changes_the_schedule_once_per_sequence() {
         let mut rx = RecvState::new();
-        let ms = Duration::from_millis;
         let req = |sequence, threshold| AckFrequency {
             sequence,
             threshold,
@@ -989,12 +1084,12 @@ mod tests {
         assert!(!rx.on_ack_frequency(req(1, 50)), "an older request");
         for pn in 0..3 {
             rx.record(Time::ZERO, pn);
-            rx.on_data_packet(Time::ZERO, true, false, false, 2, ms(25));
+            rx.on_data_packet(Time::ZERO, true, false, false, 1000, sched(2, 25));
         }
         assert!(!rx.ack_due(Time::ZERO), "3 of 4 packets");
         assert_eq!(rx.ack_deadline(), Some(Time::from_millis(5)));
         rx.record(Time::ZERO, 3);
-        rx.on_data_packet(Time::ZERO, true, false, false, 2, ms(25));
+        rx.on_data_packet(Time::ZERO, true, false, false, 1000, sched(2, 25));
         assert!(rx.ack_due(Time::ZERO));
         // A hostile request cannot silence the receiver.
         assert!(rx.on_ack_frequency(AckFrequency {
@@ -1011,7 +1106,7 @@ mod tests {
         // A gap still gets an immediate ACK.
         rx.build_ack(Time::ZERO, 9, 32);
         rx.record(Time::ZERO, 5);
-        rx.on_data_packet(Time::ZERO, false, false, false, 2, ms(25));
+        rx.on_data_packet(Time::ZERO, false, false, false, 1000, sched(2, 25));
         assert!(rx.ack_due(Time::ZERO));
     }
 

@@ -7,6 +7,7 @@
 //! the pacing rate and the controller's send gate allow; a STATUS poll of a
 //! closed peer window; an IDLE keep-alive.
 
+use crate::config::AckPolicy;
 use crate::connection::stats::ConnectionState;
 use crate::connection::Connection;
 use crate::recovery::Allowance;
@@ -168,7 +169,13 @@ impl Connection {
             let room = room
                 .saturating_sub(1 + credits.len() * AckPayload::CREDIT_LEN)
                 .saturating_sub(frequency.map_or(0, |_| AckFrequency::LEN));
-            let max_ranges = (room / 8).min(self.config.max_ack_ranges);
+            let policy_ranges = match self.config.ack_policy {
+                // SACK's limit counts every range; `build_ack`'s, those
+                // besides the first.
+                AckPolicy::Tcp { .. } => AckPolicy::TCP_MAX_RANGES - 1,
+                AckPolicy::Sltp => self.config.max_ack_ranges,
+            };
+            let max_ranges = (room / 8).min(policy_ranges);
             if let Some((mut ack, ce)) = self.recv.build_ack(now, pn, max_ranges) {
                 ack.credits = credits;
                 ack.frequency = frequency;

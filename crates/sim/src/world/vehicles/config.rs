@@ -152,6 +152,13 @@ pub struct VehicularConfig {
     /// Controller of every flow (a registry name); default `cubic`.
     #[serde(default = "d_cc")]
     pub cc: String,
+    /// ACK policy of every flow's receiver (`sltp` or `tcp`, as a flow's
+    /// `ack_policy`); default the flow's default, `sltp`.
+    #[serde(default)]
+    pub ack_policy: Option<String>,
+    /// With `ack_policy = "tcp"`: the delayed-ACK timer (as a flow's).
+    #[serde(default)]
+    pub delayed_ack: Option<Dur>,
     /// Offered load per vehicle as a fraction of `reference_rate`
     /// (0 < load ≤ 10); default 1.
     #[serde(default = "d_load")]
@@ -267,6 +274,8 @@ impl Default for VehicularConfig {
             speed_max_mps: d_speed_max(),
             block_size_m: d_block(),
             cc: d_cc(),
+            ack_policy: None,
+            delayed_ack: None,
             load: d_load(),
             reference_rate: d_reference_rate(),
             rate_scale: d_one(),
