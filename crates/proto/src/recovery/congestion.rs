@@ -198,6 +198,13 @@ impl Congestion {
         self.sampler.delivered()
     }
 
+    /// The segment size the controller counts its window in, bytes: set
+    /// before [`init`](Self::init) (the controller reads it once there).
+    /// O(1).
+    pub fn set_mss(&mut self, mss: u32) {
+        self.mss = mss.max(1);
+    }
+
     /// Segments for `bytes` of packets, rounded up.
     pub fn segs(&self, bytes: u64) -> u32 {
         u32::try_from(bytes.div_ceil(u64::from(self.mss))).unwrap_or(u32::MAX)

@@ -222,6 +222,18 @@ impl Recovery {
 
     /// Start the controller.
     pub fn init_controller(&mut self, now: Time) {
+        self.init_controller_with_mss(now, None);
+    }
+
+    /// [`init_controller`](Self::init_controller), counting the window in
+    /// segments of `mss` bytes when given (path MTU discovery: the
+    /// search's largest datagram, not the base size the connection starts
+    /// with). O(1).
+    pub fn init_controller_with_mss(&mut self, now: Time, mss: Option<u32>) {
+        if let Some(mss) = mss {
+            self.config.mss = mss.max(1);
+            self.cong.set_mss(mss);
+        }
         let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
         self.cong.init(&ctx);
     }
