@@ -37,6 +37,7 @@ pub mod cclab;
 pub mod engine;
 mod logging;
 pub mod metrics;
+pub mod paths;
 pub mod rng;
 pub mod scenario;
 pub mod units;

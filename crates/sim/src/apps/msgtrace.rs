@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn reads_the_real_drone_trace_if_present() {
         let rel = Path::new("shared/traces/drone-mavlink/drone_processed.csv");
-        let Some(path) = crate::scenario::find_upwards(Path::new(env!("CARGO_MANIFEST_DIR")), rel)
+        let Some(path) = crate::paths::find_upwards(Path::new(env!("CARGO_MANIFEST_DIR")), rel)
         else {
             eprintln!("skipping: ../shared/traces/drone-mavlink/drone_processed.csv not found beside the workspace");
             return;

@@ -137,56 +137,11 @@ pub struct NodeConfig {
     pub mobility: Option<crate::world::mobility::MobilityConfig>,
 }
 
-/// A queue size: exactly one of `packets`, `bytes`, `bdp`.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct QueueConfig {
-    /// Limit in packets.
-    #[serde(default)]
-    pub packets: Option<u64>,
-    /// Limit in bytes (wire bytes).
-    #[serde(default)]
-    pub bytes: Option<u64>,
-    /// Limit in multiples of the bandwidth-delay product.
-    #[serde(default)]
-    pub bdp: Option<f64>,
-    /// The round-trip time the BDP is computed with (default: twice this
-    /// link's one-way delay).
-    #[serde(default)]
-    pub rtt: Option<Dur>,
-    /// Floor for a BDP-sized queue, packets (default `net.queue_floor_packets`).
-    #[serde(default)]
-    pub min_packets: Option<u64>,
-}
-
-/// A loss model.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct LossConfig {
-    /// `none`, `bernoulli` or `gilbert_elliott`.
-    pub model: String,
-    /// Bernoulli: loss probability per packet.
-    #[serde(default)]
-    pub p: Option<f64>,
-    /// Gilbert-Elliott: P(good → bad) per packet.
-    #[serde(default)]
-    pub p_gb: Option<f64>,
-    /// Gilbert-Elliott: P(bad → good) per packet.
-    #[serde(default)]
-    pub p_bg: Option<f64>,
-    /// Gilbert-Elliott: loss probability in the good state (default 0).
-    #[serde(default)]
-    pub loss_good: Option<f64>,
-    /// Gilbert-Elliott: loss probability in the bad state (default 1).
-    #[serde(default)]
-    pub loss_bad: Option<f64>,
-    /// Only DATA packets can be lost (ACKs and control always pass).
-    #[serde(default)]
-    pub data_only: bool,
-}
-
-// The outage configuration lives with its model (`world::outage`).
+// The queue, loss and outage configurations live with their models
+// (`world::queue`, `world::loss`, `world::outage`).
+pub use crate::world::loss::LossConfig;
 pub use crate::world::outage::{OutageConfig, OutageWindow};
+pub use crate::world::queue::QueueConfig;
 
 /// Per-direction settings; any field left out takes the link's value.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -393,31 +348,6 @@ impl NodeConfig {
         NodeConfig {
             name: name.into(),
             mobility: None,
-        }
-    }
-}
-
-impl QueueConfig {
-    /// A queue of `bdp` × the bandwidth-delay product. O(1).
-    pub fn bdp(bdp: f64) -> QueueConfig {
-        QueueConfig {
-            bdp: Some(bdp),
-            ..QueueConfig::default()
-        }
-    }
-}
-
-impl LossConfig {
-    /// Bernoulli loss: each packet lost with probability `p`. O(1).
-    pub fn bernoulli(p: f64) -> LossConfig {
-        LossConfig {
-            model: "bernoulli".to_string(),
-            p: Some(p),
-            p_gb: None,
-            p_bg: None,
-            loss_good: None,
-            loss_bad: None,
-            data_only: false,
         }
     }
 }

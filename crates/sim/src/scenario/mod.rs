@@ -13,6 +13,14 @@
 //!    size kind, probabilities in [0, 1], …) and resolves the names into
 //!    the indexed [`model`] the engine runs.
 //!
+//! Split by feature: this module holds only the document, its parsing,
+//! validation and overrides, and the assembly of the [`model`]. The
+//! configuration of each world model lives with the model in
+//! `crate::world` (`world::queue::QueueConfig`, `world::loss::LossConfig`,
+//! `world::outage::OutageConfig`, `world::wireless`,
+//! `world::vehicles::config`) and is re-exported here under its old path;
+//! `world` never imports from `scenario`.
+//!
 //! File paths inside a scenario (traces) are resolved when the run
 //! starts, relative to the scenario file's folder and then each folder
 //! above it (see [`Scenario::resolve_path`]), so `../shared/traces/…`
@@ -33,6 +41,8 @@ pub mod wireless;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
+/// Moved to [`crate::paths`] (the world's tests look up traces too).
+pub use crate::paths::find_upwards;
 pub use config::ScenarioConfig;
 pub use document::ScenarioDocument;
 pub use model::Model;
@@ -172,17 +182,6 @@ impl Scenario {
         }
         p.to_path_buf()
     }
-}
-
-/// `start/rel`, or `start/../rel`, … — the first that exists.
-pub fn find_upwards(start: &Path, rel: &Path) -> Option<PathBuf> {
-    let start = if start.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        start
-    };
-    let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
-    start.ancestors().map(|d| d.join(rel)).find(|c| c.exists())
 }
 
 /// `flows[0].cc` as `flows.0.cc`.

@@ -177,8 +177,7 @@ fn outage_holds_the_queue_and_loses_what_is_on_the_wire() {
 #[test]
 fn real_mahimahi_trace_mean_rate_if_present() {
     let rel = std::path::Path::new("shared/traces/mahimahi/TMobile-LTE-short.up");
-    let Some(p) =
-        crate::scenario::find_upwards(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), rel)
+    let Some(p) = crate::paths::find_upwards(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), rel)
     else {
         eprintln!("skipping: ../shared/traces/mahimahi not found beside the workspace");
         return;

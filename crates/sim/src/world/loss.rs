@@ -12,6 +12,48 @@
 use crate::rng::SimRng;
 use peregrine_proto::loss::GilbertElliott;
 use rand::{Rng, RngExt};
+use serde::Deserialize;
+
+/// A loss model.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LossConfig {
+    /// `none`, `bernoulli` or `gilbert_elliott`.
+    pub model: String,
+    /// Bernoulli: loss probability per packet.
+    #[serde(default)]
+    pub p: Option<f64>,
+    /// Gilbert-Elliott: P(good → bad) per packet.
+    #[serde(default)]
+    pub p_gb: Option<f64>,
+    /// Gilbert-Elliott: P(bad → good) per packet.
+    #[serde(default)]
+    pub p_bg: Option<f64>,
+    /// Gilbert-Elliott: loss probability in the good state (default 0).
+    #[serde(default)]
+    pub loss_good: Option<f64>,
+    /// Gilbert-Elliott: loss probability in the bad state (default 1).
+    #[serde(default)]
+    pub loss_bad: Option<f64>,
+    /// Only DATA packets can be lost (ACKs and control always pass).
+    #[serde(default)]
+    pub data_only: bool,
+}
+
+impl LossConfig {
+    /// Bernoulli loss: each packet lost with probability `p`. O(1).
+    pub fn bernoulli(p: f64) -> LossConfig {
+        LossConfig {
+            model: "bernoulli".to_string(),
+            p: Some(p),
+            p_gb: None,
+            p_bg: None,
+            loss_good: None,
+            loss_bad: None,
+            data_only: false,
+        }
+    }
+}
 
 /// A validated loss model.
 #[derive(Clone, Debug, PartialEq)]

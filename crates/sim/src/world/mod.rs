@@ -1,6 +1,11 @@
 //! The modelled physical world: geometry, packets, links, queues, loss
 //! and outages. Positions are sampled by the channel when it needs them;
 //! everything here is a pure value driven in virtual time.
+//!
+//! Each model's configuration (the serde table a scenario writes for it,
+//! its defaults, its validated form) lives beside the model; checking it
+//! against the rest of a scenario and assembling the model is
+//! `crate::scenario`'s job. Nothing here imports from `crate::scenario`.
 
 pub mod cells;
 pub mod channel;
@@ -19,3 +24,4 @@ pub mod queue;
 pub mod routing;
 pub mod trace;
 pub mod vehicles;
+pub mod wireless;

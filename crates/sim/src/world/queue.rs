@@ -13,7 +13,41 @@
 
 use super::link::{DropReason, LinkOutput, LinkStats};
 use super::packet::Packet;
+use crate::units::Dur;
+use serde::Deserialize;
 use std::collections::VecDeque;
+
+/// A queue size: exactly one of `packets`, `bytes`, `bdp`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// Limit in packets.
+    #[serde(default)]
+    pub packets: Option<u64>,
+    /// Limit in bytes (wire bytes).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Limit in multiples of the bandwidth-delay product.
+    #[serde(default)]
+    pub bdp: Option<f64>,
+    /// The round-trip time the BDP is computed with (default: twice this
+    /// link's one-way delay).
+    #[serde(default)]
+    pub rtt: Option<Dur>,
+    /// Floor for a BDP-sized queue, packets (default `net.queue_floor_packets`).
+    #[serde(default)]
+    pub min_packets: Option<u64>,
+}
+
+impl QueueConfig {
+    /// A queue of `bdp` × the bandwidth-delay product. O(1).
+    pub fn bdp(bdp: f64) -> QueueConfig {
+        QueueConfig {
+            bdp: Some(bdp),
+            ..QueueConfig::default()
+        }
+    }
+}
 
 /// The drop-tail limit.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -198,8 +198,7 @@ mod real_traces {
     #[test]
     fn reads_a_real_gzip_lumos5g_trace_if_present() {
         let rel = Path::new("shared/traces/lumos5g/mahimahi_gz/5g_trace_104_driving.mm.gz");
-        let Some(p) = crate::scenario::find_upwards(Path::new(env!("CARGO_MANIFEST_DIR")), rel)
-        else {
+        let Some(p) = crate::paths::find_upwards(Path::new(env!("CARGO_MANIFEST_DIR")), rel) else {
             eprintln!("skipping: ../shared/traces/lumos5g not found beside the workspace");
             return;
         };

@@ -31,6 +31,8 @@
 //! vehicles may drive through buildings (they are then blocked, as
 //! random-mobility studies without road maps have them).
 
+pub mod config;
+
 use super::cells::CellScheduler;
 use super::channel::mmwave::{Association, FailureCounts, FailureEvent, MmWaveChannel};
 use super::channel::obstacles::{ObstacleField, Rect};
@@ -40,8 +42,8 @@ use super::mobility::{
     Boundary, ConstantVelocityConfig, ManhattanConfig, Mobility, MobilityConfig,
     RandomWaypointConfig,
 };
-use crate::scenario::vehicular::{VehicleMobility, VehicularModel};
 use crate::Time;
+use config::{VehicleMobility, VehicularModel};
 use rand::RngExt;
 use std::sync::Arc;
 use std::time::Duration;
