@@ -718,7 +718,17 @@ impl Dcf {
                 Ev::AckStart(node, to) => {
                     self.stats.acks += 1;
                     let (m, air) = (self.ack_modulation, self.ack_air);
-                    self.start_tx(t, node, Some(to), Kind::Ack, m, air, u64::MAX, wifi, positions);
+                    self.start_tx(
+                        t,
+                        node,
+                        Some(to),
+                        Kind::Ack,
+                        m,
+                        air,
+                        u64::MAX,
+                        wifi,
+                        positions,
+                    );
                 }
                 Ev::TxEnd(id) => self.end_tx(t, id, out),
                 Ev::AckTimeout(node, g) => {
@@ -1291,7 +1301,8 @@ mod tests {
         let cutoff_dbm = 10.0 * d.cutoff_mw.log10();
         assert!((cutoff_dbm - (noise - 10.0)).abs() < 1e-9, "{cutoff_dbm}");
         // At the reach the mean power plus 3 σ is the cut-off.
-        let at_reach = wifi.tx_power_dbm - wifi.reference_loss_db()
+        let at_reach = wifi.tx_power_dbm
+            - wifi.reference_loss_db()
             - 10.0 * wifi.path_loss_exponent * d.reach_m.log10()
             + 3.0 * wifi.shadowing_sigma_db;
         assert!((at_reach - cutoff_dbm).abs() < 1e-9);
