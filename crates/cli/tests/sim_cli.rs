@@ -132,7 +132,8 @@ fn bench_sim_json_reports_events_wall_and_peak_rss() {
     assert_eq!(v["scenario"], "fanet");
     assert_eq!(v["simulated_seconds"], 2.0);
     let events = v["events"].as_u64().expect("events");
-    assert!(events > 1_000, "{v}");
+    // 2 s of fanet is OLSR only (the flow opens at 5 s): 148 events.
+    assert!(events > 100, "{v}");
     let runs = v["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 2);
     assert!(runs.iter().all(|r| r["events"].as_u64() == Some(events)));
