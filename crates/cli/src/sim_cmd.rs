@@ -209,8 +209,9 @@ pub struct BenchArgs {
 
 #[derive(Subcommand, Debug)]
 enum BenchCommand {
-    /// Simulated events per wall-second and wall time of a scenario
-    /// (default: the embedded 100 s dumbbell), median of several runs.
+    /// Simulated events per wall-second, wall time and peak RSS of a
+    /// scenario (default: the embedded 100 s dumbbell), median of several
+    /// runs (`peregrine_lab::bench::sim`).
     Sim {
         /// A scenario file instead of the embedded dumbbell.
         scenario: Option<PathBuf>,
@@ -220,6 +221,9 @@ enum BenchCommand {
         /// Overrides, as for `peregrine sim`.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
+        /// Print `{"scenario", "simulated_seconds", "events", "wall_seconds", "events_per_second", "real_time_factor", "peak_rss_bytes", "user_cpu_seconds", "runs": [{"events", "wall_seconds", "events_per_second"}, …]}`.
+        #[arg(long)]
+        json: bool,
     },
     /// One server endpoint with N connections, sans-IO in virtual time:
     /// handshake, 1 KiB each way, 60 s of keep-alives; wall time, µs and
@@ -239,50 +243,39 @@ const DUMBBELL: &str = include_str!("../../../scenarios/dumbbell.toml");
 
 /// Run `peregrine bench`.
 pub fn bench(args: BenchArgs) -> Result<()> {
-    let (scenario, runs, set) = match args.command {
+    let (scenario, runs, set, json) = match args.command {
         BenchCommand::Sim {
             scenario,
             runs,
             set,
-        } => (scenario, runs, set),
+            json,
+        } => (scenario, runs, set, json),
         BenchCommand::Endpoint { connections, json } => return bench_endpoint(connections, json),
     };
     let scenario = match scenario {
         Some(p) => Scenario::from_file(&p, &set)?,
         None => Scenario::from_toml_str(DUMBBELL, "scenarios/dumbbell.toml (embedded)", &set)?,
     };
-    let mut walls = Vec::new();
-    let mut events = 0;
-    for i in 0..runs.max(1) {
-        // Benchmarks measure the machine's wall clock on purpose; the
-        // simulation itself never reads it.
-        #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-        let t0 = std::time::Instant::now();
-        let r = run_sim(&scenario)?;
-        #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-        let wall = t0.elapsed().as_secs_f64();
-        events = r.events;
-        crate::out(&format!(
-            "run {}: {} events in {:.3} s wall ({:.0} events/s)\n",
-            i + 1,
-            r.events,
-            wall,
-            r.events as f64 / wall
-        ))?;
-        walls.push(wall);
+    if runs == 0 {
+        anyhow::bail!("--runs must be at least 1");
     }
-    walls.sort_by(f64::total_cmp);
-    let median = walls[walls.len() / 2];
-    crate::out(&format!(
-        "\n{}: {} s simulated, {} events; median wall time {:.3} s over {} runs = {:.0} simulated events per wall-second ({:.0}x real time)\n",
-        scenario.name(),
-        scenario.model.duration_ns as f64 / 1e9,
-        events,
-        median,
-        walls.len(),
-        events as f64 / median,
-        scenario.model.duration_ns as f64 / 1e9 / median,
-    ))
+    let outcome = peregrine_lab::bench::sim::run(&scenario, runs, |i, r| {
+        if !json {
+            // Progress on stderr so that stdout stays one document.
+            eprintln!(
+                "run {}: {} events in {:.3} s wall ({:.0} events/s)",
+                i + 1,
+                r.events,
+                r.wall_seconds,
+                r.events_per_second
+            );
+        }
+    })?;
+    if json {
+        crate::out(&format!("{}\n", serde_json::to_string(&outcome)?))
+    } else {
+        crate::out(&outcome.table())
+    }
 }
 
 /// Run `peregrine bench endpoint` (the work is `peregrine_lab::bench::endpoint`).

@@ -108,6 +108,48 @@ fn bench_sim_reports_events_per_second() {
     assert!(text.contains("simulated events per wall-second"), "{text}");
 }
 
+#[test]
+fn bench_sim_json_reports_events_wall_and_peak_rss() {
+    let out = peregrine()
+        .args([
+            "bench",
+            "sim",
+            "scenarios/fanet.toml",
+            "--runs",
+            "2",
+            "--set",
+            "duration=2s",
+            "--json",
+        ])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(v["scenario"], "fanet");
+    assert_eq!(v["simulated_seconds"], 2.0);
+    let events = v["events"].as_u64().expect("events");
+    // 2 s of fanet is OLSR only (the flow opens at 5 s): 148 events.
+    assert!(events > 100, "{v}");
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    assert!(runs.iter().all(|r| r["events"].as_u64() == Some(events)));
+    assert!(v["wall_seconds"].as_f64().expect("wall") > 0.0);
+    assert!(v["events_per_second"].as_f64().expect("rate") > 0.0);
+    assert!(v["peak_rss_bytes"].as_u64().expect("rss") > 1 << 20);
+    assert!(v["user_cpu_seconds"].as_f64().is_some());
+    // A bad count is an error naming the flag, not a silent default.
+    let out = peregrine()
+        .args(["bench", "sim", "--runs", "0"])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--runs"));
+}
+
 /// A tiny scenario for sweeps: a bulk and a CBR stream over 2 Mbit/s with
 /// 2 % loss (so seeds differ), 2 s.
 const TINY: &str = r#"

@@ -47,13 +47,30 @@
 //! random draw (backoffs, reception) comes from the `wifi/dcf`
 //! generator, in event order, so a run is reproducible bit for bit.
 //!
-//! Cost: each transmission start or end is O(nodes) (power bookkeeping
-//! and chunk updates at every node); an event is O(log events pending).
+//! Spatial reach (issue 40): a transmission's power is counted only at
+//! the nodes where it reaches [`CUTOFF_BELOW_NOISE_DB`] below the noise
+//! floor (never above the receive sensitivity or the carrier-sense
+//! threshold, so every frame a node could lock on or sense is kept):
+//! weaker transmissions are left out of the SINR sums and the
+//! carrier-sense power. Which nodes to check comes from a uniform
+//! [`Grid`] of node positions (cells as wide as the distance where the
+//! mean received power, plus [`SHADOW_MARGIN_SIGMAS`] σ of shadowing,
+//! falls to the cut-off; rebuilt every [`GRID_REFRESH`] of simulated
+//! time with a margin for the nodes' motion). Carrier sense is
+//! re-evaluated only at the nodes a transmission reached (and the sender,
+//! and the nodes whose NAV ran out), in node order: elsewhere nothing it
+//! depends on changed.
+//!
+//! Cost: each transmission start or end is O(candidates) — the nodes of
+//! the grid cells around the sender — plus O(reached · log reached) for
+//! the power bookkeeping and chunk updates at the nodes it reaches; an
+//! event is O(log events pending).
 
 use super::channel::wifi::phy::{Modulation, NOISE_BANDWIDTH_HZ, PLCP_HEADER_BITS};
 use super::channel::wifi::{mac, WifiChannel, WifiConfig};
 use super::channel::{check_range, noise_floor_dbm, ConfigError};
 use super::geom::Vec3;
+use super::grid::Grid;
 use super::link::{DropReason, LinkOutput, LinkStats};
 use super::packet::Packet;
 use super::queue::{DropTailQueue, QueueLimit};
@@ -117,6 +134,29 @@ pub enum RateAdaptation {
     /// frame after a step up fails.
     Arf,
 }
+
+/// A transmission reaching a node more than this far below the noise floor
+/// (dB) is left out of that node's SINR sums and carrier-sense power. At
+/// 10 dB below the noise it raises the noise-plus-interference by at most
+/// 10 % (0.41 dB) — less than a tenth of the 3 dB shadowing σ, and well
+/// inside the SINR step between two DSSS/CCK rates — while the distance
+/// where the default channel's mean power falls to it (≈ 580 m) bounds
+/// the nodes each transmission touches. It is also the DCF's existing
+/// "overlap" threshold: interference this weak never counted as a
+/// collision.
+pub const CUTOFF_BELOW_NOISE_DB: f64 = 10.0;
+
+/// The grid is searched out to where the *mean* received power plus this
+/// many shadowing σ reaches the cut-off: a node further away is left out
+/// even when its shadowing favours it by more (probability 0.13 % per
+/// link and coherence interval at 3 σ, and then it is still within a few
+/// dB of the cut-off, 10 dB below the noise).
+pub const SHADOW_MARGIN_SIGMAS: f64 = 3.0;
+
+/// Simulated time between two rebuilds of the DCF's spatial grid. Between
+/// rebuilds a node may move at most twice the fastest speed seen at the
+/// last rebuild times this interval (the margin added to the cells).
+pub const GRID_REFRESH: Duration = Duration::from_millis(100);
 
 /// ARF: consecutive successes before trying the next rate up.
 pub const ARF_SUCCESSES: u32 = 10;
@@ -236,8 +276,9 @@ struct Tx {
     header_end: Time,
     end: Time,
     modulation: Modulation,
-    /// Received power at each node, mW (0 at the sender).
-    rx_mw: Vec<f64>,
+    /// (node, received power in mW) at every node it reaches at or above
+    /// the cut-off, ascending by node (never the sender).
+    rx_mw: Vec<(u32, f64)>,
     /// Packet id (data) for the attempt record.
     packet_id: u64,
     /// The addressee missed it because it was busy or captured away.
@@ -254,6 +295,11 @@ struct Rx {
     chunk_from: Time,
     /// Another transmission overlapped it.
     interfered: bool,
+    /// The frame's end of PLCP header, end and modulation (copied so a
+    /// chunk closes without looking the transmission up).
+    header_end: Time,
+    end: Time,
+    modulation: Modulation,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -305,6 +351,11 @@ struct Station {
     eifs: bool,
     /// Sum of the power of the transmissions overlapping this node, mW.
     power_mw: f64,
+    /// Transmissions counted in `power_mw` (at 0 the sum is reset to
+    /// exactly 0, clearing the rounding dust).
+    overlaps: u32,
+    /// This node is in `Dcf::nav_live`.
+    nav_listed: bool,
     /// Id of the last packet this node passed up (duplicate detection,
     /// per sender: (sender, id)).
     last_up: Vec<Option<u64>>,
@@ -316,6 +367,11 @@ struct Station {
 pub trait Positions {
     /// Every node's position at `t` (non-decreasing `t`).
     fn at(&mut self, t: Time) -> &[Vec3];
+    /// Node `node`'s position at `t` (non-decreasing `t` per node; only
+    /// that node's model is sampled).
+    fn of(&mut self, t: Time, node: usize) -> Vec3;
+    /// The fastest node's speed at `t`, m/s.
+    fn max_speed_mps(&mut self, t: Time) -> f64;
 }
 
 /// The interference-based DCF of one medium.
@@ -347,11 +403,25 @@ pub struct Dcf {
     /// The instant of the last NAV-end event pushed.
     nav_event: Option<Time>,
     /// Power vectors of ended transmissions, for reuse.
-    spare: Vec<Vec<f64>>,
+    spare: Vec<Vec<(u32, f64)>>,
     /// Per ordered pair (`from · n + to`), the shadowing knots of the
     /// current coherence interval (`WifiChannel::shadowing_db_cached`):
     /// allocated at the first transmission, O(nodes²) memory.
     shadow_knots: Vec<Option<(u64, f64, f64)>>,
+    /// Received power below this is left out, mW (see
+    /// [`CUTOFF_BELOW_NOISE_DB`]).
+    cutoff_mw: f64,
+    /// Beyond this distance a transmission is below the cut-off (mean
+    /// power plus [`SHADOW_MARGIN_SIGMAS`] σ), m.
+    reach_m: f64,
+    /// Node positions by cell, and the instant of its snapshot.
+    grid: Grid,
+    grid_at: Option<Time>,
+    /// Scratch: grid candidates, nodes to re-sense.
+    cand: Vec<u32>,
+    touched: Vec<usize>,
+    /// Nodes whose NAV may still run out (re-sensed when it does).
+    nav_live: Vec<usize>,
 }
 
 impl std::fmt::Debug for Dcf {
@@ -403,12 +473,32 @@ impl Dcf {
                 nav_until: Time::ZERO,
                 eifs: false,
                 power_mw: 0.0,
+                overlaps: 0,
+                nav_listed: false,
                 last_up: vec![None; n],
                 arf: std::collections::BTreeMap::new(),
             })
             .collect();
-        let noise_mw = dbm_to_mw(noise_floor_dbm(NOISE_BANDWIDTH_HZ, wifi.noise_figure_db));
+        let noise_dbm = noise_floor_dbm(NOISE_BANDWIDTH_HZ, wifi.noise_figure_db);
+        let noise_mw = dbm_to_mw(noise_dbm);
+        let cutoff_dbm = (noise_dbm - CUTOFF_BELOW_NOISE_DB)
+            .min(cfg.rx_sensitivity_dbm)
+            .min(wifi.cs_threshold_dbm);
+        // Mean power at d: P_tx − L_ref − 10 n log10(d); solve for the
+        // cut-off with the shadowing margin.
+        let budget_db = wifi.tx_power_dbm - wifi.reference_loss_db() - cutoff_dbm
+            + SHADOW_MARGIN_SIGMAS * wifi.shadowing_sigma_db;
+        let reach_m = 10f64
+            .powf(budget_db / (10.0 * wifi.path_loss_exponent))
+            .max(1.0);
         Ok(Dcf {
+            cutoff_mw: dbm_to_mw(cutoff_dbm),
+            reach_m,
+            grid: Grid::new(),
+            grid_at: None,
+            cand: Vec::new(),
+            touched: Vec::new(),
+            nav_live: Vec::new(),
             sens_mw: dbm_to_mw(cfg.rx_sensitivity_dbm),
             cs_mw: dbm_to_mw(wifi.cs_threshold_dbm),
             capture: dbm_to_mw(cfg.capture_threshold_db),
@@ -623,13 +713,22 @@ impl Dcf {
                         continue;
                     }
                     self.st[node].backoff_at = None;
-                    self.start_data(t, node, wifi, positions.at(t));
+                    self.start_data(t, node, wifi, positions);
                 }
                 Ev::AckStart(node, to) => {
                     self.stats.acks += 1;
                     let (m, air) = (self.ack_modulation, self.ack_air);
-                    let pos = positions.at(t);
-                    self.start_tx(t, node, Some(to), Kind::Ack, m, air, u64::MAX, wifi, pos);
+                    self.start_tx(
+                        t,
+                        node,
+                        Some(to),
+                        Kind::Ack,
+                        m,
+                        air,
+                        u64::MAX,
+                        wifi,
+                        positions,
+                    );
                 }
                 Ev::TxEnd(id) => self.end_tx(t, id, out),
                 Ev::AckTimeout(node, g) => {
@@ -640,15 +739,22 @@ impl Dcf {
                     self.failed_attempt(t, node, out);
                 }
                 Ev::NavEnd => {
-                    for k in 0..self.st.len() {
-                        self.cca(k, t);
-                    }
+                    let mut touched = std::mem::take(&mut self.touched);
+                    touched.clear();
+                    self.cca_nodes(t, &mut touched);
+                    self.touched = touched;
                 }
             }
         }
     }
 
-    fn start_data(&mut self, now: Time, node: usize, wifi: &WifiChannel, pos: &[Vec3]) {
+    fn start_data(
+        &mut self,
+        now: Time,
+        node: usize,
+        wifi: &WifiChannel,
+        positions: &mut dyn Positions,
+    ) {
         let (to, bytes, pid) = {
             let h = self.st[node].head.as_ref().expect("contending with a head");
             (h.to, h.bytes, h.id)
@@ -667,7 +773,7 @@ impl Dcf {
             _ => (self.data_modulation, self.wifi.data_rate_mbps),
         };
         let air = mac::frame_time(&self.wifi, bytes, rate);
-        self.start_tx(now, node, to, Kind::Data, m, air, pid, wifi, pos);
+        self.start_tx(now, node, to, Kind::Data, m, air, pid, wifi, positions);
     }
 
     /// ARF state of `node` towards `to` (created at the configured rate).
@@ -737,9 +843,7 @@ impl Dcf {
         if now <= rx.chunk_from {
             return;
         }
-        let Some(tx) = self.txs.iter().find(|t| t.id == rx.tx) else {
-            return;
-        };
+        let (header_end, tx_end, modulation) = (rx.header_end, rx.end, rx.modulation);
         let interference = (s.power_mw - rx.signal_mw).max(0.0);
         let sinr = rx.signal_mw / (noise + interference);
         let (from, to) = (rx.chunk_from, now);
@@ -750,7 +854,7 @@ impl Dcf {
             (Modulation::Dqpsk2, 2.0)
         };
         let hdr_len = Duration::from_secs_f64(f64::from(PLCP_HEADER_BITS) / (hdr_rate * 1e6));
-        let hdr_start = tx.header_end.saturating_sub(hdr_len);
+        let hdr_start = header_end.saturating_sub(hdr_len);
         let overlap = |a: Time, b: Time| -> f64 {
             let lo = from.max(a);
             let hi = to.min(b);
@@ -760,19 +864,98 @@ impl Dcf {
                 0.0
             }
         };
-        let hdr_bits = overlap(hdr_start, tx.header_end) * hdr_rate * 1e6;
-        let body_bits = overlap(tx.header_end, tx.end) * tx.modulation.rate_mbps() * 1e6;
+        let hdr_bits = overlap(hdr_start, header_end) * hdr_rate * 1e6;
+        let body_bits = overlap(header_end, tx_end) * modulation.rate_mbps() * 1e6;
         let mut log_ok = 0.0;
         if hdr_bits > 0.0 {
             log_ok += hdr_bits * (1.0 - hdr_m.ber(sinr)).ln();
         }
         if body_bits > 0.0 {
-            log_ok += body_bits * (1.0 - tx.modulation.ber(sinr)).ln();
+            log_ok += body_bits * (1.0 - modulation.ber(sinr)).ln();
         }
         rx.log_ok += log_ok;
         rx.chunk_from = now;
         if interference > self.overlap_mw {
             rx.interfered = true;
+        }
+    }
+
+    /// Rebuild the spatial grid when its snapshot is [`GRID_REFRESH`] old
+    /// (or missing). O(nodes) on a rebuild, else O(1).
+    fn refresh_grid(&mut self, now: Time, positions: &mut dyn Positions) {
+        if self.grid_at.is_some_and(|t| now < t + GRID_REFRESH) {
+            return;
+        }
+        // A node may move up to twice the fastest speed now for one
+        // refresh interval before the next snapshot; the cells widen by
+        // that so the 3 × 3 × 3 cells around a sender still hold every
+        // node within `reach_m` of it.
+        let margin_m = 2.0 * positions.max_speed_mps(now) * GRID_REFRESH.as_secs_f64();
+        let pos = positions.at(now);
+        self.grid.rebuild(pos, self.reach_m + margin_m);
+        self.grid_at = Some(now);
+    }
+
+    /// Received power of a transmission by `node` at `now` at every node
+    /// it reaches at or above the cut-off, ascending, into `rx_mw`.
+    /// O(candidates).
+    fn reached(
+        &mut self,
+        now: Time,
+        node: usize,
+        wifi: &WifiChannel,
+        positions: &mut dyn Positions,
+        rx_mw: &mut Vec<(u32, f64)>,
+    ) {
+        self.refresh_grid(now, positions);
+        let n = self.st.len();
+        if self.shadow_knots.len() != n * n {
+            self.shadow_knots = vec![None; n * n];
+        }
+        let p_tx = self.wifi.tx_power_dbm;
+        let me = positions.of(now, node);
+        let mut cand = std::mem::take(&mut self.cand);
+        self.grid.candidates(me, &mut cand);
+        let knots = &mut self.shadow_knots[node * n..(node + 1) * n];
+        for &k in &cand {
+            let k = k as usize;
+            if k == node {
+                continue;
+            }
+            let d = me.distance(positions.of(now, k));
+            if d > self.reach_m {
+                continue;
+            }
+            let loss = wifi.path_loss_db(d)
+                + wifi.shadowing_db_cached(now, WifiChannel::link_id(node, k), &mut knots[k]);
+            let mw = dbm_to_mw(p_tx - loss);
+            if mw >= self.cutoff_mw {
+                rx_mw.push((k as u32, mw));
+            }
+        }
+        self.cand = cand;
+    }
+
+    /// Re-evaluate carrier sense at `now` at `nodes` (those whose sensing
+    /// inputs changed) and at every node whose NAV ran out, in ascending
+    /// node order (as one pass over every node would: everywhere else
+    /// [`cca`](Self::cca) would change nothing). O(k log k).
+    fn cca_nodes(&mut self, now: Time, nodes: &mut Vec<usize>) {
+        let mut i = 0;
+        while i < self.nav_live.len() {
+            let k = self.nav_live[i];
+            if self.st[k].nav_until <= now {
+                nodes.push(k);
+                self.st[k].nav_listed = false;
+                self.nav_live.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        nodes.sort_unstable();
+        nodes.dedup();
+        for &k in nodes.iter() {
+            self.cca(k, now);
         }
     }
 
@@ -787,7 +970,7 @@ impl Dcf {
         air: Duration,
         packet_id: u64,
         wifi: &WifiChannel,
-        pos: &[Vec3],
+        positions: &mut dyn Positions,
     ) {
         let id = self.next_id;
         self.next_id += 1;
@@ -798,23 +981,10 @@ impl Dcf {
         if kind == Kind::Data && to.is_none() {
             self.stats.broadcast_airtime_ns += air_ns;
         }
-        let p_tx = self.wifi.tx_power_dbm;
         // Power vectors are recycled: no allocation per frame once warm.
         let mut rx_mw = self.spare.pop().unwrap_or_default();
         rx_mw.clear();
-        let n = self.st.len();
-        if self.shadow_knots.len() != n * n {
-            self.shadow_knots = vec![None; n * n];
-        }
-        let knots = &mut self.shadow_knots[node * n..(node + 1) * n];
-        rx_mw.extend(knots.iter_mut().enumerate().map(|(k, kn)| {
-            if k == node {
-                return 0.0;
-            }
-            let loss = wifi.path_loss_db(pos[node].distance(pos[k]))
-                + wifi.shadowing_db_cached(now, WifiChannel::link_id(node, k), kn);
-            dbm_to_mw(p_tx - loss)
-        }));
+        self.reached(now, node, wifi, positions, &mut rx_mw);
         // Half duplex: a reception in progress at the sender is lost.
         if let Some(rx) = self.st[node].rx.take() {
             self.lost_rx(node, rx.tx, true);
@@ -832,15 +1002,21 @@ impl Dcf {
             packet_id,
             dest_busy: false,
         };
+        let frame = (tx.header_end, tx.end, tx.modulation);
+        let mut touched = std::mem::take(&mut self.touched);
+        touched.clear();
+        touched.push(node);
+        let mut dest_reached = false;
         // Receivers, in node order.
-        for k in 0..self.st.len() {
-            if k == node {
-                continue;
-            }
-            let p = tx.rx_mw[k];
+        for i in 0..tx.rx_mw.len() {
+            let (k, p) = tx.rx_mw[i];
+            let k = k as usize;
+            touched.push(k);
             self.close_chunk(k, now);
             self.st[k].power_mw += p;
+            self.st[k].overlaps += 1;
             let addressed = to == Some(k);
+            dest_reached |= addressed;
             if self.st[k].transmitting.is_some() {
                 if addressed {
                     tx.dest_busy = true;
@@ -852,23 +1028,29 @@ impl Dcf {
                     if let Some(old) = old {
                         self.lost_rx(k, old, true);
                     }
-                    self.lock(k, id, p, now);
+                    self.lock(k, id, p, now, frame);
                 } else if addressed {
                     tx.dest_busy = true;
                 }
             } else if p >= self.sens_mw {
-                self.lock(k, id, p, now);
+                self.lock(k, id, p, now, frame);
+            }
+        }
+        if let Some(d) = to.filter(|_| !dest_reached) {
+            // Below the cut-off at its addressee: busy there as before.
+            let s = &self.st[d];
+            if s.transmitting.is_some() || s.rx.is_some() {
+                tx.dest_busy = true;
             }
         }
         let end_at = tx.end;
         self.txs.push(tx);
-        for k in 0..self.st.len() {
-            self.cca(k, now);
-        }
+        self.cca_nodes(now, &mut touched);
+        self.touched = touched;
         self.push(end_at, Ev::TxEnd(id));
     }
 
-    fn lock(&mut self, k: usize, id: u64, p: f64, now: Time) {
+    fn lock(&mut self, k: usize, id: u64, p: f64, now: Time, frame: (Time, Time, Modulation)) {
         let interfered = self.st[k].power_mw - p > self.overlap_mw;
         self.st[k].rx = Some(Rx {
             tx: id,
@@ -876,6 +1058,9 @@ impl Dcf {
             log_ok: 0.0,
             chunk_from: now,
             interfered,
+            header_end: frame.0,
+            end: frame.1,
+            modulation: frame.2,
         });
     }
 
@@ -894,19 +1079,24 @@ impl Dcf {
         let Some(i) = self.txs.iter().position(|t| t.id == id) else {
             return;
         };
-        // Chunks close with the power still on, then it is removed.
-        for k in 0..self.st.len() {
+        // Chunks close with the power still on, then it is removed (only
+        // where it was counted: elsewhere the power does not change).
+        for j in 0..self.txs[i].rx_mw.len() {
+            let k = self.txs[i].rx_mw[j].0 as usize;
             self.close_chunk(k, now);
         }
         let tx = self.txs.swap_remove(i);
+        let mut touched = std::mem::take(&mut self.touched);
+        touched.clear();
+        touched.push(tx.from);
         let mut dest: Option<RxOutcome> = None;
-        for k in 0..self.st.len() {
-            if k == tx.from {
-                continue;
-            }
+        for &(k, p) in &tx.rx_mw {
+            let k = k as usize;
+            touched.push(k);
             let s = &mut self.st[k];
-            s.power_mw -= tx.rx_mw[k];
-            if self.txs.iter().all(|t| t.from == k) {
+            s.power_mw -= p;
+            s.overlaps -= 1;
+            if s.overlaps == 0 {
                 // Nothing left overlapping k: clear the rounding dust.
                 s.power_mw = 0.0;
             }
@@ -945,6 +1135,10 @@ impl Dcf {
                         let nav = now + self.sifs + self.ack_air;
                         if nav > self.st[k].nav_until {
                             self.st[k].nav_until = nav;
+                            if !self.st[k].nav_listed {
+                                self.st[k].nav_listed = true;
+                                self.nav_live.push(k);
+                            }
                             if self.nav_event != Some(nav) {
                                 self.nav_event = Some(nav);
                                 self.push(nav, Ev::NavEnd);
@@ -997,9 +1191,8 @@ impl Dcf {
             }
             Kind::Ack => {}
         }
-        for k in 0..self.st.len() {
-            self.cca(k, now);
-        }
+        self.cca_nodes(now, &mut touched);
+        self.touched = touched;
     }
 
     /// Receiver `k` decoded the head of `from`: pass it up once.
@@ -1059,5 +1252,102 @@ impl Dcf {
         self.draw_backoff(j, now);
         self.st[j].phase = Phase::Contend;
         self.schedule_backoff(j, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Static positions, for driving the DCF directly.
+    struct Fixed(Vec<Vec3>);
+
+    impl Positions for Fixed {
+        fn at(&mut self, _t: Time) -> &[Vec3] {
+            &self.0
+        }
+        fn of(&mut self, _t: Time, node: usize) -> Vec3 {
+            self.0[node]
+        }
+        fn max_speed_mps(&mut self, _t: Time) -> f64 {
+            0.0
+        }
+    }
+
+    fn broadcast(id: u64) -> Packet {
+        Packet {
+            id,
+            flow: 0,
+            forward: false,
+            is_data: false,
+            src: 0,
+            dst: BROADCAST,
+            next_hop: BROADCAST,
+            dst_port: 698,
+            src_port: 698,
+            wire_bytes: 100,
+            created: Time::ZERO,
+            left_first_hop: true,
+            hops: 0,
+            payload: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_cut_off_is_10_db_below_the_noise_and_the_reach_follows_the_path_loss() {
+        let wifi = WifiConfig::default();
+        let d = Dcf::new(DcfConfig::default(), &wifi, 2, 10, 1).expect("dcf");
+        let noise = noise_floor_dbm(NOISE_BANDWIDTH_HZ, wifi.noise_figure_db);
+        let cutoff_dbm = 10.0 * d.cutoff_mw.log10();
+        assert!((cutoff_dbm - (noise - 10.0)).abs() < 1e-9, "{cutoff_dbm}");
+        // At the reach the mean power plus 3 σ is the cut-off.
+        let at_reach = wifi.tx_power_dbm
+            - wifi.reference_loss_db()
+            - 10.0 * wifi.path_loss_exponent * d.reach_m.log10()
+            + 3.0 * wifi.shadowing_sigma_db;
+        assert!((at_reach - cutoff_dbm).abs() < 1e-9);
+        assert!((1_100.0..1_300.0).contains(&d.reach_m), "{}", d.reach_m);
+        // A sensitivity below the noise − 10 dB lowers the cut-off with it.
+        let low = DcfConfig {
+            rx_sensitivity_dbm: -120.0,
+            ..DcfConfig::default()
+        };
+        let d = Dcf::new(low, &wifi, 2, 10, 1).expect("dcf");
+        assert!((10.0 * d.cutoff_mw.log10() + 120.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_transmission_reaches_near_nodes_and_not_those_beyond_the_cut_off() {
+        let cfg = WifiConfig {
+            shadowing_sigma_db: 0.0,
+            ..WifiConfig::default()
+        };
+        let wifi = WifiChannel::new(cfg.clone(), 3).expect("channel");
+        // 0 sends; 1 hears it well, 2 faintly (above the cut-off, below
+        // the sensitivity), 3 and 4 are beyond the cut-off (≈ 580 m).
+        let xs = [0.0, 100.0, 500.0, 700.0, 5_000.0];
+        let mut pos = Fixed(xs.iter().map(|&x| Vec3::new(x, 0.0, 0.0)).collect());
+        let mut d = Dcf::new(DcfConfig::default(), &cfg, xs.len(), 10, 1).expect("dcf");
+        d.enqueue(Time::ZERO, 0, broadcast(1)).expect("queued");
+        let mut out = LinkOutput::default();
+        // Run until the broadcast is on air.
+        while d.txs.is_empty() {
+            let t = d.next_event().expect("an event");
+            d.run_until(t, &wifi, &mut pos, &mut out);
+        }
+        let reached: Vec<u32> = d.txs[0].rx_mw.iter().map(|r| r.0).collect();
+        assert_eq!(reached, [1, 2]);
+        assert!(d.st[1].power_mw > d.st[2].power_mw && d.st[2].power_mw > 0.0);
+        assert_eq!(d.st[3].power_mw, 0.0);
+        assert_eq!(d.st[4].power_mw, 0.0);
+        assert!(d.st[1].rx.is_some(), "1 locks on the frame");
+        assert!(d.st[2].rx.is_none(), "2 is below the sensitivity");
+        // Run to the end: 1 decodes it; every power sum is back to 0.
+        while let Some(t) = d.next_event() {
+            d.run_until(t, &wifi, &mut pos, &mut out);
+        }
+        assert_eq!(out.delivered.len(), 1);
+        assert_eq!(out.delivered[0].1.next_hop, 1);
+        assert!(d.st.iter().all(|s| s.power_mw == 0.0 && s.overlaps == 0));
     }
 }

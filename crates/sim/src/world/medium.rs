@@ -69,7 +69,10 @@ pub struct Medium {
     wifi: WifiChannel,
     mobility: Vec<Box<dyn Mobility>>,
     pos: Vec<Vec3>,
-    pos_at: Option<Time>,
+    /// Per node: the instant of its last sample in `pos` (nodes are
+    /// sampled one by one, only when the channel needs them: a swarm's
+    /// DCF asks for the nodes near each sender, issue 40).
+    pos_at: Vec<Option<Time>>,
     /// Per node: the medium is sensed busy until this instant.
     busy_until: Vec<Time>,
     /// Per node: frames queued or on air.
@@ -90,18 +93,43 @@ pub struct Medium {
 struct Sampler<'a> {
     mobility: &'a mut [Box<dyn Mobility>],
     pos: &'a mut [Vec3],
-    pos_at: &'a mut Option<Time>,
+    pos_at: &'a mut [Option<Time>],
+}
+
+/// Node `i`'s position at `t`, sampled at most once per instant (an
+/// earlier `t` than its last sample returns that sample: models only move
+/// forward). O(1) plus one model step when `t` is new.
+fn sample(
+    mobility: &mut [Box<dyn Mobility>],
+    pos: &mut [Vec3],
+    pos_at: &mut [Option<Time>],
+    t: Time,
+    i: usize,
+) -> Vec3 {
+    if pos_at[i].is_none_or(|p| t > p) {
+        pos[i] = mobility[i].position(t);
+        pos_at[i] = Some(t);
+    }
+    pos[i]
 }
 
 impl Positions for Sampler<'_> {
     fn at(&mut self, t: Time) -> &[Vec3] {
-        if self.pos_at.is_none_or(|p| t > p) {
-            for (p, m) in self.pos.iter_mut().zip(self.mobility.iter_mut()) {
-                *p = m.position(t);
-            }
-            *self.pos_at = Some(t);
+        for i in 0..self.pos.len() {
+            sample(self.mobility, self.pos, self.pos_at, t, i);
         }
         self.pos
+    }
+
+    fn of(&mut self, t: Time, node: usize) -> Vec3 {
+        sample(self.mobility, self.pos, self.pos_at, t, node)
+    }
+
+    fn max_speed_mps(&mut self, t: Time) -> f64 {
+        self.mobility
+            .iter_mut()
+            .map(|m| m.velocity(t).norm())
+            .fold(0.0, f64::max)
     }
 }
 
@@ -126,7 +154,7 @@ impl Medium {
             wifi,
             mobility,
             pos: vec![Vec3::ZERO; n],
-            pos_at: None,
+            pos_at: vec![None; n],
             busy_until: vec![Time::ZERO; n],
             backlog: vec![0; n],
             routing,
@@ -194,13 +222,10 @@ impl Medium {
 
     /// Every node's position at `now` (sampled at most once per instant;
     /// an earlier `now` than the last sample returns the last sample, as
-    /// models only move forward). O(nodes) on a new instant, else O(1).
+    /// models only move forward). O(nodes).
     pub fn positions(&mut self, now: Time) -> &[Vec3] {
-        if self.pos_at.is_none_or(|t| now > t) {
-            for (p, m) in self.pos.iter_mut().zip(self.mobility.iter_mut()) {
-                *p = m.position(now);
-            }
-            self.pos_at = Some(now);
+        for i in 0..self.pos.len() {
+            sample(&mut self.mobility, &mut self.pos, &mut self.pos_at, now, i);
         }
         &self.pos
     }

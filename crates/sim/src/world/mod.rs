@@ -11,6 +11,7 @@ pub mod cells;
 pub mod channel;
 pub mod dcf;
 pub mod geom;
+pub mod grid;
 pub mod link;
 pub mod link_model;
 pub mod link_registry;

@@ -36,6 +36,7 @@
 //! route computation are O(n²) for n known nodes; run on change only.
 
 use peregrine_cc::Time;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -287,14 +288,39 @@ pub struct Olsr {
     topology: BTreeMap<(u32, u32), (u16, Time)>,
     /// (originator, seq) → (valid until, retransmitted).
     dup: BTreeMap<(u32, u16), (Time, bool)>,
-    /// dst → (next hop, hops).
-    routes: BTreeMap<u32, (u32, u32)>,
+    /// dst → (next hop, hops), as of the last recomputation: routes are
+    /// recomputed lazily, at the first lookup after the state that shapes
+    /// them changed (issue 40), not after every message.
+    routes: RefCell<BTreeMap<u32, (u32, u32)>>,
+    /// The instant of the last change to the state that shapes the
+    /// routes, while `routes` does not reflect it yet.
+    dirty_at: Cell<Option<Time>>,
+    /// Every expiry instant of a tuple that shapes the routes, with its
+    /// multiplicity (a link counts its `sym_until` and `until`): the first
+    /// one at or after `now` is [`next_expiry`](Olsr::next_expiry) in
+    /// O(log state) instead of a scan of every tuple per message.
+    expiries: BTreeMap<Time, u32>,
     seq: u16,
     ansn: u16,
     advertised: BTreeSet<u32>,
     /// Routing-table entries that changed (added, removed, or a new next
     /// hop or hop count) over all recomputations.
-    route_changes: u64,
+    route_changes: Cell<u64>,
+}
+
+/// One more tuple expiring at `t`.
+fn exp_add(exp: &mut BTreeMap<Time, u32>, t: Time) {
+    *exp.entry(t).or_insert(0) += 1;
+}
+
+/// One tuple less expiring at `t`.
+fn exp_del(exp: &mut BTreeMap<Time, u32>, t: Time) {
+    if let std::collections::btree_map::Entry::Occupied(mut e) = exp.entry(t) {
+        *e.get_mut() -= 1;
+        if *e.get() == 0 {
+            e.remove();
+        }
+    }
 }
 
 impl Olsr {
@@ -309,11 +335,13 @@ impl Olsr {
             selectors: BTreeMap::new(),
             topology: BTreeMap::new(),
             dup: BTreeMap::new(),
-            routes: BTreeMap::new(),
+            routes: RefCell::new(BTreeMap::new()),
+            dirty_at: Cell::new(None),
+            expiries: BTreeMap::new(),
             seq: 0,
             ansn: 0,
             advertised: BTreeSet::new(),
-            route_changes: 0,
+            route_changes: Cell::new(0),
         }
     }
 
@@ -323,28 +351,38 @@ impl Olsr {
     /// then, as ns-3's per-tuple expiry timers do, so a route whose link
     /// stopped hearing HELLOs disappears after NEIGHB_HOLD_TIME and not
     /// only at the next HELLO emission. Duplicate tuples do not count
-    /// (they shape no route). O(state).
+    /// (they shape no route). O(log state).
     pub fn next_expiry(&self, now: Time) -> Option<Time> {
-        let live = |t: Time| (t >= now).then_some(t);
-        let links = self
-            .links
-            .values()
-            .flat_map(|l| [live(l.sym_until), live(l.until)])
-            .flatten();
-        let rest = self
-            .two_hop
-            .values()
-            .chain(self.selectors.values())
-            .copied()
-            .chain(self.topology.values().map(|(_, t)| *t));
         // A tuple valid "until t" is still valid at t (`>= now` tests).
-        links.chain(rest).min().map(|t| t + Duration::from_nanos(1))
+        self.expiries
+            .range(now..)
+            .next()
+            .map(|(t, _)| *t + Duration::from_nanos(1))
     }
 
     /// Routing-table entries that changed over the run (an entry appears,
-    /// disappears, or gets another next hop or hop count). O(1).
+    /// disappears, or gets another next hop or hop count), counted at each
+    /// recomputation — which happens lazily, at the first lookup after a
+    /// change, so a change undone before the next lookup is not counted.
+    /// O(1) when the routes are up to date, else one recomputation.
     pub fn route_changes(&self) -> u64 {
-        self.route_changes
+        self.refresh();
+        self.route_changes.get()
+    }
+
+    /// Recompute the routes if the state that shapes them changed since
+    /// the last recomputation (as of the instant of that change, so the
+    /// table is the one an eager recomputation after every message would
+    /// hold). O(1) when up to date, else see `compute_routes`.
+    fn refresh(&self) {
+        if let Some(t) = self.dirty_at.take() {
+            self.compute_routes(t);
+        }
+    }
+
+    /// The state that shapes the routes changed at `now`.
+    fn touch(&self, now: Time) {
+        self.dirty_at.set(Some(now));
     }
 
     fn next_seq(&mut self) -> u16 {
@@ -359,15 +397,31 @@ impl Olsr {
             .map(|(&a, _)| a)
     }
 
-    /// Drop every expired tuple and recompute MPRs and routes. O(state).
+    /// Drop every expired tuple and recompute the MPRs (the routes at the
+    /// next lookup). O(state).
     pub fn expire(&mut self, now: Time) {
-        self.links.retain(|_, l| l.until >= now);
-        self.two_hop.retain(|_, t| *t >= now);
-        self.selectors.retain(|_, t| *t >= now);
-        self.topology.retain(|_, (_, t)| *t >= now);
+        let exp = &mut self.expiries;
+        self.links.retain(|_, l| {
+            let keep = l.until >= now;
+            if !keep {
+                exp_del(exp, l.sym_until);
+                exp_del(exp, l.until);
+            }
+            keep
+        });
+        let mut drop_old = |t: Time| {
+            let keep = t >= now;
+            if !keep {
+                exp_del(exp, t);
+            }
+            keep
+        };
+        self.two_hop.retain(|_, t| drop_old(*t));
+        self.selectors.retain(|_, t| drop_old(*t));
+        self.topology.retain(|_, (_, t)| drop_old(*t));
         self.dup.retain(|_, (t, _)| *t >= now);
         self.select_mprs(now);
-        self.compute_routes(now);
+        self.touch(now);
     }
 
     /// The HELLO to send at `now`. O(neighbours).
@@ -424,10 +478,13 @@ impl Olsr {
         })
     }
 
-    /// Process a HELLO received at `now` from neighbour `from`.
-    /// O(addresses · log n) plus MPR selection and routes.
+    /// Process a HELLO received at `now` from neighbour `from`. The MPRs
+    /// are selected again before the next HELLO this node sends (the only
+    /// place they are used), the routes at the next lookup.
+    /// O(addresses · log n).
     pub fn on_hello(&mut self, now: Time, from: u32, links: &[(u8, Vec<u32>)], vtime: u8) {
         let hold = decode_vtime(vtime);
+        let old = self.links.get(&from).map(|l| (l.sym_until, l.until));
         let l = self.links.entry(from).or_default();
         l.asym_until = now + hold;
         let mut lists_me = false;
@@ -443,6 +500,13 @@ impl Olsr {
         }
         l.until = l.until.max(l.asym_until).max(l.sym_until);
         let sym = l.sym_until >= now;
+        let new = (l.sym_until, l.until);
+        if let Some((s, u)) = old {
+            exp_del(&mut self.expiries, s);
+            exp_del(&mut self.expiries, u);
+        }
+        exp_add(&mut self.expiries, new.0);
+        exp_add(&mut self.expiries, new.1);
         if sym {
             for (code, addrs) in links {
                 if *code != SYM && *code != MPR {
@@ -450,18 +514,24 @@ impl Olsr {
                 }
                 for &a in addrs {
                     if a != self.me {
-                        self.two_hop.insert((from, a), now + hold);
+                        if let Some(t) = self.two_hop.insert((from, a), now + hold) {
+                            exp_del(&mut self.expiries, t);
+                        }
+                        exp_add(&mut self.expiries, now + hold);
                     }
                 }
             }
-            if me_as_mpr {
-                self.selectors.insert(from, now + hold);
+            let old = if me_as_mpr {
+                exp_add(&mut self.expiries, now + hold);
+                self.selectors.insert(from, now + hold)
             } else {
-                self.selectors.remove(&from);
+                self.selectors.remove(&from)
+            };
+            if let Some(t) = old {
+                exp_del(&mut self.expiries, t);
             }
         }
-        self.select_mprs(now);
-        self.compute_routes(now);
+        self.touch(now);
     }
 
     /// Process a TC received at `now` from neighbour `from`. O(advertised
@@ -514,20 +584,33 @@ impl Olsr {
         // An older ANSN is ignored; a newer one replaces the entries.
         let newest = self
             .topology
-            .iter()
-            .filter(|((o, _), _)| *o == origin)
+            .range((origin, 0)..=(origin, u32::MAX))
             .map(|(_, (a, _))| *a)
             .max_by(|a, b| ansn_cmp(*a, *b));
         if newest.is_some_and(|n| ansn_cmp(n, ansn) == std::cmp::Ordering::Greater) {
             return;
         }
-        self.topology
-            .retain(|(o, _), (a, _)| *o != origin || *a == ansn);
+        let exp = &mut self.expiries;
+        let of_origin = (origin, 0)..=(origin, u32::MAX);
+        let stale: Vec<(u32, u32)> = self
+            .topology
+            .range(of_origin)
+            .filter(|(_, (a, _))| *a != ansn)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in stale {
+            if let Some((_, t)) = self.topology.remove(&k) {
+                exp_del(exp, t);
+            }
+        }
         let until = now + decode_vtime(vtime);
         for &d in advertised {
-            self.topology.insert((origin, d), (ansn, until));
+            if let Some((_, t)) = self.topology.insert((origin, d), (ansn, until)) {
+                exp_del(exp, t);
+            }
+            exp_add(exp, until);
         }
-        self.compute_routes(now);
+        self.touch(now);
     }
 
     /// §8.3.1's greedy MPR heuristic over the current symmetric
@@ -581,48 +664,72 @@ impl Olsr {
     }
 
     /// §10: hop-count routes from the symmetric neighbours, the 2-hop set
-    /// and the topology set. O(n²).
-    fn compute_routes(&mut self, now: Time) {
+    /// and the topology set, valid at `now`, breadth first over the
+    /// topology set (each level scans only its nodes' topology tuples):
+    /// O((routes + topology) · log state). Among equal hop counts the
+    /// smallest next hop wins.
+    fn compute_routes(&self, now: Time) {
         let mut routes: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
+        let mut level: Vec<u32> = Vec::new();
         for n in self.sym_neighbours(now) {
             routes.insert(n, (n, 1));
         }
+        let mut next: Vec<u32> = Vec::new();
         for (&(via, two), t) in &self.two_hop {
             if *t >= now && two != self.me && routes.get(&via).is_some_and(|r| r.1 == 1) {
                 let cand = (via, 2);
-                let e = routes.entry(two).or_insert(cand);
-                if e.1 > 2 || (e.1 == 2 && via < e.0) {
-                    *e = cand;
+                match routes.get_mut(&two) {
+                    None => {
+                        routes.insert(two, cand);
+                        next.push(two);
+                    }
+                    Some(e) => {
+                        if e.1 > 2 || (e.1 == 2 && via < e.0) {
+                            *e = cand;
+                        }
+                    }
                 }
             }
         }
-        // Extend hop by hop over the topology set (last → dest).
+        level.extend(routes.iter().filter(|(_, r)| r.1 == 1).map(|(&d, _)| d));
+        // Extend hop by hop over the topology set (last → dest): the
+        // nodes at `h` hops reach theirs at `h + 1`.
         let mut h = 1;
-        while routes.values().any(|r| r.1 == h) {
-            let mut added = Vec::new();
-            for (&(last, dest), (_, t)) in &self.topology {
-                if *t < now || dest == self.me {
+        while !level.is_empty() {
+            for &last in &level {
+                let Some(&(nh, hops)) = routes.get(&last) else {
+                    continue;
+                };
+                if hops != h {
                     continue;
                 }
-                if let Some(&(nh, hops)) = routes.get(&last) {
-                    if hops == h {
-                        added.push((dest, nh, h + 1));
+                for (&(_, dest), (_, t)) in self.topology.range((last, 0)..=(last, u32::MAX)) {
+                    if *t < now || dest == self.me {
+                        continue;
+                    }
+                    match routes.get_mut(&dest) {
+                        None => {
+                            routes.insert(dest, (nh, h + 1));
+                            next.push(dest);
+                        }
+                        Some(e) => {
+                            if e.1 > h + 1 || (e.1 == h + 1 && nh < e.0) {
+                                *e = (nh, h + 1);
+                            }
+                        }
                     }
                 }
             }
-            for (dest, nh, hops) in added {
-                match routes.get(&dest) {
-                    Some(&(onh, oh)) if oh < hops || (oh == hops && onh <= nh) => {}
-                    _ => {
-                        routes.insert(dest, (nh, hops));
-                    }
-                }
-            }
+            level.clear();
+            std::mem::swap(&mut level, &mut next);
+            level.sort_unstable();
+            level.dedup();
             h += 1;
         }
         // Count the entries that changed: O(n) merge of two sorted maps.
         let mut changed = 0u64;
-        let (mut a, mut b) = (self.routes.iter().peekable(), routes.iter().peekable());
+        let old = self.routes.borrow();
+        let (mut a, mut b) = (old.iter().peekable(), routes.iter().peekable());
         loop {
             match (a.peek(), b.peek()) {
                 (None, None) => break,
@@ -651,18 +758,23 @@ impl Olsr {
                 },
             }
         }
-        self.route_changes += changed;
-        self.routes = routes;
+        drop(old);
+        self.route_changes.set(self.route_changes.get() + changed);
+        *self.routes.borrow_mut() = routes;
     }
 
-    /// The next hop towards `dst`, if routed. O(log n).
+    /// The next hop towards `dst`, if routed (routes recomputed first if
+    /// the state changed). O(log n) when up to date.
     pub fn next_hop(&self, dst: u32) -> Option<u32> {
-        self.routes.get(&dst).map(|r| r.0)
+        self.refresh();
+        self.routes.borrow().get(&dst).map(|r| r.0)
     }
 
-    /// Hops to `dst`, if routed. O(log n).
+    /// Hops to `dst`, if routed (routes recomputed first if the state
+    /// changed). O(log n) when up to date.
     pub fn hops(&self, dst: u32) -> Option<u32> {
-        self.routes.get(&dst).map(|r| r.1)
+        self.refresh();
+        self.routes.borrow().get(&dst).map(|r| r.1)
     }
 
     /// The current MPR set.
