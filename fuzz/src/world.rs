@@ -86,6 +86,10 @@ struct Side {
     close_called: bool,
     abort_called: bool,
     connected: bool,
+    /// The genuine connection has ended (a `Closed` event, any reason):
+    /// its state is gone, so the peer's next packet is answered with a
+    /// stateless reset.
+    ended: bool,
     last_endpoint: [u64; 12],
     last_conn: BTreeMap<ConnectionHandle, [u64; 12]>,
     max_connections: usize,
@@ -103,6 +107,7 @@ impl Side {
             close_called: false,
             abort_called: false,
             connected: false,
+            ended: false,
             last_endpoint: [0; 12],
             last_conn: BTreeMap::new(),
             max_connections,
@@ -538,9 +543,32 @@ impl World {
             Event::PeerClosed if secure && genuine => {
                 assert!(peer.close_called, "side {side}: PeerClosed without a close");
             }
-            Event::Closed { reason, .. } if secure && genuine => match reason {
+            Event::Closed { reason, .. } if genuine => {
+                me.ended = true;
+                if secure {
+                    check_close(side, me, peer, reason);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What may end a genuine connection in a protected mode. Panics (a crash
+/// for the fuzzer) on any other reason.
+fn check_close(side: usize, me: &Side, peer: &Side, reason: CloseReason) {
+    match reason {
                 CloseReason::Remote => assert!(peer.close_called, "side {side}: Remote close"),
-                CloseReason::Reset => assert!(peer.abort_called, "side {side}: Reset"),
+                // The peer aborted, or its side of the connection ended on
+                // its own (silence: peer death, idle timeout) and forgot
+                // the connection, so it answers our next packet with a
+                // stateless reset (found by this target: the server gave
+                // the client up after 3.2 s of dropped datagrams, the
+                // client's keep-alive came 15 s later).
+                CloseReason::Reset => assert!(
+                    peer.abort_called || peer.ended,
+                    "side {side}: Reset while the peer's connection lives"
+                ),
                 CloseReason::Local => assert!(me.close_called, "side {side}: Local close"),
                 CloseReason::Aborted => assert!(me.abort_called, "side {side}: Aborted"),
                 // No ICMP is ever handed in here: refused / unreachable
@@ -559,11 +587,10 @@ impl World {
                 CloseReason::IdleTimeout
                 | CloseReason::HandshakeTimeout
                 | CloseReason::PeerDead { .. } => {}
-            },
-            _ => {}
-        }
     }
+}
 
+impl World {
     fn check(&mut self, side: usize) {
         let s = &mut self.sides[side];
         let now = endpoint_counters(&s.ep);
