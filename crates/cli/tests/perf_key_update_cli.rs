@@ -60,7 +60,13 @@ fn twenty_megabytes_with_a_key_update_every_megabyte_verify() {
     assert_eq!(v["bytes"], serde_json::json!(20_000_000u64));
     let updates = v["security"]["key_updates"].as_u64().expect("a number");
     eprintln!("key updates: {updates}; {}", v["security"]);
-    assert!(updates >= 15, "only {updates} key updates in 20 MB: {v}");
+    // Each update waits until the peer acknowledged a packet sealed under
+    // the current key (RFC 9001 §6.1; without the wait a client that moved
+    // right after an update lost every later server packet). At loopback
+    // speed (2.5 Gbit/s) the wait lets about 1.5 MB more go under each
+    // key: 8–9 updates per 20 MB were measured, not the 19 of a 1-MB
+    // threshold with no wait (issue 37 asked for 15; it stays open).
+    assert!(updates >= 5, "only {updates} key updates in 20 MB: {v}");
     assert!(v["security"]["encrypted"].as_bool().unwrap_or(false));
     assert_eq!(
         v["security"]["cid_changes"],
