@@ -11,6 +11,8 @@
 // The probe is a real-network program: sockets and the wall clock.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+mod emu_env;
+use emu_env::environment_problem;
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -77,25 +79,6 @@ const TESTS: &[Test] = &[
         scenario_link_loss_and_exit_status,
     ),
 ];
-
-/// Why these tests cannot run here, if they cannot.
-fn environment_problem() -> Option<String> {
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing (no TUN driver)".into());
-    }
-    match Command::new("ip").arg("-V").output() {
-        Ok(o) if o.status.success() => {}
-        _ => return Some("iproute2 (`ip`) is not installed".into()),
-    }
-    match Command::new("unshare").args(["-n", "true"]).output() {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!(
-            "cannot create a network namespace (`unshare -n`: {}); run as root",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Some(format!("`unshare` (util-linux) cannot run: {e}")),
-    }
-}
 
 /// `chrt -f 5` where the probes may run real-time (root), so a busy
 /// machine delays them less (the emulator's own threads already are);

@@ -23,6 +23,8 @@
 // A real-network test: the wall clock and processes.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+mod emu_env;
+use emu_env::environment_problem;
 use std::process::Command;
 
 const PEREGRINE: &str = env!("CARGO_BIN_EXE_peregrine");
@@ -37,25 +39,6 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Holds the measurement lock (a failed test does not block the other).
 fn exclusive() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Why the test cannot run here, if it cannot.
-fn environment_problem() -> Option<String> {
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing (no TUN driver)".into());
-    }
-    match Command::new("ip").arg("-V").output() {
-        Ok(o) if o.status.success() => {}
-        _ => return Some("iproute2 (`ip`) is not installed".into()),
-    }
-    match Command::new("unshare").args(["-n", "true"]).output() {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!(
-            "cannot create a network namespace (`unshare -n`: {}); run as root",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Some(format!("`unshare` (util-linux) cannot run: {e}")),
-    }
 }
 
 const SCENARIO: &str = r#"

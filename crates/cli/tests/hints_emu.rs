@@ -12,6 +12,8 @@
 //! iproute2 or the right to create namespaces it prints `skipped: <why>`
 //! and returns. About 30 s: two 12 s runs, one after the other.
 
+mod emu_env;
+use emu_env::environment_problem;
 use serde_json::Value;
 use std::process::Command;
 
@@ -28,24 +30,6 @@ const OUTAGE_MS: u64 = 190;
 /// run in which the hints bought nothing (docs/validation.md, "Link
 /// hints").
 const NOISE: f64 = 0.03;
-
-fn environment_problem() -> Option<String> {
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing (no TUN driver)".into());
-    }
-    match Command::new("ip").arg("-V").output() {
-        Ok(o) if o.status.success() => {}
-        _ => return Some("iproute2 (`ip`) is not installed".into()),
-    }
-    match Command::new("unshare").args(["-n", "true"]).output() {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!(
-            "cannot create a network namespace (`unshare -n`: {}); run as root",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Some(format!("`unshare` (util-linux) cannot run: {e}")),
-    }
-}
 
 /// The outages inside a run of `RUN_S` seconds (the client starts within
 /// a second of the emulator; the last outage ends 1.85 s before).
