@@ -3,8 +3,9 @@
 # hints: RTW-TCP over real UDP"): a bulk flow through `peregrine emu` with
 # scheduled outages announced --hint-lead ahead, for RTW-TCP with the hints
 # (`perf --hints emu`), RTW-TCP without, CUBIC and BBR; and the same link
-# in `peregrine sim` (which has no hints on point-to-point links: its
-# RTW-TCP row is the hint-less one). Prints goodput and the data packets'
+# in `peregrine sim`, whose hinted rows give the link the same hint plan
+# (`links.N.hints`, crates/sim/src/world/hint_plan.rs). Prints goodput,
+# hints applied/received (simulator: delivered) and the data packets'
 # one-way delay p50/p95 side by side (emulator: time in the uplink from
 # --log + the propagation delay; simulator: summary.json delay_ms).
 #
@@ -42,7 +43,7 @@ print(f"{q(0.5):.1f} {q(0.95):.1f}")
 EOF
 }
 
-printf "%-6s %-7s %-13s %9s %9s %6s %8s  %13s %13s\n" link outage variant "sim Mb/s" "emu Mb/s" ratio "hints" "sim p50/p95" "emu p50/p95"
+printf "%-6s %-7s %-13s %9s %9s %6s %9s %9s  %13s %13s\n" link outage variant "sim Mb/s" "emu Mb/s" ratio "sim hints" "emu hints" "sim p50/p95" "emu p50/p95"
 for out in $OUTS; do
   flags=""
   windows=""
@@ -67,8 +68,9 @@ down = { rate = \"50Mbps\" }"
       cc=${v%+hints}
       hints=""
       [ "$v" != "$cc" ] && hints="--hints emu"
-      if [ -z "$hints" ]; then
-        cat > "$TMP/s.toml" <<EOF
+      sim_hints=""
+      [ -n "$hints" ] && sim_hints="hints = { lead = \"${LEAD_MS}ms\" }"
+      cat > "$TMP/s.toml" <<EOF
 name = "hints-vs-sim"
 duration = "${DUR}s"
 seed = 1
@@ -79,6 +81,7 @@ b = "server"
 delay = "20ms"
 queue = { bdp = 1.0 }
 outages = { scheduled = [ $windows ] }
+$sim_hints
 $sim_dirs
 [[flows]]
 src = "client"
@@ -88,13 +91,10 @@ payload_bytes = 1415
 [[flows.streams]]
 app = "bulk"
 EOF
-        "$PEREGRINE" sim "$TMP/s.toml" --out "$TMP/sim" > /dev/null
-        read -r sg sp50 sp95 < <(python3 -c "
+      "$PEREGRINE" sim "$TMP/s.toml" --out "$TMP/sim" > /dev/null
+      read -r sg sp50 sp95 shints < <(python3 -c "
 import json; f = json.load(open('$TMP/sim/summary.json'))['flows'][0]
-print(f['goodput_bps'] / 1e6, f['delay_ms']['p50'], f['delay_ms']['p95'])")
-      else
-        sg=nan; sp50=nan; sp95=nan
-      fi
+print(f['goodput_bps'] / 1e6, f['delay_ms']['p50'], f['delay_ms']['p95'], f.get('loss_attribution', {}).get('hints', '-'))")
       unshare -n sh -c "
         ip link set lo up
         \"\$PEREGRINE\" perf server --listen 0.0.0.0:4433 --insecure --once 2>/dev/null &
@@ -110,9 +110,9 @@ h = d.get('hints') or {}
 print(d['throughput_bps'] / 1e6, f\"{h.get('applied', '-')}/{h.get('received', '-')}\" if h else '-')" 2>/dev/null ||
         echo "nan -")
       read -r ep50 ep95 < <(delays "$TMP/emu.log")
-      printf "%-6s %-7s %-13s %9.2f %9.2f %6.2f %8s  %6.1f/%-6.1f %6.1f/%-6.1f\n" "$link" "${out}ms" "$v" \
+      printf "%-6s %-7s %-13s %9.2f %9.2f %6.2f %9s %9s  %6.1f/%-6.1f %6.1f/%-6.1f\n" "$link" "${out}ms" "$v" \
         "$sg" "$eg" "$(python3 -c "print(float('$eg') / float('$sg') if float('$sg') > 0 else float('nan'))")" \
-        "$applied" "$sp50" "$sp95" "$ep50" "$ep95"
+        "$shints" "$applied" "$sp50" "$sp95" "$ep50" "$ep95"
     done
   done
 done

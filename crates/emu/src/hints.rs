@@ -2,21 +2,13 @@
 //! the link model's own knowledge of its outages, exported to the command
 //! as link hints (issue 38 item 3).
 //!
-//! The emulated link's outages (scheduled windows and random on/off
-//! periods, `--outage` or the scenario link's) are drawn by the
-//! simulator's [`Outages`] from a seeded generator, so the emulator knows
-//! them in advance: [`HintPlan`] rebuilds each direction's outages from
-//! the same configuration and the same generator names as the forwarding
-//! threads' models (the very same windows), merges the two directions'
-//! windows (the command's traffic stops when either is down), and
-//! announces each merged window `lead` before it begins:
-//!
-//! * each outage is **missed** (not announced) with probability `miss`;
-//! * **false alarms** come as a Poisson process of `false_alarm_hz` per
-//!   second: an announced outage, of the links' mean outage length, when
-//!   nothing happens;
-//! * draws come from `emu/hints` and `emu/hints/false_alarms` of the
-//!   link's seed, so a run's hints depend only on its flags and seed.
+//! The emulated link's outages are drawn from seeded generators, so the
+//! emulator knows them in advance: the simulator's [`HintPlan`]
+//! (`peregrine_sim::world::hint_plan`, the same plan a scenario link's
+//! `hints` uses) rebuilds both directions' outages from the forwarding
+//! threads' configurations and generator names, merges them, and
+//! announces each `lead` ahead, with misses and false alarms drawn from
+//! `emu/hints` of the link's seed.
 //!
 //! The feed ([`Exporter`]) is a Unix stream socket the emulator listens
 //! on; the command finds it in `PEREGRINE_HINTS` (`unix:PATH`) and reads
@@ -28,10 +20,6 @@
 
 use crate::clock::from_model;
 use peregrine_cc::Time;
-use peregrine_sim::rng::{component_rng, SimRng};
-use peregrine_sim::scenario::config::OutageConfig;
-use peregrine_sim::world::outage::Outages;
-use rand::RngExt;
 use std::collections::VecDeque;
 use std::io::Write as _;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -42,233 +30,23 @@ use std::time::{Duration, Instant};
 
 /// The environment variable that tells the command where the feed is.
 pub const HINTS_ENV: &str = "PEREGRINE_HINTS";
-/// A false alarm's announced length when the link has no outages to take
-/// a mean from (the simulator's blockage prior, `HintPriors::blockage`).
-pub const DEFAULT_ALARM: Duration = Duration::from_millis(100);
+pub use peregrine_sim::world::hint_plan::{
+    HintField, HintOptions, HintPlan, OutageSource, PlannedHint, DEFAULT_ALARM,
+};
 
-/// The hint flags.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HintOptions {
-    /// How far ahead of each outage its hint is sent (`--hint-lead`).
-    pub lead: Duration,
-    /// Probability an outage is not announced (`--hint-miss`), in [0, 1].
-    pub miss: f64,
-    /// False alarms per second (`--hint-false-alarm`), ≥ 0.
-    pub false_alarm_hz: f64,
-}
+/// The generator name of the emulator's hint draws (misses; false
+/// alarms under `emu/hints/false_alarms`).
+pub const HINT_RNG: &str = "emu/hints";
 
-impl HintOptions {
-    /// Checks the values; the error names the flag.
-    pub fn validate(&self) -> Result<(), String> {
-        if !(0.0..=1.0).contains(&self.miss) {
-            return Err(format!(
-                "--hint-miss: {} is not a probability in [0, 1]",
-                self.miss
-            ));
-        }
-        if !(self.false_alarm_hz.is_finite() && (0.0..=1e3).contains(&self.false_alarm_hz)) {
-            return Err(format!(
-                "--hint-false-alarm: {} is not a rate in [0, 1000] per second",
-                self.false_alarm_hz
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// One direction's outages, as the forwarding thread's model draws them.
-#[derive(Clone, Debug)]
-pub struct OutageSource {
-    /// The configuration.
-    pub config: OutageConfig,
-    /// The seed.
-    pub seed: u64,
-    /// The generator's component name (`emu/uplink/outage`, …).
-    pub rng_name: String,
-}
-
-impl OutageSource {
-    fn build(&self) -> Outages {
-        Outages::new(&self.config, component_rng(self.seed, &self.rng_name))
-    }
-
-    /// The mean outage length this configuration asks for, if any.
-    fn mean_length(&self) -> Option<Duration> {
-        let c = &self.config;
-        let windows: Vec<u64> = c
-            .scheduled
-            .iter()
-            .map(|w| w.end.0.saturating_sub(w.start.0))
-            .collect();
-        let mut total = windows.iter().sum::<u64>() as f64;
-        let mut n = windows.len() as f64;
-        if let (Some(_), Some(d)) = (c.mean_up, c.mean_down) {
-            total += d.0 as f64;
-            n += 1.0;
-        }
-        (n > 0.0).then(|| Duration::from_nanos((total / n) as u64))
-    }
-}
-
-/// A hint the emulator sends.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PlannedHint {
-    /// When it is sent (model time).
-    pub send_at: Time,
-    /// When the announced outage begins (model time).
-    pub starts: Time,
-    /// How long it is announced to last.
-    pub duration: Duration,
-    /// Nothing happens then (a false alarm).
-    pub false_alarm: bool,
-}
-
-/// One direction's windows, in order (each window once; touching
-/// windows come merged, as the model's `up_at` sees them).
-struct Windows {
-    outages: Outages,
-    /// The end of the last window handed out (`None`: none yet). Time
-    /// only moves forward here, as [`Outages`] requires.
-    pos: Option<Time>,
-    peeked: Option<(Time, Time)>,
-}
-
-impl Windows {
-    fn next_window(&mut self) -> Option<(Time, Time)> {
-        let start = match self.pos {
-            None if self.outages.is_down(Time::ZERO) => Time::ZERO,
-            None => self.outages.next_down_after(Time::ZERO)?,
-            Some(p) => self.outages.next_down_after(p)?,
+/// Checks `opts`; the error names the flag.
+pub fn validate(opts: &HintOptions) -> Result<(), String> {
+    opts.check().map_err(|(field, problem)| {
+        let flag = match field {
+            HintField::Miss => "--hint-miss",
+            HintField::FalseAlarm => "--hint-false-alarm",
         };
-        let end = self.outages.up_at(start);
-        self.pos = Some(end);
-        Some((start, end))
-    }
-
-    fn peek(&mut self) -> Option<(Time, Time)> {
-        if self.peeked.is_none() {
-            self.peeked = self.next_window();
-        }
-        self.peeked
-    }
-}
-
-/// The hints of a link, in the order they are sent: pure and seeded (no
-/// clock), so they can be checked without running anything.
-pub struct HintPlan {
-    opts: HintOptions,
-    dirs: Vec<Windows>,
-    miss_rng: SimRng,
-    alarm_rng: SimRng,
-    alarm_length: Duration,
-    next_alarm: Option<Time>,
-    next_outage: Option<PlannedHint>,
-}
-
-impl HintPlan {
-    /// The plan for a link with these directions' outages, its draws from
-    /// `seed`.
-    pub fn new(opts: HintOptions, dirs: &[OutageSource], seed: u64) -> HintPlan {
-        let lengths: Vec<Duration> = dirs.iter().filter_map(OutageSource::mean_length).collect();
-        let alarm_length = if lengths.is_empty() {
-            DEFAULT_ALARM
-        } else {
-            lengths.iter().sum::<Duration>() / lengths.len() as u32
-        };
-        let mut p = HintPlan {
-            dirs: dirs
-                .iter()
-                .map(|d| Windows {
-                    outages: d.build(),
-                    pos: None,
-                    peeked: None,
-                })
-                .collect(),
-            miss_rng: component_rng(seed, "emu/hints"),
-            alarm_rng: component_rng(seed, "emu/hints/false_alarms"),
-            alarm_length,
-            next_alarm: None,
-            next_outage: None,
-            opts,
-        };
-        p.next_alarm = p.draw_alarm(Time::ZERO);
-        p.next_outage = p.draw_outage();
-        p
-    }
-
-    fn draw_alarm(&mut self, after: Time) -> Option<Time> {
-        if self.opts.false_alarm_hz <= 0.0 {
-            return None;
-        }
-        let u: f64 = self.alarm_rng.random();
-        let gap = -(1.0 - u).ln() / self.opts.false_alarm_hz;
-        Some(after + Duration::from_secs_f64(gap.min(1e9)))
-    }
-
-    /// The next merged outage that is announced (not missed).
-    /// O(windows merged).
-    fn draw_outage(&mut self) -> Option<PlannedHint> {
-        loop {
-            let first = (0..self.dirs.len())
-                .filter_map(|i| self.dirs[i].peek().map(|w| (w, i)))
-                .min()?;
-            let ((start, mut end), i) = first;
-            self.dirs[i].peeked = None;
-            // Merge every window (of either direction) that overlaps or
-            // touches the merged one, until none does.
-            loop {
-                let mut grew = false;
-                for d in &mut self.dirs {
-                    while let Some((s, e)) = d.peek().filter(|(s, _)| *s <= end) {
-                        debug_assert!(s >= start);
-                        if e > end {
-                            end = e;
-                            grew = true;
-                        }
-                        d.peeked = None;
-                    }
-                }
-                if !grew {
-                    break;
-                }
-            }
-            let u: f64 = self.miss_rng.random();
-            if u < self.opts.miss {
-                continue;
-            }
-            return Some(PlannedHint {
-                send_at: start - self.opts.lead,
-                starts: start,
-                duration: end - start,
-                false_alarm: false,
-            });
-        }
-    }
-
-    /// The next hint to send, in order of sending. O(1) amortized per
-    /// outage.
-    pub fn next_hint(&mut self) -> Option<PlannedHint> {
-        let alarm_send = self.next_alarm.map(|a| a - self.opts.lead);
-        let outage_send = self.next_outage.as_ref().map(|h| h.send_at);
-        let take_alarm = match (alarm_send, outage_send) {
-            (Some(a), Some(o)) => a < o,
-            (Some(_), None) => true,
-            _ => false,
-        };
-        if take_alarm {
-            let at = self.next_alarm?;
-            self.next_alarm = self.draw_alarm(at);
-            return Some(PlannedHint {
-                send_at: at - self.opts.lead,
-                starts: at,
-                duration: self.alarm_length,
-                false_alarm: true,
-            });
-        }
-        let h = self.next_outage.take()?;
-        self.next_outage = self.draw_outage();
-        Some(h)
-    }
+        format!("{flag}: {problem}")
+    })
 }
 
 /// The JSON line of `h`, for an emulator that started at Unix time
@@ -403,56 +181,33 @@ mod tests {
     use super::*;
     use peregrine_sim::scenario::config::OutageWindow;
     use peregrine_sim::scenario::units::Dur;
+    use peregrine_sim::world::outage::OutageConfig;
 
-    fn every(period_ms: u64, down_ms: u64, until_ms: u64) -> OutageConfig {
-        OutageConfig {
-            scheduled: (1..)
-                .map(|k| k * period_ms)
-                .take_while(|s| *s < until_ms)
-                .map(|s| OutageWindow {
-                    start: Dur(s * 1_000_000),
-                    end: Dur((s + down_ms) * 1_000_000),
+    #[test]
+    fn the_feed_line_is_what_the_runtime_reads() {
+        // 300 ms every 5 s for 60 s (the plan's own tests are in the simulator).
+        let c = OutageConfig {
+            scheduled: (1..12)
+                .map(|k| OutageWindow {
+                    start: Dur(k * 5_000_000_000),
+                    end: Dur(k * 5_000_000_000 + 300_000_000),
                 })
                 .collect(),
             ..OutageConfig::default()
-        }
-    }
-
-    fn src(config: OutageConfig, name: &str) -> OutageSource {
-        OutageSource {
-            config,
+        };
+        let src = OutageSource {
+            config: c,
             seed: 1,
-            rng_name: name.into(),
-        }
-    }
-
-    fn opts(lead_ms: u64, miss: f64, fa: f64) -> HintOptions {
-        HintOptions {
-            lead: Duration::from_millis(lead_ms),
-            miss,
-            false_alarm_hz: fa,
-        }
-    }
-
-    fn all(p: &mut HintPlan) -> Vec<PlannedHint> {
-        std::iter::from_fn(|| p.next_hint()).collect()
-    }
-
-    #[test]
-    fn each_scheduled_outage_is_announced_lead_ahead() {
-        // 300 ms every 5 s for 60 s, the same on both directions.
-        let c = every(5000, 300, 60_000);
-        let mut p = HintPlan::new(opts(100, 0.0, 0.0), &[src(c.clone(), "u"), src(c, "d")], 1);
-        let hints = all(&mut p);
-        assert_eq!(hints.len(), 11, "{hints:?}");
-        for (k, h) in hints.iter().enumerate() {
-            let start = Time::from_millis(5000 * (k as u64 + 1));
-            assert_eq!(h.starts, start);
-            assert_eq!(h.send_at, start - Duration::from_millis(100));
-            assert_eq!(h.duration, Duration::from_millis(300));
-            assert!(!h.false_alarm);
-        }
-        let line = json_line(&hints[0], Duration::from_secs(1_000));
+            rng_name: "emu/uplink/outage".into(),
+        };
+        let opts = HintOptions {
+            lead: Duration::from_millis(100),
+            miss: 0.0,
+            false_alarm_hz: 0.0,
+        };
+        let mut p = HintPlan::new(opts, &[src], 1, HINT_RNG);
+        let first = p.next_hint().expect("eleven outages");
+        let line = json_line(&first, Duration::from_secs(1_000));
         assert_eq!(
             line,
             "{\"t_ms\":1005000.000,\"kind\":\"outage\",\"duration_ms\":300.000,\"confidence\":1}\n"
@@ -462,90 +217,14 @@ mod tests {
     }
 
     #[test]
-    fn overlapping_directions_merge_and_random_outages_match_the_model() {
-        let up = OutageConfig {
-            scheduled: vec![OutageWindow {
-                start: Dur(1_000_000_000),
-                end: Dur(1_200_000_000),
-            }],
-            ..OutageConfig::default()
+    fn a_bad_flag_is_named() {
+        let o = |miss, fa| HintOptions {
+            lead: Duration::from_millis(1),
+            miss,
+            false_alarm_hz: fa,
         };
-        let down = OutageConfig {
-            scheduled: vec![OutageWindow {
-                start: Dur(1_100_000_000),
-                end: Dur(1_500_000_000),
-            }],
-            ..OutageConfig::default()
-        };
-        let hints = all(&mut HintPlan::new(
-            opts(50, 0.0, 0.0),
-            &[src(up, "u"), src(down, "d")],
-            1,
-        ));
-        assert_eq!(hints.len(), 1);
-        assert_eq!(hints[0].starts, Time::from_millis(1000));
-        assert_eq!(hints[0].duration, Duration::from_millis(500));
-        // Random outages: the plan's windows are the link model's own.
-        let random = OutageConfig {
-            mean_up: Some(Dur(2_000_000_000)),
-            mean_down: Some(Dur(200_000_000)),
-            ..OutageConfig::default()
-        };
-        let s = src(random, "emu/uplink/outage");
-        let mut p = HintPlan::new(opts(100, 0.0, 0.0), std::slice::from_ref(&s), 1);
-        let mut model = s.build();
-        for _ in 0..20 {
-            let h = p.next_hint().expect("random outages never end");
-            assert!(model.is_down(h.starts), "{h:?}");
-            assert_eq!(model.up_at(h.starts), h.starts + h.duration);
-            if h.starts > Time::ZERO {
-                assert!(!model.is_down(h.starts - Duration::from_nanos(1)));
-            }
-        }
-    }
-
-    #[test]
-    fn misses_and_false_alarms_follow_their_rates() {
-        let c = every(1000, 100, 2_000_001);
-        let hints = all(&mut HintPlan::new(opts(100, 0.3, 0.0), &[src(c, "u")], 7));
-        let frac = hints.len() as f64 / 2000.0;
-        assert!((frac - 0.7).abs() < 0.04, "announced {frac}");
-        // 2 false alarms per second over 1000 s, no outages.
-        let mut p = HintPlan::new(opts(100, 0.0, 2.0), &[], 7);
-        let alarms: Vec<_> = std::iter::from_fn(|| p.next_hint())
-            .take_while(|h| h.starts < Time::from_millis(1_000_000))
-            .collect();
-        assert!(
-            (alarms.len() as f64 - 2000.0).abs() < 180.0,
-            "{}",
-            alarms.len()
-        );
-        assert!(alarms
-            .iter()
-            .all(|h| h.false_alarm && h.duration == DEFAULT_ALARM));
-        assert!(alarms.windows(2).all(|w| w[0].send_at <= w[1].send_at));
-        // Both together stay in order of sending, and replay per seed.
-        let mk = || {
-            let mut p = HintPlan::new(
-                opts(100, 0.1, 0.5),
-                &[src(every(1000, 100, 30_000), "u")],
-                3,
-            );
-            // False alarms never end: the first 40 s.
-            std::iter::from_fn(|| p.next_hint())
-                .take_while(|h| h.starts < Time::from_millis(40_000))
-                .collect::<Vec<_>>()
-        };
-        let a = mk();
-        assert!(a.windows(2).all(|w| w[0].send_at <= w[1].send_at));
-        assert!(a.iter().any(|h| h.false_alarm) && a.iter().any(|h| !h.false_alarm));
-        assert_eq!(a, mk());
-        assert!(opts(1, 1.5, 0.0)
-            .validate()
-            .unwrap_err()
-            .contains("--hint-miss"));
-        assert!(opts(1, 0.0, -1.0)
-            .validate()
+        assert!(validate(&o(1.5, 0.0)).unwrap_err().contains("--hint-miss"));
+        assert!(validate(&o(0.0, -1.0))
             .unwrap_err()
             .contains("--hint-false-alarm"));
     }

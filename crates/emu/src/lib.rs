@@ -86,11 +86,12 @@ pub fn run(options: &Options) -> anyhow::Result<Outcome> {
     let [up, down] = spec::build(&options.link)?;
     let plan = match &options.hints {
         Some(h) => {
-            h.validate().map_err(|e| anyhow!(e))?;
+            hints::validate(h).map_err(|e| anyhow!(e))?;
             Some(hints::HintPlan::new(
                 h.clone(),
                 &[up.outages.clone(), down.outages.clone()],
                 up.outages.seed,
+                hints::HINT_RNG,
             ))
         }
         None => None,

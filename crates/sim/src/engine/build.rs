@@ -308,7 +308,13 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         Ev::Sample,
     );
     let _ = addr;
-    Ok(Sim {
+    let paths: Vec<&[usize]> = flows.iter().map(|f| f.path.as_slice()).collect();
+    let link_hints = if wireless.is_none() {
+        super::link_hints::plans(&m.links, &paths, m.seed)
+    } else {
+        Vec::new()
+    };
+    let mut sim = Sim {
         name: scenario.name(),
         seed: m.seed,
         end: Time::from_nanos(m.duration_ns),
@@ -340,7 +346,10 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         olsr_out: Vec::new(),
         now: Time::ZERO,
         capture: None,
-    })
+        link_hints,
+    };
+    sim.schedule_link_hints();
+    Ok(sim)
 }
 
 fn app_name(a: &AppSpec) -> &'static str {

@@ -22,6 +22,7 @@ pub(crate) mod build;
 pub(crate) mod capture;
 mod groups;
 pub mod handover;
+mod link_hints;
 pub mod olsr;
 /// The event queue, shared with the proto harness (it moved there).
 pub use peregrine_proto::vtime::queue;
@@ -74,6 +75,8 @@ pub(crate) enum Ev {
     App(usize),
     /// A link-layer hint reaches flow's sender.
     Hint(usize, Box<peregrine_cc::LinkHint>),
+    /// The next hint of a link's hint plan (`link_hints.rs`) is due.
+    PlannedHint(usize),
     Sample,
     /// Recompute the wireless world's routes (oracle) or sample them (OLSR).
     RouteTick,
@@ -169,6 +172,8 @@ pub(crate) struct Sim {
     now: Time,
     /// `--pcap`: the captures of every link direction, if asked for.
     pub(crate) capture: Option<capture::LinkCapture>,
+    /// The hint plans of links with `hints` (`link_hints.rs`).
+    link_hints: Vec<link_hints::LinkHints>,
 }
 
 fn addr(node: usize, port: u16) -> SocketAddr {
@@ -194,6 +199,24 @@ impl Sim {
             seed: self.seed,
             message: message.into(),
         }
+    }
+
+    /// A link-layer hint reaches flow `f`'s sender now: recorded (outage
+    /// kinds) and handed to its endpoint. O(log connections).
+    fn deliver_hint(&mut self, f: usize, hint: &peregrine_cc::LinkHint) -> Result<(), SimError> {
+        if hint.kind.is_link_failure() {
+            self.metrics[f].hints.push((
+                hint.issued_at.as_nanos(),
+                hint.predicted_duration
+                    .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+            ));
+        }
+        let c = self.flows[f].client;
+        if let Some(h) = self.slots[c].handle {
+            self.slots[c].ep.link_hint(h, self.now, hint);
+            self.service(c)?;
+        }
+        Ok(())
     }
 
     /// Run until the end; returns the number of events processed.
@@ -271,20 +294,8 @@ impl Host for Sim {
                 self.arrive(node, pkt)?;
             }
             Ev::App(a) => self.fire_app(a)?,
-            Ev::Hint(f, hint) => {
-                if hint.kind.is_link_failure() {
-                    self.metrics[f].hints.push((
-                        hint.issued_at.as_nanos(),
-                        hint.predicted_duration
-                            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
-                    ));
-                }
-                let c = self.flows[f].client;
-                if let Some(h) = self.slots[c].handle {
-                    self.slots[c].ep.link_hint(h, t, &hint);
-                    self.service(c)?;
-                }
-            }
+            Ev::Hint(f, hint) => self.deliver_hint(f, &hint)?,
+            Ev::PlannedHint(k) => self.planned_hint(k)?,
             Ev::Sample => self.sample(),
             Ev::RouteTick => {
                 if let Some(w) = self.wireless.as_mut() {

@@ -199,6 +199,10 @@ pub struct LinkConfig {
     /// Outages, both directions (default none).
     #[serde(default)]
     pub outages: Option<OutageConfig>,
+    /// Announce the link's outages to the senders of the flows that cross
+    /// it (`world::hint_plan`; default: no hints).
+    #[serde(default)]
+    pub hints: Option<crate::world::hint_plan::LinkHintsConfig>,
     /// Largest IP packet the link carries, bytes (datagram plus the
     /// `net.ip_overhead`), both directions; larger ones are dropped
     /// (`mtu_drops`). Declaring it on any link turns on path MTU discovery
@@ -376,6 +380,7 @@ impl LinkConfig {
             queue: None,
             loss: None,
             outages: None,
+            hints: None,
             mtu: None,
             up: None,
             down: None,

@@ -51,6 +51,8 @@ pub struct LinkSpec {
     /// Largest IP packet (wire bytes) the link carries, both directions
     /// (`None`: any).
     pub mtu: Option<u32>,
+    /// Hints announcing the link's outages to the flows crossing it.
+    pub hints: Option<crate::world::hint_plan::HintOptions>,
 }
 
 /// How a link direction serves its queue.

@@ -9,6 +9,7 @@ use super::model::{
     AppSpec, DirSpec, FlowSpec, LinkSpec, LossSpec, Model, PeriodDist, ServerSpec, StreamSpec,
 };
 use super::ScenarioError;
+use crate::world::hint_plan::HintField;
 use peregrine_cc::{CcConfig, NAMES};
 use peregrine_proto::connection::config::MIN_PACKET_SIZE;
 use peregrine_proto::connection::ConnectionConfig;
@@ -90,12 +91,27 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
                 ),
             );
         }
+        let hints = match &l.hints {
+            Some(h) => {
+                let o = h.options();
+                if let Err((field, problem)) = o.check() {
+                    let key = match field {
+                        HintField::Miss => "miss",
+                        HintField::FalseAlarm => "false_alarm",
+                    };
+                    return v.err(format!("links.{i}.hints.{key}"), problem);
+                }
+                Some(o)
+            }
+            None => None,
+        };
         links.push(LinkSpec {
             name: l.name.clone().unwrap_or_else(|| format!("{}-{}", l.a, l.b)),
             a,
             b,
             dirs: [up, down],
             mtu: l.mtu,
+            hints,
         });
     }
     // Each flow gets port 10000 + index; each node an address 10.x.y.z.

@@ -12,6 +12,7 @@ pub mod channel;
 pub mod dcf;
 pub mod geom;
 pub mod grid;
+pub mod hint_plan;
 pub mod link;
 pub mod link_model;
 pub mod link_registry;
