@@ -22,10 +22,14 @@
 //! not depend on traffic, so it is recorded once per (environment,
 //! mobility, seed) and shared by every controller, load and hint run of
 //! that world (a cache keyed by those three; the runs being compared see
-//! the very same channel). Outputs in `DIR/mmwave-cvn/`: `summary.json`
+//! the very same channel). The cells follow traffic (`cell_demand =
+//! "backlogged"`, issue 39): PF over the vehicles with data queued. The
+//! headline (bulk, perfect hints) also runs under TCP's ACK policy
+//! (issue 39). Outputs in `DIR/mmwave-cvn/`: `summary.json`
 //! (`scenarios → hints_<mode> → controller → bulk | load_<x> →
-//! {throughput_mbps, rtt_ms, retransmissions, ci95}`), `report.md` and
-//! `plots/`.
+//! {throughput_mbps, rtt_ms, retransmissions, ci95}`, all under SLTP's
+//! ACK policy, and the same tree for TCP's delayed ACK under
+//! `by_ack_policy.tcp.scenarios`), `report.md` and `plots/`.
 //!
 //! Scaling (stated in the report): every rate is multiplied by
 //! [`RATE_SCALE`] (the 2 Gbit/s channel cap becomes 50 Mbit/s, a load of
