@@ -215,7 +215,8 @@ fn mmwave_cvn_quick_gives_the_contract_shape_and_is_deterministic() {
     };
     let o = run(dir.join("a"));
     // Absent hints only for RTW-TCP: the others' runs are the perfect ones.
-    assert_eq!(o.runs, (4 + 1 + 2 * 4) * 2);
+    // And the bulk, perfect-hint headline again under TCP's ACK policy.
+    assert_eq!(o.runs, (4 + 1 + 2 * 4 + 4) * 2);
     let report = read(&o.report);
     for needle in [
         "Bulk flows",
@@ -273,6 +274,26 @@ fn mmwave_cvn_quick_gives_the_contract_shape_and_is_deterministic() {
     assert_eq!(text, typed);
     let back: mmwave_cvn::MmwaveSummary = serde_json::from_str(&text).expect("typed JSON");
     assert_eq!(back.scenarios.keys().count(), 1);
+    // Issue 39: both ACK policies, `scenarios` being `sltp`'s.
+    let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    for cc in ["rtwtcp", "cubic", "compound", "bbr"] {
+        let tcp = &v["by_ack_policy"]["tcp"]["scenarios"]["urban_random"]["hints_perfect"][cc];
+        let sltp = &v["scenarios"]["urban_random"]["hints_perfect"][cc]["bulk"];
+        assert!(
+            tcp["bulk"]["throughput_mbps"]
+                .as_f64()
+                .is_some_and(|t| t > 0.0),
+            "{cc}"
+        );
+        assert!(
+            sltp["throughput_mbps"].as_f64().is_some_and(|t| t > 0.0),
+            "{cc}"
+        );
+        // Only the headline ran under TCP's ACKs.
+        assert_eq!(tcp.as_object().map(|o| o.len()), Some(1), "{cc}");
+    }
+    assert!(report.contains("ACK policy: the headline under SLTP's and TCP's ACKs"));
+    assert!(report.contains("backlogged"));
     // Determinism: a second run writes the same bytes.
     let again = run(dir.join("b"));
     assert_eq!(text, read(&again.dir.join("summary.json")));

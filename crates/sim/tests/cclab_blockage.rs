@@ -76,3 +76,56 @@ fn default_script_produces_the_scripted_events() {
     let goodput_bps = trace.summary.bytes_delivered as f64 * 8.0 / 40.0;
     assert!(goodput_bps > 8.0e6, "goodput {goodput_bps}");
 }
+
+/// Issue 39: the lab attributes a loss by the lost packet's send time
+/// (`CongestionEvent::lost_sent_at`), as the simulator does. A packet lost
+/// 30 ms before an announced blockage is detected about an RTT later,
+/// while the hint is fresh: sent before the outage, it is congestion to
+/// RTW-TCP (seed 004 §3.2.5), which reduces; packets sent into the
+/// blockage itself are held.
+#[test]
+fn losses_are_attributed_by_send_time() {
+    use lab::{LabEvent, LabTrace, ScriptItem};
+    use std::time::Duration;
+    let ms = Duration::from_millis;
+    let run = |script: Vec<ScriptItem>| {
+        let cfg = LabConfig {
+            script,
+            duration: Duration::from_secs(21),
+            ..LabConfig::clean()
+        };
+        let mut cc = peregrine_cc::build("rtwtcp").expect("registered");
+        lab::run(cc.as_mut(), &cfg)
+    };
+    // The first episode answered after the hint.
+    let first_answer = |t: &LabTrace| -> Option<LabEvent> {
+        t.rows
+            .iter()
+            .filter(|r| r.time.as_nanos() >= 20_000_000_000)
+            .find_map(|r| {
+                r.event.filter(|e| {
+                    matches!(
+                        e,
+                        LabEvent::RecoveryStart | LabEvent::Hold | LabEvent::RtoHold
+                    )
+                })
+            })
+    };
+    // Sent 30 ms before the outage: a reduction, no hold.
+    let before = run(vec![
+        ScriptItem::SingleLoss { at: ms(19_970) },
+        ScriptItem::Blockage {
+            at: ms(20_000),
+            duration: ms(1),
+        },
+    ]);
+    assert_eq!(first_answer(&before), Some(LabEvent::RecoveryStart));
+    assert_eq!(before.summary.holds, 0, "{:?}", before.summary);
+    // Sent into the outage: held (every packet sent into it was lost, so
+    // the timer finds them, and RTW-TCP rides it out).
+    let into = run(vec![ScriptItem::Blockage {
+        at: ms(20_000),
+        duration: ms(150),
+    }]);
+    assert_eq!(first_answer(&into), Some(LabEvent::RtoHold));
+}

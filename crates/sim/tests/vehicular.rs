@@ -314,3 +314,43 @@ fn the_loss_log_attributes_every_drop_and_perfect_hints_cover_the_outages() {
         .skip(1)
         .all(|l| l.ends_with(",false")));
 }
+
+/// Issue 39: with `cell_demand = "backlogged"` the cells follow the
+/// traffic. Half the vehicles never open their flow, the others are
+/// bulk: under the full-buffer schedule an idle vehicle keeps its share
+/// of its cell's air time and it is wasted; when the cells follow the
+/// traffic the backlogged vehicles get it, so together they deliver
+/// clearly more (and the idle ones nothing either way). Deterministic.
+#[test]
+fn cells_that_follow_traffic_hand_an_idle_share_to_the_backlogged() {
+    let goodput = |demand: &str| {
+        let mut s = scenario(&[
+            "duration=\"4s\"",
+            "vehicular.vehicles=12",
+            "vehicular.scheduler=\"pf\"",
+            "vehicular.traffic=\"bulk\"",
+            "vehicular.cc=\"cubic\"",
+            &format!("vehicular.cell_demand=\"{demand}\""),
+        ]);
+        let first = s.model.vehicular.as_ref().expect("vehicular").first_flow;
+        let never = s.model.duration_ns + 1_000_000_000;
+        for f in s.model.flows[first..].iter_mut().skip(1).step_by(2) {
+            f.start_ns = never;
+        }
+        let r = run(&s).expect("runs");
+        let per_flow: Vec<u64> = r.flows.iter().map(|f| f.metrics.c.goodput_bytes).collect();
+        let json = serde_json::to_string(&r.summary_json()).expect("json");
+        (per_flow, json)
+    };
+    let (full, _) = goodput("full_buffer");
+    let (follow, a) = goodput("backlogged");
+    let (_, b) = goodput("backlogged");
+    assert_eq!(a, b, "deterministic");
+    let idle = |v: &[u64]| v.iter().skip(1).step_by(2).sum::<u64>();
+    assert_eq!((idle(&full), idle(&follow)), (0, 0));
+    let (full, follow) = (full.iter().sum::<u64>(), follow.iter().sum::<u64>());
+    assert!(
+        follow as f64 > 1.2 * full as f64,
+        "backlogged {follow} B vs full buffer {full} B"
+    );
+}

@@ -21,3 +21,51 @@ pub fn command_line() -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// The two ACK policies the reproductions report side by side (issue 39),
+/// shared by `fanet` and `mmwave-cvn`: `summary.json`'s top level (the
+/// `controllers` of fanet, the `scenarios` of mmwave-cvn) is
+/// [`ack_policy::PRIMARY`], the other sits under `by_ack_policy.<name>`.
+pub mod ack_policy {
+    use crate::report::{Cell, Table};
+
+    /// The policy of every table but the side-by-side one: SLTP's own.
+    pub const PRIMARY: &str = "sltp";
+    /// The seeds' transport: TCP's delayed ACK, under `by_ack_policy.tcp`.
+    pub const TCP: &str = "tcp";
+
+    /// `(tcp − sltp) ÷ |sltp|` of two means, in %, as a cell (missing if
+    /// either mean is missing or the SLTP mean is 0).
+    pub fn tcp_vs_sltp(sltp: Option<f64>, tcp: Option<f64>) -> Cell {
+        sltp.zip(tcp)
+            .filter(|(a, _)| *a != 0.0)
+            .map_or(Cell::Missing, |(a, b)| {
+                Cell::NumText(format!("{:+.2} %", 100.0 * (b - a) / a.abs()))
+            })
+    }
+
+    /// The side-by-side table's legend: what `sltp` and `tcp` mean and
+    /// how `tcp vs sltp` is computed.
+    pub fn explain(t: &mut Table) -> &mut Table {
+        t.explain(
+            "sltp / tcp",
+            "the receiver's ACK policy: SLTP's stretch ACKs (the other tables) or TCP's \
+             delayed ACK (every second full-size packet, 40 ms timer: the seed's transport)",
+        )
+        .explain(
+            "tcp vs sltp",
+            "(tcp − sltp) ÷ sltp of the mean throughputs, %",
+        )
+        .explain("cells", "mean ± 95 % CI over seeds")
+    }
+
+    /// The section's opening sentences; `case` names what ran under both
+    /// policies and `keys` where `summary.json` keeps each.
+    pub fn intro(case: &str, keys: &str) -> String {
+        format!(
+            "Every other table runs SLTP's ACK policy. Here {case} also runs under TCP's \
+             delayed ACK, the transport the seed measured, so the controller effect and the \
+             ACK-policy effect can be told apart (`summary.json`: {keys})."
+        )
+    }
+}

@@ -539,8 +539,13 @@ impl Lab<'_> {
             .map(|(k, _)| *k)
             .collect();
         let newly_lost = u32::try_from(lost.len()).unwrap_or(u32::MAX);
+        // The newest send time among them: the simulator's recovery
+        // passes the same (`CongestionEvent::lost_sent_at`), so a
+        // controller attributes losses by send time here as there.
+        let mut lost_sent_at = None;
         for k in lost {
             if let Some(p) = self.outstanding.remove(&k) {
+                lost_sent_at = lost_sent_at.max(Some(p.sent));
                 self.retransmit.push_back(p.data_id);
                 self.packets_lost += 1;
             }
@@ -575,12 +580,14 @@ impl Lab<'_> {
             self.arm_rto(self.rto());
         }
         // State machine (cc-spec §2.3 step 3), then the window update.
-        self.update_state(newly_lost);
+        self.update_state(newly_lost, lost_sent_at);
         let path = self.path();
         self.cc.on_ack(&sample, &path);
     }
 
-    fn update_state(&mut self, newly_lost: u32) {
+    /// The recovery state machine after an ACK that declared `newly_lost`
+    /// packets lost, the newest of them sent at `lost_sent_at`.
+    fn update_state(&mut self, newly_lost: u32, lost_sent_at: Option<Time>) {
         let una = self.snd_una();
         match self.ca_state {
             CaState::Recovery | CaState::Cwr if una >= self.recover => {
@@ -605,7 +612,7 @@ impl Lab<'_> {
                 is_persistent: false,
                 lost_segs: newly_lost,
                 in_flight: self.in_flight(),
-                lost_sent_at: None,
+                lost_sent_at,
             };
             match self.cc.on_congestion_event(&event, &path) {
                 CongestionResponse::Reduce => {

@@ -15,7 +15,7 @@
 use super::{Ev, Sim, SimError};
 use crate::scenario::model::ServerSpec;
 use crate::scenario::Scenario;
-use crate::world::cells::HandoverBuffer;
+use crate::world::cells::{CellScheduler, HandoverBuffer, TrafficCells};
 use crate::world::channel::hints::{HintOrigin, HintPriors, HintSource};
 use crate::world::channel::mmwave::FailureKind;
 use crate::world::link::QueueLimit;
@@ -46,6 +46,39 @@ pub(crate) fn attach(
             v.config.vehicles
         )));
     }
+    // Cells that follow traffic: one scheduler shared by every downlink.
+    let cells = match (&timeline.cells, v.cells_follow_traffic) {
+        (Some(inputs), true) => {
+            if inputs.own.len() != v.config.vehicles || inputs.stations.len() != v.config.vehicles {
+                return Err(fail(format!(
+                    "the channel timeline's cells have {} vehicles, the scenario {}",
+                    inputs.own.len(),
+                    v.config.vehicles
+                )));
+            }
+            let scheduler = CellScheduler::new(
+                v.scheduler,
+                v.config.vehicles,
+                std::time::Duration::from_nanos(v.config.pf_window.0),
+                v.config.pf_min_share,
+            );
+            Some(std::rc::Rc::new(std::cell::RefCell::new(
+                TrafficCells::new(
+                    scheduler,
+                    inputs.clone(),
+                    std::time::Duration::from_nanos(v.config.step.0),
+                ),
+            )))
+        }
+        (None, true) => {
+            return Err(fail(
+                "vehicular.cell_demand = \"backlogged\" needs a channel timeline recorded \
+                 with it (ChannelTimeline::record of this scenario)"
+                    .into(),
+            ))
+        }
+        (_, false) => None,
+    };
     for (i, cap) in timeline.capacity.iter().enumerate() {
         let li = v.first_access_link + i;
         let spec = &m.links[li];
@@ -57,11 +90,21 @@ pub(crate) fn attach(
                 bytes: dir.queue.bytes,
                 floor_packets: dir.queue_floor_packets,
             };
+            // Direction 0 is gw → vehicle: with cells that follow traffic
+            // it replays the vehicle's own rate at its share of the cell.
+            let shared = cells.as_ref().filter(|_| d == 0);
+            let steps = match (shared, &timeline.cells) {
+                (Some(_), Some(inputs)) => &inputs.own[i],
+                _ => cap,
+            };
             let mut link = MmWaveLink::new(
-                std::sync::Arc::clone(cap),
+                std::sync::Arc::clone(steps),
                 std::time::Duration::from_nanos(dir.delay_ns),
                 limit,
             );
+            if let Some(c) = shared {
+                link = link.with_cells(std::rc::Rc::clone(c), i);
+            }
             // Direction 0 is gw → vehicle: the base station's RLC buffer.
             if d == 0 && v.handover_buffer == HandoverBuffer::Drop {
                 link = link.with_flush_at(

@@ -178,6 +178,25 @@ impl VehicularConfig {
         if !(self.pf_min_share.is_finite() && (0.0..=1.0).contains(&self.pf_min_share)) {
             return Err(err(origin, "pf_min_share", "must be in [0, 1]"));
         }
+        match self.cell_demand.as_str() {
+            "full_buffer" => {}
+            "backlogged" if self.handover == "make_before_break" => {
+                return Err(err(
+                    origin,
+                    "cell_demand",
+                    "\"backlogged\" is not supported with handover = \"make_before_break\" \
+                     (its attachments replay the full-buffer schedule)",
+                ))
+            }
+            "backlogged" => {}
+            other => {
+                return Err(err(
+                    origin,
+                    "cell_demand",
+                    format!("{other:?}: use full_buffer or backlogged"),
+                ))
+            }
+        }
         Ok((scheduler, buffer))
     }
 }
@@ -293,6 +312,7 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
     }
     t.insert("links".into(), Value::Array(links));
     t.insert("flows".into(), Value::Array(flows));
+    let cells_follow_traffic = cfg.cell_demand == "backlogged";
     let make_before_break = (cfg.handover == "make_before_break")
         .then(|| std::time::Duration::from_nanos(cfg.overlap.0));
     Ok(Some(VehicularModel {
@@ -301,6 +321,7 @@ pub fn expand(doc: &mut Value, origin: &str) -> Result<Option<VehicularModel>, S
         hints,
         channel,
         scheduler,
+        cells_follow_traffic,
         handover_buffer,
         first_access_link,
         first_flow,
@@ -392,6 +413,10 @@ mod tests {
             "vehicular.handover_buffer"
         );
         assert_eq!(bad("vehicular.pf_min_share=2.0"), "vehicular.pf_min_share");
+        assert_eq!(
+            bad("vehicular.cell_demand=\"some\""),
+            "vehicular.cell_demand"
+        );
         assert_eq!(
             bad("vehicular.channel_model=\"rayleigh\""),
             "vehicular.channel_model"

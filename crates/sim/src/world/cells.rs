@@ -4,11 +4,15 @@
 //! ([`SchedulerKind::RoundRobin`]) — over each vehicle's own rate from its
 //! SNR (the channel's [`LinkState::capacity_bps`]).
 //!
-//! **Fluid, full-buffer.** The channel is recorded once per (scenario,
-//! seed) and replayed into every controller (common random numbers), so
-//! the schedule is made while recording and assumes every associated
-//! vehicle is backlogged — true of the saturating bulk traffic the
-//! throughput and RTT figures use. Within one channel step (1 ms, eight
+//! **Fluid, full-buffer or following traffic.** The channel is recorded
+//! once per (scenario, seed) and replayed into every controller (common
+//! random numbers). By default (`cell_demand = "full_buffer"`) the
+//! schedule is made while recording and assumes every associated vehicle
+//! is backlogged, so an idle vehicle's share is wasted; with
+//! `cell_demand = "backlogged"` (issue 39) the recording keeps each
+//! vehicle's own rate and station, and [`TrafficCells`] runs the same
+//! scheduler with the traffic, over the vehicles whose downlink holds a
+//! packet. Within one channel step (1 ms, eight
 //! 125 µs NR slots) the scheduler hands out *time fractions*, not whole
 //! slots: a vehicle in coverage gets capacity `fraction × own rate` for the
 //! step. Whole-slot granularity would make a vehicle's capacity 0 for the
@@ -34,7 +38,12 @@
 //!
 //! [`LinkState::capacity_bps`]: crate::world::channel::mmwave::LinkState
 
+use super::mmwave_link::CapacitySteps;
+use crate::Time;
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How a base station divides its air time.
@@ -163,6 +172,14 @@ impl CellScheduler {
     /// `out[i]` (resized to `links.len()`); a vehicle down or unassociated
     /// gets nothing. O(stations × vehicles + vehicles · log vehicles).
     pub fn schedule(&mut self, dt: Duration, links: &[(Option<usize>, u64)], out: &mut Vec<Share>) {
+        self.allocate(dt, links, out);
+        self.account(dt, links, out);
+    }
+
+    /// The shares of [`schedule`](Self::schedule) for a step of `dt`,
+    /// without updating the PF averages (see [`account`](Self::account)).
+    /// O(stations × vehicles + vehicles · log vehicles).
+    pub fn allocate(&mut self, dt: Duration, links: &[(Option<usize>, u64)], out: &mut Vec<Share>) {
         out.clear();
         out.resize(
             links.len(),
@@ -237,15 +254,202 @@ impl CellScheduler {
                 }
             }
         }
-        for (i, (o, (_, r))) in out.iter_mut().zip(links).enumerate() {
+        for (o, (_, r)) in out.iter_mut().zip(links) {
             let served = o.fraction * *r as f64;
             o.rate_bps = if o.fraction > 0.0 {
                 (served as u64).max(1)
             } else {
                 0
             };
+        }
+    }
+
+    /// The PF averages after `dt` served with `shares` (as
+    /// [`allocate`](Self::allocate) made them from `links`). O(vehicles).
+    pub fn account(&mut self, dt: Duration, links: &[(Option<usize>, u64)], shares: &[Share]) {
+        if self.kind == SchedulerKind::Unshared {
+            return;
+        }
+        let beta = (dt.as_secs_f64() / self.window.as_secs_f64()).clamp(1e-9, 1.0);
+        for (i, (o, (_, r))) in shares.iter().zip(links).enumerate() {
+            let served = o.fraction * *r as f64;
             self.avg_bps[i] = (1.0 - beta) * self.avg_bps[i] + beta * served;
         }
+    }
+}
+
+/// A vehicle's serving station over time: `(from, station)` in
+/// increasing time (`None`: unassociated), a step function like
+/// [`CapacitySteps`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StationSteps {
+    steps: Vec<(Time, Option<u32>)>,
+}
+
+impl StationSteps {
+    /// Station `bs` from `at` on; calls in non-decreasing time, repeats
+    /// not stored. O(1).
+    pub fn push(&mut self, at: Time, bs: Option<usize>) {
+        let bs = bs.map(|b| u32::try_from(b).unwrap_or(u32::MAX));
+        if let Some(last) = self.steps.last_mut() {
+            if last.1 == bs {
+                return;
+            }
+            if last.0 >= at {
+                last.1 = bs;
+                return;
+            }
+        }
+        self.steps.push((at, bs));
+    }
+
+    /// The serving station at `t`. O(log steps).
+    pub fn at(&self, t: Time) -> Option<usize> {
+        let i = self.steps.partition_point(|s| s.0 <= t).checked_sub(1)?;
+        self.steps[i].1.map(|b| b as usize)
+    }
+}
+
+/// What the cells need to schedule as the traffic runs
+/// (`vehicular.cell_demand = "backlogged"`): per vehicle its own rate
+/// (the whole cell's air time; 0 = down) and serving station, and the
+/// channel's step instants — recorded with the channel
+/// ([`crate::world::vehicles::ChannelTimeline::cells`]).
+#[derive(Clone, Debug, Default)]
+pub struct CellInputs {
+    /// Per vehicle, its rate if it had the cell to itself, bit/s.
+    pub own: Vec<Arc<CapacitySteps>>,
+    /// Per vehicle, its serving station.
+    pub stations: Vec<Arc<StationSteps>>,
+    /// The channel's step instants, increasing (the first is the epoch).
+    pub steps: Arc<Vec<Time>>,
+}
+
+/// Cells that follow traffic (issue 39): the [`CellScheduler`] of every
+/// base station, run while the simulation runs over the vehicles whose
+/// downlink holds a packet. An idle vehicle gets no air time (its PF
+/// average decays, as a real PF scheduler's does), and the cell's time
+/// goes to the backlogged ones.
+///
+/// The shares are made at every channel step (the instants the channel
+/// was recorded at) and again whenever a vehicle's backlog starts or
+/// ends, from the backlog at that instant; each allocation looks one
+/// channel step ahead (`β = step / pf_window`) and the averages are
+/// updated with the time each allocation was actually in force. Lazy:
+/// the steps between two queries are caught up at the next one (the
+/// backlog did not change in between), so an idle world costs nothing
+/// per step until some link asks. Shared by the downlinks of every
+/// vehicle ([`crate::world::mmwave_link::MmWaveLink::with_cells`]).
+#[derive(Debug)]
+pub struct TrafficCells {
+    scheduler: CellScheduler,
+    inputs: CellInputs,
+    /// The allocation horizon (the channel step).
+    step: Duration,
+    backlogged: Vec<bool>,
+    /// The (station, rate offered to the scheduler) of the shares in force.
+    links: Vec<(Option<usize>, u64)>,
+    shares: Vec<Share>,
+    /// When the shares in force were made.
+    since: Time,
+    /// The first channel step not yet applied.
+    next: usize,
+}
+
+/// A [`TrafficCells`] shared by the links of one world.
+pub type SharedCells = Rc<RefCell<TrafficCells>>;
+
+impl TrafficCells {
+    /// The cells of `inputs.own.len()` vehicles, all idle, under
+    /// `scheduler`, allocating `step` ahead.
+    pub fn new(scheduler: CellScheduler, inputs: CellInputs, step: Duration) -> TrafficCells {
+        let n = inputs.own.len();
+        TrafficCells {
+            scheduler,
+            inputs,
+            step: step.max(Duration::from_nanos(1)),
+            backlogged: vec![false; n],
+            links: vec![(None, 0); n],
+            shares: vec![
+                Share {
+                    fraction: 0.0,
+                    rate_bps: 0
+                };
+                n
+            ],
+            since: Time::ZERO,
+            next: 0,
+        }
+    }
+
+    /// Applies the channel steps at or before `now`. O(steps passed ×
+    /// (vehicles · log steps)).
+    fn catch_up(&mut self, now: Time) {
+        while let Some(&b) = self.inputs.steps.get(self.next) {
+            if b > now {
+                break;
+            }
+            self.next += 1;
+            self.reschedule(b);
+        }
+    }
+
+    /// Accounts the shares in force until `at`, then shares the cells
+    /// anew from the backlog at `at`. O(vehicles · log steps).
+    fn reschedule(&mut self, at: Time) {
+        let dt = at.saturating_duration_since(self.since);
+        if !dt.is_zero() {
+            self.scheduler.account(dt, &self.links, &self.shares);
+        }
+        self.since = at;
+        for (i, l) in self.links.iter_mut().enumerate() {
+            let bs = self.inputs.stations[i].at(at);
+            let own = if self.backlogged[i] {
+                self.inputs.own[i].at(at)
+            } else {
+                0
+            };
+            *l = (bs, own);
+        }
+        self.scheduler
+            .allocate(self.step, &self.links, &mut self.shares);
+    }
+
+    /// What the cells schedule from.
+    pub fn inputs(&self) -> &CellInputs {
+        &self.inputs
+    }
+
+    /// Vehicle `v`'s downlink rate at `now`, bit/s (0: down, idle, or no
+    /// share this step). `now` must not precede an instant already asked
+    /// about (the cells only move forward, with the traffic). Amortized O(vehicles · log steps) per channel step passed.
+    pub fn rate_bps(&mut self, v: usize, now: Time) -> u64 {
+        self.catch_up(now);
+        self.shares.get(v).map_or(0, |s| s.rate_bps)
+    }
+
+    /// Vehicle `v`'s share of its cell's air time at `now`, in `[0, 1]`.
+    pub fn fraction(&mut self, v: usize, now: Time) -> f64 {
+        self.catch_up(now);
+        self.shares.get(v).map_or(0.0, |s| s.fraction)
+    }
+
+    /// Vehicle `v`'s downlink starts (`true`) or stops holding a packet
+    /// at `now`: the cells are shared anew if that changed.
+    /// O(vehicles · log steps).
+    pub fn set_backlogged(&mut self, v: usize, now: Time, backlogged: bool) {
+        self.catch_up(now);
+        if self.backlogged.get(v).is_some_and(|b| *b != backlogged) {
+            self.backlogged[v] = backlogged;
+            self.reschedule(now);
+        }
+    }
+
+    /// The next instant after `now` at which the shares are made anew
+    /// (the next channel step), if any.
+    pub fn next_step_after(&mut self, now: Time) -> Option<Time> {
+        self.catch_up(now);
+        self.inputs.steps.get(self.next).copied()
     }
 }
 

@@ -12,6 +12,7 @@
 //! outage is lost when the outage starts (it was on the air when the beam
 //! broke). The packet then propagates for `delay`.
 
+use super::cells::SharedCells;
 use super::link::{DropReason, LinkModel, LinkOutput, LinkStats};
 use super::packet::Packet;
 use super::queue::{DropTailQueue, QueueLimit};
@@ -117,6 +118,12 @@ pub struct MmWaveLink {
     /// Drops of a flush applied in `enqueue`, handed out at the next
     /// `advance`.
     pending_drops: Vec<(Packet, DropReason)>,
+    /// Cells that follow traffic: the shared scheduler and this link's
+    /// vehicle; `capacity` is then the vehicle's own rate (up/down and
+    /// cuts), the rate served its share of the cell.
+    cells: Option<(SharedCells, usize)>,
+    /// Whether the cells were last told this link holds a packet.
+    told_backlogged: bool,
 }
 
 impl MmWaveLink {
@@ -132,6 +139,38 @@ impl MmWaveLink {
             flush_at: Vec::new(),
             flushed: 0,
             pending_drops: Vec::new(),
+            cells: None,
+            told_backlogged: false,
+        }
+    }
+
+    /// This link is vehicle `vehicle`'s downlink in cells that follow
+    /// traffic (`vehicular.cell_demand = "backlogged"`): it tells `cells`
+    /// when it starts and stops holding a packet and is served at the
+    /// share `cells` gives it; `capacity` (of [`new`](Self::new)) must be
+    /// the vehicle's own rate.
+    pub fn with_cells(mut self, cells: SharedCells, vehicle: usize) -> MmWaveLink {
+        self.cells = Some((cells, vehicle));
+        self
+    }
+
+    /// Tells the cells whether this link now holds a packet, if that
+    /// changed. O(1), or one reschedule of the cells.
+    fn tell_cells(&mut self, now: Time) {
+        let busy = !self.queue.is_empty() || self.in_service.is_some();
+        if let Some((cells, v)) = &self.cells {
+            if busy != self.told_backlogged {
+                self.told_backlogged = busy;
+                cells.borrow_mut().set_backlogged(*v, now, busy);
+            }
+        }
+    }
+
+    /// The rate a packet starting at `t` is served at, bit/s (0: none).
+    fn rate_at(&self, t: Time) -> u64 {
+        match &self.cells {
+            Some((cells, v)) => cells.borrow_mut().rate_bps(*v, t),
+            None => self.capacity.at(t),
         }
     }
 
@@ -170,7 +209,9 @@ impl LinkModel for MmWaveLink {
             self.flush_until(now, &mut out);
             self.pending_drops.append(&mut out.dropped);
         }
-        self.queue.push(pkt, &mut self.stats)
+        let r = self.queue.push(pkt, &mut self.stats);
+        self.tell_cells(now);
+        r
     }
 
     fn next_wake(&mut self, now: Time) -> Option<Time> {
@@ -183,7 +224,17 @@ impl LinkModel for MmWaveLink {
         if self.queue.is_empty() {
             return None;
         }
-        let up = self.capacity.up_at(now);
+        let mut up = self.capacity.up_at(now);
+        if let (Some(u), Some((cells, v))) = (up, &self.cells) {
+            // Up now, but no share of the cell at this instant (a zero PF
+            // floor): the next allocation may give one. (Never ask the
+            // cells about a later instant: they cannot know the backlog
+            // then, and only move forward.)
+            let mut c = cells.borrow_mut();
+            if u == now && c.rate_bps(*v, now) == 0 {
+                up = c.next_step_after(now);
+            }
+        }
         match self.flush_at.get(self.flushed) {
             Some(h) if up.is_none_or(|u| *h < u) => Some((*h).max(now)),
             _ => up,
@@ -192,6 +243,23 @@ impl LinkModel for MmWaveLink {
 
     fn advance(&mut self, now: Time, out: &mut LinkOutput) {
         out.dropped.append(&mut self.pending_drops);
+        self.serve(now, out);
+        self.tell_cells(now);
+    }
+
+    fn backlog(&self) -> (u64, u64) {
+        self.queue.backlog()
+    }
+
+    fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+}
+
+impl MmWaveLink {
+    /// Finishes the packet on the air if it is through by `now` and
+    /// starts the next while the link is up. O(packets finished).
+    fn serve(&mut self, now: Time, out: &mut LinkOutput) {
         loop {
             let mut t = now;
             if let Some((_, at, _)) = &self.in_service {
@@ -211,8 +279,11 @@ impl LinkModel for MmWaveLink {
                 }
             }
             self.flush_until(t, out);
-            let rate = self.capacity.at(t);
-            if self.queue.is_empty() || rate == 0 {
+            if self.queue.is_empty() {
+                return;
+            }
+            let rate = self.rate_at(t);
+            if rate == 0 {
                 return;
             }
             let Some(p) = self.queue.pop(out) else {
@@ -232,14 +303,6 @@ impl LinkModel for MmWaveLink {
                 None => (p, fin, false),
             });
         }
-    }
-
-    fn backlog(&self) -> (u64, u64) {
-        self.queue.backlog()
-    }
-
-    fn stats(&self) -> &LinkStats {
-        &self.stats
     }
 }
 
@@ -373,5 +436,163 @@ mod tests {
         assert_eq!(out.dropped.len(), 1);
         assert_eq!(out.dropped[0].0.id, 1);
         assert_eq!(l.backlog().0, 1);
+    }
+}
+
+#[cfg(test)]
+mod cell_tests {
+    use super::*;
+    use crate::world::cells::{
+        CellInputs, CellScheduler, SchedulerKind, StationSteps, TrafficCells,
+    };
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    const MS: u64 = 1_000_000;
+
+    fn pkt(id: u64) -> Packet {
+        Packet {
+            id,
+            flow: 0,
+            forward: true,
+            is_data: true,
+            src: 0,
+            dst: 1,
+            next_hop: 1,
+            dst_port: 1,
+            src_port: 1,
+            wire_bytes: 1000,
+            created: Time::ZERO,
+            left_first_hop: false,
+            hops: 0,
+            payload: Vec::new(),
+        }
+    }
+
+    /// Two vehicles of station 0, each 8 Mbit/s on its own, 1 ms channel
+    /// steps for 2 s; PF with a 10 % floor.
+    fn cells() -> Rc<RefCell<TrafficCells>> {
+        let mut own = CapacitySteps::new();
+        own.push(Time::ZERO, 8_000_000);
+        let own = Arc::new(own);
+        let mut st = StationSteps::default();
+        st.push(Time::ZERO, Some(0));
+        let st = Arc::new(st);
+        let inputs = CellInputs {
+            own: vec![Arc::clone(&own), own],
+            stations: vec![Arc::clone(&st), st],
+            steps: Arc::new((0..2000).map(|k| Time::from_nanos(k * MS)).collect()),
+        };
+        let s = CellScheduler::new(
+            SchedulerKind::ProportionalFair,
+            2,
+            Duration::from_millis(100),
+            0.1,
+        );
+        Rc::new(RefCell::new(TrafficCells::new(
+            s,
+            inputs,
+            Duration::from_millis(1),
+        )))
+    }
+
+    fn link(cells: &Rc<RefCell<TrafficCells>>, v: usize) -> MmWaveLink {
+        let own = Arc::clone(&cells.borrow().inputs().own[v]);
+        MmWaveLink::new(own, Duration::ZERO, QueueLimit::packets(100_000))
+            .with_cells(Rc::clone(cells), v)
+    }
+
+    /// Runs both links until `end` (each woken at its own `next_wake`,
+    /// the earlier first); bytes each delivered.
+    fn run(links: &mut [MmWaveLink; 2], from: Time, end: Time) -> [u64; 2] {
+        let mut out = [LinkOutput::default(), LinkOutput::default()];
+        let mut now = [from; 2];
+        loop {
+            let next = (0..2)
+                .filter_map(|i| links[i].next_wake(now[i]).map(|w| (w, i)))
+                .min();
+            let Some((w, i)) = next.filter(|(w, _)| *w < end) else {
+                break;
+            };
+            now[i] = w;
+            links[i].advance(w, &mut out[i]);
+        }
+        [0, 1].map(|i| {
+            out[i]
+                .delivered
+                .iter()
+                .map(|(_, p)| u64::from(p.wire_bytes))
+                .sum()
+        })
+    }
+
+    /// Issue 39: an idle vehicle gets no air time, and the backlogged one
+    /// gets its share — the whole cell; once both are backlogged they
+    /// split it.
+    #[test]
+    fn an_idle_vehicle_gets_no_air_time_and_the_backlogged_one_its_share() {
+        let c = cells();
+        let mut links = [link(&c, 0), link(&c, 1)];
+        // Vehicle 0 backlogged (more than 1 s of packets), vehicle 1 idle.
+        for i in 0..1500 {
+            links[0].enqueue(Time::ZERO, pkt(i)).unwrap();
+        }
+        let end = Time::from_nanos(1000 * MS);
+        let got = run(&mut links, Time::ZERO, end);
+        assert_eq!(c.borrow_mut().fraction(1, end), 0.0);
+        assert_eq!(c.borrow_mut().fraction(0, end), 1.0);
+        assert_eq!(got[1], 0);
+        // 1 s at 8 Mbit/s is 1,000,000 B: all of it for vehicle 0.
+        assert!(got[0] >= 990_000, "{got:?}");
+        // Vehicle 1 becomes backlogged: the cell is split about evenly
+        // (PF, equal rates), and the two together still fill it.
+        for i in 0..1500 {
+            links[1].enqueue(end, pkt(10_000 + i)).unwrap();
+        }
+        let end2 = Time::from_nanos(2000 * MS);
+        let got = run(&mut links, end, end2);
+        let (a, b) = (got[0] as f64, got[1] as f64);
+        assert!(a + b >= 980_000.0 && a + b <= 1_001_000.0, "{got:?}");
+        assert!((a / (a + b) - 0.5).abs() < 0.1, "{got:?}");
+        // Vehicle 1 came back with a decayed average: PF favours it at first.
+        assert!(b > a, "{got:?}");
+    }
+
+    /// The full-buffer schedule (recorded before traffic) gives the idle
+    /// vehicle its share: the backlogged one gets half the cell.
+    #[test]
+    fn the_full_buffer_schedule_wastes_the_idle_share() {
+        let mut s = CellScheduler::new(
+            SchedulerKind::ProportionalFair,
+            2,
+            Duration::from_millis(100),
+            0.1,
+        );
+        let mut cap = CapacitySteps::new();
+        let mut out = Vec::new();
+        for k in 0..1000 {
+            s.schedule(
+                Duration::from_millis(1),
+                &[(Some(0), 8_000_000), (Some(0), 8_000_000)],
+                &mut out,
+            );
+            cap.push(Time::from_nanos(k * MS), out[0].rate_bps);
+        }
+        let mut l = MmWaveLink::new(Arc::new(cap), Duration::ZERO, QueueLimit::packets(100_000));
+        let mut o = LinkOutput::default();
+        for i in 0..1500 {
+            l.enqueue(Time::ZERO, pkt(i)).unwrap();
+        }
+        let mut now = Time::ZERO;
+        while let Some(w) = l.next_wake(now).filter(|w| w.as_nanos() < 1000 * MS) {
+            now = w;
+            l.advance(w, &mut o);
+        }
+        let got: u64 = o
+            .delivered
+            .iter()
+            .map(|(_, p)| u64::from(p.wire_bytes))
+            .sum();
+        assert!((480_000..=520_000).contains(&got), "{got}");
     }
 }

@@ -37,7 +37,7 @@
 
 use peregrine_cc::Time;
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 /// Link code: symmetric neighbour (RFC 3626 §6.1.1, neighbour type 1,
@@ -196,6 +196,16 @@ impl Message {
         out[start + 2..start + 4].copy_from_slice(&size.to_be_bytes());
     }
 
+    /// Bytes of [`encode`](Self::encode)'s output. O(link groups).
+    pub fn wire_len(&self) -> usize {
+        12 + match self {
+            Message::Hello { links, .. } => {
+                4 + links.iter().map(|(_, a)| 4 + 4 * a.len()).sum::<usize>()
+            }
+            Message::Tc { advertised, .. } => 4 + 4 * advertised.len(),
+        }
+    }
+
     /// Decode one message from `b`; `None` if malformed. Returns the
     /// message and the bytes it used. O(addresses).
     pub fn decode(b: &[u8]) -> Option<(Message, usize)> {
@@ -295,11 +305,20 @@ pub struct Olsr {
     /// The instant of the last change to the state that shapes the
     /// routes, while `routes` does not reflect it yet.
     dirty_at: Cell<Option<Time>>,
-    /// Every expiry instant of a tuple that shapes the routes, with its
-    /// multiplicity (a link counts its `sym_until` and `until`): the first
-    /// one at or after `now` is [`next_expiry`](Olsr::next_expiry) in
-    /// O(log state) instead of a scan of every tuple per message.
-    expiries: BTreeMap<Time, u32>,
+    /// Every tuple that shapes the routes, by its expiry instant (a link
+    /// has two: its `sym_until` and its `until`): the first one at or
+    /// after `now` is [`next_expiry`](Olsr::next_expiry) in O(log state),
+    /// and [`expire`](Olsr::expire) removes exactly the tuples that have
+    /// expired — ns-3's per-tuple expiry timers, not a scan of every
+    /// tuple (issue 40).
+    expiries: BTreeSet<(Time, Tuple)>,
+    /// The duplicate set's (valid until, key) in insertion order: every
+    /// entry holds for DUP_HOLD_TIME from a non-decreasing `now`, so they
+    /// expire first in, first out (an entry refreshed since is skipped).
+    dup_fifo: VecDeque<(Time, (u32, u16))>,
+    /// The symmetric neighbourhood or the 2-hop set changed since the MPRs
+    /// were last selected.
+    mpr_dirty: bool,
     seq: u16,
     ansn: u16,
     advertised: BTreeSet<u32>,
@@ -308,19 +327,30 @@ pub struct Olsr {
     route_changes: Cell<u64>,
 }
 
-/// One more tuple expiring at `t`.
-fn exp_add(exp: &mut BTreeMap<Time, u32>, t: Time) {
-    *exp.entry(t).or_insert(0) += 1;
+/// A tuple of the state that shapes the routes, as the expiry index
+/// names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Tuple {
+    /// The link to this neighbour stops being symmetric.
+    LinkSym(u32),
+    /// The link to this neighbour is forgotten.
+    Link(u32),
+    /// (neighbour, 2-hop node).
+    TwoHop(u32, u32),
+    /// An MPR selector.
+    Selector(u32),
+    /// (originator, advertised) of the topology set.
+    Topology(u32, u32),
 }
 
-/// One tuple less expiring at `t`.
-fn exp_del(exp: &mut BTreeMap<Time, u32>, t: Time) {
-    if let std::collections::btree_map::Entry::Occupied(mut e) = exp.entry(t) {
-        *e.get_mut() -= 1;
-        if *e.get() == 0 {
-            e.remove();
-        }
-    }
+/// Tuple `k` expires at `t`.
+fn exp_add(exp: &mut BTreeSet<(Time, Tuple)>, t: Time, k: Tuple) {
+    exp.insert((t, k));
+}
+
+/// Tuple `k` no longer expires at `t` (refreshed or removed).
+fn exp_del(exp: &mut BTreeSet<(Time, Tuple)>, t: Time, k: Tuple) {
+    exp.remove(&(t, k));
 }
 
 impl Olsr {
@@ -337,7 +367,9 @@ impl Olsr {
             dup: BTreeMap::new(),
             routes: RefCell::new(BTreeMap::new()),
             dirty_at: Cell::new(None),
-            expiries: BTreeMap::new(),
+            expiries: BTreeSet::new(),
+            dup_fifo: VecDeque::new(),
+            mpr_dirty: false,
             seq: 0,
             ansn: 0,
             advertised: BTreeSet::new(),
@@ -355,7 +387,7 @@ impl Olsr {
     pub fn next_expiry(&self, now: Time) -> Option<Time> {
         // A tuple valid "until t" is still valid at t (`>= now` tests).
         self.expiries
-            .range(now..)
+            .range((now, Tuple::LinkSym(0))..)
             .next()
             .map(|(t, _)| *t + Duration::from_nanos(1))
     }
@@ -397,31 +429,67 @@ impl Olsr {
             .map(|(&a, _)| a)
     }
 
-    /// Drop every expired tuple and recompute the MPRs (the routes at the
-    /// next lookup). O(state).
+    /// Drop the tuples expired by `now` (valid "until t" means valid at
+    /// t), then select the MPRs again if the neighbourhood changed (the
+    /// routes at the next lookup). O(expired · log state), plus the MPR
+    /// selection when it runs.
     pub fn expire(&mut self, now: Time) {
-        let exp = &mut self.expiries;
-        self.links.retain(|_, l| {
-            let keep = l.until >= now;
-            if !keep {
-                exp_del(exp, l.sym_until);
-                exp_del(exp, l.until);
+        let mut routes_changed = false;
+        while let Some(&(t, k)) = self.expiries.first() {
+            if t >= now {
+                break;
             }
-            keep
-        });
-        let mut drop_old = |t: Time| {
-            let keep = t >= now;
-            if !keep {
-                exp_del(exp, t);
+            self.expiries.pop_first();
+            routes_changed = true;
+            match k {
+                // The link stays (asymmetric) until its `until`.
+                Tuple::LinkSym(_) => self.mpr_dirty = true,
+                Tuple::Link(a) => {
+                    if self.links.get(&a).is_some_and(|l| l.until == t) {
+                        self.links.remove(&a);
+                    }
+                    self.mpr_dirty = true;
+                }
+                Tuple::TwoHop(a, b) => {
+                    if self.two_hop.get(&(a, b)) == Some(&t) {
+                        self.two_hop.remove(&(a, b));
+                    }
+                    self.mpr_dirty = true;
+                }
+                Tuple::Selector(a) => {
+                    if self.selectors.get(&a) == Some(&t) {
+                        self.selectors.remove(&a);
+                    }
+                }
+                Tuple::Topology(o, d) => {
+                    if self.topology.get(&(o, d)).is_some_and(|x| x.1 == t) {
+                        self.topology.remove(&(o, d));
+                    }
+                }
             }
-            keep
-        };
-        self.two_hop.retain(|_, t| drop_old(*t));
-        self.selectors.retain(|_, t| drop_old(*t));
-        self.topology.retain(|_, (_, t)| drop_old(*t));
-        self.dup.retain(|_, (t, _)| *t >= now);
-        self.select_mprs(now);
-        self.touch(now);
+        }
+        while let Some(&(t, key)) = self.dup_fifo.front() {
+            if t >= now {
+                break;
+            }
+            self.dup_fifo.pop_front();
+            if self.dup.get(&key).is_some_and(|d| d.0 == t) {
+                self.dup.remove(&key);
+            }
+        }
+        if self.mpr_dirty {
+            self.mpr_dirty = false;
+            self.select_mprs(now);
+        }
+        if routes_changed {
+            self.touch(now);
+        }
+    }
+
+    /// Records duplicate tuple `key` valid until `until` (now + DUP_HOLD_TIME).
+    fn dup_insert(&mut self, key: (u32, u16), until: Time, retransmitted: bool) {
+        self.dup.insert(key, (until, retransmitted));
+        self.dup_fifo.push_back((until, key));
     }
 
     /// The HELLO to send at `now`. O(neighbours).
@@ -465,8 +533,7 @@ impl Olsr {
             return None;
         }
         let seq = self.next_seq();
-        self.dup
-            .insert((self.me, seq), (now + self.cfg.dup_hold(), true));
+        self.dup_insert((self.me, seq), now + self.cfg.dup_hold(), true);
         Some(Message::Tc {
             origin: self.me,
             seq,
@@ -495,40 +562,57 @@ impl Olsr {
                 me_as_mpr |= *code == MPR;
             }
         }
+        let was_sym = l.sym_until >= now;
         if lists_me {
             l.sym_until = now + hold;
         }
         l.until = l.until.max(l.asym_until).max(l.sym_until);
         let sym = l.sym_until >= now;
         let new = (l.sym_until, l.until);
+        // A new link, or one that became symmetric: the MPRs may change.
+        self.mpr_dirty |= old.is_none() || (sym && !was_sym);
+        let exp = &mut self.expiries;
         if let Some((s, u)) = old {
-            exp_del(&mut self.expiries, s);
-            exp_del(&mut self.expiries, u);
+            exp_del(exp, s, Tuple::LinkSym(from));
+            exp_del(exp, u, Tuple::Link(from));
         }
-        exp_add(&mut self.expiries, new.0);
-        exp_add(&mut self.expiries, new.1);
+        // A link never symmetric has no symmetric time to expire.
+        if new.0 > Time::ZERO {
+            exp_add(exp, new.0, Tuple::LinkSym(from));
+        }
+        exp_add(exp, new.1, Tuple::Link(from));
         if sym {
             for (code, addrs) in links {
-                if *code != SYM && *code != MPR {
-                    continue;
-                }
                 for &a in addrs {
-                    if a != self.me {
-                        if let Some(t) = self.two_hop.insert((from, a), now + hold) {
-                            exp_del(&mut self.expiries, t);
+                    if a == self.me {
+                        continue;
+                    }
+                    let key = (from, a);
+                    if *code == SYM || *code == MPR {
+                        match self.two_hop.insert(key, now + hold) {
+                            Some(t) => exp_del(exp, t, Tuple::TwoHop(from, a)),
+                            None => self.mpr_dirty = true,
                         }
-                        exp_add(&mut self.expiries, now + hold);
+                        exp_add(exp, now + hold, Tuple::TwoHop(from, a));
+                    } else if let Some(t) = self.two_hop.remove(&key) {
+                        // §8.2.1: a neighbour that lists `a` as NOT_NEIGH
+                        // no longer reaches it.
+                        exp_del(exp, t, Tuple::TwoHop(from, a));
+                        self.mpr_dirty = true;
                     }
                 }
             }
             let old = if me_as_mpr {
-                exp_add(&mut self.expiries, now + hold);
+                exp_add(exp, now + hold, Tuple::Selector(from));
                 self.selectors.insert(from, now + hold)
             } else {
                 self.selectors.remove(&from)
             };
             if let Some(t) = old {
-                exp_del(&mut self.expiries, t);
+                // Refreshed to the same instant: keep the entry just added.
+                if !(me_as_mpr && t == now + hold) {
+                    exp_del(exp, t, Tuple::Selector(from));
+                }
             }
         }
         self.touch(now);
@@ -564,9 +648,10 @@ impl Olsr {
         let retransmitted = seen.is_some_and(|(_, r)| r);
         let selected_me = self.selectors.get(&from).is_some_and(|t| *t >= now);
         let forward = !retransmitted && selected_me && *ttl > 1;
-        self.dup.insert(
+        self.dup_insert(
             (*origin, *seq),
-            (now + self.cfg.dup_hold(), retransmitted || forward),
+            now + self.cfg.dup_hold(),
+            retransmitted || forward,
         );
         if forward {
             let mut fwd = msg.clone();
@@ -600,15 +685,15 @@ impl Olsr {
             .collect();
         for k in stale {
             if let Some((_, t)) = self.topology.remove(&k) {
-                exp_del(exp, t);
+                exp_del(exp, t, Tuple::Topology(k.0, k.1));
             }
         }
         let until = now + decode_vtime(vtime);
         for &d in advertised {
             if let Some((_, t)) = self.topology.insert((origin, d), (ansn, until)) {
-                exp_del(exp, t);
+                exp_del(exp, t, Tuple::Topology(origin, d));
             }
-            exp_add(exp, until);
+            exp_add(exp, until, Tuple::Topology(origin, d));
         }
         self.touch(now);
     }
@@ -879,6 +964,121 @@ mod tests {
         assert_eq!(nodes[0].next_hop(1), None);
     }
 
+    /// The messages of a packet, decoded.
+    fn messages_of(p: &crate::world::packet::Packet) -> Vec<Message> {
+        let mut rest = &p.payload[4..];
+        let mut v = Vec::new();
+        while let Some((m, used)) = Message::decode(rest) {
+            v.push(m);
+            rest = &rest[used..];
+        }
+        assert!(rest.is_empty());
+        v
+    }
+
+    /// Issue 40: TCs to forward wait a jitter (at most HELLO_INTERVAL / 4)
+    /// and go out together in one packet (RFC 3626 §3.4, as ns-3 queues
+    /// them), each with TTL − 1 and hops + 1; a duplicate is not forwarded
+    /// again.
+    #[test]
+    fn forwarded_messages_are_jittered_and_packed_together() {
+        let cfg = OlsrConfig::default();
+        let mut a = OlsrAgent::new(0, cfg.clone(), 1);
+        let mut b = OlsrAgent::new(1, cfg.clone(), 1);
+        let t0 = Time::from_millis(100);
+        // Node 1 hears 0 and selects it as MPR: a symmetric link, 1 a selector.
+        let hello = Message::Hello {
+            origin: 1,
+            seq: 1,
+            vtime: encode_vtime(cfg.neighb_hold()),
+            links: vec![(MPR, vec![0])],
+        };
+        let id = b.id();
+        let hp = b.packet(t0, &[hello], id);
+        let mut out = Vec::new();
+        a.receive(t0, &hp, &mut out);
+        assert!(out.is_empty());
+        let tc = |origin: u32| Message::Tc {
+            origin,
+            seq: 7,
+            vtime: encode_vtime(cfg.top_hold()),
+            ttl: 255,
+            hops: 0,
+            ansn: 1,
+            advertised: vec![origin + 100],
+        };
+        let t1 = Time::from_millis(200);
+        let msgs = [tc(5), tc(6), tc(7)];
+        let id = b.id();
+        let tp = b.packet(t1, &msgs, id);
+        a.receive(t1, &tp, &mut out);
+        let due = a.next_due();
+        assert!(out.len() <= 1);
+        if out.is_empty() {
+            assert!(due >= t1 && due < t1 + cfg.hello_interval / 4, "{due:?}");
+            a.poll(due, &mut out);
+        }
+        assert_eq!(out.len(), 1, "one packet for the three TCs");
+        // (With this node's own HELLO, if it fell due first: piggybacked.)
+        let fwd: Vec<Message> = messages_of(&out[0])
+            .into_iter()
+            .filter(|m| matches!(m, Message::Tc { .. }))
+            .collect();
+        assert_eq!(fwd.len(), 3);
+        for (m, origin) in fwd.iter().zip([5, 6, 7]) {
+            let Message::Tc {
+                origin: o,
+                ttl,
+                hops,
+                ..
+            } = m
+            else {
+                panic!("{m:?}");
+            };
+            assert_eq!((*o, *ttl, *hops), (origin, 254, 1));
+        }
+        // The same TCs again: duplicates, not forwarded.
+        out.clear();
+        let later = Time::from_millis(300).max(due);
+        a.receive(later, &tp, &mut out);
+        assert!(out.is_empty() && a.pending.is_empty());
+    }
+
+    /// Expiry removes exactly the tuples that expired, in time order,
+    /// without a scan: a topology tuple lives TOP_HOLD_TIME, then goes.
+    #[test]
+    fn tuples_expire_by_their_own_time() {
+        let cfg = OlsrConfig::default();
+        let mut o = Olsr::new(0, cfg.clone());
+        let t0 = Time::from_millis(10);
+        let hold = encode_vtime(cfg.neighb_hold());
+        o.on_hello(t0, 1, &[(MPR, vec![0]), (SYM, vec![2])], hold);
+        let tc = Message::Tc {
+            origin: 2,
+            seq: 1,
+            vtime: encode_vtime(cfg.top_hold()),
+            ttl: 255,
+            hops: 1,
+            ansn: 1,
+            advertised: vec![3],
+        };
+        assert!(matches!(
+            o.on_tc(t0, 1, &tc),
+            TcAction::Done | TcAction::Forward(_)
+        ));
+        assert_eq!(o.next_hop(3), Some(1));
+        // The link (6 s) expires before the topology tuple (15 s).
+        o.expire(t0 + Duration::from_secs(7));
+        assert_eq!(o.next_hop(1), None);
+        assert!(o.topology.contains_key(&(2, 3)));
+        o.expire(t0 + Duration::from_secs(16));
+        assert!(o.topology.is_empty() && o.two_hop.is_empty() && o.links.is_empty());
+        assert!(o.expiries.is_empty());
+        // The duplicate set empties after DUP_HOLD_TIME.
+        o.expire(t0 + Duration::from_secs(31));
+        assert!(o.dup.is_empty() && o.dup_fifo.is_empty());
+    }
+
     #[test]
     fn messages_round_trip_in_rfc_3626_format() {
         let h = Message::Hello {
@@ -995,6 +1195,17 @@ pub struct OlsrAgent {
     sent_packets: u64,
     /// When the protocol state next has a tuple to expire.
     next_expiry: Option<Time>,
+    /// Messages to forward, waiting for [`flush_at`](Self) (or for the
+    /// next HELLO or TC, which carries them along): RFC 3626 §3.4 packs
+    /// several messages into one packet, and ns-3 queues every forwarded
+    /// message for a jitter before sending the queue as one packet.
+    pending: Vec<Message>,
+    /// When the pending messages go out (a forwarding jitter after the
+    /// first was queued).
+    flush_at: Option<Time>,
+    /// The forwarding jitter's own stream (the HELLO/TC emission jitter
+    /// keeps `rng`'s).
+    fwd_rng: crate::rng::SimRng,
 }
 
 impl OlsrAgent {
@@ -1002,6 +1213,10 @@ impl OlsrAgent {
     pub const PORT: u16 = 698;
     /// IPv4 + UDP header bytes around an OLSR packet.
     pub const IP_UDP_BYTES: u32 = 28;
+    /// Most messages in one packet (ns-3's `OLSR_MAX_MSGS`).
+    pub const MAX_MESSAGES: usize = 64;
+    /// Largest OLSR packet, wire bytes (an Ethernet-sized IP MTU).
+    pub const MAX_PACKET_BYTES: usize = 1500;
 
     /// Node `node`'s agent; jitter draws from `olsr/node<node>` of `seed`.
     /// The first HELLO and TC go out after one jitter.
@@ -1021,6 +1236,9 @@ impl OlsrAgent {
             sent_bytes: 0,
             sent_packets: 0,
             next_expiry: None,
+            pending: Vec::new(),
+            flush_at: None,
+            fwd_rng: crate::rng::component_rng(seed, &format!("olsr/node{node}/forward")),
         }
     }
 
@@ -1043,13 +1261,18 @@ impl OlsrAgent {
     /// to send, or a tuple to expire (see [`Olsr::next_expiry`]). O(1).
     pub fn next_due(&self) -> Time {
         let due = self.next_hello.min(self.next_tc);
+        let due = self.flush_at.map_or(due, |f| f.min(due));
         self.next_expiry.map_or(due, |e| e.min(due))
     }
 
-    fn packet(&mut self, now: Time, msg: &Message, id: u64) -> super::packet::Packet {
+    /// One packet carrying `msgs` (RFC 3626 §3.3 header, then each
+    /// message). O(bytes).
+    fn packet(&mut self, now: Time, msgs: &[Message], id: u64) -> super::packet::Packet {
         // RFC 3626 §3.3 packet header: length, sequence number.
         let mut payload = vec![0u8; 4];
-        msg.encode(&mut payload);
+        for msg in msgs {
+            msg.encode(&mut payload);
+        }
         self.pkt_seq = self.pkt_seq.wrapping_add(1);
         let len = payload.len() as u16;
         payload[0..2].copy_from_slice(&len.to_be_bytes());
@@ -1075,33 +1298,64 @@ impl OlsrAgent {
         }
     }
 
+    /// `msgs` as packets of at most [`MAX_MESSAGES`](Self::MAX_MESSAGES)
+    /// messages and [`MAX_PACKET_BYTES`](Self::MAX_PACKET_BYTES) wire
+    /// bytes each, into `out`. O(bytes).
+    fn send(&mut self, now: Time, msgs: &[Message], out: &mut Vec<super::packet::Packet>) {
+        let mut start = 0;
+        let mut bytes = 4 + Self::IP_UDP_BYTES as usize;
+        for (i, m) in msgs.iter().enumerate() {
+            let size = m.wire_len();
+            let full = i - start == Self::MAX_MESSAGES || bytes + size > Self::MAX_PACKET_BYTES;
+            if i > start && full {
+                let id = self.id();
+                out.push(self.packet(now, &msgs[start..i], id));
+                start = i;
+                bytes = 4 + Self::IP_UDP_BYTES as usize;
+            }
+            bytes += size;
+        }
+        if start < msgs.len() {
+            let id = self.id();
+            out.push(self.packet(now, &msgs[start..], id));
+        }
+    }
+
     fn id(&self) -> u64 {
         // Distinct from the engine's packet ids (which count up from 0).
         (1u64 << 63) | ((self.node as u64) << 32) | u64::from(self.pkt_seq.wrapping_add(1))
     }
 
     /// Expire the tuples due at `now`, then emit the HELLO and/or TC due
-    /// at `now` into `out`; the next ones are due one interval minus a
-    /// fresh jitter later (§18.1). O(state).
+    /// at `now` into `out`, with the forwarded messages waiting (in one
+    /// packet), or those alone when their jitter is up; the next HELLO and
+    /// TC are due one interval minus a fresh jitter later (§18.1).
+    /// O(state expired + messages).
     pub fn poll(&mut self, now: Time, out: &mut Vec<super::packet::Packet>) {
         use rand::RngExt;
         if self.next_expiry.is_some_and(|e| e <= now) {
             self.olsr.expire(now);
         }
+        let mut msgs = Vec::new();
         if self.next_hello <= now {
-            let m = self.olsr.hello(now);
-            let id = self.id();
-            out.push(self.packet(now, &m, id));
+            msgs.push(self.olsr.hello(now));
             let j = OlsrConfig::jitter(self.cfg.hello_interval, self.rng.random::<f64>());
             self.next_hello = now + self.cfg.hello_interval - j;
         }
         if self.next_tc <= now {
             if let Some(m) = self.olsr.tc(now) {
-                let id = self.id();
-                out.push(self.packet(now, &m, id));
+                msgs.push(m);
             }
             let j = OlsrConfig::jitter(self.cfg.tc_interval, self.rng.random::<f64>());
             self.next_tc = now + self.cfg.tc_interval - j;
+        }
+        if !self.pending.is_empty() && (!msgs.is_empty() || self.flush_at.is_some_and(|f| f <= now))
+        {
+            msgs.append(&mut self.pending);
+            self.flush_at = None;
+        }
+        if !msgs.is_empty() {
+            self.send(now, &msgs, out);
         }
         self.next_expiry = self.olsr.next_expiry(now);
     }
@@ -1125,11 +1379,24 @@ impl OlsrAgent {
                 }
                 Message::Tc { .. } => {
                     if let TcAction::Forward(f) = self.olsr.on_tc(now, from, &msg) {
-                        let id = self.id();
-                        out.push(self.packet(now, &f, id));
+                        // Forwarded after a jitter (RFC 3626 §3.4, as
+                        // ns-3 does), with whatever else is queued then.
+                        use rand::RngExt;
+                        if self.flush_at.is_none() {
+                            let u = self.fwd_rng.random::<f64>();
+                            self.flush_at =
+                                Some(now + OlsrConfig::jitter(self.cfg.hello_interval, u));
+                        }
+                        self.pending.push(f);
                     }
                 }
             }
+        }
+        // A zero jitter: out at once.
+        if self.flush_at.is_some_and(|f| f <= now) {
+            let msgs = std::mem::take(&mut self.pending);
+            self.flush_at = None;
+            self.send(now, &msgs, out);
         }
         self.next_expiry = self.olsr.next_expiry(now);
     }

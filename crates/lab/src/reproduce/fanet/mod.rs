@@ -29,6 +29,7 @@ use crate::experiment::Summary;
 use crate::plan::{run_plan, PlanRuns};
 use crate::progress::Progress;
 use crate::report::Comparison;
+use crate::reproduce::ack_policy;
 use crate::Keyed;
 use anyhow::Context as _;
 use peregrine_sim::scenario::units::Dur;
@@ -615,9 +616,12 @@ pub fn summary_json(
         controllers: p.controllers,
         ci95: p.ci95,
         extended: case_summary(extended, duration_s),
-        by_ack_policy: [("tcp".to_string(), case_summary(primary_tcp, duration_s))]
-            .into_iter()
-            .collect(),
+        by_ack_policy: [(
+            ack_policy::TCP.to_string(),
+            case_summary(primary_tcp, duration_s),
+        )]
+        .into_iter()
+        .collect(),
     }
 }
 
@@ -667,7 +671,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         total,
     )?;
     let primary_tcp = run_case(
-        with_ack_policy(scenario(duration, 1)?, "tcp"),
+        with_ack_policy(scenario(duration, 1)?, ack_policy::TCP),
         seeds,
         args.threads,
         progress,

@@ -10,6 +10,7 @@ use crate::charts::{bar_chart, time_series, BarSeries, ChartText, Series};
 use crate::experiment::Summary;
 use crate::published::{self, MdTable};
 use crate::report::{published_vs_ours, Cell, Comparison, Report, Table};
+use crate::reproduce::ack_policy;
 use std::path::{Path, PathBuf};
 
 /// What the report needs besides the runs.
@@ -580,31 +581,18 @@ pub fn write(
         let thr = |runs| stat(runs, 0, |f: &FlowRecord| Some(f.throughput_pct));
         let pdr = |runs| stat(runs, 0, |f: &FlowRecord| Some(100.0 * f.pdr));
         let acks = |runs| stat(runs, 0, |f: &FlowRecord| f.acks_per_data);
-        let rel = mean(thr(s))
-            .zip(mean(thr(k)))
-            .filter(|(a, _)| *a != 0.0)
-            .map(|(a, b)| format!("{:+.2} %", 100.0 * (b - a) / a.abs()));
         t.row([
             Cell::Text((*c).into()),
             cell(thr(s), 2),
             cell(thr(k), 2),
-            rel.map_or(Cell::Missing, Cell::NumText),
+            ack_policy::tcp_vs_sltp(mean(thr(s)), mean(thr(k))),
             cell(pdr(s), 2),
             cell(pdr(k), 2),
             cell(acks(s), 3),
             cell(acks(k), 3),
         ]);
     }
-    t.explain(
-        "sltp / tcp",
-        "the receiver's ACK policy: SLTP's stretch ACKs (the other tables) or TCP's delayed ACK \
-         (every second full-size packet, 40 ms timer: the seed's transport)",
-    )
-    .explain(
-        "tcp vs sltp",
-        "(tcp − sltp) ÷ sltp of the mean throughputs, %",
-    )
-    .explain("cells", "mean ± 95 % CI over seeds");
+    ack_policy::explain(&mut t);
     let shtcp_vs_htcp = |runs: &CaseRuns| {
         let at = |name: &str| CONTROLLERS.iter().position(|c| *c == name);
         let thr = |i: usize| {
@@ -620,11 +608,11 @@ pub fn write(
         "ACK policy: the primary case under SLTP's and TCP's ACKs",
     )
     .paragraph(&format!(
-        "Every other table runs SLTP's ACK policy. Here the primary case also runs under \
-             TCP's delayed ACK, the transport seed 001 measured, so the controller effect and \
-             the ACK-policy effect can be told apart (`summary.json`: `controllers` are `sltp`, \
-             `by_ack_policy.tcp.controllers` are `tcp`). S-HTCP vs H-TCP throughput: {} under \
-             sltp, {} under tcp (seed 001: +3.89 %).",
+        "{} S-HTCP vs H-TCP throughput: {} under sltp, {} under tcp (seed 001: +3.89 %).",
+        ack_policy::intro(
+            "the primary case",
+            "`controllers` are `sltp`, `by_ack_policy.tcp.controllers` are `tcp`"
+        ),
         shtcp_vs_htcp(primary).unwrap_or_else(|| "n/a".into()),
         shtcp_vs_htcp(primary_tcp).unwrap_or_else(|| "n/a".into()),
     ))

@@ -22,10 +22,14 @@
 //! not depend on traffic, so it is recorded once per (environment,
 //! mobility, seed) and shared by every controller, load and hint run of
 //! that world (a cache keyed by those three; the runs being compared see
-//! the very same channel). Outputs in `DIR/mmwave-cvn/`: `summary.json`
+//! the very same channel). The cells follow traffic (`cell_demand =
+//! "backlogged"`, issue 39): PF over the vehicles with data queued. The
+//! headline (bulk, perfect hints) also runs under TCP's ACK policy
+//! (issue 39). Outputs in `DIR/mmwave-cvn/`: `summary.json`
 //! (`scenarios → hints_<mode> → controller → bulk | load_<x> →
-//! {throughput_mbps, rtt_ms, retransmissions, ci95}`), `report.md` and
-//! `plots/`.
+//! {throughput_mbps, rtt_ms, retransmissions, ci95}`, all under SLTP's
+//! ACK policy, and the same tree for TCP's delayed ACK under
+//! `by_ack_policy.tcp.scenarios`), `report.md` and `plots/`.
 //!
 //! Scaling (stated in the report): every rate is multiplied by
 //! [`RATE_SCALE`] (the 2 Gbit/s channel cap becomes 50 Mbit/s, a load of
@@ -36,6 +40,7 @@ use crate::experiment::Summary;
 use crate::plan::{run_plan, PlanRuns};
 use crate::progress::Progress;
 use crate::report::Comparison;
+use crate::reproduce::ack_policy;
 use crate::Keyed;
 use anyhow::Context;
 use peregrine_sim::scenario::units::{Dur, Rate};
@@ -164,14 +169,18 @@ pub struct GridPoint {
     pub cc: &'static str,
     /// The traffic.
     pub traffic: Traffic,
+    /// The receivers' ACK policy: `sltp` (every part) or `tcp` (the
+    /// headline bulk comparison again, issue 39).
+    pub ack_policy: &'static str,
 }
 
 impl GridPoint {
     /// The point's scenario, `duration` long (seed 1; each run sets its
     /// own): 20 vehicles with every rate scaled by [`RATE_SCALE`], the
-    /// 2 Gbit/s reference rate, a 1 ms core, 1400-byte packets, PF cells,
-    /// the fading channel and [`HINT_SOURCE`] hints, the senders sampled
-    /// every 20 ms. O(1).
+    /// 2 Gbit/s reference rate, a 1 ms core, 1400-byte packets, PF cells
+    /// over the backlogged vehicles (`cell_demand = "backlogged"`), the
+    /// fading channel and [`HINT_SOURCE`] hints, the senders sampled
+    /// every 20 ms, the point's ACK policy. O(1).
     pub fn scenario(&self, duration: Dur) -> ScenarioConfig {
         let mut s = ScenarioConfig::new(duration, 1);
         s.name = Some("mmwave-cvn".into());
@@ -197,6 +206,9 @@ impl GridPoint {
             scheduler: "pf".into(),
             channel_model: "fading".into(),
             hint_source: HINT_SOURCE.into(),
+            cell_demand: "backlogged".into(),
+            // `sltp` is the flows' default: left out, as before issue 39.
+            ack_policy: (self.ack_policy != ack_policy::PRIMARY).then(|| self.ack_policy.into()),
             ..VehicularConfig::default()
         };
         if self.world.mobility == "highway" {
@@ -220,6 +232,7 @@ impl GridPoint {
     /// Where the point's figures sit in `summary.json`.
     fn key(&self) -> PointKey {
         PointKey {
+            ack_policy: self.ack_policy.to_string(),
             scenario: self.world.key(),
             hints: self.hints.to_string(),
             cc: self.cc.to_string(),
@@ -256,7 +269,13 @@ pub struct Plan {
 /// with hints other than `perfect` only RTW-TCP (the one controller that
 /// reads hints: the others' runs would be the perfect-hint runs again,
 /// byte for byte, and are copied from them — [`copy_hint_blind`]).
-fn cross(worlds: &[World], hints: &[&'static str], traffic: &[Traffic], out: &mut Vec<GridPoint>) {
+fn cross(
+    worlds: &[World],
+    hints: &[&'static str],
+    traffic: &[Traffic],
+    ack: &'static str,
+    out: &mut Vec<GridPoint>,
+) {
     for &world in worlds {
         for &hints in hints {
             for cc in CONTROLLERS {
@@ -269,6 +288,7 @@ fn cross(worlds: &[World], hints: &[&'static str], traffic: &[Traffic], out: &mu
                         hints,
                         cc,
                         traffic,
+                        ack_policy: ack,
                     });
                 }
             }
@@ -314,15 +334,22 @@ impl Plan {
     /// bulk × noisy/absent hints × [`SIDE_SEEDS`]; CBR at [`LOADS`] ×
     /// perfect hints × [`SIDE_SEEDS`]; the highway's ON/OFF at
     /// [`HIGHWAY_LOADS`] × every hint mode × [`SEEDS`]; noisy and absent
-    /// hints for RTW-TCP only (see [`reads_hints`]). With `quick`:
-    /// urban/random bulk with perfect and absent hints, and CBR at 0.6
-    /// and 1.0, × [`QUICK_SEEDS`]. `seeds` (if given) replaces every
-    /// part's seed count. O(points).
+    /// hints for RTW-TCP only (see [`reads_hints`]); and the headline
+    /// (bulk, perfect hints, every world) again under TCP's ACK policy ×
+    /// [`SEEDS`] (`bulk_tcp`, issue 39). With `quick`: urban/random bulk
+    /// with perfect and absent hints, CBR at 0.6 and 1.0, and bulk with
+    /// perfect hints under TCP's ACKs, × [`QUICK_SEEDS`]. `seeds` (if
+    /// given) replaces every part's seed count. O(points).
     pub fn of(quick: bool, seeds: Option<u32>) -> Plan {
         let mut parts = Vec::new();
-        let mut part = |name, worlds: &[World], hints: &[&'static str], traffic: &[Traffic], n| {
+        let mut part = |name,
+                        worlds: &[World],
+                        hints: &[&'static str],
+                        traffic: &[Traffic],
+                        n,
+                        ack: &'static str| {
             let mut points = Vec::new();
-            cross(worlds, hints, traffic, &mut points);
+            cross(worlds, hints, traffic, ack, &mut points);
             parts.push(Part {
                 name,
                 points,
@@ -338,9 +365,25 @@ impl Plan {
                 &["perfect", "absent"],
                 &[Traffic::Bulk],
                 QUICK_SEEDS,
+                ack_policy::PRIMARY,
             );
             let cbr: Vec<Traffic> = loads.iter().map(|l| Traffic::Cbr(*l)).collect();
-            part("cbr", w, &["perfect"], &cbr, QUICK_SEEDS);
+            part(
+                "cbr",
+                w,
+                &["perfect"],
+                &cbr,
+                QUICK_SEEDS,
+                ack_policy::PRIMARY,
+            );
+            part(
+                "bulk_tcp",
+                w,
+                &["perfect"],
+                &[Traffic::Bulk],
+                QUICK_SEEDS,
+                ack_policy::TCP,
+            );
             return Plan {
                 parts,
                 worlds: w.to_vec(),
@@ -348,18 +391,35 @@ impl Plan {
                 highway_loads: Vec::new(),
             };
         }
-        part("bulk", &SCENARIOS, &["perfect"], &[Traffic::Bulk], SEEDS);
+        let sltp = ack_policy::PRIMARY;
+        part(
+            "bulk",
+            &SCENARIOS,
+            &["perfect"],
+            &[Traffic::Bulk],
+            SEEDS,
+            sltp,
+        );
         part(
             "hints",
             &SCENARIOS,
             &["noisy", "absent"],
             &[Traffic::Bulk],
             SIDE_SEEDS,
+            sltp,
         );
         let cbr: Vec<Traffic> = LOADS.iter().map(|l| Traffic::Cbr(*l)).collect();
-        part("cbr", &SCENARIOS, &["perfect"], &cbr, SIDE_SEEDS);
+        part("cbr", &SCENARIOS, &["perfect"], &cbr, SIDE_SEEDS, sltp);
         let onoff: Vec<Traffic> = HIGHWAY_LOADS.iter().map(|l| Traffic::OnOff(*l)).collect();
-        part("highway", &[HIGHWAY], &HINTS, &onoff, SEEDS);
+        part("highway", &[HIGHWAY], &HINTS, &onoff, SEEDS, sltp);
+        part(
+            "bulk_tcp",
+            &SCENARIOS,
+            &["perfect"],
+            &[Traffic::Bulk],
+            SEEDS,
+            ack_policy::TCP,
+        );
         Plan {
             parts,
             worlds: SCENARIOS.to_vec(),
@@ -563,11 +623,13 @@ fn run_one(
     })
 }
 
-/// Where a point's figures sit in `summary.json`: world key
+/// Where a point's figures sit in `summary.json`: ACK policy (`sltp` at
+/// the top level, `tcp` under `by_ack_policy`), world key
 /// (`urban_random`), hint accuracy, controller and load key (`bulk`,
 /// `load_0.6`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct PointKey {
+    ack_policy: String,
     scenario: String,
     hints: String,
     cc: String,
@@ -785,20 +847,39 @@ pub struct PointFigures {
     pub ci95: Ci95,
 }
 
+/// `summary.json`'s tree of figures: scenario → `hints_<mode>` →
+/// controller → load.
+pub type Scenarios = Keyed<Keyed<Keyed<Keyed<PointFigures>>>>;
+
+/// One ACK policy's figures under `summary.json`'s `by_ack_policy`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AckPolicySummary {
+    /// As [`MmwaveSummary::scenarios`], for the points run under it.
+    pub scenarios: Scenarios,
+}
+
 /// `summary.json`: `scenarios["urban_random"]["hints_perfect"]["rtwtcp"]["bulk"]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MmwaveSummary {
     /// By scenario (`<environment>_<mobility>` or `highway`), hint mode
     /// (`hints_<mode>`), controller and load (`bulk` for saturating runs,
     /// `load_<x>` for CBR — ON/OFF on the highway).
-    pub scenarios: Keyed<Keyed<Keyed<Keyed<PointFigures>>>>,
+    pub scenarios: Scenarios,
+    /// The headline points (bulk, perfect hints) under another ACK policy
+    /// (issue 39): `by_ack_policy.tcp.scenarios.<scenario>.hints_perfect.<cc>.bulk`,
+    /// TCP's delayed ACK, the seed's transport; `scenarios` above are the
+    /// `sltp` runs. Empty if no point ran under another policy.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_ack_policy: BTreeMap<String, AckPolicySummary>,
     /// The make-before-break part (issue 29): unicast vs the group stream
     /// across handovers (`handover.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handover_multicast: Option<handover::HandoverSummary>,
 }
 
-fn summary_json(results: &Results, keys: &[String]) -> MmwaveSummary {
+/// The `scenarios` tree of `summary.json` for the points run under ACK
+/// policy `ack`. O(points × keys).
+fn scenarios_of(results: &Results, keys: &[String], ack: &str) -> Scenarios {
     let mut scen = Keyed::new();
     for k in keys {
         let mut hm = Keyed::new();
@@ -809,7 +890,9 @@ fn summary_json(results: &Results, keys: &[String]) -> MmwaveSummary {
                 // Bulk first, then the loads in increasing order.
                 let mut here: Vec<(&PointKey, &PointStats)> = results
                     .iter()
-                    .filter(|(p, _)| &p.scenario == k && p.hints == h && p.cc == cc)
+                    .filter(|(p, _)| {
+                        p.ack_policy == ack && &p.scenario == k && p.hints == h && p.cc == cc
+                    })
                     .collect();
                 here.sort_by_key(|(p, _)| (p.load != "bulk", p.load.clone()));
                 for (p, r) in here {
@@ -836,10 +919,26 @@ fn summary_json(results: &Results, keys: &[String]) -> MmwaveSummary {
                 hm.push(format!("hints_{h}"), cm);
             }
         }
-        scen.push(k.clone(), hm);
+        // Another policy's tree holds only the worlds it ran.
+        if ack == ack_policy::PRIMARY || !hm.0.is_empty() {
+            scen.push(k.clone(), hm);
+        }
     }
+    scen
+}
+
+fn summary_json(results: &Results, keys: &[String]) -> MmwaveSummary {
+    let by_ack_policy = [ack_policy::TCP]
+        .into_iter()
+        .filter(|a| results.keys().any(|p| p.ack_policy == *a))
+        .map(|a| {
+            let scenarios = scenarios_of(results, keys, a);
+            (a.to_string(), AckPolicySummary { scenarios })
+        })
+        .collect();
     MmwaveSummary {
-        scenarios: scen,
+        scenarios: scenarios_of(results, keys, ack_policy::PRIMARY),
+        by_ack_policy,
         handover_multicast: None,
     }
 }
@@ -859,8 +958,22 @@ struct ReportCtx<'a> {
 }
 
 impl ReportCtx<'_> {
+    /// A point's figures under SLTP's ACK policy.
     fn get(&self, scen: &str, hints: &str, cc: &str, load: &str) -> Option<&PointStats> {
+        self.get_under(ack_policy::PRIMARY, scen, hints, cc, load)
+    }
+
+    /// A point's figures under ACK policy `ack`.
+    fn get_under(
+        &self,
+        ack: &str,
+        scen: &str,
+        hints: &str,
+        cc: &str,
+        load: &str,
+    ) -> Option<&PointStats> {
         self.results.get(&PointKey {
+            ack_policy: ack.to_string(),
             scenario: scen.to_string(),
             hints: hints.to_string(),
             cc: cc.to_string(),
@@ -914,6 +1027,7 @@ mod tests {
         for (load, runs) in [("bulk", &runs[..]), ("load_0.6", &runs[..1])] {
             r.insert(
                 PointKey {
+                    ack_policy: "sltp".into(),
                     scenario: "urban_random".into(),
                     hints: "perfect".into(),
                     cc: "rtwtcp".into(),
@@ -956,14 +1070,15 @@ mod grid_tests {
 
     /// A typed grid point is the scenario document it stands for, with
     /// the issue-23 models named on purpose (PF, fading, a named hint
-    /// source) and bulk traffic.
+    /// source), cells that follow traffic (issue 39) and bulk traffic.
     #[test]
     fn a_point_is_the_document_with_the_new_models() {
         let text = "name = \"mmwave-cvn\"\nduration = \"3s\"\nseed = 1\n\
              [metrics]\ninterval = \"20ms\"\nper_message = false\n\
              [vehicular]\nvehicles = 20\nrate_scale = 0.025\n\
              reference_rate = \"2Gbps\"\ncore_delay = \"1ms\"\npayload_bytes = 1400\n\
-             scheduler = \"pf\"\nchannel_model = \"fading\"\nhint_source = \"mobility\"\n";
+             scheduler = \"pf\"\nchannel_model = \"fading\"\nhint_source = \"mobility\"\n\
+             cell_demand = \"backlogged\"\n";
         let sets = [
             "vehicular.environment=\"rural\"",
             "vehicular.mobility=\"random\"",
@@ -978,6 +1093,7 @@ mod grid_tests {
             hints: "noisy",
             cc: "bbr",
             traffic: Traffic::Bulk,
+            ack_policy: "sltp",
         };
         let typed = Scenario::from_config(point.scenario(Dur::from_secs_f64(3.0)), "mmwave-cvn");
         let typed = typed.unwrap();
@@ -991,7 +1107,8 @@ mod grid_tests {
     }
 
     /// The highway point is `scenarios/mmwave-highway.toml`'s world with
-    /// the point's controller, hints and load.
+    /// the point's controller, hints and load, and cells that follow
+    /// traffic.
     #[test]
     fn the_highway_point_is_the_scenario_file() {
         let path = concat!(
@@ -1005,6 +1122,7 @@ mod grid_tests {
             "metrics.interval=\"20ms\"",
             "vehicular.cc=\"cubic\"",
             "vehicular.load=0.6",
+            "vehicular.cell_demand=\"backlogged\"",
         ]
         .map(String::from);
         let file = Scenario::from_toml_str(&text, "mmwave-cvn", &sets).unwrap();
@@ -1013,6 +1131,7 @@ mod grid_tests {
             hints: "perfect",
             cc: "cubic",
             traffic: Traffic::OnOff(0.6),
+            ack_policy: "sltp",
         };
         let typed = Scenario::from_config(point.scenario(Dur::from_secs_f64(3.0)), "mmwave-cvn");
         let (typed, file) = (typed.unwrap(), file);
@@ -1031,10 +1150,23 @@ mod grid_tests {
             .points()
             .iter()
             .all(|p| p.world.key() == "urban_random"));
-        assert_eq!(quick.runs(), (4 + 1 + 2 * 4) * QUICK_SEEDS as usize);
+        assert_eq!(quick.runs(), (4 + 1 + 2 * 4 + 4) * QUICK_SEEDS as usize);
+        let tcp = |p: &Plan| {
+            p.points()
+                .iter()
+                .filter(|g| g.ack_policy == "tcp")
+                .map(|g| (g.world.key(), g.hints, g.traffic.key()))
+                .collect::<Vec<_>>()
+        };
+        // TCP's ACKs: the headline (bulk, perfect hints), every controller.
+        assert_eq!(
+            tcp(&quick),
+            vec![("urban_random".into(), "perfect", "bulk".into()); 4]
+        );
         let full = Plan::of(false, None);
         let names: Vec<&str> = full.parts.iter().map(|p| p.name).collect();
-        assert_eq!(names, ["bulk", "hints", "cbr", "highway"]);
+        assert_eq!(names, ["bulk", "hints", "cbr", "highway", "bulk_tcp"]);
+        assert_eq!(tcp(&full).len(), 4 * 4);
         let sizes: Vec<(usize, u32)> = full
             .parts
             .iter()
@@ -1046,7 +1178,8 @@ mod grid_tests {
                 (4 * 4, SEEDS),
                 (4 * 2, SIDE_SEEDS),
                 (4 * 4 * LOADS.len(), SIDE_SEEDS),
-                (3 * (4 + 2), SEEDS)
+                (3 * (4 + 2), SEEDS),
+                (4 * 4, SEEDS)
             ]
         );
         const { assert!(SEEDS >= 5 && SIDE_SEEDS >= 3 && DURATION_S >= 30.0) };

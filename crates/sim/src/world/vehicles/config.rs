@@ -101,6 +101,13 @@ fn d_handover() -> String {
 fn is_d_handover(s: &String) -> bool {
     *s == d_handover()
 }
+fn d_cell_demand() -> String {
+    "full_buffer".into()
+}
+#[allow(clippy::ptr_arg)]
+fn is_d_cell_demand(s: &String) -> bool {
+    *s == d_cell_demand()
+}
 fn d_overlap() -> Dur {
     Dur(100_000_000)
 }
@@ -214,6 +221,16 @@ pub struct VehicularConfig {
     /// divided among the cell's vehicles (0 … 1); default 0.1.
     #[serde(default = "d_pf_min_share")]
     pub pf_min_share: f64,
+    /// Whom the cells share air time among (`world::cells::TrafficCells`,
+    /// issue 39): `full_buffer` (every vehicle in coverage, as if always
+    /// backlogged: the schedule is made while the channel is recorded) or
+    /// `backlogged` (only the vehicles whose downlink RLC buffer holds a
+    /// packet, decided as the traffic runs: an idle vehicle gets no air
+    /// time and its share goes to the others). Default `full_buffer`, so
+    /// older outputs are unchanged; `reproduce mmwave-cvn` uses
+    /// `backlogged`.
+    #[serde(default = "d_cell_demand", skip_serializing_if = "is_d_cell_demand")]
+    pub cell_demand: String,
     /// The base station's RLC buffer of a vehicle at a handover: `move`
     /// (forwarded to the new station) or `drop` (lost); default `move`.
     #[serde(default = "d_handover_buffer")]
@@ -290,6 +307,7 @@ impl Default for VehicularConfig {
             scheduler: d_scheduler(),
             pf_window: d_pf_window(),
             pf_min_share: d_pf_min_share(),
+            cell_demand: d_cell_demand(),
             handover_buffer: d_handover_buffer(),
             channel_model: d_channel_model(),
             hint_source: d_hint_source(),
@@ -327,6 +345,9 @@ pub struct VehicularModel {
     pub channel: MmWaveConfig,
     /// How each base station shares its air time.
     pub scheduler: SchedulerKind,
+    /// `cell_demand = "backlogged"`: the cells share air time among the
+    /// backlogged vehicles only, as the traffic runs.
+    pub cells_follow_traffic: bool,
     /// What a handover does to the base station's RLC buffer.
     pub handover_buffer: HandoverBuffer,
     /// Index (in `Model::links`) of `access-v0`; vehicle `i`'s is `+ i`.

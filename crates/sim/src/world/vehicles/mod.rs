@@ -33,7 +33,7 @@
 
 pub mod config;
 
-use super::cells::CellScheduler;
+use super::cells::{CellInputs, CellScheduler, StationSteps};
 use super::channel::mmwave::{Association, FailureCounts, FailureEvent, MmWaveChannel};
 use super::channel::obstacles::{ObstacleField, Rect};
 use super::geom::{Bounds, Vec3};
@@ -82,6 +82,11 @@ pub struct ChannelTimeline {
     /// `handover = "make_before_break"`: per vehicle, its attachments to
     /// every station and its association changes (empty otherwise).
     pub attachments: Vec<Attachments>,
+    /// `cell_demand = "backlogged"`: what the cells need to share air time
+    /// as the traffic runs ([`super::cells::TrafficCells`]); `capacity`
+    /// then serves only the uplinks, the downlinks' own rates and
+    /// stations are here (`None` otherwise).
+    pub cells: Option<CellInputs>,
 }
 
 /// Make-before-break (issue 29): what one vehicle could attach to, and
@@ -268,6 +273,16 @@ impl ChannelTimeline {
         };
         let mut changes: Vec<Vec<(Time, AssociationChange)>> = vec![Vec::new(); attach_caps.len()];
         let mut assoc: Vec<Association> = vec![Association::default(); attach_caps.len()];
+        // Cells that follow traffic: the own rates, stations and step
+        // instants, for the scheduler that runs with the traffic.
+        let follow = v.cells_follow_traffic;
+        let mut own: Vec<CapacitySteps> = if follow {
+            vec![CapacitySteps::new(); c.vehicles]
+        } else {
+            Vec::new()
+        };
+        let mut stations: Vec<StationSteps> = vec![StationSteps::default(); own.len()];
+        let mut step_times: Vec<Time> = Vec::new();
         let mut t = 0u64;
         let mut steps = 0u64;
         loop {
@@ -298,6 +313,13 @@ impl ChannelTimeline {
                 *l = (s.bs, if s.up { s.capacity_bps } else { 0 });
             }
             scheduler.schedule(Duration::from_nanos(dt), &links, &mut shares);
+            if follow {
+                step_times.push(now);
+                for ((o, st), (bs, r)) in own.iter_mut().zip(&mut stations).zip(&links) {
+                    o.push(now, *r);
+                    st.push(now, *bs);
+                }
+            }
             for (cap, share) in caps.iter_mut().zip(&shares) {
                 cap.push(now, share.rate_bps);
             }
@@ -333,6 +355,11 @@ impl ChannelTimeline {
                     changes,
                 })
                 .collect(),
+            cells: follow.then(|| CellInputs {
+                own: own.into_iter().map(Arc::new).collect(),
+                stations: stations.into_iter().map(Arc::new).collect(),
+                steps: Arc::new(step_times),
+            }),
         })
     }
 }
