@@ -199,7 +199,8 @@ mod tests {
 
     #[test]
     fn each_validation_rule_turns_ecn_off() {
-        let cases: [(Option<(u64, u64, u64)>, u64, EcnFailure); 4] = [
+        type Counts = Option<(u64, u64, u64)>;
+        let cases: [(Counts, u64, EcnFailure); 4] = [
             (None, 1, EcnFailure::NotReported),
             (Some((11, 0, 0)), 1, EcnFailure::ExceedsSent),
             (Some((1, 0, 0)), 2, EcnFailure::Undercounted),
