@@ -1,8 +1,8 @@
 //! The trait every congestion controller implements (cc-spec §2.4).
 
 use crate::types::{
-    AckSample, CcStats, CongestionEvent, CongestionResponse, LinkHint, PathInfo, SendGate,
-    StartupMeasurement,
+    AckSample, CcStats, CongestionEvent, CongestionResponse, EcnResponse, EcnSample, LinkHint,
+    PathInfo, SendGate, StartupMeasurement,
 };
 use crate::Time;
 use std::time::Duration;
@@ -84,4 +84,16 @@ pub trait CongestionController: Send {
     fn held_rto_timeout(&self, now: Time) -> Option<Duration>;
     /// A snapshot for traces and tests.
     fn stats(&self) -> CcStats;
+    /// How this controller answers CE marks, hence which ECT codepoint
+    /// the connection sets when ECN is on: classic controllers (the
+    /// default) ECT(0), scalable ones (Prague) ECT(1). O(1).
+    fn ecn_response(&self) -> EcnResponse {
+        EcnResponse::Classic
+    }
+    /// An ACK carried ECN counts that grew: the per-mark information a
+    /// scalable controller needs (Prague's α). Called before the ACK's
+    /// [`on_ack`](Self::on_ack) and before any CWR episode the marks start.
+    /// Classic controllers ignore it (the default): for them a CE echo is
+    /// a congestion episode, once per round trip. O(1).
+    fn on_ecn(&mut self, _sample: &EcnSample, _path: &PathInfo) {}
 }

@@ -1,8 +1,9 @@
 //! # peregrine-cc — congestion controllers for Peregrine
 //!
-//! Sixteen congestion-control algorithms behind one sans-IO trait, faithful
-//! to the reference implementations as `docs/cc-spec.md` (in `../shared`)
-//! specifies them, with the registry and their unit and model-based tests.
+//! Nineteen congestion-control algorithms behind one sans-IO trait: sixteen
+//! faithful to the reference implementations as `docs/cc-spec.md` (in
+//! `../shared`) specifies them, plus BBRv3, Prague and LEDBAT++ (issue 41),
+//! with the registry and their unit and model-based tests.
 //!
 //! ## A two-minute tour
 //!
@@ -48,5 +49,6 @@ pub use registry::{build, CcConfig, UnknownController, NAMES};
 pub use time::Time;
 pub use types::{
     AckSample, CaState, CcStats, CongestionEvent, CongestionKind, CongestionResponse, CwndEvent,
-    LinkHint, LinkHintKind, PathInfo, RateSample, SendGate, StartupMeasurement, SSTHRESH_INF,
+    EcnResponse, EcnSample, LinkHint, LinkHintKind, PathInfo, RateSample, SendGate,
+    StartupMeasurement, SSTHRESH_INF,
 };

@@ -10,7 +10,7 @@ use crate::controller::CongestionController;
 use crate::core::{Core, CoreConfig, RecoveryMode};
 use crate::types::{
     AckSample, CaState, CcStats, CongestionEvent, CongestionKind, CongestionResponse, CwndEvent,
-    LinkHint, PathInfo, SendGate, StartupMeasurement, SSTHRESH_INF,
+    EcnResponse, EcnSample, LinkHint, PathInfo, SendGate, StartupMeasurement, SSTHRESH_INF,
 };
 use crate::Time;
 use std::time::Duration;
@@ -99,6 +99,12 @@ pub trait CcPolicy: Send {
     fn bandwidth_estimate_bytes_per_sec(&self) -> Option<u64> {
         None
     }
+    /// How the algorithm answers CE marks (classic by default).
+    fn ecn_response(&self) -> EcnResponse {
+        EcnResponse::Classic
+    }
+    /// ECN counts of one ACK (see [`CongestionController::on_ecn`]).
+    fn on_ecn(&mut self, _core: &mut Core, _sample: &EcnSample, _path: &PathInfo) {}
 }
 
 /// A [`CongestionController`] made of the shared core and one policy.
@@ -427,5 +433,14 @@ impl<P: CcPolicy> CongestionController for PolicyController<P> {
             mode: self.policy.mode(),
             bandwidth_estimate_bytes_per_sec: self.policy.bandwidth_estimate_bytes_per_sec(),
         }
+    }
+
+    fn ecn_response(&self) -> EcnResponse {
+        self.policy.ecn_response()
+    }
+
+    fn on_ecn(&mut self, sample: &EcnSample, path: &PathInfo) {
+        self.policy.on_ecn(&mut self.core, sample, path);
+        self.enforce_bounds();
     }
 }

@@ -7,8 +7,8 @@
 //! it for every connection.
 
 use crate::algos::{
-    bbr, bic, compound, cubic, fixed, highspeed, htcp, hybla, illinois, newreno, rtwtcp, scalable,
-    shtcp, vegas, veno, westwood, yeah,
+    bbr, bbr3, bic, compound, cubic, fixed, highspeed, htcp, hybla, illinois, ledbat, newreno,
+    prague, rtwtcp, scalable, shtcp, vegas, veno, westwood, yeah,
 };
 use crate::controller::CongestionController;
 #[cfg(feature = "serde")]
@@ -103,6 +103,9 @@ registry! {
         "bbr" => Bbr(bbr::BbrConfig), "BBR";
         "shtcp" => Shtcp(shtcp::ShtcpConfig), "S-HTCP";
         "rtwtcp" => RtwTcp(rtwtcp::RtwTcpConfig), "RTW-TCP";
+        "bbr3" => Bbr3(bbr3::Bbr3Config), "BBRv3";
+        "prague" => Prague(prague::PragueConfig), "Prague";
+        "ledbat" => Ledbat(ledbat::LedbatConfig), "LEDBAT++";
     }
     unlisted {
         // Test-only (algos/fixed.rs): the recipe followed once, in

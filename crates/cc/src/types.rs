@@ -181,6 +181,37 @@ pub struct AckSample {
     pub rate: Option<RateSample>,
 }
 
+/// How a controller answers ECN-CE marks, and so which ECN-capable
+/// codepoint its packets carry (RFC 9330 §4, RFC 9331 §4.1).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum EcnResponse {
+    /// A CE mark is a loss signal, answered at most once per round trip
+    /// (RFC 3168 §6.1.2): the packets carry ECT(0).
+    #[default]
+    Classic,
+    /// Every mark counts (DCTCP/L4S, RFC 9331): the packets carry ECT(1),
+    /// the L4S identifier, and the controller reads the per-ACK counts of
+    /// [`EcnSample`].
+    Scalable,
+}
+
+/// What one ACK's ECN feedback added (the sender's view of the peer's
+/// cumulative ECN counts, docs/protocol.md §6.5.3), handed to
+/// [`CongestionController::on_ecn`](crate::CongestionController::on_ecn)
+/// before the ACK's [`on_ack`](crate::CongestionController::on_ack).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct EcnSample {
+    /// Packets newly reported as received with an ECT codepoint or CE by
+    /// this ACK (the growth of ECT(0) + ECT(1) + CE counts).
+    pub newly_ect_packets: u64,
+    /// Packets newly reported as received with CE by this ACK.
+    pub newly_ce_packets: u64,
+    /// Bytes newly acknowledged by this ACK.
+    pub acked_bytes: u64,
+}
+
 /// Kind of a congestion signal.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]

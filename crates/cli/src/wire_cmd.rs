@@ -151,6 +151,10 @@ fn payload_json(p: &Payload<'_>) -> Value {
                     "max_ack_delay_us": f.max_ack_delay_us,
                 });
             }
+            // And the ECN section.
+            if let Some(e) = a.ecn {
+                v["ecn"] = json!({ "ect0": e.ect0, "ect1": e.ect1, "ce": e.ce });
+            }
             v
         }
         Payload::Nack(n) => json!({
@@ -403,6 +407,7 @@ fn payload_from(t: PacketType, v: &Value) -> Result<Payload<'static>> {
             "ranges",
             "credits",
             "frequency",
+            "ecn",
         ],
         T::Nack => &["packet_number", "missing_packets", "missing_blocks"],
         T::Echo | T::Echo1 | T::Echo2 => &[
@@ -455,6 +460,17 @@ fn payload_from(t: PacketType, v: &Value) -> Result<Payload<'static>> {
                     max_message: c.num("max_message", U32)? as u32,
                 });
             }
+            let ecn = match p.get("ecn") {
+                None => None,
+                Some(e) => {
+                    let e = Obj::new(e, "payload.ecn", &["ect0", "ect1", "ce"])?;
+                    Some(AckEcnCounts {
+                        ect0: e.num("ect0", u64::MAX)?,
+                        ect1: e.num("ect1", u64::MAX)?,
+                        ce: e.num("ce", u64::MAX)?,
+                    })
+                }
+            };
             let frequency = match p.get("frequency") {
                 None => None,
                 Some(f) => {
@@ -478,6 +494,7 @@ fn payload_from(t: PacketType, v: &Value) -> Result<Payload<'static>> {
                 ranges,
                 credits,
                 frequency,
+                ecn,
             })
         }
         T::Nack => {

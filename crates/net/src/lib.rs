@@ -153,9 +153,9 @@ pub use peregrine_proto::endpoint::EndpointStats;
 pub use peregrine_proto::Pacing;
 pub use peregrine_proto::{
     AbandonReason, CloseReason, ConnectionConfig, ConnectionHandle, ConnectionState,
-    ConnectionStats, EndpointConfig, HintEffect, MessageData, MessageId, PmtuDiscovery,
-    SchedulerConfig, SendError, StreamConfig, StreamReliability, Unreachable, WindowTarget,
-    DEFAULT_STREAM_SEND_BUFFER_BYTES,
+    ConnectionStats, EcnCodepoint, EndpointConfig, HintEffect, MessageData, MessageId,
+    PmtuDiscovery, SchedulerConfig, SendError, StreamConfig, StreamReliability, Unreachable,
+    WindowTarget, DEFAULT_STREAM_SEND_BUFFER_BYTES,
 };
 
 /// What can go wrong.

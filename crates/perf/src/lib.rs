@@ -318,6 +318,12 @@ struct ClientArgs {
     /// min RTT (e.g. 10ms). Off when absent.
     #[arg(long, value_name = "DELAY", value_parser = parse_positive_duration)]
     queue_guard: Option<Duration>,
+    /// ECN on the client's sending direction (docs/protocol.md §6.5.3):
+    /// `on` (the default) sends ECT — ECT(1) under a scalable controller
+    /// such as prague, else ECT(0) — and reacts to the CE counts the
+    /// server reports; `off` sends not-ECT. The JSON report's `ecn`.
+    #[arg(long, default_value = "on", value_name = "on|off")]
+    ecn: String,
     /// Network-time mode: bytes per echoed buffer.
     #[arg(long, requires = "echo_count")]
     echo_size: Option<usize>,
@@ -744,11 +750,17 @@ async fn client(a: ClientArgs) -> Result<Value> {
             a.startup
         )
     })?;
+    let ecn = match a.ecn.as_str() {
+        "on" => true,
+        "off" => false,
+        other => bail!("--ecn: unknown `{other}` (on, off)"),
+    };
     let mut config = ConnectionConfig {
         cc,
         startup,
         scheduler,
         queue_guard: a.queue_guard,
+        ecn,
         ..server_config()
     };
     a.datagram.apply(&mut config)?;
@@ -852,6 +864,7 @@ async fn client(a: ClientArgs) -> Result<Value> {
         "key_updates": stats.as_ref().map_or(0, |s| s.security.key_updates),
         "cid_changes": stats.as_ref().map_or(0, |s| s.security.cid_changes),
     });
+    out["ecn"] = ecn_json(a.ecn == "on", stats.as_ref());
     if let Some(s) = &stats {
         out["srtt_ms"] = json!(s.srtt.map(|d| d.as_secs_f64() * 1e3));
         out["packets_lost"] = json!(s.packets_lost);
@@ -867,6 +880,35 @@ async fn client(a: ClientArgs) -> Result<Value> {
         }
     }
     Ok(out)
+}
+
+/// The client connection's ECN counters for the JSON report: whether it
+/// was asked for, the codepoint its datagrams carry now (`null`: off, or
+/// validation failed — `failure` says why), the DATA packets sent ECT,
+/// the CE count the server reported, and what the client itself received
+/// (the server's data in reverse mode).
+fn ecn_json(enabled: bool, stats: Option<&peregrine::ConnectionStats>) -> Value {
+    let Some(s) = stats else {
+        return json!({ "enabled": enabled });
+    };
+    let codepoint = s.ecn_codepoint.map(|c| match c {
+        peregrine_proto::EcnCodepoint::Ect0 => "ect0",
+        peregrine_proto::EcnCodepoint::Ect1 => "ect1",
+        peregrine_proto::EcnCodepoint::Ce => "ce",
+    });
+    json!({
+        "enabled": enabled,
+        "codepoint": codepoint,
+        "failure": s.ecn_failure,
+        "ect_packets_sent": s.ecn_ect_packets_sent,
+        "ce_reported": s.ecn_ce_reported,
+        "ce_episodes": s.ecn_episodes,
+        "received": {
+            "ect0": s.ecn_ect0_received,
+            "ect1": s.ecn_ect1_received,
+            "ce": s.ecn_ce_received,
+        },
+    })
 }
 
 /// The connection ended under the client: its close reason (which says

@@ -277,6 +277,16 @@ pub struct ConnectionConfig {
     pub reprobe_min_interval: Duration,
     /// Set ST_CKS (Internet checksum) on every datagram sent.
     pub checksum: bool,
+    /// ECN (docs/protocol.md §6.5.3): send this side's datagrams
+    /// ECN-capable — ECT(0) under a classic controller, ECT(1) under a
+    /// scalable one (Prague) — and validate the CE counts the peer
+    /// reports in its ACKs; newly reported CE is a congestion signal. A
+    /// path or peer that fails validation (RFC 9000 §13.4.2) turns it off
+    /// for the connection. On by default: the endpoint always marked its
+    /// datagrams ECT(0), and validation makes it safe where ECN is not
+    /// carried (the QUIC default). Off: datagrams leave not-ECT. The
+    /// receiving side reports counts either way.
+    pub ecn: bool,
     /// The stream scheduler of this side's sending direction (switchable
     /// at run time with `Endpoint::set_scheduler`).
     pub scheduler: crate::sched::SchedulerConfig,
@@ -372,6 +382,7 @@ impl Default for ConnectionConfig {
             reprobe_nack_burst: 3,
             reprobe_min_interval: Duration::from_secs(1),
             checksum: true,
+            ecn: true,
             scheduler: crate::sched::SchedulerConfig::RoundRobin,
             queue_guard: None,
             initial_stream_credit: None,

@@ -865,12 +865,12 @@ impl Endpoint {
                 let sealed = self.connections.get_mut(&handle).and_then(|c| {
                     c.trace_sent(now, buf.get(..size).unwrap_or_default());
                     c.seal_outgoing(buf, size)
-                        .map(|n| (n, c.transmit_destination()))
+                        .map(|n| (n, c.transmit_destination(), c.transmit_ecn()))
                 });
                 if self.key_log {
                     self.after_key_work(handle);
                 }
-                let Some((size, destination)) = sealed else {
+                let Some((size, destination, ecn)) = sealed else {
                     // No keys yet: the datagram cannot leave (recovery
                     // treats it as lost). Try the next one.
                     self.pool_sync(handle);
@@ -884,7 +884,7 @@ impl Endpoint {
                 self.reap(handle);
                 return Some(Transmit {
                     destination,
-                    ecn: Some(EcnCodepoint::Ect0),
+                    ecn,
                     size,
                 });
             }

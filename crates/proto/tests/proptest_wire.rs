@@ -151,9 +151,10 @@ fn payload(pk_type: PacketType) -> BoxedStrategy<Payload<'static>> {
             0u32..(1 << 20),
             vec((0u32..(1 << 20), 0u32..(1 << 20)), 0..16),
             proptest::option::of((any::<u32>(), 1u16.., any::<u32>())),
+            proptest::option::of((any::<u64>(), any::<u64>(), any::<u64>())),
         )
             .prop_map(
-                |(packet_number, largest_acked, ack_delay_us, first_range, r, f)| {
+                |(packet_number, largest_acked, ack_delay_us, first_range, r, f, e)| {
                     Payload::Ack(AckPayload {
                         packet_number,
                         largest_acked,
@@ -169,6 +170,7 @@ fn payload(pk_type: PacketType) -> BoxedStrategy<Payload<'static>> {
                             threshold,
                             max_ack_delay_us,
                         }),
+                        ecn: e.map(|(ect0, ect1, ce)| AckEcnCounts { ect0, ect1, ce }),
                     })
                 },
             )

@@ -266,6 +266,7 @@ fn vectors() -> Vec<Vector> {
         ranges: vec![AckRange { gap: 1, length: 10 }],
         credits: Vec::new(),
         frequency: None,
+        ecn: None,
     })));
 
     // The same ACK with a credit section (§6.5.1): stream 1 may send new
@@ -286,6 +287,7 @@ fn vectors() -> Vec<Vector> {
             StreamCredit { stream: 3, max_message: 70_000 },
         ],
         frequency: None,
+        ecn: None,
     })));
 
     // The ACK of `ack`, asking for an ACK-of-ACK (REPLY_REQ), with an
@@ -308,6 +310,25 @@ fn vectors() -> Vec<Vector> {
         ranges: vec![AckRange { gap: 1, length: 10 }],
         credits: Vec::new(),
         frequency: Some(AckFrequency { sequence: 3, threshold: 16, max_ack_delay_us: 10_000 }),
+        ecn: None,
+    })));
+
+    // The ACK of `ack` with an ECN section (§6.5.3) behind an empty
+    // credit section: 10 DATA packets arrived ECT(0), none ECT(1), 2 CE.
+    let mut h = header(T::Ack, Flags::W_VAL | Flags::EOM, 74, 0x0000);
+    h.mess_acc_no = 12;
+    h.window_size = 0x02400;
+    push(
+        "ack_ecn",
+        "0b020a0140810000004a00000000000c5a3024000000002000000000000003e8000000fa0100000005000000010000000a00000000000000000a00000000000000000000000000000002", dg(h, Payload::Ack(AckPayload {
+        packet_number: 0x20,
+        largest_acked: 1000,
+        ack_delay_us: 250,
+        first_range: 5,
+        ranges: vec![AckRange { gap: 1, length: 10 }],
+        credits: Vec::new(),
+        frequency: None,
+        ecn: Some(AckEcnCounts { ect0: 10, ect1: 0, ce: 2 }),
     })));
 
     push(

@@ -1,6 +1,7 @@
 //! One file per algorithm (cc-spec §3).
 
 pub mod bbr;
+pub mod bbr3;
 pub mod bic;
 pub mod compound;
 pub mod cubic;
@@ -9,7 +10,9 @@ pub mod highspeed;
 pub mod htcp;
 pub mod hybla;
 pub mod illinois;
+pub mod ledbat;
 pub mod newreno;
+pub mod prague;
 pub mod rtwtcp;
 pub mod scalable;
 pub mod shtcp;

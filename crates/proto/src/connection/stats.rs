@@ -134,6 +134,21 @@ pub struct ConnectionStats {
     pub ecn_ce_received: u64,
     /// ACKs received that echoed CE.
     pub ecn_echoes_received: u64,
+    /// DATA packets received with ECT(0).
+    pub ecn_ect0_received: u64,
+    /// DATA packets received with ECT(1).
+    pub ecn_ect1_received: u64,
+    /// DATA packets this side sent ECN-capable (ECT(0) or ECT(1)).
+    pub ecn_ect_packets_sent: u64,
+    /// The CE count the peer last reported (validated ECN section).
+    pub ecn_ce_reported: u64,
+    /// The ECT codepoint this side's datagrams carry now (`None`: ECN off,
+    /// or it failed validation).
+    pub ecn_codepoint: Option<crate::EcnCodepoint>,
+    /// Why ECN validation failed on this path, if it did
+    /// (`not_reported`, `decreased`, `exceeds_sent`, `undercounted`,
+    /// `wrong_codepoint`).
+    pub ecn_failure: Option<&'static str>,
     /// Packet-pair tests started.
     pub probes_started: u64,
     /// Packet-pair tests that produced a measurement.
@@ -235,6 +250,12 @@ impl Connection {
             protocol_errors: c.protocol_errors,
             ecn_ce_received: rx.ecn_ce_received,
             ecn_echoes_received: rc.ecn_echoes,
+            ecn_ect0_received: rx.ecn_ect0_received,
+            ecn_ect1_received: rx.ecn_ect1_received,
+            ecn_ect_packets_sent: self.recovery.ecn_counters().ect_packets_sent,
+            ecn_ce_reported: self.recovery.ecn_counters().reported.ce,
+            ecn_codepoint: self.recovery.ecn_codepoint(),
+            ecn_failure: self.recovery.ecn_counters().failure.map(|f| f.as_str()),
             probes_started: self.probe.started(),
             probes_completed: self.probe.completed(),
             last_probe: self.probe.last(),

@@ -557,6 +557,18 @@ impl Congestion {
         undo
     }
 
+    /// How the controller answers CE (which ECT the connection sends). O(1).
+    pub fn ecn_response(&self) -> peregrine_cc::EcnResponse {
+        self.cc.ecn_response()
+    }
+
+    /// Hand the controller an ACK's validated ECN counts (before the ACK's
+    /// state update and `on_ack`). O(1).
+    pub fn on_ecn(&mut self, sample: &peregrine_cc::EcnSample, ctx: &PathCtx<'_>) {
+        let path = self.path(ctx);
+        self.cc.on_ecn(sample, &path);
+    }
+
     /// Hand the controller one processed ACK (cc-spec §2.3 steps 2 and 4).
     pub fn on_ack(&mut self, sample: &AckSample, ctx: &PathCtx<'_>) {
         let path = self.path(ctx);

@@ -14,6 +14,7 @@
 //! spurious-loss undo, the state machine, then the controller's `on_ack`.
 
 pub mod congestion;
+pub mod ecn;
 pub mod loss;
 pub mod pacer;
 pub mod queue_guard;
@@ -23,6 +24,7 @@ pub mod rtt;
 mod tests;
 
 pub use congestion::{Allowance, Congestion, CongestionCounters, PathCtx};
+pub use ecn::{EcnCounters, EcnFailure, EcnSender};
 pub use loss::{AckedPackets, BlockList, BlockRef, SentPacket, SentPackets};
 pub use rtt::RttEstimator;
 
@@ -50,6 +52,9 @@ pub struct RecoveryConfig {
     /// Pace in one-packet releases instead of 1 ms bursts
     /// (`ConnectionConfig::pacing`; pacer.rs).
     pub fine_pacing: bool,
+    /// Send DATA ECN-capable and validate the peer's ECN counts
+    /// (`ConnectionConfig::ecn`; [`ecn`]).
+    pub ecn: bool,
 }
 
 /// Counters kept by [`Recovery`].
@@ -131,6 +136,8 @@ pub struct Recovery {
     lost_pns: Vec<u64>,
     /// When the newest of `lost_pns` was sent (RTW-TCP's attribution).
     lost_sent_at: Option<Time>,
+    /// ECN: the codepoint sent and the validation of the peer's counts.
+    ecn: EcnSender,
 }
 
 impl Recovery {
@@ -139,6 +146,7 @@ impl Recovery {
         let rtt = RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto);
         let mut cong = Congestion::new(cc, config.mss);
         cong.set_fine_pacing(config.fine_pacing);
+        let ecn = EcnSender::new(config.ecn);
         Recovery {
             config,
             rtt,
@@ -154,7 +162,19 @@ impl Recovery {
             lost: Vec::new(),
             lost_pns: Vec::new(),
             lost_sent_at: None,
+            ecn,
         }
+    }
+
+    /// The ECN codepoint this connection's datagrams carry now: the
+    /// controller's ECT while ECN is on and validated, else `None`. O(1).
+    pub fn ecn_codepoint(&self) -> Option<crate::EcnCodepoint> {
+        self.ecn.codepoint(self.cong.ecn_response())
+    }
+
+    /// The sending side's ECN counters.
+    pub fn ecn_counters(&self) -> &EcnCounters {
+        self.ecn.counters()
     }
 
     /// The next packet number to be sent.
@@ -361,6 +381,7 @@ impl Recovery {
         );
         self.counters.data_packets_sent += 1;
         self.counters.data_bytes_sent += u64::from(size);
+        self.ecn.on_data_sent();
         let ctx = path_ctx(now, &self.rtt, &self.sent, self.next_pn);
         self.cong.after_send(&ctx, size, probe);
         if self.rto_deadline.is_none() {
@@ -410,7 +431,11 @@ impl Recovery {
         out.newly_lost = u32::try_from(self.lost_pns.len()).unwrap_or(u32::MAX);
     }
 
-    /// Process one ACK (`ecn_echo`: its CN field said congestion experienced).
+    /// Process one ACK (`ecn_echo`: its CN field said congestion
+    /// experienced). Its ECN section, when present and valid, is a second
+    /// and exact CE signal: the controller gets the counts (`on_ecn`)
+    /// before anything else of the ACK, and newly reported CE starts a CWR
+    /// episode as the echo does (at most one per flight, RFC 3168).
     /// An ACK of a packet number never sent is ignored and counted.
     pub fn on_ack(&mut self, now: Time, ack: &AckPayload, ecn_echo: bool) -> RecoveryOutcome {
         let mut out = self.outcome();
@@ -460,6 +485,13 @@ impl Recovery {
         }
         self.counters.packets_acked += acked.newly_acked.len() as u64;
         self.counters.bytes_acked += acked_bytes;
+        let ecn_sample = self.ecn.on_ack(
+            ack,
+            acked.newly_acked.len() as u64,
+            acked_bytes,
+            self.cong.ecn_response(),
+        );
+        let ce_reported = ecn_sample.map_or(0, |s| s.newly_ce_packets);
         // RTT: from the most recently sent packet newly acknowledged, never
         // from a retransmission (Karn).
         let mut rtt_sample = None;
@@ -521,7 +553,15 @@ impl Recovery {
         if !acked.spurious.is_empty() {
             cong.on_spurious(&ctx, &acked.spurious);
         }
-        cong.update_state(&ctx, &self.lost_pns, self.lost_sent_at, ecn_echo);
+        if let Some(s) = &ecn_sample {
+            cong.on_ecn(s, &ctx);
+        }
+        cong.update_state(
+            &ctx,
+            &self.lost_pns,
+            self.lost_sent_at,
+            ecn_echo || ce_reported > 0,
+        );
         let una_after = ctx.snd_una;
         let sample = AckSample {
             acked_segs,
@@ -531,7 +571,9 @@ impl Recovery {
             una_advanced: una_after > una_before,
             is_dup_ack: una_after <= una_before,
             newly_lost: out.newly_lost,
-            ecn_ce_count: u32::from(ecn_echo),
+            ecn_ce_count: u32::try_from(ce_reported)
+                .unwrap_or(u32::MAX)
+                .max(u32::from(ecn_echo)),
             rate: Some(rate).filter(|_| !acked.newly_acked.is_empty()),
         };
         cong.on_ack(&sample, &ctx);

@@ -25,6 +25,7 @@ fn recovery(name: &str) -> Recovery {
             packet_threshold: 3,
             max_ack_delay: ms(25),
             fine_pacing: false,
+            ecn: false,
         },
         cc,
     );
@@ -69,6 +70,7 @@ fn ack(ranges: &[(u64, u64)]) -> AckPayload {
         ranges: extra,
         credits: Vec::new(),
         frequency: None,
+        ecn: None,
     }
 }
 

@@ -55,9 +55,9 @@ pub use header::{Header, HeaderRepr, HEADER_LEN};
 pub use packet_number::{expand_packet_number, truncate_packet_number};
 pub use packet_type::PacketType;
 pub use payload::{
-    AckFrequency, AckPayload, AckRange, BarePayload, CheckedFrames, CwinPayload, CwinReason,
-    DataHeaderSummary, DataPayload, EchoPayload, FrameIter, Frames, GroupPayload, MissingBlock,
-    MissingPackets, NackPayload, Payload, RejectPayload, RejectReason, Reliability, StartPayload,
-    StreamCredit, StreamFrame,
+    AckEcnCounts, AckFrequency, AckPayload, AckRange, BarePayload, CheckedFrames, CwinPayload,
+    CwinReason, DataHeaderSummary, DataPayload, EchoPayload, FrameIter, Frames, GroupPayload,
+    MissingBlock, MissingPackets, NackPayload, Payload, RejectPayload, RejectReason, Reliability,
+    StartPayload, StreamCredit, StreamFrame,
 };
 pub use tlv::{StartupMode, Tlv, PROTOCOL_VERSION, RETRY_TOKEN_MAX};

@@ -158,6 +158,12 @@ impl Connection {
         self.path.sent_to.unwrap_or(self.remote)
     }
 
+    /// The ECN codepoint of this connection's datagrams (`None`: not-ECT,
+    /// ECN off or failed validation). O(1).
+    pub(crate) fn transmit_ecn(&self) -> Option<crate::EcnCodepoint> {
+        self.recovery.ecn_codepoint()
+    }
+
     /// A datagram from `remote`, which is not the current address: whether
     /// it may go on to the normal checks. Drops (and counts) what can
     /// never be authentic from a new address.

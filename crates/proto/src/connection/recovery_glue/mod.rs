@@ -31,6 +31,7 @@ pub(in crate::connection) fn recovery_config(
         // ends share the policy): TCP's delayed ACK may exceed max_ack_delay.
         max_ack_delay: config.effective_max_ack_delay(),
         fine_pacing: config.pacing == crate::connection::Pacing::Fine,
+        ecn: config.ecn,
     }
 }
 

@@ -209,6 +209,7 @@ impl Connection {
         self.delivered = delivered;
         let h = &dg.header;
         let ce = ecn == Some(EcnCodepoint::Ce) || h.cn == 3;
+        self.recv.count_ecn(ecn, ce);
         // Block bytes only: TCP's "full-size" is about segment payload.
         let data_bytes = frames.iter().map(|f| f.data.len()).sum::<usize>();
         self.recv.on_data_packet(

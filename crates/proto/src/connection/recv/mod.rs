@@ -302,6 +302,10 @@ pub struct RecvCounters {
     pub dropped_protocol: u64,
     /// CE-marked DATA packets.
     pub ecn_ce_received: u64,
+    /// DATA packets received with ECT(0).
+    pub ecn_ect0_received: u64,
+    /// DATA packets received with ECT(1).
+    pub ecn_ect1_received: u64,
 }
 
 /// This side's own ACK schedule, as the connection's configuration sets it
@@ -355,6 +359,9 @@ pub struct RecvState {
     nack_floor: u64,
     nack_pending: Vec<MissingPackets>,
     ce_pending: bool,
+    /// Whether any DATA packet arrived with an ECN codepoint: from then on
+    /// every ACK carries the ECN section (docs/protocol.md §6.5.3).
+    ecn_seen: bool,
     streams: BTreeMap<u16, RecvStream>,
     reassembly_bytes: usize,
     reassembly_messages: usize,
@@ -366,6 +373,37 @@ impl RecvState {
     /// A receiver that has seen nothing.
     pub fn new() -> RecvState {
         RecvState::default()
+    }
+
+    /// Count the ECN codepoint a new DATA packet arrived with (`ce`: CE,
+    /// by the IP codepoint or the header's CN field). O(1).
+    pub fn count_ecn(&mut self, codepoint: Option<crate::EcnCodepoint>, ce: bool) {
+        use crate::EcnCodepoint as E;
+        let c = &mut self.counters;
+        match (ce, codepoint) {
+            (true, _) => {} // counted by `on_data_packet`
+            (false, Some(E::Ect0)) => c.ecn_ect0_received += 1,
+            (false, Some(E::Ect1)) => c.ecn_ect1_received += 1,
+            (false, Some(E::Ce)) | (false, None) => return,
+        }
+        self.ecn_seen = true;
+    }
+
+    /// The cumulative counts the next ACK reports, once any DATA packet
+    /// arrived ECN-marked (`None` before). O(1).
+    pub fn ecn_counts(&self) -> Option<crate::wire::AckEcnCounts> {
+        let c = &self.counters;
+        (self.ecn_seen || c.ecn_ce_received > 0).then_some(crate::wire::AckEcnCounts {
+            ect0: c.ecn_ect0_received,
+            ect1: c.ecn_ect1_received,
+            ce: c.ecn_ce_received,
+        })
+    }
+
+    /// Bytes the ECN section adds to the next ACK (0 or 24). O(1).
+    pub fn ecn_section_len(&self) -> usize {
+        self.ecn_counts()
+            .map_or(0, |_| crate::wire::AckEcnCounts::LEN)
     }
 
     /// Release every buffer (the connection closed) but keep the
@@ -629,6 +667,7 @@ impl RecvState {
             ranges,
             credits: Vec::new(),
             frequency: None,
+            ecn: self.ecn_counts(),
         };
         if self.sent_acks.len() == SENT_ACK_HISTORY {
             self.sent_acks.pop_front();

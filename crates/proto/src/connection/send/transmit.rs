@@ -168,7 +168,8 @@ impl Connection {
                 self.credits_for_ack((room / 2).saturating_sub(1) / AckPayload::CREDIT_LEN);
             let room = room
                 .saturating_sub(1 + credits.len() * AckPayload::CREDIT_LEN)
-                .saturating_sub(frequency.map_or(0, |_| AckFrequency::LEN));
+                .saturating_sub(frequency.map_or(0, |_| AckFrequency::LEN))
+                .saturating_sub(self.recv.ecn_section_len());
             let policy_ranges = match self.config.ack_policy {
                 // SACK's limit counts every range; `build_ack`'s, those
                 // besides the first.

@@ -32,6 +32,13 @@
 //! after THRESHOLD DATA packets or MAX_ACK_DELAY_US, whichever comes first
 //! (draft-ietf-quic-ack-frequency). An ACK with a frequency section and no
 //! credits carries CREDIT_COUNT = 0.
+//!
+//! An **ECN section** (§6.5.3) may end the ACK: ECT0 (64), ECT1 (64),
+//! CE (64), the cumulative counts of DATA packets received with each
+//! codepoint (QUIC's ACK_ECN). It is recognised by the length left after
+//! the credit section: 0 (nothing), 10 (frequency), 24 (ECN) or 34
+//! (frequency, then ECN); any other length is malformed. An ACK with an
+//! ECN section and no credits carries CREDIT_COUNT = 0.
 
 use crate::wire::cursor::{check_room, Reader, Writer};
 use crate::wire::error::{Result, WireError};
@@ -74,6 +81,29 @@ impl AckFrequency {
     pub const LEN: usize = 10;
 }
 
+/// The receiver's cumulative ECN counts (the ECN section, docs/protocol.md
+/// §6.5.3; QUIC's ACK_ECN counts, RFC 9000 §19.3.2): DATA packets of the
+/// connection received with each codepoint so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct AckEcnCounts {
+    /// DATA packets received with ECT(0).
+    pub ect0: u64,
+    /// DATA packets received with ECT(1).
+    pub ect1: u64,
+    /// DATA packets received with CE.
+    pub ce: u64,
+}
+
+impl AckEcnCounts {
+    /// Bytes of the section.
+    pub const LEN: usize = 24;
+
+    /// All packets the counts cover (saturating).
+    pub fn total(&self) -> u64 {
+        self.ect0.saturating_add(self.ect1).saturating_add(self.ce)
+    }
+}
+
 /// Payload of ACK.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct AckPayload {
@@ -93,6 +123,9 @@ pub struct AckPayload {
     /// The sender's ACK-frequency request (the optional section after the
     /// credits; `None` = absent).
     pub frequency: Option<AckFrequency>,
+    /// The receiver's cumulative ECN counts (the optional last section;
+    /// `None` = absent).
+    pub ecn: Option<AckEcnCounts>,
 }
 
 impl AckPayload {
@@ -163,6 +196,7 @@ impl AckPayload {
         }
         let mut credits = Vec::new();
         let mut frequency = None;
+        let mut ecn = None;
         if r.remaining() > 0 {
             let n = r.u8("ACK credit count")?;
             credits.reserve(usize::from(n).min(r.remaining() / Self::CREDIT_LEN));
@@ -172,19 +206,36 @@ impl AckPayload {
                     max_message: r.u32("ACK credit")?,
                 });
             }
-            if r.remaining() > 0 {
+            // The sections after the credits are told apart by length:
+            // 10 frequency, 24 ECN, 34 both (docs/protocol.md §6.5.3).
+            let rest = r.remaining();
+            let has_ecn =
+                rest == AckEcnCounts::LEN || rest == AckFrequency::LEN + AckEcnCounts::LEN;
+            let frequency_bytes = if has_ecn {
+                rest - AckEcnCounts::LEN
+            } else {
+                rest
+            };
+            if frequency_bytes > 0 {
                 let f = AckFrequency {
                     sequence: r.u32("ACK frequency")?,
                     threshold: r.u16("ACK frequency")?,
                     max_ack_delay_us: r.u32("ACK frequency")?,
                 };
                 frequency = Some(f);
-            } else if n == 0 {
-                // An empty credit section must announce a frequency section.
+            } else if n == 0 && !has_ecn {
+                // An empty credit section must announce a section after it.
                 return Err(WireError::FieldOutOfRange {
                     field: "ACK credit count",
                     value: 0,
                     max: Self::MAX_CREDITS as u64,
+                });
+            }
+            if has_ecn {
+                ecn = Some(AckEcnCounts {
+                    ect0: r.u64("ACK ECN counts")?,
+                    ect1: r.u64("ACK ECN counts")?,
+                    ce: r.u64("ACK ECN counts")?,
                 });
             }
         }
@@ -197,6 +248,7 @@ impl AckPayload {
             ranges,
             credits,
             frequency,
+            ecn,
         };
         ack.walk(|_, _| ())?;
         ack.check_credits()?;
@@ -239,9 +291,9 @@ impl AckPayload {
     }
 
     /// Length of the credit section (0 when absent; the count byte alone
-    /// when only a frequency section follows).
+    /// when only a frequency or ECN section follows).
     pub fn credits_len(&self) -> usize {
-        if self.credits.is_empty() && self.frequency.is_none() {
+        if self.credits.is_empty() && self.frequency.is_none() && self.ecn.is_none() {
             0
         } else {
             1 + Self::CREDIT_LEN * self.credits.len()
@@ -257,9 +309,22 @@ impl AckPayload {
         }
     }
 
+    /// Length of the ECN section (0 when absent).
+    pub fn ecn_len(&self) -> usize {
+        if self.ecn.is_some() {
+            AckEcnCounts::LEN
+        } else {
+            0
+        }
+    }
+
     /// Encoded length.
     pub fn buffer_len(&self) -> usize {
-        Self::FIXED_LEN + 8 * self.ranges.len() + self.credits_len() + self.frequency_len()
+        Self::FIXED_LEN
+            + 8 * self.ranges.len()
+            + self.credits_len()
+            + self.frequency_len()
+            + self.ecn_len()
     }
 
     /// Writes the payload at the start of `buf`; returns its length.
@@ -295,6 +360,11 @@ impl AckPayload {
             w.u32(f.sequence)?;
             w.u16(f.threshold)?;
             w.u32(f.max_ack_delay_us)?;
+        }
+        if let Some(e) = self.ecn {
+            w.u64(e.ect0)?;
+            w.u64(e.ect1)?;
+            w.u64(e.ce)?;
         }
         Ok(w.written())
     }
@@ -355,6 +425,7 @@ mod tests {
             ],
             credits: Vec::new(),
             frequency: None,
+            ecn: None,
         };
         // 98..=100; 97 missing; 95..=96; 91..=94 missing; 90.
         assert_eq!(ack.acked_ranges().unwrap(), [(98, 100), (95, 96), (90, 90)]);
@@ -420,5 +491,77 @@ mod tests {
         buf[n - 6] = 0;
         buf[n - 5] = 0;
         assert!(AckPayload::decode(&buf[..n]).is_err());
+    }
+
+    #[test]
+    fn ecn_section_round_trips_alone_and_after_every_other_section() {
+        let counts = AckEcnCounts {
+            ect0: 1,
+            ect1: 0x0102_0304_0506_0708,
+            ce: 3,
+        };
+        let freq = AckFrequency {
+            sequence: 5,
+            threshold: 2,
+            max_ack_delay_us: 25_000,
+        };
+        let credit = StreamCredit {
+            stream: 1,
+            max_message: 9,
+        };
+        for (credits, frequency) in [
+            (vec![], None),
+            (vec![], Some(freq)),
+            (vec![credit], None),
+            (vec![credit], Some(freq)),
+        ] {
+            let ack = AckPayload {
+                packet_number: 7,
+                largest_acked: 9,
+                credits,
+                frequency,
+                ecn: Some(counts),
+                ..AckPayload::default()
+            };
+            let mut buf = [0u8; 128];
+            let n = ack.emit(&mut buf).unwrap();
+            assert_eq!(n, ack.buffer_len());
+            assert_eq!(AckPayload::decode(&buf[..n]).unwrap(), ack);
+            // The section is the last 24 bytes, big-endian.
+            assert_eq!(&buf[n - 24..n - 16], &[0, 0, 0, 0, 0, 0, 0, 1]);
+            assert_eq!(&buf[n - 16..n - 8], &[1, 2, 3, 4, 5, 6, 7, 8]);
+            // Every truncation and every extra byte is an error, never a panic.
+            for cut in AckPayload::FIXED_LEN + 1..n {
+                let _ = AckPayload::decode(&buf[..cut]);
+            }
+            assert!(AckPayload::decode(&buf[..n - 1]).is_err());
+            assert!(AckPayload::decode(&buf[..n + 1]).is_err());
+        }
+    }
+
+    #[test]
+    fn acks_without_ecn_read_as_before() {
+        // CREDIT_COUNT 0 followed by nothing is still malformed, and a
+        // frequency section alone is still a frequency section.
+        let mut buf = [0u8; 64];
+        let plain = AckPayload {
+            largest_acked: 3,
+            ..AckPayload::default()
+        };
+        let n = plain.emit(&mut buf).unwrap();
+        assert_eq!(n, AckPayload::FIXED_LEN);
+        buf[n] = 0;
+        assert!(AckPayload::decode(&buf[..n + 1]).is_err());
+        // 24 bytes after an empty credit section read as ECN counts.
+        let e = AckPayload::decode(&buf[..n + 1 + 24]).unwrap();
+        assert_eq!(e.ecn, Some(AckEcnCounts::default()));
+        assert_eq!(e.frequency, None);
+        // Lengths that are neither 10, 24 nor 34 are malformed.
+        for extra in [1, 9, 11, 23, 25, 33, 35] {
+            assert!(
+                AckPayload::decode(&buf[..n + 1 + extra]).is_err(),
+                "{extra}"
+            );
+        }
     }
 }

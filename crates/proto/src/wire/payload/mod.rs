@@ -14,7 +14,7 @@ pub mod group;
 pub mod nack;
 pub mod start;
 
-pub use ack::{AckFrequency, AckPayload, AckRange, StreamCredit};
+pub use ack::{AckEcnCounts, AckFrequency, AckPayload, AckRange, StreamCredit};
 pub use bare::BarePayload;
 pub use cwin::{CwinPayload, CwinReason};
 pub use data::{

@@ -1,0 +1,324 @@
+//! ECN end to end through real connections (issue 41, item 2;
+//! docs/protocol.md §6.5.3): the sender marks ECT by its controller,
+//! the receiver counts codepoints and reports them in the ACK's ECN
+//! section, the sender validates the counts and reacts to CE — classic
+//! controllers once per round trip, Prague per mark.
+//!
+//! The bottleneck: the client's sending direction runs through a harness
+//! pipe of 20 Mbit/s with a deep (2 MB) drop-tail queue and 10 ms each
+//! way. The harness does not mark (codepoints pass through), so a
+//! [`Marking`] wrapper around the client models that same queue — its
+//! serialisation at the pipe's rate, FIFO — and sets CE on an
+//! ECN-capable datagram that will wait longer than `threshold` in it (a
+//! step AQM on the expected sojourn, as L4S's shallow queue marks).
+
+mod support;
+
+use peregrine_cc::CcConfig;
+use peregrine_proto::harness::{Harness, PipeConfig};
+use peregrine_proto::{ConnectionConfig, EcnCodepoint, Pacing, SansIo, Time, Transmit};
+use std::net::SocketAddr;
+use std::time::Duration;
+use support::{addr, App, CLIENT, SERVER};
+
+const RATE_BPS: u64 = 20_000_000;
+const ONE_WAY_US: u64 = 10_000;
+const MESSAGES: usize = 4_000;
+const MESSAGE_BYTES: usize = 1_200;
+/// The marking threshold: 2 ms, not DualPI2's 1 ms, because at 20 Mbit/s
+/// one full datagram takes 0.58 ms and the ACK clock (an ACK per two
+/// packets) releases bursts of 2–3 datagrams that alone cross 1 ms.
+const STEP: Duration = Duration::from_millis(2);
+
+/// The client, behind a model of its bottleneck queue that marks CE.
+struct Marking {
+    app: App,
+    /// Mark an ECN-capable datagram that waits longer than this (`None`:
+    /// never mark).
+    threshold: Option<Duration>,
+    /// Clear the ECN field of every datagram (a bleaching path).
+    bleach: bool,
+    link_free_at: Time,
+    /// (send time, expected wait) of every datagram.
+    waits: Vec<(Time, Duration)>,
+    marked: u64,
+    ect_seen: u64,
+}
+
+impl SansIo for Marking {
+    fn handle_datagram(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        ecn: Option<EcnCodepoint>,
+        bytes: &mut [u8],
+    ) {
+        self.app.handle_datagram(now, remote, ecn, bytes);
+    }
+
+    fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let mut t = self.app.poll_transmit(now, buf)?;
+        let serialisation = Duration::from_nanos(t.size as u64 * 8 * 1_000_000_000 / RATE_BPS);
+        let start = self.link_free_at.max(now);
+        let wait = start.saturating_duration_since(now);
+        self.link_free_at = start + serialisation;
+        self.waits.push((now, wait));
+        if matches!(t.ecn, Some(EcnCodepoint::Ect0 | EcnCodepoint::Ect1)) {
+            self.ect_seen += 1;
+            if self.threshold.is_some_and(|k| wait > k) {
+                t.ecn = Some(EcnCodepoint::Ce);
+                self.marked += 1;
+            }
+        }
+        if self.bleach {
+            t.ecn = None;
+        }
+        Some(t)
+    }
+
+    fn poll_timeout(&mut self) -> Option<Time> {
+        self.app.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        self.app.handle_timeout(now);
+    }
+}
+
+/// A harness node: the marking client or the plain server.
+enum Node {
+    Client(Box<Marking>),
+    Server(Box<App>),
+}
+
+impl Node {
+    fn inner(&mut self) -> &mut dyn SansIo {
+        match self {
+            Node::Client(m) => m.as_mut(),
+            Node::Server(a) => a.as_mut(),
+        }
+    }
+}
+
+impl SansIo for Node {
+    fn handle_datagram(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        ecn: Option<EcnCodepoint>,
+        bytes: &mut [u8],
+    ) {
+        self.inner().handle_datagram(now, remote, ecn, bytes);
+    }
+    fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
+        self.inner().poll_transmit(now, buf)
+    }
+    fn poll_timeout(&mut self) -> Option<Time> {
+        self.inner().poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Time) {
+        self.inner().handle_timeout(now);
+    }
+}
+
+/// What one transfer showed.
+struct Run {
+    client: Marking,
+    server: App,
+    done_at: Time,
+}
+
+impl Run {
+    fn client_stats(&self) -> peregrine_proto::ConnectionStats {
+        let c = &self.client.app;
+        c.ep.stats(c.conn.expect("connected")).expect("stats")
+    }
+
+    fn server_stats(&self) -> peregrine_proto::ConnectionStats {
+        self.server
+            .ep
+            .stats(self.server.conn.expect("accepted"))
+            .expect("stats")
+    }
+
+    /// Wait percentile `p` (0–100) of the datagrams sent after `from`, ms.
+    fn wait_percentile_ms(&self, from: Time, p: f64) -> f64 {
+        let mut v: Vec<Duration> = (self.client.waits.iter())
+            .filter(|(t, _)| *t >= from)
+            .map(|(_, w)| *w)
+            .collect();
+        assert!(!v.is_empty());
+        v.sort_unstable();
+        let i = ((p / 100.0) * (v.len() - 1) as f64).round() as usize;
+        v[i].as_secs_f64() * 1000.0
+    }
+
+    /// Goodput over the transfer, Mbit/s.
+    fn goodput_mbps(&self) -> f64 {
+        (MESSAGES * MESSAGE_BYTES) as f64 * 8.0 / self.done_at.as_secs_f64() / 1e6
+    }
+}
+
+fn transfer(cc: &str, ecn: bool, threshold: Option<Duration>, bleach: bool) -> Run {
+    let config = ConnectionConfig {
+        cc: CcConfig::from_name(cc).expect("registered"),
+        ecn,
+        idle_timeout: Duration::from_secs(60),
+        // One datagram per packet time: 1 ms bursts alone would cross a
+        // 1 ms marking threshold (L4S senders pace finely).
+        pacing: Pacing::Fine,
+        ..ConnectionConfig::default()
+    };
+    let mut h: Harness<Node> = Harness::new(41);
+    let mut client = App::client(1);
+    client.outbox = (0..MESSAGES)
+        .map(|i| vec![i as u8; MESSAGE_BYTES])
+        .collect();
+    let mut server = App::server(config.clone(), 2);
+    server.keep_bytes = false;
+    client.connect(Time::ZERO, addr(SERVER), config);
+    let client = Marking {
+        app: client,
+        threshold,
+        bleach,
+        link_free_at: Time::ZERO,
+        waits: Vec::new(),
+        marked: 0,
+        ect_seen: 0,
+    };
+    let c = h.add_node(addr(CLIENT), Node::Client(Box::new(client)));
+    let s = h.add_node(addr(SERVER), Node::Server(Box::new(server)));
+    let pipe = PipeConfig {
+        rate_bps: RATE_BPS,
+        delay_us: ONE_WAY_US,
+        queue_limit_bytes: Some(2 << 20),
+        ..PipeConfig::default()
+    };
+    h.set_pipe(c, s, pipe).unwrap();
+    let back = PipeConfig {
+        delay_us: ONE_WAY_US,
+        ..PipeConfig::default()
+    };
+    h.set_pipe(s, c, back).unwrap();
+    // Run until the server has every message (the connection stays open:
+    // its stats are read afterwards).
+    let mut done_at = None;
+    for step in 1..=600u64 {
+        h.run_until(Time::from_millis(step * 100)).unwrap();
+        let Node::Server(server) = h.node(s) else {
+            unreachable!()
+        };
+        if let Some(t) = (server.received.len() == MESSAGES)
+            .then(|| server.last_received_at())
+            .flatten()
+        {
+            done_at = Some(t);
+            break;
+        }
+    }
+    let done_at = done_at.expect("the transfer completed within 60 s");
+    let client = match std::mem::replace(h.node_mut(c), Node::Server(Box::new(App::client(0)))) {
+        Node::Client(m) => *m,
+        Node::Server(_) => unreachable!(),
+    };
+    let server = match std::mem::replace(h.node_mut(s), Node::Server(Box::new(App::client(0)))) {
+        Node::Server(a) => *a,
+        Node::Client(_) => unreachable!(),
+    };
+    Run {
+        client,
+        server,
+        done_at,
+    }
+}
+
+/// Prague over a link that marks above 2 ms of queue: ECT(1) on the
+/// wire, the peer's counts reach the sender and validate, and the queue
+/// stays short with no loss at full speed.
+#[test]
+fn prague_keeps_a_short_queue_without_loss() {
+    let run = transfer("prague", true, Some(STEP), false);
+    let c = run.client_stats();
+    let s = run.server_stats();
+    let p50 = run.wait_percentile_ms(Time::from_millis(500), 50.0);
+    let p99 = run.wait_percentile_ms(Time::from_millis(500), 99.0);
+    eprintln!(
+        "prague: {:.2} Mbit/s, wait p50 {p50:.2} ms p99 {p99:.2} ms, {} marked, {} lost, CE reported {}, {} CWR episodes",
+        run.goodput_mbps(),
+        run.client.marked,
+        c.packets_lost,
+        c.ecn_ce_reported,
+        c.ecn_episodes
+    );
+    assert_eq!(c.ecn_codepoint, Some(EcnCodepoint::Ect1));
+    assert_eq!(c.ecn_failure, None);
+    assert!(s.ecn_ect1_received > 0 && s.ecn_ect0_received == 0);
+    assert_eq!(c.packets_lost, 0);
+    assert!(run.client.marked > 0);
+    assert_eq!(c.ecn_ce_reported, s.ecn_ce_received);
+    assert!(p99 <= 3.0, "queueing delay p99 {p99} ms");
+    assert!(
+        run.goodput_mbps() > 14.0,
+        "goodput {} Mbit/s",
+        run.goodput_mbps()
+    );
+}
+
+/// CUBIC with ECN over the same marking link: ECT(0); many marks, but
+/// one window reduction (CWR episode) per round trip at most, no loss.
+#[test]
+fn cubic_reduces_once_per_round_trip_on_ce() {
+    let run = transfer("cubic", true, Some(STEP), false);
+    let c = run.client_stats();
+    let rtt_s = 2.0 * ONE_WAY_US as f64 / 1e6;
+    let max_episodes = (run.done_at.as_secs_f64() / rtt_s).ceil() as u64;
+    eprintln!(
+        "cubic: {:.2} Mbit/s, {} marked, {} CE reported, {} CWR episodes (at most {max_episodes}), {} lost",
+        run.goodput_mbps(),
+        run.client.marked,
+        c.ecn_ce_reported,
+        c.ecn_episodes,
+        c.packets_lost
+    );
+    assert_eq!(c.ecn_codepoint, Some(EcnCodepoint::Ect0));
+    assert_eq!(c.packets_lost, 0);
+    assert!(c.ecn_episodes >= 1);
+    assert!(c.ecn_episodes <= max_episodes);
+    // Several marks fall in each round trip: they are one signal.
+    assert!(
+        c.ecn_ce_reported > c.ecn_episodes,
+        "{} marks, {} episodes",
+        c.ecn_ce_reported,
+        c.ecn_episodes
+    );
+}
+
+/// A path that clears the ECN field: the receiver reports no counts, the
+/// sender's validation fails (`not_reported`) and it stops marking; the
+/// transfer is unaffected.
+#[test]
+fn a_bleaching_path_turns_ecn_off() {
+    let run = transfer("cubic", true, None, true);
+    let c = run.client_stats();
+    assert_eq!(c.ecn_failure, Some("not_reported"));
+    assert_eq!(c.ecn_codepoint, None);
+    // Only the first flight went out ECT.
+    assert!(
+        run.client.ect_seen < 100,
+        "{} ECT datagrams",
+        run.client.ect_seen
+    );
+    assert_eq!(run.server_stats().ecn_ect0_received, 0);
+}
+
+/// `ecn = false`: nothing is marked; without a threshold nothing is CE.
+#[test]
+fn ecn_off_sends_not_ect() {
+    let run = transfer("cubic", false, Some(STEP), false);
+    let c = run.client_stats();
+    assert_eq!(run.client.ect_seen, 0);
+    assert_eq!(run.client.marked, 0);
+    assert_eq!(c.ecn_codepoint, None);
+    assert_eq!(c.ecn_ect_packets_sent, 0);
+    assert_eq!(c.ecn_episodes, 0);
+}
