@@ -315,7 +315,7 @@ mod tests {
         Time::from_nanos(ns)
     }
 
-    fn pkt(id: u64) -> Packet {
+    pub(super) fn pkt(id: u64) -> Packet {
         Packet {
             id,
             flow: 0,
@@ -441,6 +441,7 @@ mod tests {
 
 #[cfg(test)]
 mod cell_tests {
+    use super::tests::pkt;
     use super::*;
     use crate::world::cells::{
         CellInputs, CellScheduler, SchedulerKind, StationSteps, TrafficCells,
@@ -449,25 +450,6 @@ mod cell_tests {
     use std::rc::Rc;
 
     const MS: u64 = 1_000_000;
-
-    fn pkt(id: u64) -> Packet {
-        Packet {
-            id,
-            flow: 0,
-            forward: true,
-            is_data: true,
-            src: 0,
-            dst: 1,
-            next_hop: 1,
-            dst_port: 1,
-            src_port: 1,
-            wire_bytes: 1000,
-            created: Time::ZERO,
-            left_first_hop: false,
-            hops: 0,
-            payload: Vec::new(),
-        }
-    }
 
     /// Two vehicles of station 0, each 8 Mbit/s on its own, 1 ms channel
     /// steps for 2 s; PF with a 10 % floor.

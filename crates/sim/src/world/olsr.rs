@@ -37,7 +37,7 @@
 
 use peregrine_cc::Time;
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Link code: symmetric neighbour (RFC 3626 §6.1.1, neighbour type 1,
@@ -312,10 +312,9 @@ pub struct Olsr {
     /// expired — ns-3's per-tuple expiry timers, not a scan of every
     /// tuple (issue 40).
     expiries: BTreeSet<(Time, Tuple)>,
-    /// The duplicate set's (valid until, key) in insertion order: every
-    /// entry holds for DUP_HOLD_TIME from a non-decreasing `now`, so they
-    /// expire first in, first out (an entry refreshed since is skipped).
-    dup_fifo: VecDeque<(Time, (u32, u16))>,
+    /// The duplicate set by expiry instant, one entry per tuple (a copy
+    /// received again moves its tuple's entry).
+    dup_exp: BTreeSet<(Time, (u32, u16))>,
     /// The symmetric neighbourhood or the 2-hop set changed since the MPRs
     /// were last selected.
     mpr_dirty: bool,
@@ -368,7 +367,7 @@ impl Olsr {
             routes: RefCell::new(BTreeMap::new()),
             dirty_at: Cell::new(None),
             expiries: BTreeSet::new(),
-            dup_fifo: VecDeque::new(),
+            dup_exp: BTreeSet::new(),
             mpr_dirty: false,
             seq: 0,
             ansn: 0,
@@ -468,14 +467,12 @@ impl Olsr {
                 }
             }
         }
-        while let Some(&(t, key)) = self.dup_fifo.front() {
+        while let Some(&(t, key)) = self.dup_exp.first() {
             if t >= now {
                 break;
             }
-            self.dup_fifo.pop_front();
-            if self.dup.get(&key).is_some_and(|d| d.0 == t) {
-                self.dup.remove(&key);
-            }
+            self.dup_exp.pop_first();
+            self.dup.remove(&key);
         }
         if self.mpr_dirty {
             self.mpr_dirty = false;
@@ -487,9 +484,12 @@ impl Olsr {
     }
 
     /// Records duplicate tuple `key` valid until `until` (now + DUP_HOLD_TIME).
+    /// O(log duplicates).
     fn dup_insert(&mut self, key: (u32, u16), until: Time, retransmitted: bool) {
-        self.dup.insert(key, (until, retransmitted));
-        self.dup_fifo.push_back((until, key));
+        if let Some((old, _)) = self.dup.insert(key, (until, retransmitted)) {
+            self.dup_exp.remove(&(old, key));
+        }
+        self.dup_exp.insert((until, key));
     }
 
     /// The HELLO to send at `now`. O(neighbours).
@@ -1076,7 +1076,7 @@ mod tests {
         assert!(o.expiries.is_empty());
         // The duplicate set empties after DUP_HOLD_TIME.
         o.expire(t0 + Duration::from_secs(31));
-        assert!(o.dup.is_empty() && o.dup_fifo.is_empty());
+        assert!(o.dup.is_empty() && o.dup_exp.is_empty());
     }
 
     #[test]
