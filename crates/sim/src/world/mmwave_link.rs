@@ -267,6 +267,7 @@ mod tests {
             created: Time::ZERO,
             left_first_hop: false,
             hops: 0,
+            ecn: None,
             payload: Vec::new(),
         }
     }

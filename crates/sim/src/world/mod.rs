@@ -14,6 +14,7 @@ pub mod geom;
 pub mod grid;
 pub mod link;
 pub mod link_model;
+pub mod link_options;
 pub mod link_registry;
 pub mod loss;
 pub mod medium;

@@ -1071,6 +1071,7 @@ impl OlsrAgent {
             created: now,
             left_first_hop: true,
             hops: 0,
+            ecn: None,
             payload,
         }
     }
