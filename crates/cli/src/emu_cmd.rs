@@ -53,8 +53,8 @@ pub struct EmuArgs {
     #[arg(long, value_name = "START-END|mean_up=D,mean_down=D", value_parser = spec::parse_outage)]
     outage: Vec<OutageArg>,
     /// Queue discipline of each direction: MODEL[,KEY=VALUE…] with the keys of a scenario's `aqm` table (`codel,target_ms=5,ecn=true`; models drop_tail, codel, fq_codel, pie, red, dualpi2). See docs/emulator.md.
-    #[arg(long, value_name = "MODEL[,KEY=VALUE…]", value_parser = spec::parse_aqm)]
-    aqm: Option<spec::AqmConfig>,
+    #[arg(long, value_name = "MODEL[,KEY=VALUE…]", value_parser = parse_aqm_boxed)]
+    aqm: Option<Box<spec::AqmConfig>>,
     /// Delay jitter of each direction: normal|pareto,mean_ms=M,stdev_ms=S[,reorder=true] (without reorder=true a packet never overtakes its predecessor).
     #[arg(long, value_name = "MODEL,mean_ms=M,stdev_ms=S", value_parser = spec::parse_jitter)]
     jitter: Option<(spec::Jitter, bool)>,
@@ -147,7 +147,7 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
     }
     let link = match args.link {
         Some((file, index)) => LinkSource::Scenario { file, index },
-        None => LinkSource::Args(LinkArgs {
+        None => LinkSource::Args(Box::new(LinkArgs {
             downlink: args.downlink.unwrap_or(ServerArg::Unlimited),
             uplink: args.uplink.unwrap_or(ServerArg::Unlimited),
             delay_ns: args.delay.unwrap_or(0),
@@ -156,12 +156,12 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
             outages: args.outage,
             seed: args.seed,
             options: peregrine_sim::world::link_options::LinkOptions {
-                aqm: args.aqm.unwrap_or_default(),
+                aqm: args.aqm.map(|a| *a).unwrap_or_default(),
                 jitter: args.jitter.map_or(spec::Jitter::None, |j| j.0),
                 jitter_reorders: args.jitter.is_some_and(|j| j.1),
                 reorder: args.reorder,
             },
-        }),
+        })),
     };
     let outcome = peregrine_emu::run(&peregrine_emu::Options {
         link,
@@ -214,4 +214,9 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
         eprintln!("peregrine emu: warning: {w}");
     }
     std::process::exit(outcome.exit_code);
+}
+
+/// `--aqm`, boxed: its parameters would make every command's arguments large.
+fn parse_aqm_boxed(text: &str) -> Result<Box<spec::AqmConfig>, String> {
+    spec::parse_aqm(text).map(Box::new)
 }

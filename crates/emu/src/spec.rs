@@ -239,8 +239,8 @@ pub struct LinkArgs {
 /// Where the two directions come from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LinkSource {
-    /// Command-line flags.
-    Args(LinkArgs),
+    /// Command-line flags (boxed: the AQM parameters make them large).
+    Args(Box<LinkArgs>),
     /// `FILE.toml:links.N`: that scenario link, with the scenario's seed.
     Scenario {
         /// The scenario file.
@@ -529,6 +529,37 @@ mod tests {
             .unwrap_err()
             .contains("neither"));
         assert!(ServerArg::parse("0Mbps").unwrap_err().contains("positive"));
+    }
+
+    #[test]
+    fn aqm_jitter_reorder_flags_use_the_scenario_keys() {
+        match parse_aqm("codel,target_ms=2,ecn=true") {
+            Ok(AqmConfig::Codel(c)) => {
+                assert_eq!(c.target, std::time::Duration::from_millis(2));
+                assert!(c.ecn);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(parse_aqm("fq_codel"), Ok(AqmConfig::FqCodel(_))));
+        assert!(matches!(
+            parse_aqm("dualpi2,k=2"),
+            Ok(AqmConfig::DualPi2(_))
+        ));
+        let e = parse_aqm("codel,target_ms=0").unwrap_err();
+        assert!(e.starts_with("aqm.target_ms:"), "{e}");
+        assert!(parse_aqm("pie,bogus=1").unwrap_err().contains("aqm.bogus"));
+        assert!(parse_aqm("sfq").unwrap_err().starts_with("aqm.model:"));
+        let (j, reorders) = parse_jitter("pareto,mean_ms=4,stdev_ms=2,reorder=true").unwrap();
+        assert!(matches!(j, Jitter::Pareto { .. }) && reorders);
+        assert!(parse_jitter("normal,mean_ms=4")
+            .unwrap_err()
+            .contains("stdev_ms"));
+        let r = parse_reorder("0.25,gap=5").unwrap();
+        assert_eq!((r.p, r.gap), (0.25, 5));
+        assert!(parse_reorder("0.25,gap=0")
+            .unwrap_err()
+            .starts_with("reorder.gap:"));
+        assert!(parse_reorder("2").unwrap_err().starts_with("reorder.p:"));
     }
 
     #[test]

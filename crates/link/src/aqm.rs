@@ -618,7 +618,8 @@ impl<T: Queued> Qdisc<T> {
                 }
             }
             (Kind::Red(q, s), AqmConfig::Red(p)) => {
-                if red_signals(now, q.len(), s, &p, self.packet_time, u) {
+                let signal = red_signals(now, q.len(), s, &p, self.packet_time, u);
+                if signal {
                     if p.ecn && item.ecn().is_ect() {
                         item.set_ce();
                         self.stats.ce_marked += 1;
