@@ -52,12 +52,21 @@ pub struct EmuArgs {
     /// An outage of each direction: a window START-END since the start (`5s-6s`, repeatable), or random `mean_up=10s,mean_down=200ms`.
     #[arg(long, value_name = "START-END|mean_up=D,mean_down=D", value_parser = spec::parse_outage)]
     outage: Vec<OutageArg>,
-    /// Seed of the loss and outage generators.
+    /// Queue discipline of each direction: MODEL[,KEY=VALUE…] with the keys of a scenario's `aqm` table (`codel,target_ms=5,ecn=true`; models drop_tail, codel, fq_codel, pie, red, dualpi2). See docs/emulator.md.
+    #[arg(long, value_name = "MODEL[,KEY=VALUE…]", value_parser = parse_aqm_boxed)]
+    aqm: Option<Box<spec::AqmConfig>>,
+    /// Delay jitter of each direction: normal|pareto,mean_ms=M,stdev_ms=S[,reorder=true] (without reorder=true a packet never overtakes its predecessor).
+    #[arg(long, value_name = "MODEL,mean_ms=M,stdev_ms=S", value_parser = spec::parse_jitter)]
+    jitter: Option<(spec::Jitter, bool)>,
+    /// netem's reordering of each direction: P[,gap=N] (every N-th packet is sent at once, without the delay, with probability P; gap 1 by default).
+    #[arg(long, value_name = "P[,gap=N]", value_parser = spec::parse_reorder)]
+    reorder: Option<spec::NetemReorder>,
+    /// Seed of the loss, outage, AQM, jitter and reorder generators.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Use link N of a scenario file instead (the command at end `a`: `up` is the uplink, `down` the downlink; the scenario's seed).
     #[arg(long, value_name = "FILE.toml:links.N", value_parser = spec::parse_link_ref,
-          conflicts_with_all = ["downlink", "uplink", "delay", "queue", "loss", "outage"])]
+          conflicts_with_all = ["downlink", "uplink", "delay", "queue", "loss", "outage", "aqm", "jitter", "reorder"])]
     link: Option<(PathBuf, usize)>,
     /// Write every packet's arrival, departure and drop, per direction, to FILE (see docs/emulator.md).
     #[arg(long, value_name = "FILE")]
@@ -138,7 +147,7 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
     }
     let link = match args.link {
         Some((file, index)) => LinkSource::Scenario { file, index },
-        None => LinkSource::Args(LinkArgs {
+        None => LinkSource::Args(Box::new(LinkArgs {
             downlink: args.downlink.unwrap_or(ServerArg::Unlimited),
             uplink: args.uplink.unwrap_or(ServerArg::Unlimited),
             delay_ns: args.delay.unwrap_or(0),
@@ -146,7 +155,13 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
             loss: args.loss.unwrap_or(0.0),
             outages: args.outage,
             seed: args.seed,
-        }),
+            options: peregrine_sim::world::link_options::LinkOptions {
+                aqm: args.aqm.map(|a| *a).unwrap_or_default(),
+                jitter: args.jitter.map_or(spec::Jitter::None, |j| j.0),
+                jitter_reorders: args.jitter.is_some_and(|j| j.1),
+                reorder: args.reorder,
+            },
+        })),
     };
     let outcome = peregrine_emu::run(&peregrine_emu::Options {
         link,
@@ -168,7 +183,7 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
                 "peregrine emu: {name}: {} packets in, {} out ({} bytes), {} dropped by the link; \
                  written {:.1} µs late on average, {:.1} µs at most, {} more than 1 ms late{}; \
                  model: {} queue drops, largest queue {} packets, {} trace opportunities wasted \
-                 on an empty queue",
+                 on an empty queue, {} CE-marked and {} dropped by the AQM",
                 c.read_packets,
                 c.written_packets,
                 c.written_bytes,
@@ -183,7 +198,9 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
                 },
                 c.model.queue_drops,
                 c.model.max_queue_packets,
-                c.model.wasted_opportunities
+                c.model.wasted_opportunities,
+                c.model.ce_marked,
+                c.model.aqm_dropped
             );
         }
     }
@@ -197,4 +214,9 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
         eprintln!("peregrine emu: warning: {w}");
     }
     std::process::exit(outcome.exit_code);
+}
+
+/// `--aqm`, boxed: its parameters would make every command's arguments large.
+fn parse_aqm_boxed(text: &str) -> Result<Box<spec::AqmConfig>, String> {
+    spec::parse_aqm(text).map(Box::new)
 }

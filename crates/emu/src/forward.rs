@@ -21,6 +21,7 @@
 use crate::clock::{from_model, to_model};
 use crate::log::LogSink;
 use peregrine_cc::Time;
+use peregrine_proto::io::EcnCodepoint;
 use peregrine_sim::world::link::{DropReason, LinkModel, LinkOutput};
 use peregrine_sim::world::packet::Packet;
 use std::collections::VecDeque;
@@ -173,7 +174,8 @@ impl Forwarder {
                 }
                 let pkt = Packet {
                     id: next_id,
-                    flow: 0,
+                    // FQ-CoDel's flow: the 5-tuple.
+                    flow: crate::ip::flow_hash(&buf) as usize,
                     forward,
                     is_data: true,
                     src: usize::from(!forward),
@@ -185,6 +187,7 @@ impl Forwarder {
                     created: Time::from_nanos(now),
                     left_first_hop: false,
                     hops: 0,
+                    ecn: crate::ip::ecn(&buf),
                     payload: buf,
                 };
                 next_id += 1;
@@ -226,9 +229,13 @@ impl Forwarder {
             // 3. Hand over what has arrived.
             let now = now_ns(self.start);
             while held.front().is_some_and(|(at, _)| *at <= now) {
-                let Some((at, p)) = held.pop_front() else {
+                let Some((at, mut p)) = held.pop_front() else {
                     break;
                 };
+                // An AQM's CE mark goes into the IP header.
+                if p.ecn == Some(EcnCodepoint::Ce) && crate::ip::ecn(&p.payload) != p.ecn {
+                    crate::ip::set_ecn(&mut p.payload, p.ecn);
+                }
                 // SAFETY: writing the packet's initialised bytes.
                 let w = unsafe { libc::write(dst, p.payload.as_ptr().cast(), p.payload.len()) };
                 if w < 0 {

@@ -28,6 +28,7 @@
 pub mod clock;
 pub mod forward;
 pub mod hints;
+pub mod ip;
 pub mod log;
 pub mod netns;
 pub mod plot;

@@ -10,11 +10,16 @@
 //! (b → a) the downlink, as `scenarios/mmwave-trace.toml` already writes.
 
 use anyhow::{anyhow, bail};
+pub use peregrine_link::aqm::AqmConfig;
+pub use peregrine_link::impair::{Jitter, NetemReorder};
 use peregrine_sim::rng::component_rng;
 use peregrine_sim::scenario::config::{OutageConfig, OutageWindow, QueueConfig};
 use peregrine_sim::scenario::model::{DirSpec, LossSpec, ServerSpec};
 use peregrine_sim::scenario::units::{parse_duration, parse_rate, Dur};
 use peregrine_sim::world::link::{PointToPoint, QueueLimit, Server};
+use peregrine_sim::world::link_options::{
+    AqmTable, JitterTable, LinkOptions, OptionError, ReorderTable,
+};
 use peregrine_sim::world::loss::LossModel;
 use peregrine_sim::world::outage::Outages;
 use peregrine_sim::world::trace::MahimahiTrace;
@@ -118,6 +123,42 @@ pub fn parse_loss(text: &str) -> Result<f64, String> {
     Ok(p)
 }
 
+/// `--aqm MODEL[,KEY=VALUE…]`: a queue discipline with the keys of a
+/// scenario's `aqm` table (`codel,target_ms=5,ecn=true`); errors name the
+/// bad key.
+pub fn parse_aqm(text: &str) -> Result<AqmConfig, String> {
+    let t = AqmTable::parse_flag(text)?;
+    LinkOptions::validate(Some(&t), None, None, "")
+        .map(|o| o.aqm)
+        .map_err(option_error)
+}
+
+/// `--jitter MODEL,mean_ms=M,stdev_ms=S[,reorder=true]`: delay jitter
+/// (`normal` or `pareto`) and whether it may reorder.
+pub fn parse_jitter(text: &str) -> Result<(Jitter, bool), String> {
+    let t = JitterTable::parse_flag(text)?;
+    LinkOptions::validate(None, Some(&t), None, "")
+        .map(|o| (o.jitter, o.jitter_reorders))
+        .map_err(option_error)
+}
+
+/// `--reorder P[,gap=N]`: netem's `reorder P gap N`.
+pub fn parse_reorder(text: &str) -> Result<NetemReorder, String> {
+    let t = ReorderTable::parse_flag(text)?;
+    LinkOptions::validate(None, None, Some(&t), "")
+        .and_then(|o| {
+            o.reorder.ok_or(OptionError {
+                field: ".reorder".into(),
+                msg: "missing".into(),
+            })
+        })
+        .map_err(option_error)
+}
+
+fn option_error(e: OptionError) -> String {
+    format!("{}: {}", e.field.trim_start_matches('.'), e.msg)
+}
+
 /// One `--outage`: a window `START-END` (`5s-6.5s`) or random outages
 /// `mean_up=10s,mean_down=200ms`.
 #[derive(Clone, Debug, PartialEq)]
@@ -190,13 +231,16 @@ pub struct LinkArgs {
     pub outages: Vec<OutageArg>,
     /// Seed of the loss and outage generators.
     pub seed: u64,
+    /// Queue discipline, jitter and reordering of each direction
+    /// (`--aqm`, `--jitter`, `--reorder`).
+    pub options: LinkOptions,
 }
 
 /// Where the two directions come from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LinkSource {
-    /// Command-line flags.
-    Args(LinkArgs),
+    /// Command-line flags (boxed: the AQM parameters make them large).
+    Args(Box<LinkArgs>),
     /// `FILE.toml:links.N`: that scenario link, with the scenario's seed.
     Scenario {
         /// The scenario file.
@@ -283,6 +327,7 @@ pub fn build(source: &LinkSource) -> anyhow::Result<[BuiltDirection; 2]> {
                     10,
                     loss.clone(),
                     &outages,
+                    &a.options,
                     a.seed,
                     &format!("emu/{name}"),
                 )
@@ -320,6 +365,7 @@ pub fn build(source: &LinkSource) -> anyhow::Result<[BuiltDirection; 2]> {
                     d.queue_floor_packets,
                     d.loss.clone(),
                     &d.outages,
+                    &d.options,
                     seed,
                     &format!("link/{}/{name}", link.name),
                 )
@@ -375,6 +421,7 @@ fn make(
     floor: u64,
     loss: LossSpec,
     outages: &OutageConfig,
+    options: &LinkOptions,
     seed: u64,
     rng_name: &str,
 ) -> anyhow::Result<BuiltDirection> {
@@ -387,7 +434,7 @@ fn make(
         bail!("--queue bdp=X needs a rate or a trace (the link has no rate to take a BDP of)");
     }
     let limit = queue_limit(queue, mean_rate, delay_ns, floor);
-    let describe = format!(
+    let mut describe = format!(
         "{}, delay {:.3} ms, queue {}, loss {}, outages {}",
         match (&trace, rate_bps) {
             (Some(p), _) => format!("trace {}", p.display()),
@@ -415,6 +462,23 @@ fn make(
             )
         }
     );
+    if options.aqm != AqmConfig::DropTail {
+        describe.push_str(&format!(", aqm {}", options.aqm.name()));
+    }
+    if options.jitter != Jitter::None {
+        describe.push_str(&format!(
+            ", jitter {:?}{}",
+            options.jitter,
+            if options.jitter_reorders {
+                " (reordering)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if let Some(r) = options.reorder {
+        describe.push_str(&format!(", reorder p={} gap={}", r.p, r.gap));
+    }
     let outage_source = crate::hints::OutageSource {
         config: outages.clone(),
         seed,
@@ -428,7 +492,8 @@ fn make(
         limit,
         LossModel::new(loss, component_rng(seed, &format!("{rng_name}/loss"))),
         Outages::new(outages, component_rng(seed, &outage_source.rng_name)),
-    );
+    )
+    .with_options(options, limit, seed, rng_name);
     Ok(BuiltDirection {
         model,
         describe,
@@ -464,6 +529,37 @@ mod tests {
             .unwrap_err()
             .contains("neither"));
         assert!(ServerArg::parse("0Mbps").unwrap_err().contains("positive"));
+    }
+
+    #[test]
+    fn aqm_jitter_reorder_flags_use_the_scenario_keys() {
+        match parse_aqm("codel,target_ms=2,ecn=true") {
+            Ok(AqmConfig::Codel(c)) => {
+                assert_eq!(c.target, std::time::Duration::from_millis(2));
+                assert!(c.ecn);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(parse_aqm("fq_codel"), Ok(AqmConfig::FqCodel(_))));
+        assert!(matches!(
+            parse_aqm("dualpi2,k=2"),
+            Ok(AqmConfig::DualPi2(_))
+        ));
+        let e = parse_aqm("codel,target_ms=0").unwrap_err();
+        assert!(e.starts_with("aqm.target_ms:"), "{e}");
+        assert!(parse_aqm("pie,bogus=1").unwrap_err().contains("aqm.bogus"));
+        assert!(parse_aqm("sfq").unwrap_err().starts_with("aqm.model:"));
+        let (j, reorders) = parse_jitter("pareto,mean_ms=4,stdev_ms=2,reorder=true").unwrap();
+        assert!(matches!(j, Jitter::Pareto { .. }) && reorders);
+        assert!(parse_jitter("normal,mean_ms=4")
+            .unwrap_err()
+            .contains("stdev_ms"));
+        let r = parse_reorder("0.25,gap=5").unwrap();
+        assert_eq!((r.p, r.gap), (0.25, 5));
+        assert!(parse_reorder("0.25,gap=0")
+            .unwrap_err()
+            .starts_with("reorder.gap:"));
+        assert!(parse_reorder("2").unwrap_err().starts_with("reorder.p:"));
     }
 
     #[test]

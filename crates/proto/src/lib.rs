@@ -105,8 +105,10 @@
 //! over seeded, impaired one-way pipes (rate and drop-tail queue, delay,
 //! jitter, reordering, Bernoulli and Gilbert-Elliott loss, duplication,
 //! corruption, outages). Same seed, same run, bit for bit. It is test
-//! tooling — it panics on misuse and needs `serde`, `rand` and
-//! `rand_distr` — so the normal build leaves it out; this crate's
+//! tooling — it panics on misuse and needs `serde` and `rand` — so the
+//! normal build leaves it out; its pipes are built from the link crate's
+//! primitives (`peregrine_link`: queue, outages, loss, impairments), the
+//! same the simulator's links use; this crate's
 //! integration tests and benches turn it on through a dev-dependency on
 //! the crate itself. `harness::driver` is the endpoint driver of the
 //! connection tests (`tests/connection/`) on the same event loop.

@@ -129,6 +129,7 @@ fn drive(
                     created: now,
                     left_first_hop: false,
                     hops: 0,
+                    ecn: None,
                     payload: Vec::new(),
                 };
                 nics[s].enqueue(now, p).expect("room");
@@ -419,6 +420,7 @@ fn a_broadcast_reaches_every_node_in_range_once_without_ack() {
         created: Time::ZERO,
         left_first_hop: false,
         hops: 0,
+        ecn: None,
         payload: vec![1, 2, 3],
     };
     nics[0].enqueue(Time::ZERO, p).expect("room");

@@ -27,6 +27,7 @@ fn pkt(id: u64) -> Packet {
         created: Time::ZERO,
         left_first_hop: false,
         hops: 0,
+        ecn: None,
         payload: Vec::new(),
     }
 }

@@ -102,8 +102,8 @@ pub struct Reorder {
     pub extra_delay_us: u64,
 }
 
-/// The Gilbert-Elliott two-state loss channel: the project's one model,
-/// shared with the simulator's links ([`crate::loss`]).
+/// The Gilbert-Elliott two-state loss channel: the project's one model
+/// ([`peregrine_link::loss`]), shared with the simulator's links.
 pub use crate::loss::GilbertElliott;
 
 /// Bit errors in datagrams that are delivered.
@@ -116,35 +116,11 @@ pub struct Corruption {
     pub pattern: CorruptionPattern,
 }
 
-/// How a corrupted datagram is damaged.
+/// How a corrupted datagram is damaged: the link crate's one corruption
+/// model ([`peregrine_link::impair::CorruptionPattern`]).
 ///
 /// In a scenario file: `pattern = { kind = "burst", max_len_bits = 15 }`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum CorruptionPattern {
-    /// Flip exactly `count` distinct bits chosen uniformly over the
-    /// datagram (all of them if it is shorter than `count` bits).
-    Bits {
-        /// How many bits to flip, at least 1.
-        count: u32,
-    },
-    /// A burst error: a span of `L` contiguous bits, `L` uniform on
-    /// `[1, max_len_bits]` (capped at the datagram's length), placed
-    /// uniformly; its first and last bits are flipped and each bit between
-    /// them with probability ½ — the textbook burst of length `L`. The
-    /// Internet checksum detects every burst of at most 15 bits.
-    Burst {
-        /// Longest burst, bits, at least 1.
-        max_len_bits: u32,
-    },
-}
-
-impl Default for CorruptionPattern {
-    /// A single flipped bit.
-    fn default() -> Self {
-        CorruptionPattern::Bits { count: 1 }
-    }
-}
+pub use peregrine_link::impair::CorruptionPattern;
 
 /// A scheduled outage: the link is down on `[start_us, end_us)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -1,13 +1,20 @@
-//! One direction of a link: [`Pipe`].
+//! One direction of a link: [`Pipe`], built from the link crate's
+//! primitives ([`peregrine_link`]): its byte-counted FIFO and drop-tail
+//! limit for the virtual queue, its outage schedule, Bernoulli and
+//! Gilbert–Elliott draws, jitter, corruption and in-order delivery — the
+//! implementations the simulator's links use.
 
-use super::config::{CorruptionPattern, Jitter, PipeConfig};
+use super::config::{Jitter, PipeConfig};
 use super::{seeded_rng, ConfigError};
 use crate::vtime::EventQueue;
 use crate::{EcnCodepoint, Time};
-use rand::RngExt;
+use peregrine_link::fifo::{Fifo, QueueLimit, WireSize};
+use peregrine_link::impair::{self, corrupt, InOrder};
+use peregrine_link::outage::{Periodic, Schedule};
+#[cfg(test)]
+use peregrine_link::serialise::serialisation_ns;
+use peregrine_link::uniform::{chance, RandSource, Uniform};
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Normal};
-use std::collections::{BTreeSet, VecDeque};
 
 /// Why a pipe dropped a datagram.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -116,12 +123,12 @@ pub struct Delivered {
 /// One random stream per impairment, all from one key: turning one knob
 /// on or off does not change the decisions any other knob makes.
 struct Rngs {
-    loss: ChaCha8Rng,
-    burst: ChaCha8Rng,
-    jitter: ChaCha8Rng,
-    reorder: ChaCha8Rng,
-    duplicate: ChaCha8Rng,
-    corrupt: ChaCha8Rng,
+    loss: RandSource<ChaCha8Rng>,
+    burst: RandSource<ChaCha8Rng>,
+    jitter: RandSource<ChaCha8Rng>,
+    reorder: RandSource<ChaCha8Rng>,
+    duplicate: RandSource<ChaCha8Rng>,
+    corrupt: RandSource<ChaCha8Rng>,
 }
 
 impl Rngs {
@@ -129,7 +136,7 @@ impl Rngs {
         let stream = |k: u64| {
             let mut r = seeded_rng(seed, name);
             r.set_stream(k);
-            r
+            RandSource(r)
         };
         Rngs {
             loss: stream(1),
@@ -166,15 +173,18 @@ pub struct Pipe {
     config: PipeConfig,
     name: String,
     seed: u64,
-    normal: Option<Normal<f64>>,
+    /// The configuration's jitter, as the link crate draws it.
+    jitter: impair::Jitter,
+    /// The configuration's outages, as the link crate judges them.
+    outages: Schedule,
     rngs: Rngs,
     ge_bad: bool,
     last_push: Time,
     link_free_at: Time,
-    /// (serialisation end, size) of datagrams not yet fully on the wire.
-    backlog: VecDeque<(Time, u64)>,
-    backlog_bytes: u64,
-    last_fifo_due: Time,
+    /// The virtual queue: datagrams not yet fully on the wire (when each
+    /// leaves it, and its size), no bytes stored.
+    backlog: Fifo<OnWire>,
+    in_order: InOrder,
     /// In (due time, push order): the project's one event queue.
     in_flight: EventQueue<Delivered>,
     stats: PipeStats,
@@ -186,7 +196,8 @@ impl Pipe {
     pub fn new(config: PipeConfig, seed: u64, name: &str) -> Result<Pipe, ConfigError> {
         config.validate()?;
         Ok(Pipe {
-            normal: normal_of(&config),
+            jitter: jitter_of(&config),
+            outages: outages_of(&config),
             config,
             name: name.to_owned(),
             seed,
@@ -194,9 +205,8 @@ impl Pipe {
             ge_bad: false,
             last_push: Time::ZERO,
             link_free_at: Time::ZERO,
-            backlog: VecDeque::new(),
-            backlog_bytes: 0,
-            last_fifo_due: Time::ZERO,
+            backlog: Fifo::new(),
+            in_order: InOrder::default(),
             in_flight: EventQueue::new(),
             stats: PipeStats::default(),
         })
@@ -208,7 +218,8 @@ impl Pipe {
     /// and the Gilbert-Elliott state go on.
     pub fn set_config(&mut self, config: PipeConfig) -> Result<(), ConfigError> {
         config.validate()?;
-        self.normal = normal_of(&config);
+        self.jitter = jitter_of(&config);
+        self.outages = outages_of(&config);
         self.config = config;
         Ok(())
     }
@@ -236,22 +247,7 @@ impl Pipe {
 
     /// Is the link down at `t` (inside a scheduled or periodic outage)?
     pub fn is_down_at(&self, t: Time) -> bool {
-        let t = t.as_nanos();
-        let ns = |us: u64| us.saturating_mul(1_000);
-        if self
-            .config
-            .outages
-            .iter()
-            .any(|o| ns(o.start_us) <= t && t < ns(o.end_us))
-        {
-            return true;
-        }
-        match &self.config.periodic_outage {
-            Some(p) if t >= ns(p.first_start_us) && p.period_us > 0 => {
-                (t - ns(p.first_start_us)) % ns(p.period_us) < ns(p.duration_us)
-            }
-            _ => false,
-        }
+        self.outages.is_down(t)
     }
 
     /// Sends `datagram` into the pipe at `now`.
@@ -267,15 +263,10 @@ impl Pipe {
         self.stats.sent += 1;
         self.stats.sent_bytes += len;
 
-        while let Some(&(end, size)) = self.backlog.front() {
-            if end > now {
-                break;
-            }
-            self.backlog.pop_front();
-            self.backlog_bytes -= size;
-        }
+        self.backlog.pop_while(|w| w.end <= now);
         if let Some(limit) = self.config.queue_limit_bytes {
-            if self.backlog_bytes.saturating_add(len) > limit {
+            let probe = OnWire { end: now, len };
+            if !self.backlog.admits(&QueueLimit::bytes(limit), &probe) {
                 return self.drop(DropCause::QueueFull);
             }
         }
@@ -283,15 +274,12 @@ impl Pipe {
         if self.is_down_at(tx_start) {
             return self.drop(DropCause::Outage);
         }
-        let tx_end = Time::from_nanos(
-            tx_start
-                .as_nanos()
-                .saturating_add(serialisation_ns(len, self.config.rate_bps)),
-        );
+        let tx_end = Time::from_nanos(tx_start.as_nanos().saturating_add(
+            peregrine_link::serialise::serialisation_ns(len, self.config.rate_bps),
+        ));
         if self.config.rate_bps > 0 {
             self.link_free_at = tx_end;
-            self.backlog.push_back((tx_end, len));
-            self.backlog_bytes += len;
+            self.backlog.push(OnWire { end: tx_end, len });
         }
 
         // Both draws are always made, each from its own stream.
@@ -363,29 +351,19 @@ impl Pipe {
             return false;
         };
         let rng = &mut self.rngs.burst;
-        ge.lose(&mut self.ge_bad, || rng.random::<f64>())
+        ge.lose(&mut self.ge_bad, || rng.unit_f64())
     }
 
     fn schedule(&mut self, tx_end: Time, mut item: Delivered) {
-        let jitter_ns = match (self.config.jitter, &self.normal) {
-            (Jitter::Uniform { max_us }, _) => self
-                .rngs
-                .jitter
-                .random_range(0..=max_us.saturating_mul(1_000)),
-            (Jitter::Normal { .. }, Some(n)) => {
-                let us = n.sample(&mut self.rngs.jitter).max(0.0);
-                (us * 1e3).round().min(u64::MAX as f64) as u64
-            }
-            _ => 0,
-        };
-        let mut due = tx_end
+        let jitter_ns = self.jitter.draw_ns(&mut self.rngs.jitter);
+        let due = tx_end
             .as_nanos()
             .saturating_add(self.config.delay_us.saturating_mul(1_000))
             .saturating_add(jitter_ns);
-        if !self.config.jitter_reorders {
-            due = due.max(self.last_fifo_due.as_nanos());
-            self.last_fifo_due = Time::from_nanos(due);
-        }
+        let mut due = self
+            .in_order
+            .due(Time::from_nanos(due), self.config.jitter_reorders)
+            .as_nanos();
         if let Some(r) = self.config.reorder {
             if chance(&mut self.rngs.reorder, r.probability) {
                 due = due.saturating_add(r.extra_delay_us.saturating_mul(1_000));
@@ -410,73 +388,51 @@ impl std::fmt::Debug for Pipe {
     }
 }
 
-fn normal_of(config: &PipeConfig) -> Option<Normal<f64>> {
+/// What the virtual queue knows of a datagram ahead: when it is fully
+/// on the wire, and its size.
+#[derive(Copy, Clone, Debug)]
+struct OnWire {
+    end: Time,
+    len: u64,
+}
+
+impl WireSize for OnWire {
+    fn wire_bytes(&self) -> u64 {
+        self.len
+    }
+}
+
+/// The harness's jitter (µs, serde form) as the link crate draws it.
+fn jitter_of(config: &PipeConfig) -> impair::Jitter {
     match config.jitter {
-        // Validated finite and non-negative, which is all `Normal` asks.
+        Jitter::None => impair::Jitter::None,
+        Jitter::Uniform { max_us } => impair::Jitter::Uniform {
+            max_ns: max_us.saturating_mul(1_000),
+        },
         Jitter::Normal {
             mean_us,
             std_dev_us,
-        } => Normal::new(mean_us, std_dev_us).ok(),
-        _ => None,
+        } => impair::Jitter::Normal {
+            mean_us,
+            stdev_us: std_dev_us,
+        },
     }
 }
 
-/// Time to put `len` bytes on a `rate_bps` wire, rounded up to whole ns.
-pub(crate) fn serialisation_ns(len: u64, rate_bps: u64) -> u64 {
-    if rate_bps == 0 {
-        return 0;
-    }
-    let ns = (u128::from(len) * 8 * 1_000_000_000).div_ceil(u128::from(rate_bps));
-    u64::try_from(ns).unwrap_or(u64::MAX)
-}
-
-/// True with probability `p`; no draw is made when the outcome is certain.
-fn chance(rng: &mut ChaCha8Rng, p: f64) -> bool {
-    if p <= 0.0 {
-        false
-    } else if p >= 1.0 {
-        true
-    } else {
-        rng.random::<f64>() < p
-    }
-}
-
-fn flip(bytes: &mut [u8], bit: usize) {
-    bytes[bit / 8] ^= 0x80 >> (bit % 8);
-}
-
-/// Flips bits of a non-empty datagram as `pattern` says.
-fn corrupt(rng: &mut ChaCha8Rng, bytes: &mut [u8], pattern: CorruptionPattern) {
-    let n_bits = bytes.len() * 8;
-    match pattern {
-        CorruptionPattern::Bits { count } => {
-            // Floyd's algorithm: `k` distinct positions in O(k log k).
-            let k = (count as usize).min(n_bits);
-            let mut chosen = BTreeSet::new();
-            for j in n_bits - k..n_bits {
-                let t = rng.random_range(0..=j);
-                if !chosen.insert(t) {
-                    chosen.insert(j);
-                }
-            }
-            for bit in chosen {
-                flip(bytes, bit);
-            }
-        }
-        CorruptionPattern::Burst { max_len_bits } => {
-            let len = rng.random_range(1..=(max_len_bits as usize).min(n_bits));
-            let start = rng.random_range(0..=n_bits - len);
-            flip(bytes, start);
-            if len > 1 {
-                flip(bytes, start + len - 1);
-            }
-            for bit in start + 1..start + len.saturating_sub(1) {
-                if rng.random::<bool>() {
-                    flip(bytes, bit);
-                }
-            }
-        }
-    }
+/// The harness's outage windows (µs) as the link crate's schedule.
+fn outages_of(config: &PipeConfig) -> Schedule {
+    let ns = |us: u64| Time::from_nanos(us.saturating_mul(1_000));
+    let windows = config
+        .outages
+        .iter()
+        .map(|o| (ns(o.start_us), ns(o.end_us)))
+        .collect();
+    let periodic = config.periodic_outage.map(|p| Periodic {
+        first_start: ns(p.first_start_us),
+        period_ns: p.period_us.saturating_mul(1_000),
+        duration_ns: p.duration_us.saturating_mul(1_000),
+    });
+    Schedule::new(windows, periodic)
 }
 
 #[cfg(test)]

@@ -461,6 +461,7 @@ impl Lab<'_> {
             created: self.now,
             left_first_hop: false,
             hops: 0,
+            ecn: None,
             payload: Vec::new(),
         };
         if self.queue.push(pkt, &mut self.queue_stats).is_err() {

@@ -111,7 +111,8 @@ impl Loader<'_> {
                 &d.outages,
                 component_rng(seed, &format!("{rng_name}/outage")),
             ),
-        ))
+        )
+        .with_options(&d.options, limit, seed, rng_name))
     }
 }
 

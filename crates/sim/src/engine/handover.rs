@@ -463,7 +463,7 @@ impl Host for World {
             }
             Ev::Arrive(e, mut p) => {
                 let from = addr(p.src);
-                self.eps[e].handle_datagram(now, from, None, &mut p.payload);
+                self.eps[e].handle_datagram(now, from, p.ecn, &mut p.payload);
                 self.service(e)?;
             }
             Ev::Change(c) => self.on_change(c)?,
@@ -632,6 +632,7 @@ impl World {
                 created: now,
                 left_first_hop: false,
                 hops: 0,
+                ecn: tx.ecn,
                 payload: self.buf[..tx.size].to_vec(),
             };
             self.next_packet_id += 1;

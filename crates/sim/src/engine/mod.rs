@@ -367,6 +367,7 @@ impl Sim {
                 created: now,
                 left_first_hop: false,
                 hops: 0,
+                ecn: tx.ecn,
                 payload: self.buf[..tx.size].to_vec(),
             };
             self.next_packet_id += 1;
@@ -595,7 +596,9 @@ impl Sim {
         }
         if p.is_data && p.forward {
             let cause = match reason {
-                DropReason::QueueFull => Some(LossCause::QueueOverflow),
+                // An AQM's drop is the queue's decision: `queue_overflow`
+                // in `losses.csv` too.
+                DropReason::QueueFull | DropReason::Aqm => Some(LossCause::QueueOverflow),
                 DropReason::Channel => Some(LossCause::Fade),
                 DropReason::Outage => Some(LossCause::Blockage),
                 // Routing and size drops are not the channel's doing.
@@ -659,7 +662,7 @@ impl Sim {
         let from = addr(pkt.src, pkt.src_port);
         self.slots[s]
             .ep
-            .handle_datagram(self.now, from, None, &mut pkt.payload);
+            .handle_datagram(self.now, from, pkt.ecn, &mut pkt.payload);
         self.service(s)
     }
 

@@ -454,6 +454,13 @@ impl SimResults {
                 if s.mtu_drops > 0 {
                     j["mtu_drops"] = json!(s.mtu_drops);
                 }
+                // Only links with an AQM: their discipline, CE marks and
+                // AQM drops (drop-tail links print as before).
+                if let Some(aqm) = s.aqm {
+                    j["aqm"] = json!(aqm);
+                    j["ce_marked"] = json!(s.ce_marked);
+                    j["aqm_dropped"] = json!(s.aqm_dropped);
+                }
                 j
             })
             .collect();

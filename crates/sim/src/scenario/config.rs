@@ -142,6 +142,7 @@ pub struct NodeConfig {
 
 // The queue, loss and outage configurations live with their models
 // (`world::queue`, `world::loss`, `world::outage`).
+pub use crate::world::link_options::{AqmTable, JitterTable, ReorderTable};
 pub use crate::world::loss::LossConfig;
 pub use crate::world::outage::{OutageConfig, OutageWindow};
 pub use crate::world::queue::QueueConfig;
@@ -168,6 +169,15 @@ pub struct DirConfig {
     /// Outages.
     #[serde(default)]
     pub outages: Option<OutageConfig>,
+    /// Queue discipline (`aqm = { model = "codel", … }`).
+    #[serde(default)]
+    pub aqm: Option<AqmTable>,
+    /// Delay jitter.
+    #[serde(default)]
+    pub jitter: Option<JitterTable>,
+    /// netem reordering.
+    #[serde(default)]
+    pub reorder: Option<ReorderTable>,
 }
 
 /// `[[links]]`: a point-to-point link between nodes `a` and `b`.
@@ -203,6 +213,15 @@ pub struct LinkConfig {
     /// it (`world::hint_plan`; default: no hints).
     #[serde(default)]
     pub hints: Option<crate::world::hint_plan::LinkHintsConfig>,
+    /// Queue discipline, both directions (default drop-tail).
+    #[serde(default)]
+    pub aqm: Option<AqmTable>,
+    /// Delay jitter, both directions (default none).
+    #[serde(default)]
+    pub jitter: Option<JitterTable>,
+    /// netem reordering, both directions (default none).
+    #[serde(default)]
+    pub reorder: Option<ReorderTable>,
     /// Largest IP packet the link carries, bytes (datagram plus the
     /// `net.ip_overhead`), both directions; larger ones are dropped
     /// (`mtu_drops`). Declaring it on any link turns on path MTU discovery
@@ -381,6 +400,9 @@ impl LinkConfig {
             loss: None,
             outages: None,
             hints: None,
+            aqm: None,
+            jitter: None,
+            reorder: None,
             mtu: None,
             up: None,
             down: None,

@@ -85,6 +85,8 @@ pub struct DirSpec {
     pub loss: LossSpec,
     /// Outages.
     pub outages: OutageConfig,
+    /// Queue discipline (AQM), jitter and reordering.
+    pub options: crate::world::link_options::LinkOptions,
 }
 
 // The validated loss model lives with its model (`world::loss`).

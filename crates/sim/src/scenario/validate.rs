@@ -10,6 +10,7 @@ use super::model::{
 };
 use super::ScenarioError;
 use crate::world::hint_plan::HintField;
+use crate::world::link_options::LinkOptions;
 use peregrine_cc::{CcConfig, NAMES};
 use peregrine_proto::connection::config::MIN_PACKET_SIZE;
 use peregrine_proto::connection::ConnectionConfig;
@@ -405,6 +406,45 @@ fn dir(
             )
         }
     }
+    // Each table from the direction, else the link; the error names the
+    // key where it was written.
+    let pick = |own: bool| {
+        if own {
+            format!("{p}.{which}")
+        } else {
+            p.to_string()
+        }
+    };
+    let options = LinkOptions::validate(
+        d.aqm.as_ref().or(l.aqm.as_ref()),
+        None,
+        None,
+        &pick(d.aqm.is_some()),
+    )
+    .and_then(|a| {
+        let j = LinkOptions::validate(
+            None,
+            d.jitter.as_ref().or(l.jitter.as_ref()),
+            None,
+            &pick(d.jitter.is_some()),
+        )?;
+        let r = LinkOptions::validate(
+            None,
+            None,
+            d.reorder.as_ref().or(l.reorder.as_ref()),
+            &pick(d.reorder.is_some()),
+        )?;
+        Ok(LinkOptions {
+            aqm: a.aqm,
+            jitter: j.jitter,
+            jitter_reorders: j.jitter_reorders,
+            reorder: r.reorder,
+        })
+    });
+    let options = match options {
+        Ok(o) => o,
+        Err(e) => return v.err(e.field, e.msg),
+    };
     Ok(DirSpec {
         server,
         delay_ns: d.delay.or(l.delay).map_or(0, |x| x.0),
@@ -415,6 +455,7 @@ fn dir(
         queue,
         loss,
         outages,
+        options,
     })
 }
 

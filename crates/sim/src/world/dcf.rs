@@ -1289,6 +1289,7 @@ mod tests {
             created: Time::ZERO,
             left_first_hop: true,
             hops: 0,
+            ecn: None,
             payload: Vec::new(),
         }
     }

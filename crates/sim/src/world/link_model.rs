@@ -61,12 +61,14 @@ pub enum DropReason {
     NoRoute,
     /// Larger than the link's `mtu`.
     TooBig,
+    /// An AQM (CoDel, FQ-CoDel, PIE, RED, DualPI2) dropped it.
+    Aqm,
 }
 
 impl DropReason {
     /// Whether this is a queue drop (else a channel-side drop).
     pub fn is_queue(self) -> bool {
-        matches!(self, DropReason::QueueFull)
+        matches!(self, DropReason::QueueFull | DropReason::Aqm)
     }
     /// A short name for tables.
     pub fn name(self) -> &'static str {
@@ -76,6 +78,7 @@ impl DropReason {
             DropReason::Outage => "outage",
             DropReason::NoRoute => "no_route",
             DropReason::TooBig => "mtu",
+            DropReason::Aqm => "aqm",
         }
     }
 }
@@ -118,6 +121,13 @@ pub struct LinkStats {
     /// Packets larger than the link's `mtu`, dropped before its queue
     /// (counted by the engine, which knows the link's `mtu`).
     pub mtu_drops: u64,
+    /// The queue discipline when it is an AQM (`"codel"`, …); `None` for
+    /// drop-tail.
+    pub aqm: Option<&'static str>,
+    /// Packets the AQM marked CE instead of dropping.
+    pub ce_marked: u64,
+    /// Packets the AQM dropped (its own decision, not a full queue).
+    pub aqm_dropped: u64,
 }
 
 /// One direction of a link, as a driver (the simulator's engine, or a

@@ -1,6 +1,7 @@
 use super::*;
 use crate::rng::component_rng;
 use crate::world::loss::LossSpec;
+use peregrine_proto::io::EcnCodepoint;
 
 /// `ns` nanoseconds after the epoch.
 fn t(ns: u64) -> Time {
@@ -22,6 +23,7 @@ fn pkt(id: u64, bytes: u32) -> Packet {
         created: peregrine_cc::Time::ZERO,
         left_first_hop: false,
         hops: 0,
+        ecn: None,
         payload: Vec::new(),
     }
 }
@@ -209,4 +211,165 @@ fn real_mahimahi_trace_mean_rate_if_present() {
         trace.opportunity(19_999).as_nanos()
     );
     assert_eq!(got[0].0, trace.opportunity(0).as_nanos());
+}
+
+/// 2000 packets offered at 1 ms spacing to a 10 Mbit/s, 10 ms link with
+/// the given impairments: (arrival ns, id) in arrival order.
+fn impaired(jitter: Jitter, reorders: bool, reorder: Option<NetemReorder>) -> Vec<(u64, u64)> {
+    let mut l = link(Server::Rate(10_000_000), 10_000_000, PKTS).with_impairments(
+        jitter,
+        reorders,
+        component_rng(1, "j"),
+        reorder.map(|r| (r, component_rng(1, "r"))),
+    );
+    let mut out = LinkOutput::default();
+    for i in 0..2000u64 {
+        let now = t(i * 1_000_000);
+        l.advance(now, &mut out);
+        l.enqueue(now, pkt(i, 1000)).unwrap();
+        l.advance(now, &mut out);
+    }
+    let mut got = drain(&mut l, 2000 * 1_000_000);
+    got.extend(out.delivered.iter().map(|(at, p)| (at.as_nanos(), p.id)));
+    got.sort();
+    got
+}
+
+fn overtaken(arrivals: &[(u64, u64)]) -> usize {
+    arrivals.windows(2).filter(|w| w[1].1 < w[0].1).count()
+}
+
+#[test]
+fn jitter_without_reordering_keeps_the_order_and_with_it_does_not() {
+    let normal = Jitter::Normal {
+        mean_us: 5_000.0,
+        stdev_us: 5_000.0,
+    };
+    let fifo = impaired(normal, false, None);
+    assert_eq!(fifo.len(), 2000);
+    assert_eq!(overtaken(&fifo), 0, "a packet overtook its predecessor");
+    let free = impaired(normal, true, None);
+    assert!(overtaken(&free) > 100, "{} overtakes", overtaken(&free));
+    // The mean extra delay is the jitter's mean (5 ms; clamping at 0 adds
+    // a little): arrivals are 10.8 ms (serialisation + delay) + jitter.
+    let mean_ms = free
+        .iter()
+        .map(|(at, id)| (at - id * 1_000_000) as f64 / 1e6)
+        .sum::<f64>()
+        / 2000.0;
+    assert!((mean_ms - 10.8 - 5.0).abs() < 0.6, "mean {mean_ms} ms");
+    let pareto = impaired(
+        Jitter::Pareto {
+            mean_us: 2_000.0,
+            stdev_us: 1_000.0,
+        },
+        false,
+        None,
+    );
+    assert_eq!(overtaken(&pareto), 0);
+}
+
+#[test]
+fn netem_reorder_sends_about_p_of_the_packets_at_once() {
+    let arrivals = impaired(Jitter::None, false, Some(NetemReorder::new(0.25, 1)));
+    // A reordered packet skips the 10 ms delay: it arrives 0.8 ms after it
+    // was offered (its serialisation), the others 10.8 ms after.
+    let early = arrivals
+        .iter()
+        .filter(|(at, id)| at - id * 1_000_000 < 5_000_000)
+        .count();
+    let rate = early as f64 / 2000.0;
+    assert!((rate - 0.25).abs() < 0.03, "reorder rate {rate}");
+    assert!(overtaken(&arrivals) > 0);
+    // gap 5, p 1: exactly every fifth packet.
+    let every5 = impaired(Jitter::None, false, Some(NetemReorder::new(1.0, 5)));
+    let early: Vec<u64> = every5
+        .iter()
+        .filter(|(at, id)| at - id * 1_000_000 < 5_000_000)
+        .map(|(_, id)| *id)
+        .collect();
+    assert_eq!(early.len(), 400);
+    assert!(early.iter().all(|id| id % 5 == 4));
+}
+
+#[test]
+fn an_aqm_link_marks_ect_packets_and_counts_them() {
+    let aqm = peregrine_link::aqm::AqmConfig::Codel(peregrine_link::aqm::CodelParams {
+        ecn: true,
+        ..Default::default()
+    });
+    // 1 Mbit/s: a 1000-byte packet takes 8 ms; 400 offered at once build
+    // a standing queue far above CoDel's 5 ms target.
+    let mut l = link(Server::Rate(1_000_000), 0, QueueLimit::packets(1000)).with_aqm(
+        aqm,
+        QueueLimit::packets(1000),
+        component_rng(1, "aqm"),
+    );
+    let mut out = LinkOutput::default();
+    for i in 0..400 {
+        let mut p = pkt(i, 1000);
+        p.ecn = Some(EcnCodepoint::Ect0);
+        l.enqueue(t(0), p).unwrap();
+    }
+    let mut now = t(0);
+    l.advance(now, &mut out);
+    while let Some(w) = l.next_wake(now) {
+        now = w;
+        l.advance(now, &mut out);
+    }
+    let marked = out
+        .delivered
+        .iter()
+        .filter(|(_, p)| p.ecn == Some(EcnCodepoint::Ce))
+        .count() as u64;
+    assert!(marked > 0);
+    assert_eq!(
+        out.delivered.len(),
+        400,
+        "ECT packets are marked, not dropped"
+    );
+    assert_eq!(l.stats().ce_marked, marked);
+    assert_eq!((l.stats().aqm_dropped, l.stats().aqm), (0, Some("codel")));
+    // Not ECN-capable: dropped instead, reported as AQM drops.
+    let mut l = link(Server::Rate(1_000_000), 0, QueueLimit::packets(1000)).with_aqm(
+        aqm,
+        QueueLimit::packets(1000),
+        component_rng(1, "aqm"),
+    );
+    let mut out = LinkOutput::default();
+    for i in 0..400 {
+        l.enqueue(t(0), pkt(i, 1000)).unwrap();
+    }
+    let mut now = t(0);
+    l.advance(now, &mut out);
+    while let Some(w) = l.next_wake(now) {
+        now = w;
+        l.advance(now, &mut out);
+    }
+    let aqm_drops = out
+        .dropped
+        .iter()
+        .filter(|(_, r)| *r == DropReason::Aqm)
+        .count() as u64;
+    assert!(aqm_drops > 0);
+    assert_eq!(l.stats().aqm_dropped, aqm_drops);
+    assert_eq!(out.delivered.len() as u64 + aqm_drops, 400);
+}
+
+#[test]
+fn a_trace_link_serves_an_fq_codel_queue() {
+    // A trace with one opportunity per ms; FQ-CoDel cannot be peeked, so
+    // the head is dequeued into the trace server and sent from there.
+    let trace = Arc::new(MahimahiTrace::parse("1\n").unwrap());
+    let mut l = link(Server::Trace(trace), 0, QueueLimit::packets(100)).with_aqm(
+        peregrine_link::aqm::AqmConfig::FqCodel(Default::default()),
+        QueueLimit::packets(100),
+        component_rng(1, "aqm"),
+    );
+    for i in 0..10 {
+        l.enqueue(t(0), pkt(i, 1500)).unwrap();
+    }
+    let got = drain(&mut l, 0);
+    assert_eq!(got.len(), 10);
+    assert_eq!(l.backlog(), (0, 0));
 }

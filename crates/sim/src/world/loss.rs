@@ -1,7 +1,8 @@
 //! The one channel-loss module of every link kind: Bernoulli and
-//! Gilbert-Elliott (the model of [`peregrine_proto::loss`], which the
-//! harness's pipes use too), each drawing from its own seeded generator,
-//! optionally sparing non-DATA packets.
+//! Gilbert-Elliott — the link crate's models ([`peregrine_link::loss`],
+//! which the harness's pipes use too) — each drawing from its own seeded
+//! generator, optionally sparing non-DATA packets; and the scenario's
+//! `loss = { … }` table ([`LossConfig`]).
 //!
 //! Point-to-point and trace links draw from a ChaCha12 stream named
 //! `link/<name>/<dir>/loss` ([`component_rng`](crate::rng::component_rng));
@@ -10,8 +11,8 @@
 //! generator parameter.
 
 use crate::rng::SimRng;
-use peregrine_proto::loss::GilbertElliott;
-use rand::{Rng, RngExt};
+use peregrine_link::uniform::RandSource;
+use rand::Rng;
 use serde::Deserialize;
 
 /// A loss model.
@@ -55,89 +56,26 @@ impl LossConfig {
     }
 }
 
-/// A validated loss model.
-#[derive(Clone, Debug, PartialEq)]
-pub enum LossSpec {
-    /// Nothing is lost.
-    None,
-    /// Each packet lost with probability `p`.
-    Bernoulli {
-        /// Loss probability.
-        p: f64,
-        /// Only DATA packets.
-        data_only: bool,
-    },
-    /// Two-state Markov loss.
-    GilbertElliott {
-        /// P(good → bad) per packet.
-        p_gb: f64,
-        /// P(bad → good) per packet.
-        p_bg: f64,
-        /// Loss probability in the good state.
-        loss_good: f64,
-        /// Loss probability in the bad state.
-        loss_bad: f64,
-        /// Only DATA packets.
-        data_only: bool,
-    },
-}
+/// A validated loss model: the link crate's ([`peregrine_link::loss::LossSpec`]).
+pub use peregrine_link::loss::LossSpec;
 
-/// A loss model with its state, drawing from a generator of type `R`.
+/// A loss model with its state, drawing from a generator of type `R`: the
+/// link crate's [`LossModel`](peregrine_link::loss::LossModel) fed by the
+/// `rand` generator through [`RandSource`] (the same draws as before the
+/// model moved there).
 #[derive(Debug)]
-pub struct LossModel<R = SimRng> {
-    spec: LossSpec,
-    bad: bool,
-    rng: R,
-}
+pub struct LossModel<R = SimRng>(peregrine_link::loss::LossModel<RandSource<R>>);
 
 impl<R: Rng> LossModel<R> {
-    /// A model of `spec` drawing from `rng`.
+    /// A model drawing from `rng`.
     pub fn new(spec: LossSpec, rng: R) -> LossModel<R> {
-        LossModel {
-            spec,
-            bad: false,
-            rng,
-        }
+        LossModel(peregrine_link::loss::LossModel::new(spec, RandSource(rng)))
     }
 
-    /// Whether the next packet (DATA or not) is lost. Packets the model
-    /// spares (`data_only`) draw nothing, so they do not shift the stream;
-    /// a Bernoulli model with `p = 0` draws nothing either. A Bernoulli
-    /// draw is one `f64` in `[0, 1)`, lost when below `p`; a
-    /// Gilbert-Elliott draw is a state transition, then a loss draw in
-    /// the new state. O(1).
+    /// Whether the channel loses this packet (`is_data`: an SLTP DATA
+    /// packet, which `data_only` models alone may lose). O(1).
     pub fn lose(&mut self, is_data: bool) -> bool {
-        match self.spec {
-            LossSpec::None => false,
-            LossSpec::Bernoulli { p, data_only } => {
-                if data_only && !is_data {
-                    return false;
-                }
-                p > 0.0 && self.rng.random::<f64>() < p
-            }
-            LossSpec::GilbertElliott {
-                p_gb,
-                p_bg,
-                loss_good,
-                loss_bad,
-                data_only,
-            } => {
-                if data_only && !is_data {
-                    return false;
-                }
-                // The project's one Gilbert-Elliott channel (shared with
-                // the harness's pipes): a state transition first, then a
-                // loss draw in the new state.
-                let ge = GilbertElliott {
-                    p_gb,
-                    p_bg,
-                    loss_good,
-                    loss_bad,
-                };
-                let rng = &mut self.rng;
-                ge.lose(&mut self.bad, || rng.random::<f64>())
-            }
-        }
+        self.0.lose(is_data)
     }
 }
 

@@ -330,6 +330,7 @@ mod tests {
             created: Time::ZERO,
             left_first_hop: false,
             hops: 0,
+            ecn: None,
             payload: Vec::new(),
         }
     }

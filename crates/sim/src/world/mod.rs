@@ -15,6 +15,7 @@ pub mod grid;
 pub mod hint_plan;
 pub mod link;
 pub mod link_model;
+pub mod link_options;
 pub mod link_registry;
 pub mod loss;
 pub mod medium;

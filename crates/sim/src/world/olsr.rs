@@ -1294,6 +1294,7 @@ impl OlsrAgent {
             created: now,
             left_first_hop: true,
             hops: 0,
+            ecn: None,
             payload,
         }
     }

@@ -1,5 +1,6 @@
-//! The one link-outage module: scheduled windows and random on/off
-//! periods.
+//! The scenario's outages (`outages = { … }`, [`OutageConfig`]) on the
+//! link crate's one outage implementation ([`peregrine_link::outage`]):
+//! scheduled windows and random on/off periods.
 //!
 //! While a direction is down its queue holds (arrivals are still
 //! enqueued up to the limit) and nothing is transmitted; a packet whose
@@ -14,9 +15,9 @@
 use crate::rng::SimRng;
 use crate::units::Dur;
 use peregrine_cc::Time;
-use rand::RngExt;
+use peregrine_link::outage as link;
+use peregrine_link::uniform::RandSource;
 use serde::Deserialize;
-use std::collections::VecDeque;
 use std::time::Duration;
 
 /// One scheduled outage window `[start, end)`.
@@ -45,129 +46,58 @@ pub struct OutageConfig {
     pub mean_down: Option<Dur>,
 }
 
-/// Down windows `[start, end)`, generated as needed.
+/// Down windows `[start, end)`, generated as needed: the link crate's
+/// [`Outages`](peregrine_link::outage::Outages) built from a scenario's
+/// [`OutageConfig`], its random windows drawn from the direction's
+/// generator.
 #[derive(Debug)]
-pub struct Outages {
-    scheduled: Vec<(Time, Time)>,
-    random: Option<RandomOutages>,
-}
-
-#[derive(Debug)]
-struct RandomOutages {
-    mean_up_ns: f64,
-    mean_down_ns: f64,
-    rng: SimRng,
-    windows: VecDeque<(Time, Time)>,
-    generated_to: Time,
-}
-
-impl RandomOutages {
-    fn exp(&mut self, mean_ns: f64) -> Duration {
-        let u: f64 = self.rng.random();
-        // -ln(1-u) with u in [0,1): finite; at least 1 ns so time advances.
-        Duration::from_nanos(((-(1.0 - u).ln()) * mean_ns).max(1.0) as u64)
-    }
-
-    /// Generate windows until one ends after `t`.
-    fn cover(&mut self, t: Time) {
-        while self.generated_to <= t {
-            let up = self.exp(self.mean_up_ns);
-            let down = self.exp(self.mean_down_ns);
-            let start = self.generated_to + up;
-            let end = start + down;
-            self.windows.push_back((start, end));
-            self.generated_to = end;
-        }
-    }
-}
+pub struct Outages(link::Outages<RandSource<SimRng>>);
 
 impl Outages {
-    /// Outages of `cfg`; random ones draw from `rng`. O(windows log windows).
+    /// The outages of `cfg`, random ones drawn from `rng`.
     pub fn new(cfg: &OutageConfig, rng: SimRng) -> Outages {
-        let mut scheduled: Vec<(Time, Time)> = cfg
+        let scheduled = cfg
             .scheduled
             .iter()
             .map(|w| (Time::from_nanos(w.start.0), Time::from_nanos(w.end.0)))
             .collect();
-        scheduled.sort_unstable();
         let random = match (cfg.mean_up, cfg.mean_down) {
-            (Some(u), Some(d)) => Some(RandomOutages {
-                mean_up_ns: u.0 as f64,
-                mean_down_ns: d.0 as f64,
-                rng,
-                windows: VecDeque::new(),
-                generated_to: Time::ZERO,
-            }),
+            (Some(u), Some(d)) => Some(link::RandomOutages::new(
+                Duration::from_nanos(u.0),
+                Duration::from_nanos(d.0),
+                RandSource(rng),
+            )),
             _ => None,
         };
-        Outages { scheduled, random }
+        Outages(link::Outages::new(
+            link::Schedule::new(scheduled, None),
+            random,
+        ))
     }
 
-    /// No outage ever.
+    /// No outages.
     pub fn none() -> Outages {
-        Outages {
-            scheduled: Vec::new(),
-            random: None,
-        }
+        Outages(link::Outages::none())
     }
 
-    /// Whether there are outages at all. O(1).
+    /// Whether there are no outages at all.
     pub fn is_empty(&self) -> bool {
-        self.scheduled.is_empty() && self.random.is_none()
+        self.0.is_empty()
     }
 
-    /// The window containing `t`, if any. Calls must come with
-    /// non-decreasing `t` (old random windows are forgotten).
-    fn containing(&mut self, t: Time) -> Option<(Time, Time)> {
-        if let Some(w) = self.scheduled.iter().find(|(s, e)| *s <= t && t < *e) {
-            return Some(*w);
-        }
-        if let Some(r) = self.random.as_mut() {
-            r.cover(t);
-            while r.windows.front().is_some_and(|(_, e)| *e <= t) && r.windows.len() > 1 {
-                r.windows.pop_front();
-            }
-            return r.windows.iter().find(|(s, e)| *s <= t && t < *e).copied();
-        }
-        None
-    }
-
-    /// Whether the direction is down at `t`. O(scheduled windows) plus
-    /// the random windows generated up to `t`, amortized.
+    /// Whether the direction is down at `t`.
     pub fn is_down(&mut self, t: Time) -> bool {
-        !self.is_empty() && self.containing(t).is_some()
+        self.0.is_down(t)
     }
 
-    /// When a direction down at `t` comes back up (`t` itself if it is
-    /// up). Cost as [`is_down`](Self::is_down), per window crossed.
+    /// The first instant at or after `t` at which the direction is up.
     pub fn up_at(&mut self, t: Time) -> Time {
-        let mut at = t;
-        while let Some((_, end)) = self.containing(at) {
-            at = end;
-        }
-        at
+        self.0.up_at(t)
     }
 
-    /// The start of the next outage strictly after `t`, if any. Cost as
-    /// [`is_down`](Self::is_down).
+    /// The next instant after `t` at which an outage starts, if any.
     pub fn next_down_after(&mut self, t: Time) -> Option<Time> {
-        let s = self
-            .scheduled
-            .iter()
-            .map(|(s, _)| *s)
-            .filter(|s| *s > t)
-            .min();
-        let r = self.random.as_mut().and_then(|r| {
-            r.cover(t);
-            if r.windows.iter().all(|(s, _)| *s <= t) {
-                r.cover(r.generated_to);
-            }
-            r.windows.iter().map(|(s, _)| *s).find(|s| *s > t)
-        });
-        match (s, r) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.0.next_down_after(t)
     }
 }
 

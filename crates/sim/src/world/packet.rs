@@ -1,6 +1,8 @@
 //! A datagram in flight through the simulated network.
 
 use peregrine_cc::Time;
+use peregrine_link::aqm::{Ecn, Queued};
+use peregrine_proto::io::EcnCodepoint;
 
 /// What the network needs to know about a datagram; the bytes are the
 /// protocol's, untouched.
@@ -34,6 +36,10 @@ pub struct Packet {
     /// drops a packet about to take hop [`MAX_HOPS`] + 1, so a routing
     /// loop (OLSR's tables disagree for a while) costs a bounded airtime.
     pub hops: u8,
+    /// The ECN codepoint of its IP header: the sender's `Transmit::ecn`,
+    /// set to CE by an AQM on the way; the receiver gets it through
+    /// `handle_datagram`.
+    pub ecn: Option<EcnCodepoint>,
     /// The datagram.
     pub payload: Vec<u8>,
 }
@@ -41,6 +47,46 @@ pub struct Packet {
 /// Most links a packet is sent on: 64, the default IPv4 TTL of Linux
 /// and ns-3 (`Ipv4L3Protocol::DefaultTtl`).
 pub const MAX_HOPS: u8 = 64;
+
+impl peregrine_link::fifo::WireSize for Packet {
+    fn wire_bytes(&self) -> u64 {
+        u64::from(self.wire_bytes)
+    }
+}
+
+impl Queued for Packet {
+    fn ecn(&self) -> Ecn {
+        ecn_of(self.ecn)
+    }
+    fn set_ce(&mut self) {
+        self.ecn = Some(EcnCodepoint::Ce);
+    }
+    /// The flow and its direction: FQ-CoDel keeps a flow's two directions
+    /// (and different flows) in different buckets.
+    fn flow_key(&self) -> u64 {
+        (self.flow as u64) << 1 | u64::from(self.forward)
+    }
+}
+
+/// The core's codepoint as the link crate's ECN field.
+pub fn ecn_of(c: Option<EcnCodepoint>) -> Ecn {
+    match c {
+        None => Ecn::NotEct,
+        Some(EcnCodepoint::Ect0) => Ecn::Ect0,
+        Some(EcnCodepoint::Ect1) => Ecn::Ect1,
+        Some(EcnCodepoint::Ce) => Ecn::Ce,
+    }
+}
+
+/// The link crate's ECN field as the core's codepoint.
+pub fn codepoint_of(e: Ecn) -> Option<EcnCodepoint> {
+    match e {
+        Ecn::NotEct => None,
+        Ecn::Ect0 => Some(EcnCodepoint::Ect0),
+        Ecn::Ect1 => Some(EcnCodepoint::Ect1),
+        Ecn::Ce => Some(EcnCodepoint::Ce),
+    }
+}
 
 impl Packet {
     /// Whether `datagram` is an SLTP DATA packet: PK_TYPE is the high

@@ -2,20 +2,25 @@
 //! (point-to-point, trace, 802.11 interface, mmWave access link) and of
 //! the controller lab's bottleneck (`cclab`).
 //!
-//! A FIFO of packets with a [`QueueLimit`] checked on arrival: a packet
-//! the limit refuses is handed back (tail drop), never an older one. The
-//! queue keeps its byte count so a limit in bytes and the link's backlog
+//! A FIFO of packets (the link crate's byte-counted [`Fifo`]) with a
+//! [`QueueLimit`] checked on arrival: a packet the limit refuses is handed
+//! back (tail drop), never an older one. The queue keeps its byte count so a limit in bytes and the link's backlog
 //! cost O(1), and it does the accounting every link did for itself before:
 //! the queue counters of [`LinkStats`] on arrival, and on departure the
 //! "processed load" of a forward DATA packet leaving its first hop.
 //! How the head is served (rate, trace, medium access, channel capacity)
-//! stays with the link model.
+//! stays with the link model. [`LinkQueue`] is the same for the
+//! point-to-point and trace links, whose queue may be an AQM.
 
 use super::link::{DropReason, LinkOutput, LinkStats};
 use super::packet::Packet;
+use crate::rng::SimRng;
 use crate::units::Dur;
+use peregrine_cc::Time;
+use peregrine_link::aqm::{AqmConfig, Qdisc, Refused};
+use peregrine_link::fifo::Fifo;
+use peregrine_link::uniform::RandSource;
 use serde::Deserialize;
-use std::collections::VecDeque;
 
 /// A queue size: exactly one of `packets`, `bytes`, `bdp`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -49,48 +54,14 @@ impl QueueConfig {
     }
 }
 
-/// The drop-tail limit.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct QueueLimit {
-    /// At most this many packets (if set).
-    pub packets: Option<u64>,
-    /// At most this many bytes (if set) — but a queue holding fewer than
-    /// `floor_packets` packets always accepts one more.
-    pub bytes: Option<u64>,
-    /// The floor (BDP-sized queues).
-    pub floor_packets: u64,
-}
-
-impl QueueLimit {
-    /// A limit of `n` packets, no byte limit.
-    pub fn packets(n: u64) -> QueueLimit {
-        QueueLimit {
-            packets: Some(n),
-            bytes: None,
-            floor_packets: 0,
-        }
-    }
-
-    /// Whether a queue holding `packets` packets and `bytes` bytes takes
-    /// one more of `size` bytes. A packet limit, when set, wins over a
-    /// byte limit. O(1).
-    pub fn admits(&self, packets: u64, bytes: u64, size: u32) -> bool {
-        if let Some(p) = self.packets {
-            return packets < p;
-        }
-        if let Some(b) = self.bytes {
-            return packets < self.floor_packets || bytes + u64::from(size) <= b;
-        }
-        true
-    }
-}
+/// The drop-tail limit: the link crate's ([`peregrine_link::fifo::QueueLimit`]).
+pub use peregrine_link::fifo::QueueLimit;
 
 /// A drop-tail FIFO of packets with its byte count.
 #[derive(Debug)]
 pub struct DropTailQueue {
     limit: QueueLimit,
-    packets: VecDeque<Packet>,
-    bytes: u64,
+    packets: Fifo<Packet>,
 }
 
 impl DropTailQueue {
@@ -98,8 +69,7 @@ impl DropTailQueue {
     pub fn new(limit: QueueLimit) -> DropTailQueue {
         DropTailQueue {
             limit,
-            packets: VecDeque::new(),
-            bytes: 0,
+            packets: Fifo::new(),
         }
     }
 
@@ -107,15 +77,11 @@ impl DropTailQueue {
     /// and `max_queue_packets` in `stats`), else hand it back as
     /// [`DropReason::QueueFull`] (counting `queue_drops`). O(1) amortized.
     pub fn push(&mut self, pkt: Packet, stats: &mut LinkStats) -> Result<(), (Packet, DropReason)> {
-        if !self
-            .limit
-            .admits(self.packets.len() as u64, self.bytes, pkt.wire_bytes)
-        {
+        if !self.packets.admits(&self.limit, &pkt) {
             stats.queue_drops += 1;
             return Err((pkt, DropReason::QueueFull));
         }
-        self.bytes += u64::from(pkt.wire_bytes);
-        self.packets.push_back(pkt);
+        self.packets.push(pkt);
         stats.enqueued_packets += 1;
         stats.max_queue_packets = stats.max_queue_packets.max(self.packets.len() as u64);
         Ok(())
@@ -125,28 +91,20 @@ impl DropTailQueue {
     /// recorded in `out.processed` (once: it is then marked as having
     /// left). O(1).
     pub fn pop(&mut self, out: &mut LinkOutput) -> Option<Packet> {
-        let mut p = self.pop_front()?;
-        if p.forward && p.is_data && !p.left_first_hop {
-            out.processed.push((p.flow, p.wire_bytes));
-        }
-        p.left_first_hop = true;
-        Some(p)
+        self.pop_front().map(|p| leave_queue(p, out))
     }
 
     /// Take the head without the processed-load accounting of
     /// [`pop`](Self::pop), for drivers that have none (the controller
     /// lab's bottleneck). O(1).
     pub fn pop_front(&mut self) -> Option<Packet> {
-        let p = self.packets.pop_front()?;
-        self.bytes -= u64::from(p.wire_bytes);
-        Some(p)
+        self.packets.pop()
     }
 
     /// Empty the queue (a route flush), handing back what it held in
     /// order. O(packets held).
     pub fn drain(&mut self) -> impl Iterator<Item = Packet> + '_ {
-        self.bytes = 0;
-        self.packets.drain(..)
+        self.packets.drain()
     }
 
     /// The head packet, if any. O(1).
@@ -161,7 +119,141 @@ impl DropTailQueue {
 
     /// Packets and bytes waiting. O(1).
     pub fn backlog(&self) -> (u64, u64) {
-        (self.packets.len() as u64, self.bytes)
+        (self.packets.len() as u64, self.packets.bytes())
+    }
+}
+
+/// A packet leaves a queue for service: a forward DATA packet leaving its
+/// first hop is recorded in `out.processed` (once: it is then marked as
+/// having left). O(1).
+fn leave_queue(mut p: Packet, out: &mut LinkOutput) -> Packet {
+    if p.forward && p.is_data && !p.left_first_hop {
+        out.processed.push((p.flow, p.wire_bytes));
+    }
+    p.left_first_hop = true;
+    p
+}
+
+/// The queue of a point-to-point or trace link direction: the link crate's
+/// [`Qdisc`] (drop-tail or an AQM) with the accounting of
+/// [`DropTailQueue`] — the same counters on arrival, the same processed
+/// load on departure — plus the AQM's CE marks and drops, which it draws
+/// from the direction's own generator (`link/<name>/<dir>/aqm`). With
+/// [`AqmConfig::DropTail`] it behaves exactly as a [`DropTailQueue`].
+#[derive(Debug)]
+pub struct LinkQueue {
+    qdisc: Qdisc<Packet>,
+    uniform: RandSource<SimRng>,
+    /// Dropped inside the qdisc, not yet reported.
+    dropped: Vec<Packet>,
+}
+
+impl LinkQueue {
+    /// An empty queue with `limit` under `aqm`; `rate_bps` is the link's
+    /// rate if fixed (RED's idle decay).
+    pub fn new(aqm: AqmConfig, limit: QueueLimit, rate_bps: Option<u64>, rng: SimRng) -> LinkQueue {
+        LinkQueue {
+            qdisc: Qdisc::new(aqm, limit, rate_bps),
+            uniform: RandSource(rng),
+            dropped: Vec::new(),
+        }
+    }
+
+    /// Whether the head can be looked at before it is dequeued (drop-tail,
+    /// and the AQMs that decide on arrival): a trace server serves it in
+    /// place. O(1).
+    pub fn peekable(&self) -> bool {
+        matches!(
+            self.qdisc.config(),
+            AqmConfig::DropTail | AqmConfig::Pie(_) | AqmConfig::Red(_)
+        )
+    }
+
+    /// Offer `pkt` at `now`, counting as [`DropTailQueue::push`] does; an
+    /// AQM's refusal is [`DropReason::Aqm`]. FQ-CoDel's drops from its
+    /// fattest flow at the limit are reported (as [`DropReason::QueueFull`])
+    /// by the next [`pop`](Self::pop) or [`flush_drops`](Self::flush_drops).
+    /// O(1) amortized.
+    pub fn push(
+        &mut self,
+        now: Time,
+        pkt: Packet,
+        stats: &mut LinkStats,
+    ) -> Result<(), (Packet, DropReason)> {
+        let before = self.dropped.len();
+        let r = self
+            .qdisc
+            .enqueue(now, pkt, &mut self.uniform, &mut self.dropped);
+        stats.queue_drops += (self.dropped.len() - before) as u64;
+        self.sync(stats);
+        match r {
+            Ok(()) => {
+                stats.enqueued_packets += 1;
+                stats.max_queue_packets = stats.max_queue_packets.max(self.qdisc.backlog().0);
+                Ok(())
+            }
+            Err((p, Refused::Full)) => {
+                stats.queue_drops += 1;
+                Err((p, DropReason::QueueFull))
+            }
+            Err((p, Refused::Aqm)) => Err((p, DropReason::Aqm)),
+        }
+    }
+
+    /// Take the next packet to serve at `now` (processed load as
+    /// [`DropTailQueue::pop`]); what the AQM drops on the way goes to
+    /// `out.dropped`. O(1) amortized.
+    pub fn pop(
+        &mut self,
+        now: Time,
+        out: &mut LinkOutput,
+        stats: &mut LinkStats,
+    ) -> Option<Packet> {
+        self.flush_drops(out);
+        let p = self
+            .qdisc
+            .dequeue(now, &mut self.uniform, &mut self.dropped);
+        for d in self.dropped.drain(..) {
+            out.dropped.push((d, DropReason::Aqm));
+        }
+        self.sync(stats);
+        p.map(|p| leave_queue(p, out))
+    }
+
+    /// Report FQ-CoDel's overflow drops (as [`DropReason::QueueFull`]).
+    pub fn flush_drops(&mut self, out: &mut LinkOutput) {
+        for d in self.dropped.drain(..) {
+            out.dropped.push((d, DropReason::QueueFull));
+        }
+    }
+
+    fn sync(&self, stats: &mut LinkStats) {
+        let s = self.qdisc.stats();
+        stats.ce_marked = s.ce_marked;
+        stats.aqm_dropped = s.aqm_dropped;
+    }
+
+    /// The head, if [`peekable`](Self::peekable). O(1).
+    pub fn front(&self) -> Option<&Packet> {
+        self.qdisc.front()
+    }
+
+    /// Whether the queue is empty. O(1).
+    pub fn is_empty(&self) -> bool {
+        self.qdisc.is_empty()
+    }
+
+    /// Packets and bytes waiting. O(1).
+    pub fn backlog(&self) -> (u64, u64) {
+        self.qdisc.backlog()
+    }
+
+    /// The AQM's name, `None` for drop-tail.
+    pub fn aqm_name(&self) -> Option<&'static str> {
+        match self.qdisc.config() {
+            AqmConfig::DropTail => None,
+            c => Some(c.name()),
+        }
     }
 }
 
@@ -185,6 +277,7 @@ mod tests {
             created: Time::ZERO,
             left_first_hop: false,
             hops: 0,
+            ecn: None,
             payload: Vec::new(),
         }
     }
