@@ -9,7 +9,7 @@
 -- What it shows: the 20-byte base header with every field and flag
 -- (docs/protocol.md §2–§4), and the payload of each of the 15 packet types
 -- (§6): START/REJECT TLVs, DATA stream frames (skip frames included), ACK
--- ranges with the credit and ACK-frequency sections, NACK ranges and
+-- ranges with the credit, ACK-frequency and ECN sections, NACK ranges and
 -- blocks, ECHO probes, CWIN, JOIN/LEAVE, and the packet number of the rest.
 -- Display filter: `sltp`, fields `sltp.*` (e.g. `sltp.type == 3`,
 -- `sltp.frame.stream_id == 1`).
@@ -146,6 +146,9 @@ f.credit_max = ProtoField.uint32("sltp.ack.credit.max_message", "MAX_MESSAGE", b
 f.freq_seq = ProtoField.uint32("sltp.ack.freq.sequence", "SEQUENCE", base.DEC)
 f.freq_threshold = ProtoField.uint16("sltp.ack.freq.threshold", "THRESHOLD", base.DEC)
 f.freq_max_delay = ProtoField.uint32("sltp.ack.freq.max_ack_delay_us", "MAX_ACK_DELAY_US", base.DEC)
+f.ecn_ect0 = ProtoField.uint64("sltp.ack.ecn.ect0", "ECT0", base.DEC)
+f.ecn_ect1 = ProtoField.uint64("sltp.ack.ecn.ect1", "ECT1", base.DEC)
+f.ecn_ce = ProtoField.uint64("sltp.ack.ecn.ce", "CE", base.DEC)
 f.nack_range_count = ProtoField.uint8("sltp.nack.range_count", "RANGE_COUNT", base.DEC)
 f.nack_block_count = ProtoField.uint8("sltp.nack.block_count", "BLOCK_COUNT", base.DEC)
 f.nack_first = ProtoField.uint64("sltp.nack.first", "FIRST", base.DEC)
@@ -340,10 +343,22 @@ local function parse_ack(tvb, tree, off, stop, info)
         off = off + 6
     end
     if off == stop then return credits > 0 end
-    if off + 10 ~= stop then return false end
-    tree:add(f.freq_seq, tvb(off, 4))
-    tree:add(f.freq_threshold, tvb(off + 4, 2))
-    tree:add(f.freq_max_delay, tvb(off + 6, 4))
+    -- What follows the credits is told apart by its length (§6.5.3):
+    -- 10 frequency, 24 ECN counts, 34 both.
+    local rest = stop - off
+    if rest ~= 10 and rest ~= 24 and rest ~= 34 then return false end
+    if rest ~= 24 then
+        tree:add(f.freq_seq, tvb(off, 4))
+        tree:add(f.freq_threshold, tvb(off + 4, 2))
+        tree:add(f.freq_max_delay, tvb(off + 6, 4))
+        off = off + 10
+    end
+    if off + 24 == stop then
+        tree:add(f.ecn_ect0, tvb(off, 8))
+        tree:add(f.ecn_ect1, tvb(off + 8, 8))
+        tree:add(f.ecn_ce, tvb(off + 16, 8))
+        table.insert(info, "ECN ce=" .. tostring(tvb(off + 16, 8):uint64()))
+    end
     return true
 end
 
