@@ -137,8 +137,14 @@ fn a_rebinding_mid_transfer_leaves_nothing_linking_the_two_paths() {
             .unwrap();
         conn.open_stream(1, StreamConfig::default()).unwrap();
         let sconn = server.accept().await.unwrap();
+        // Messages the server has received: the rebinding waits for a
+        // sixth of them, so the server has answered (and issued its spare
+        // IDs inside those answers) before the client moves — on a loaded
+        // machine the client's sends can run megabytes ahead of the server.
+        let received = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
         let receiver = {
             let sconn = sconn.clone();
+            let received = received.clone();
             tokio::spawn(async move {
                 for i in 0..COUNT {
                     let (_, b) = tokio::time::timeout(Duration::from_secs(20), sconn.recv())
@@ -151,12 +157,19 @@ fn a_rebinding_mid_transfer_leaves_nothing_linking_the_two_paths() {
                         i,
                         "in order"
                     );
+                    received.store(i + 1, std::sync::atomic::Ordering::Relaxed);
                 }
             })
         };
         let mut after = None;
         for i in 0..COUNT {
             if i == COUNT / 3 {
+                let t0 = std::time::Instant::now();
+                while received.load(std::sync::atomic::Ordering::Relaxed) < COUNT / 6
+                    && t0.elapsed() < Duration::from_secs(20)
+                {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
                 after = Some(client.rebind(bind).expect("rebind"));
             }
             let mut m = vec![(i % 251) as u8; MSG];
