@@ -181,7 +181,8 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
         for (c, name) in outcome.counters.iter().zip(["uplink", "downlink"]) {
             eprintln!(
                 "peregrine emu: {name}: {} packets in, {} out ({} bytes), {} dropped by the link; \
-                 written {:.1} µs late on average, {:.1} µs at most, {} more than 1 ms late{}; \
+                 written {:.1} µs late on average, {:.1} µs at most, {} more than 1 ms late{}, \
+                 busy-polled {:.1} % of the time; \
                  model: {} queue drops, largest queue {} packets, {} trace opportunities wasted \
                  on an empty queue, {} CE-marked and {} dropped by the AQM",
                 c.read_packets,
@@ -196,6 +197,7 @@ pub fn run(args: EmuArgs) -> anyhow::Result<()> {
                 } else {
                     " (not real-time: SCHED_FIFO refused)"
                 },
+                c.busy_poll_ns as f64 * 100.0 / c.run_ns.max(1) as f64,
                 c.model.queue_drops,
                 c.model.max_queue_packets,
                 c.model.wasted_opportunities,
