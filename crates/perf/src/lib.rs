@@ -842,7 +842,12 @@ async fn client(a: ClientArgs) -> Result<Value> {
             "burst_bytes": p.map(|p| p.burst_bytes),
             "decision": d.name(),
             "reason": d.reason(),
-            "pairs": json!({"sent": d.pairs_sent, "complete": d.pairs_complete, "agreeing": d.pairs_agreeing}),
+            "pairs": json!({
+                "sent": d.pairs_sent,
+                "complete": d.pairs_complete,
+                "agreeing": d.pairs_agreeing,
+                "gaps_us": d.gaps_ns.iter().map(|g| g.map(|ns| ns as f64 / 1e3)).collect::<Vec<_>>(),
+            }),
         })
     });
     out["probe"] = probe.unwrap_or(Value::Null);

@@ -176,19 +176,16 @@ impl Connection {
         let size = u32::from(self.packet_size);
         let id = self.probe.start(now, timeout, initial, size);
         self.probe_sends.clear();
-        // PAIRS pairs back to back, each probe a byte longer than the one
-        // before (crate::probe::probe_size).
+        // PAIRS pairs back to back, all of the packet size: equal sizes
+        // let the runtime hand the six to the kernel in one GSO send, so
+        // they leave back to back (crate::probe, "Equal sizes").
         for k in 0..crate::probe::PAIRS {
-            for (j, t) in [
+            for t in [
                 crate::wire::PacketType::Echo1,
                 crate::wire::PacketType::Echo2,
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                let bytes = crate::probe::probe_size(size, 2 * k + j);
+            ] {
                 self.probe_sends
-                    .push_back((t, id.wrapping_add(k as u32), bytes));
+                    .push_back((t, id.wrapping_add(k as u32), size));
             }
         }
     }

@@ -219,7 +219,7 @@ impl Connection {
         if let Some((t, probe_id, size)) = self.probe_sends.pop_front() {
             let pn = self.recovery.take_pn();
             let h = self.header(t, Flags::REPLY_REQ);
-            // Each probe has its own size (crate::probe::probe_size).
+            // Padded to the test's probe size (crate::probe).
             let padding = (size as usize).saturating_sub(HEADER_LEN + EchoPayload::FIXED_LEN);
             let p = EchoPayload {
                 packet_number: pn as u32,
