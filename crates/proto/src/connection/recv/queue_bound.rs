@@ -10,10 +10,14 @@
 //!
 //! The receiver measures that queue directly. The runtime hands every
 //! datagram over with its kernel arrival time; the first `poll_transmit`
-//! after a batch (the runtime's same turn) knows the time it was
-//! processed. `now − arrival` of the newest datagram of the batch is the
-//! batch's **sojourn** in the socket queue (the smallest of the batch: the
-//! older ones waited longer). Over each interval of
+//! after a batch (the runtime's same turn, when the batch's ACKs and
+//! deliveries leave) knows the time it was processed. `now − arrival` of
+//! the *oldest* datagram of the batch is the turn's **sojourn**: the wait
+//! in the socket queue plus the turn that read it, which is what a
+//! priority message arriving at the head of the batch waits before its
+//! ACK or its delivery (the newest datagram of a batch read to the end
+//! of the queue would show the socket as empty however long the turn).
+//! Over each interval of
 //! [`INTERVALS_PER_TARGET`] targets the bound keeps the **minimum**
 //! sojourn `m` — CoDel's reading: a process that was descheduled for a
 //! while raises the maximum, only a standing queue raises the minimum —
@@ -63,8 +67,8 @@ pub const MIN_CAP_BYTES: u64 = 64 * 1024;
 pub(crate) struct QueueBound {
     /// The allowed standing sojourn; `None`: off.
     target: Option<Duration>,
-    /// Arrival of the newest datagram handled since the last sample.
-    newest_arrival: Option<Time>,
+    /// Arrival of the oldest datagram handled since the last sample.
+    oldest_arrival: Option<Time>,
     /// Start of the current interval (its first sample).
     interval_start: Option<Time>,
     /// Bytes of the datagrams sampled in the current interval.
@@ -108,7 +112,7 @@ impl QueueBound {
         if self.target.is_none() {
             return;
         }
-        self.newest_arrival = Some(self.newest_arrival.map_or(arrived, |a| a.max(arrived)));
+        self.oldest_arrival = Some(self.oldest_arrival.map_or(arrived, |a| a.min(arrived)));
         self.interval_bytes = self.interval_bytes.saturating_add(bytes);
         self.largest_datagram = self.largest_datagram.max(bytes);
     }
@@ -121,7 +125,7 @@ impl QueueBound {
         let Some(target) = self.target else {
             return;
         };
-        let Some(arrived) = self.newest_arrival.take() else {
+        let Some(arrived) = self.oldest_arrival.take() else {
             return;
         };
         let sojourn = now.saturating_duration_since(arrived);
@@ -272,6 +276,24 @@ mod tests {
             assert!(t < 10_000_000, "never released");
         }
         assert!(grew > 10);
+    }
+
+    #[test]
+    fn a_long_turn_counts_from_its_oldest_datagram() {
+        let mut b = QueueBound::new(Some(MS));
+        // Turns of 16 datagrams that arrived over 3 ms, processed right
+        // after the newest arrived: the socket looks empty (newest waited
+        // 10 µs) but the head of each turn waited 3 ms.
+        let mut t = 0;
+        while t < 20_000 {
+            for i in 0..16 {
+                b.on_datagram(at(t + i * 200), 65_536);
+            }
+            b.on_poll(at(t + 15 * 200 + 10), BUFFER);
+            t += 3_200;
+        }
+        assert!(b.stats().min_sojourn.unwrap() >= 3 * MS);
+        assert!(b.cap().is_some());
     }
 
     #[test]
