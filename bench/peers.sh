@@ -34,7 +34,10 @@
 #      --idle-connections` or else bench/peregrine-idle;
 #   3. latency: open loop, 1,000 messages/s of 200 bytes on a priority stream
 #      while a bulk stream saturates, p50/p99 per scheduler
-#      (peregrine perf --latency-trace with a generated trace).
+#      (peregrine perf --latency-trace with a generated trace), and the bulk
+#      stream's goodput beside it (its bytes at the server over the run);
+#      a bulk-alone row (the same client without the trace, run before and
+#      after the schedulers, mean of the two) is the goodput reference.
 #
 # A contender whose tool is missing is skipped with a notice saying how to
 # get it; the run goes on. Results: OUT/bulk.csv, idle.csv, latency.csv and
@@ -290,10 +293,28 @@ latency_one() {
     stop_server; return 0
   fi
   stop_server
-  # The priority stream is the one that carries latency samples.
-  jq -r --arg s "$sched" '[.streams[] | select(.latency_ms != null and .latency_ms.count > 0)][0]
-    | "\($s),\(.latency_ms.count),\(.latency_ms.p50),\(.latency_ms.p99),\(.latency_ms.mean)"' "$TMP/lat.json" >>"$OUT/latency.csv"
+  # The priority stream is the one that carries latency samples; the bulk
+  # stream's goodput is its bytes at the server (streams without samples)
+  # over the run.
+  jq -r --arg s "$sched" '(.duration_s) as $d
+    | ([.streams[] | select(.latency_ms == null) | .bytes] | add // 0) as $bulk
+    | [.streams[] | select(.latency_ms != null and .latency_ms.count > 0)][0]
+    | "\($s),\(.latency_ms.count),\(.latency_ms.p50),\(.latency_ms.p99),\(.latency_ms.mean),\(if $d > 0 then $bulk * 8 / $d / 1e9 else 0 end)"' "$TMP/lat.json" >>"$OUT/latency.csv"
   note "latency $sched: $(tail -n 1 "$OUT/latency.csv")"
+}
+# The bulk stream alone (the same client, no latency trace): the goodput
+# the latency rows' bulk column is compared with. Prints Gbit/s.
+bulk_alone_once() {
+  local port=$((BASE_PORT + 3)) pin=()
+  read -r -a pin <<<"$(pin_flags "$PEREGRINE")"
+  start_server "$TMP/s.time" "$PEREGRINE" perf server --listen "127.0.0.1:$port" --once "${PERF_FLAGS[@]}" "${pin[@]}"
+  if ! timeout $((DURATION + 30)) "$PEREGRINE" perf client --connect "127.0.0.1:$port" --duration "${DURATION}s" "${PERF_FLAGS[@]}" "${pin[@]}" \
+      --streams 1 --json >"$TMP/alone.json" 2>"$TMP/alone.err"; then
+    note "bulk-alone run failed: $(tail -n 2 "$TMP/alone.err" | tr '\n' ' ')"
+    stop_server; return 0
+  fi
+  stop_server
+  jq -r '.throughput_bps / 1e9' "$TMP/alone.json"
 }
 
 # ---- run --------------------------------------------------------------------
@@ -345,19 +366,31 @@ if [[ ",$ONLY," == *",idle,"* ]]; then
 fi
 
 if [[ ",$ONLY," == *",latency,"* ]]; then
-  echo "scheduler,count,p50_ms,p99_ms,mean_ms" >"$OUT/latency.csv"
+  echo "scheduler,count,p50_ms,p99_ms,mean_ms,bulk_gbps" >"$OUT/latency.csv"
+  ALONE=()
   if [ $HAVE_PEREGRINE = 1 ]; then
     # 1,000 messages/s of 200 bytes (the drone trace's format: gap before each message).
     { echo "Delays,Data Length"; for _ in $(seq 1 $((DURATION * 1000))); do echo "1000us,200"; done; } >"$TMP/trace.csv"
+    # Bulk alone before and after the schedulers: drift hits both ends.
+    g=$(bulk_alone_once); [ -n "$g" ] && ALONE+=("$g") && note "bulk alone (before): $g Gbit/s"
     for sched in $SCHEDULERS; do latency_one "$sched"; done
+    g=$(bulk_alone_once); [ -n "$g" ] && ALONE+=("$g") && note "bulk alone (after): $g Gbit/s"
   fi
+  ALONE_G=$(printf '%s\n' "${ALONE[@]}" | awk 'NF {s += $1; n++} END { if (n) printf "%.3f", s / n; else print "nan" }')
+  [ ${#ALONE[@]} -gt 0 ] && echo "bulk-alone,0,,,,$ALONE_G" >>"$OUT/latency.csv"
   {
     echo "### Open-loop latency: 1,000 msg/s × 200 B on a priority stream beside a saturating bulk stream (${DURATION} s)"
     echo
     [ $HAVE_PEREGRINE = 1 ] || echo "(missing: \`peregrine perf\` was not available.)"$'\n'
-    echo "| scheduler | messages | p50 ms | p99 ms | mean ms |"
-    echo "|---|---:|---:|---:|---:|"
-    tail -n +2 "$OUT/latency.csv" | awk -F, '{ printf "| %s | %d | %.3f | %.3f | %.3f |\n", $1, $2, $3, $4, $5 }'
+    echo "bulk Gbit/s: the bulk stream's goodput during the run; vs alone: over the bulk-alone row (the same"
+    echo "client without the priority stream, mean of a run before and one after the schedulers: ${ALONE[*]:-none} Gbit/s)."
+    echo
+    echo "| scheduler | messages | p50 ms | p99 ms | mean ms | bulk Gbit/s | bulk vs alone |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    tail -n +2 "$OUT/latency.csv" | awk -F, -v alone="$ALONE_G" '
+      function ratio(a, b) { return (b + 0 > 0) ? sprintf("%.2f", a / b) : "-" }
+      $1 == "bulk-alone" { printf "| bulk-alone | - | - | - | - | %.2f | 1.00 |\n", $6; next }
+      { printf "| %s | %d | %.3f | %.3f | %.3f | %.2f | %s |\n", $1, $2, $3, $4, $5, $6, ratio($6, alone) }'
     echo
   } >>"$OUT/summary.md"
 fi

@@ -61,12 +61,12 @@ fn twenty_megabytes_with_a_key_update_every_megabyte_verify() {
     let updates = v["security"]["key_updates"].as_u64().expect("a number");
     eprintln!("key updates: {updates}; {}", v["security"]);
     // Each update waits until the peer acknowledged a packet sealed under
-    // the current key (RFC 9001 §6.1; without the wait a client that moved
-    // right after an update lost every later server packet). At loopback
-    // speed (2.5 Gbit/s) the wait lets about 1.5 MB more go under each
-    // key: 8–9 updates per 20 MB were measured, not the 19 of a 1-MB
-    // threshold with no wait (issue 37 asked for 15; it stays open).
-    assert!(updates >= 5, "only {updates} key updates in 20 MB: {v}");
+    // the current key (RFC 9001 §6.1), so a key covers its threshold plus
+    // what is in flight when the update leaves. The receive-queue bound
+    // and the ACK cadence bounded in bytes keep that small on loopback
+    // (docs/runtime.md, "Fast paths"): 17–19 updates per 20 MB measured
+    // with release builds (issue 37's check: at least 15).
+    assert!(updates >= 15, "only {updates} key updates in 20 MB: {v}");
     assert!(v["security"]["encrypted"].as_bool().unwrap_or(false));
     assert_eq!(
         v["security"]["cid_changes"],

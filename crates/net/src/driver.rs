@@ -71,8 +71,17 @@ use tokio::time::Instant;
 
 /// Datagrams collected under one lock before they are sent.
 const TX_BATCH_DATAGRAMS: usize = 128;
+/// Bytes collected under one lock before they are sent: with path MTU
+/// discovery's 64 KB datagrams, 128 of them were 8 MiB sealed in one turn
+/// (milliseconds under the lock, during which a priority message could
+/// not even be queued); four full GSO sends bound the turn instead.
+const TX_BATCH_BYTES: usize = 256 * 1024;
 /// Receive batches handled before the driver looks at its other work.
 const RX_BATCHES_PER_TURN: usize = 8;
+/// Bytes read in one turn before the driver sends and dispatches: 8
+/// batches of 32 GRO buffers could be 16 MiB, milliseconds before the
+/// turn's ACKs leave and its messages reach the application.
+const RX_BYTES_PER_TURN: usize = 1 << 20;
 /// Timers closer than this are not slept on through tokio (its timer
 /// wheel has a 1 ms resolution) but by sleeping the driver's own thread.
 const SLEEP_THREAD_BELOW: Duration = Duration::from_millis(1);
@@ -516,11 +525,12 @@ fn take_rebind(shared: &Shared, io: &mut UdpIo) {
 }
 
 /// Read every datagram batch already queued on the socket (at most
-/// [`RX_BATCHES_PER_TURN`]) into the core, without waiting; how many
+/// [`RX_BATCHES_PER_TURN`], or until [`RX_BYTES_PER_TURN`]) into the core, without waiting; how many
 /// datagrams. Each `recvmmsg` runs before the lock is taken, so an
 /// application call is not held up by the system call.
 fn receive(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) -> u64 {
     let mut total = 0;
+    let mut bytes = 0;
     for _ in 0..RX_BATCHES_PER_TURN {
         match io.recv(rx) {
             Ok(0) => break,
@@ -544,11 +554,15 @@ fn receive(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) -> u64 {
             if let Some(c) = st.capture.as_mut() {
                 c.received(from, dg);
             }
+            bytes += dg.len();
             st.proto
                 .handle_datagram(now.saturating_sub(age), from, ecn, dg)
         }) as u64;
         st.datagrams_in += n;
         total += n;
+        if bytes >= RX_BYTES_PER_TURN {
+            break;
+        }
     }
     total
 }
@@ -720,7 +734,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                 if let Some(c) = st.capture.as_mut() {
                     c.sent(t.destination, &buf[..t.size]);
                 }
-                if tx.len() >= TX_BATCH_DATAGRAMS {
+                if tx.len() >= TX_BATCH_DATAGRAMS || tx.bytes() >= TX_BATCH_BYTES {
                     more_to_send = true;
                     break;
                 }

@@ -112,6 +112,7 @@
 
 #![warn(missing_docs)]
 
+pub mod alloc;
 pub mod blocking;
 mod connection;
 mod driver;

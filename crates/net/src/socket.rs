@@ -408,6 +408,11 @@ impl TxBatch {
     }
 
     /// Whether it holds none.
+    /// Bytes of the datagrams collected.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.items.is_empty()
     }

@@ -357,6 +357,9 @@ struct ClientArgs {
 /// measurement) on a two-thread runtime, and return what to print. Errors
 /// of the client without `--json`, and of the server, are `Err`.
 pub fn run(args: PerfArgs) -> Result<Report> {
+    // A bulk receiver's message buffers would otherwise be trimmed and
+    // faulted in again (peregrine::alloc; docs/runtime.md).
+    peregrine::alloc::keep_freed_heap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -568,7 +571,12 @@ fn start_verify(
             (v.bytes(), v.verified(), v.sha256(), v.mismatch_at())
         };
         let secs = started.elapsed().as_secs_f64();
-        let report = json!({"bytes": bytes, "verified": verified, "sha256": sha});
+        let report = json!({
+            "bytes": bytes,
+            "verified": verified,
+            "sha256": sha,
+            "receive_queue": receive_queue_json(conn.stats().as_ref()),
+        });
         // The connection may be gone (a client that died): report anyway.
         let _ = conn.send(CONTROL, report.to_string().as_bytes()).await;
         let peer = conn.remote_address().map_or("?".into(), |p| p.to_string());
@@ -603,6 +611,20 @@ fn pmtu_json(s: &peregrine::ConnectionStats) -> Value {
         "probes_acked": p.counters.probes_acked,
         "probes_lost": p.counters.probes_lost,
         "black_holes": p.counters.black_holes,
+    })
+}
+
+/// The receive-queue bound of one side (`receive_queue` in the report,
+/// docs/perf.md): the cap on the window it advertises, the socket-queue
+/// sojourn it measured, the cuts.
+fn receive_queue_json(s: Option<&peregrine::ConnectionStats>) -> Value {
+    let Some(q) = s.map(|s| s.receive_queue) else {
+        return Value::Null;
+    };
+    json!({
+        "window_cap_bytes": q.cap_bytes,
+        "min_sojourn_ms": q.min_sojourn.map(|d| d.as_secs_f64() * 1e3),
+        "cuts": q.cuts,
     })
 }
 
@@ -673,6 +695,7 @@ async fn serve_inner(conn: &Connection, json_out: bool) -> Result<()> {
                     "bytes": total,
                     "streams": c.iter().map(|(s, b)| json!([s, b])).collect::<Vec<_>>(),
                     "sent_bytes": reverse_sent.load(Ordering::Relaxed),
+                    "receive_queue": receive_queue_json(conn.stats().as_ref()),
                 });
                 conn.send(CONTROL, report.to_string().as_bytes()).await?;
                 let secs = started.elapsed().as_secs_f64();
@@ -874,6 +897,10 @@ async fn client(a: ClientArgs) -> Result<Value> {
         out["srtt_ms"] = json!(s.srtt.map(|d| d.as_secs_f64() * 1e3));
         out["packets_lost"] = json!(s.packets_lost);
         out["pmtu"] = pmtu_json(s);
+        if out["receive_queue"].is_null() {
+            out["receive_queue"] = json!({});
+        }
+        out["receive_queue"]["client"] = receive_queue_json(Some(s));
     }
     // Close gracefully; do not wait forever for a bulk backlog to drain.
     for conn in &conns {
@@ -1002,6 +1029,7 @@ async fn transfer_mode(conn: &Connection, n: u64) -> Result<Value> {
         "sha256": sha,
         "server_sha256": server_sha,
         "verify_error": problem,
+        "receive_queue": {"server": report["receive_queue"]},
     }))
 }
 
@@ -1298,6 +1326,7 @@ async fn bulk_mode(
         "bytes": bytes,
         "duration_s": duration_s,
         "streams": streams,
+        "receive_queue": {"server": report["receive_queue"]},
     });
     if interrupted {
         out["interrupted"] = json!(true);

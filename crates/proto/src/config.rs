@@ -295,6 +295,15 @@ pub struct ConnectionConfig {
     /// much delay above min RTT by capping bytes in flight under any
     /// controller. `None` (the default): off.
     pub queue_guard: Option<Duration>,
+    /// Receive-queue bound (docs/runtime.md, "Receive-queue bound"):
+    /// when this side's socket queue holds a standing sojourn above this
+    /// delay (the receiving process is the bottleneck, as on loopback),
+    /// the advertised window is cut to what the process drains in about
+    /// that time, so a priority message, an ACK or a key update does not
+    /// wait behind the connection's own backlog. Measured from the
+    /// runtime's per-datagram arrival times; inert where the network is
+    /// the bottleneck and in the simulator. 1 ms by default; `None`: off.
+    pub receive_queue_target: Option<Duration>,
     /// Per-stream receive credit, in messages: how many messages of one
     /// stream beyond the oldest one its application has not read yet this
     /// side accepts (docs/protocol.md §6.5.1). Announced in START (TLV 7
@@ -385,6 +394,7 @@ impl Default for ConnectionConfig {
             ecn: true,
             scheduler: crate::sched::SchedulerConfig::RoundRobin,
             queue_guard: None,
+            receive_queue_target: Some(Duration::from_millis(1)),
             initial_stream_credit: None,
             max_status_interval: Duration::from_secs(2),
             security: None,
@@ -461,6 +471,12 @@ impl ConnectionConfig {
             return bad(
                 "initial_stream_credit",
                 "is zero (no stream could ever send)",
+            );
+        }
+        if self.receive_queue_target.is_some_and(|t| t.is_zero()) {
+            return bad(
+                "receive_queue_target",
+                "is zero (give a positive delay, or None for off)",
             );
         }
         if self.min_rto.is_zero() {

@@ -66,6 +66,7 @@ mod trace;
 use lifecycle::admission;
 pub use lifecycle::{group, path};
 use recovery_glue::ack_frequency;
+pub use recv::queue_bound::QueueBoundStats;
 pub use recv::{range_set, window};
 
 pub use admission::{MAX_RETRIES, MIN_SECURE_START_LEN};
@@ -180,6 +181,8 @@ pub struct Connection {
     events: VecDeque<Event>,
     counters: Counters,
     window: window::WindowState,
+    /// The receive-queue bound (recv/queue_bound.rs).
+    queue_bound: recv::queue_bound::QueueBound,
     /// Address migration (path.rs).
     path: path::PathState,
     /// JOIN/LEAVE (group.rs).
@@ -207,6 +210,7 @@ impl Connection {
         let block = usize::from(packet_size).saturating_sub(config::DATA_OVERHEAD);
         let recovery = recovery_glue::new_recovery(&config, packet_size);
         let scheduler = config.scheduler;
+        let queue_bound = recv::queue_bound::QueueBound::new(config.receive_queue_target);
         Connection {
             local_scale: config.window_scale(),
             unread: BTreeMap::new(),
@@ -256,6 +260,7 @@ impl Connection {
             events: VecDeque::new(),
             counters: Counters::default(),
             window: window::WindowState::default(),
+            queue_bound,
             path: path::PathState::default(),
             groups: group::GroupState::default(),
             security: None,

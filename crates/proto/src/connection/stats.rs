@@ -69,6 +69,9 @@ pub struct ConnectionStats {
     pub bytes_in_flight: u64,
     /// The peer's receive window, bytes.
     pub peer_window_bytes: u64,
+    /// This side's receive-queue bound (the cap on the window it
+    /// advertises, the socket-queue sojourn it measured).
+    pub receive_queue: crate::connection::QueueBoundStats,
     /// Datagrams sent, all types.
     pub packets_sent: u64,
     /// Bytes of those.
@@ -218,6 +221,7 @@ impl Connection {
             rto: rtt.rto(),
             bytes_in_flight: self.recovery.bytes_in_flight(),
             peer_window_bytes: self.send.peer_window(),
+            receive_queue: self.queue_bound.stats(),
             packets_sent: c.packets_sent,
             bytes_sent: c.bytes_sent,
             packets_received: c.packets_received,

@@ -6,7 +6,7 @@
 //! wasteful for a large one: at 1,000 packets per round trip it sends 500
 //! ACKs where a dozen would clock the sender just as well. Only the sender
 //! knows its window, so it asks: "acknowledge every ⌊cwnd/8⌋ packets
-//! (2–64), or within a quarter of the RTT". The request rides in the
+//! (2–64, and at most 128 KiB of them), or within a quarter of the RTT". The request rides in the
 //! optional section of an ACK the sender sends anyway (it acknowledges
 //! the receiver's ACK-of-ACK requests) or in one it sends for the purpose.
 //! Gaps and REPLY_REQ still get an immediate ACK, so loss detection and
@@ -22,6 +22,14 @@ const WINDOW_FRACTION: u64 = 8;
 const MIN_THRESHOLD: u16 = 2;
 /// Most packets per ACK asked for.
 const MAX_THRESHOLD: u16 = 64;
+/// Most bytes per ACK asked for: 64 packets of 1,452 bytes would be 64
+/// datagrams of 64 KB (4 MiB) under path MTU discovery on loopback, an
+/// ACK per window — every RTT sample, and the acknowledgement a key
+/// update waits for (RFC 9001 §6.1), would then wait for the whole
+/// window (issue 37). Bounded in bytes, the ACK cadence per byte is the
+/// same whatever the datagram size; with 1,452-byte packets (90 of them
+/// fit) nothing changes.
+const MAX_THRESHOLD_BYTES: u64 = 128 * 1024;
 /// The requested delay is the smoothed RTT divided by this.
 const RTT_FRACTION: u32 = 4;
 /// Shortest delay asked for.
@@ -57,10 +65,14 @@ pub(crate) fn desired(
     srtt: Duration,
     max_ack_delay: Duration,
 ) -> (u16, u32) {
-    let packets = cwnd_bytes / u64::from(packet_size.max(1));
-    let threshold = u16::try_from(packets / WINDOW_FRACTION)
+    let packet_size = u64::from(packet_size.max(1));
+    let packets = cwnd_bytes / packet_size;
+    let max = u16::try_from(MAX_THRESHOLD_BYTES / packet_size)
         .unwrap_or(u16::MAX)
         .clamp(MIN_THRESHOLD, MAX_THRESHOLD);
+    let threshold = u16::try_from(packets / WINDOW_FRACTION)
+        .unwrap_or(u16::MAX)
+        .clamp(MIN_THRESHOLD, max);
     let delay = (srtt / RTT_FRACTION).clamp(MIN_DELAY, max_ack_delay.max(MIN_DELAY));
     let delay_us = u32::try_from(delay.as_micros()).unwrap_or(u32::MAX);
     (threshold, delay_us)
@@ -146,6 +158,11 @@ mod tests {
             desired(160 * 1452, 1452, Duration::from_micros(100), 25 * MS).1,
             1_000
         );
+        // Large datagrams: at most 128 KiB per ACK, at least 2 packets.
+        let big = desired(10_000 * 8972, 8972, 400 * MS, 25 * MS);
+        assert_eq!(big.0, 14);
+        let jumbo = desired(10_000 * 65_507, 65_507, 400 * MS, 25 * MS);
+        assert_eq!(jumbo.0, 2);
     }
 
     #[test]

@@ -127,6 +127,10 @@ impl Connection {
                 if !self.on_data(now, pn, dg, ecn, &d.frames) {
                     return;
                 }
+                // Its sojourn in the socket queue is taken at the next
+                // poll (queue_bound.rs).
+                self.queue_bound
+                    .on_datagram(arrived, u64::from(h.total_len));
             }
             other => {
                 self.recv.record(now, pn);
@@ -218,7 +222,10 @@ impl Connection {
             h.flags.contains(Flags::REPLY_REQ),
             ce,
             data_bytes,
-            recv::AckSchedule::of(&self.config),
+            recv::AckSchedule {
+                ack_after_bytes: self.queue_bound.ack_after_bytes(),
+                ..recv::AckSchedule::of(&self.config)
+            },
         );
         true
     }

@@ -27,6 +27,7 @@
 
 mod delivery;
 mod dispatch;
+pub(crate) mod queue_bound;
 pub mod range_set;
 pub mod window;
 
@@ -318,6 +319,11 @@ pub struct AckSchedule {
     pub max_ack_delay: Duration,
     /// The policy; [`AckPolicy::Tcp`] overrides the two fields above.
     pub policy: AckPolicy,
+    /// Acknowledge at once after this many block bytes, whatever the
+    /// policy or the peer's request (the receive-queue bound's cap is in
+    /// force: a sender held to a few datagrams must not wait for the
+    /// delayed-ACK timer); `None`: no byte trigger.
+    pub ack_after_bytes: Option<usize>,
 }
 
 impl AckSchedule {
@@ -327,6 +333,7 @@ impl AckSchedule {
             ack_frequency: config.ack_frequency,
             max_ack_delay: config.max_ack_delay,
             policy: config.ack_policy,
+            ack_after_bytes: None,
         }
     }
 }
@@ -338,7 +345,8 @@ pub struct RecvState {
     largest: Option<u64>,
     largest_at: Time,
     unacked_data: u32,
-    /// Block bytes of the DATA packets not yet acknowledged (TCP policy).
+    /// Block bytes of the DATA packets not yet acknowledged (the TCP
+    /// policy's trigger, and the receive-queue bound's).
     unacked_data_bytes: usize,
     /// The largest block bytes one DATA packet carried: TCP's receiver
     /// MSS estimate (Linux `rcv_mss`), the "full size".
@@ -471,13 +479,16 @@ impl RecvState {
             self.ce_pending = true;
             self.counters.ecn_ce_received += 1;
         }
+        self.unacked_data_bytes = self.unacked_data_bytes.saturating_add(data_bytes);
+        let bytes_due = schedule
+            .ack_after_bytes
+            .is_some_and(|b| self.unacked_data_bytes >= b);
         let (count_due, delay) = match (schedule.policy, self.peer_request) {
             (AckPolicy::Tcp { delayed_ack }, _) => {
                 // Linux `__tcp_ack_snd_check`: more than one full-size
                 // packet's worth unacknowledged, i.e. every second
                 // full-size packet (small ones count by their bytes).
                 self.rcv_mss_bytes = self.rcv_mss_bytes.max(data_bytes);
-                self.unacked_data_bytes = self.unacked_data_bytes.saturating_add(data_bytes);
                 (self.unacked_data_bytes > self.rcv_mss_bytes, delayed_ack)
             }
             (AckPolicy::Sltp, Some(r)) => (
@@ -489,7 +500,7 @@ impl RecvState {
                 schedule.max_ack_delay,
             ),
         };
-        if reply_req || !in_order || ce || count_due {
+        if reply_req || !in_order || ce || count_due || bytes_due {
             self.ack_now = true;
         } else if self.ack_deadline.is_none() {
             self.ack_deadline = Some(now + delay);
@@ -986,7 +997,44 @@ mod tests {
             ack_frequency: packets,
             max_ack_delay: Duration::from_millis(delay_ms),
             policy: AckPolicy::Sltp,
+            ack_after_bytes: None,
         }
+    }
+
+    #[test]
+    fn the_byte_trigger_acknowledges_whatever_the_peer_asked_for() {
+        let mut rx = RecvState::new();
+        // The peer asked for an ACK every 64 packets.
+        rx.on_ack_frequency(AckFrequency {
+            sequence: 1,
+            threshold: 64,
+            max_ack_delay_us: 25_000,
+        });
+        let s = AckSchedule {
+            ack_after_bytes: Some(4_000),
+            ..sched(2, 25)
+        };
+        let t = Time::ZERO;
+        for pn in 0..2 {
+            rx.record(t, pn);
+            rx.on_data_packet(t, true, false, false, 1_400, s);
+        }
+        assert!(!rx.ack_due(t), "2,800 bytes: not yet");
+        rx.record(t, 2);
+        rx.on_data_packet(t, true, false, false, 1_400, s);
+        assert!(rx.ack_due(t), "4,200 bytes: at once");
+        // Without the trigger the peer's 64 packets rule.
+        let mut rx = RecvState::new();
+        rx.on_ack_frequency(AckFrequency {
+            sequence: 1,
+            threshold: 64,
+            max_ack_delay_us: 25_000,
+        });
+        for pn in 0..3 {
+            rx.record(t, pn);
+            rx.on_data_packet(t, true, false, false, 1_400, sched(2, 25));
+        }
+        assert!(!rx.ack_due(t));
     }
 
     fn tcp_sched() -> AckSchedule {

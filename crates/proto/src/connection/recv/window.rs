@@ -137,9 +137,11 @@ impl Connection {
     }
 
     /// The window this side advertises: the free receive buffer, capped by
-    /// the application's window.
+    /// the application's window and by the receive-queue bound
+    /// (queue_bound.rs).
     pub(crate) fn advertised_window(&self) -> u64 {
         let free = u64::try_from(self.free_receive_bytes()).unwrap_or(u64::MAX);
+        let free = self.queue_bound.cap().map_or(free, |cap| free.min(cap));
         self.window.app_limit.map_or(free, |cap| free.min(cap))
     }
 

@@ -85,6 +85,10 @@ impl Connection {
     pub(crate) fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<usize> {
         let now = self.tick(now);
         self.begin_transmit();
+        // The datagrams handled since the last poll were processed by now:
+        // their socket-queue sojourn (queue_bound.rs).
+        let buffer = u64::try_from(self.config.max_receive_buffer_bytes).unwrap_or(u64::MAX);
+        self.queue_bound.on_poll(now, buffer);
         if self.amplification_gate() == Some(false) {
             return None;
         }
