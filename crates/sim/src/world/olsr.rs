@@ -32,8 +32,12 @@
 //! prescribes (§18.1: uniform in `[0, MAXJITTER)`, `MAXJITTER =
 //! interval / 4`).
 //!
-//! Cost: receiving a HELLO is O(its addresses · log n); MPR selection and
-//! route computation are O(n²) for n known nodes; run on change only.
+//! Cost: receiving a HELLO is O(its addresses · log n), a duplicate TC
+//! copy O(log n) from its header alone; MPR selection is O(pairs · MPRs)
+//! over the node's own (neighbour, 2-hop) pairs, once per HELLO sent and
+//! only after a neighbourhood change; routes are recomputed breadth first
+//! (O(routes + topology · log n)) at the first lookup after a change to a
+//! tuple they depend on (issue 40).
 
 use peregrine_cc::Time;
 use std::cell::{Cell, RefCell};
