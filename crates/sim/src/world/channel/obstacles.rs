@@ -54,6 +54,16 @@ impl Rect {
             && o.min_y <= self.max_y
     }
 
+    /// The ground bounding rectangle of the segment `a → b`.
+    pub fn spanning(a: Vec3, b: Vec3) -> Rect {
+        Rect {
+            min_x: a.x.min(b.x),
+            min_y: a.y.min(b.y),
+            max_x: a.x.max(b.x),
+            max_y: a.y.max(b.y),
+        }
+    }
+
     /// The square of half-side `r` around `(x, y)`.
     pub fn around(x: f64, y: f64, r: f64) -> Rect {
         Rect {
@@ -234,14 +244,26 @@ pub struct BlockerIndex {
     loose: Vec<u32>,
 }
 
+/// `floor(v)` clamped to `[-1, n]` (NaN: −1), without a libm call: the
+/// truncation of a non-negative `v` is its floor.
+fn cell_of(v: f64, n: i32) -> i32 {
+    if v >= 0.0 {
+        (v as i64).min(i64::from(n)) as i32
+    } else {
+        -1
+    }
+}
+
 /// Slack of the segment's x-range in a row, metres: rounding in the
 /// row-boundary crossings never drops a cell the segment touches.
 const INDEX_EPS_M: f64 = 1e-6;
 
 impl BlockerIndex {
-    /// Indexes `blockers`. Cells are twice the mean footprint side (at
-    /// least 1/1024 of the extent, so the grid stays below ~10⁶ cells).
-    /// O(blockers + cells).
+    /// Indexes `blockers`. Cells are twice the mean footprint side, or
+    /// `√(2 · area / blockers)` if wider — about where the cells a segment
+    /// visits (∝ 1/side) and the blockers it finds in them (∝ side) cost
+    /// the same — and at least 1/1024 of the extent, so the grid stays
+    /// below ~10⁶ cells. O(blockers + cells).
     pub fn new(blockers: Vec<Blocker>) -> BlockerIndex {
         let finite = |b: &Blocker| {
             let r = b.rect;
@@ -268,7 +290,9 @@ impl BlockerIndex {
             side += (b.rect.max_x - b.rect.min_x).max(b.rect.max_y - b.rect.min_y);
         }
         let extent = (hi_x - lo_x).max(hi_y - lo_y);
-        let cell_m = (2.0 * side / (blockers.len() - loose.len()) as f64)
+        let indexed = (blockers.len() - loose.len()) as f64;
+        let cell_m = (2.0 * side / indexed)
+            .max((2.0 * (hi_x - lo_x) * (hi_y - lo_y) / indexed).sqrt())
             .max(extent / 1024.0)
             .max(1e-3);
         let nx = ((hi_x - lo_x) / cell_m).floor() as i32 + 1;
@@ -333,14 +357,12 @@ impl BlockerIndex {
 
     /// Column of `x`, clamped to the grid.
     fn col(&self, x: f64) -> i32 {
-        (((x - self.origin_x) / self.cell_m).floor().max(-1.0) as i64).clamp(-1, i64::from(self.nx))
-            as i32
+        cell_of((x - self.origin_x) / self.cell_m, self.nx)
     }
 
     /// Row of `y`, clamped to the grid.
     fn row(&self, y: f64) -> i32 {
-        (((y - self.origin_y) / self.cell_m).floor().max(-1.0) as i64).clamp(-1, i64::from(self.ny))
-            as i32
+        cell_of((y - self.origin_y) / self.cell_m, self.ny)
     }
 
     /// Calls `f` once with the index of every blocker registered in a
@@ -396,12 +418,7 @@ impl BlockerIndex {
     /// Adds to `c` what `a → b` crosses among these blockers, skipping
     /// those whose index is in `skip`. O(cells visited + blockers there).
     fn add_crossings(&self, c: &mut Crossings, a: Vec3, b: Vec3, skip: &[usize]) {
-        let seg = Rect {
-            min_x: a.x.min(b.x),
-            min_y: a.y.min(b.y),
-            max_x: a.x.max(b.x),
-            max_y: a.y.max(b.y),
-        };
+        let seg = Rect::spanning(a, b);
         self.candidates(a, b, |i| {
             let o = &self.blockers[i];
             if !skip.contains(&i) && o.blocks_within(&seg, a, b) {
@@ -640,12 +657,7 @@ impl ObstacleField {
     pub fn crossings(&self, a: Vec3, b: Vec3, extra: &[Blocker], skip: &[usize]) -> Crossings {
         let mut c = Crossings::default();
         self.index.add_crossings(&mut c, a, b, &[]);
-        let seg = Rect {
-            min_x: a.x.min(b.x),
-            min_y: a.y.min(b.y),
-            max_x: a.x.max(b.x),
-            max_y: a.y.max(b.y),
-        };
+        let seg = Rect::spanning(a, b);
         for (i, o) in extra.iter().enumerate() {
             if !skip.contains(&i) && o.blocks_within(&seg, a, b) {
                 c.add(o.obstacle.kind);

@@ -166,12 +166,7 @@ fn fields_read_from_files_are_validated() {
 /// The full scan the grid index replaces (issue 40): every blocker tested.
 fn scan(blockers: &[Blocker], a: Vec3, b: Vec3, skip: &[usize]) -> Crossings {
     let mut c = Crossings::default();
-    let seg = Rect {
-        min_x: a.x.min(b.x),
-        min_y: a.y.min(b.y),
-        max_x: a.x.max(b.x),
-        max_y: a.y.max(b.y),
-    };
+    let seg = Rect::spanning(a, b);
     for (i, o) in blockers.iter().enumerate() {
         if !skip.contains(&i) && o.blocks_within(&seg, a, b) {
             c.add(o.obstacle().kind);
