@@ -1552,7 +1552,7 @@ mod tests {
             proptest::prop_assert_eq!(o.mprs(), &want);
             // Every strict 2-hop node is covered.
             let n1: BTreeSet<u32> = o.sym_neighbours(now).collect();
-            for (&(via, two), _) in &o.two_hop {
+            for &(via, two) in o.two_hop.keys() {
                 if n1.contains(&via) && !n1.contains(&two) && two != 0 {
                     proptest::prop_assert!(o.mprs().iter().any(|m| o.two_hop.contains_key(&(*m, two))));
                 }
