@@ -32,8 +32,12 @@
 //! prescribes (§18.1: uniform in `[0, MAXJITTER)`, `MAXJITTER =
 //! interval / 4`).
 //!
-//! Cost: receiving a HELLO is O(its addresses · log n); MPR selection and
-//! route computation are O(n²) for n known nodes; run on change only.
+//! Cost: receiving a HELLO is O(its addresses · log n), a duplicate TC
+//! copy O(log n) from its header alone; MPR selection is O(pairs · MPRs)
+//! over the node's own (neighbour, 2-hop) pairs, once per HELLO sent and
+//! only after a neighbourhood change; routes are recomputed breadth first
+//! (O(routes + topology · log n)) at the first lookup after a change to a
+//! tuple they depend on (issue 40).
 
 use peregrine_cc::Time;
 use std::cell::{Cell, RefCell};
@@ -206,6 +210,22 @@ impl Message {
         }
     }
 
+    /// The header of the message at the start of `b` if it is a TC that
+    /// [`decode`](Self::decode) would accept: (origin, seq, TTL, size).
+    /// O(1).
+    pub fn peek_tc(b: &[u8]) -> Option<(u32, u16, u8, usize)> {
+        if b.len() < 12 || b[0] != TC_TYPE {
+            return None;
+        }
+        let size = usize::from(u16::from_be_bytes([b[2], b[3]]));
+        if size < 16 || size > b.len() || !(size - 16).is_multiple_of(4) {
+            return None;
+        }
+        let origin = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+        let seq = u16::from_be_bytes([b[10], b[11]]);
+        Some((origin, seq, b[8], size))
+    }
+
     /// Decode one message from `b`; `None` if malformed. Returns the
     /// message and the bytes it used. O(addresses).
     pub fn decode(b: &[u8]) -> Option<(Message, usize)> {
@@ -294,10 +314,13 @@ pub struct Olsr {
     mprs: BTreeSet<u32>,
     /// MPR selector → valid until.
     selectors: BTreeMap<u32, Time>,
-    /// (originator, advertised) → (ansn, valid until).
-    topology: BTreeMap<(u32, u32), (u16, Time)>,
-    /// (originator, seq) → (valid until, retransmitted).
-    dup: BTreeMap<(u32, u16), (Time, bool)>,
+    /// Originator → its latest ANSN's advertised set (one validity for
+    /// the set: see [`Topo`]).
+    topology: BTreeMap<u32, Topo>,
+    /// Originator → its duplicate tuples (see [`Dup`]).
+    dup: BTreeMap<u32, Vec<Dup>>,
+    /// The next instant the duplicate set is swept of expired tuples.
+    dup_sweep_at: Time,
     /// dst → (next hop, hops), as of the last recomputation: routes are
     /// recomputed lazily, at the first lookup after the state that shapes
     /// them changed (issue 40), not after every message.
@@ -312,18 +335,63 @@ pub struct Olsr {
     /// expired — ns-3's per-tuple expiry timers, not a scan of every
     /// tuple (issue 40).
     expiries: BTreeSet<(Time, Tuple)>,
-    /// The duplicate set by expiry instant, one entry per tuple (a copy
-    /// received again moves its tuple's entry).
-    dup_exp: BTreeSet<(Time, (u32, u16))>,
     /// The symmetric neighbourhood or the 2-hop set changed since the MPRs
     /// were last selected.
     mpr_dirty: bool,
+    /// Reused vectors of [`select_mprs`](Olsr::select_mprs).
+    mpr_scratch: MprScratch,
     seq: u16,
     ansn: u16,
     advertised: BTreeSet<u32>,
     /// Routing-table entries that changed (added, removed, or a new next
     /// hop or hop count) over all recomputations.
     route_changes: Cell<u64>,
+}
+
+/// One originator's topology tuples (RFC 3626 §9.5: (T_dest, T_last,
+/// T_seq, T_time) for every advertised T_dest), held as one set: a TC of
+/// a newer ANSN replaces the set, one of the same ANSN refreshes it (and
+/// adds what it advertises beyond it), so every tuple of an originator
+/// shares its ANSN and validity. Our nodes change the ANSN whenever their
+/// advertised set changes, so this is the RFC's per-tuple set; it takes a
+/// map entry per originator instead of one per tuple and one expiry entry
+/// (issue 40: at 1,000 UAVs each node holds the whole swarm's topology).
+#[derive(Clone, Debug)]
+struct Topo {
+    ansn: u16,
+    until: Time,
+    /// Advertised neighbours, ascending, no repeats.
+    advertised: Vec<u32>,
+}
+
+/// A duplicate tuple (RFC 3626 §3.4: D_seq_num, D_retransmitted,
+/// D_time; D_addr is the map key). An originator has a handful at a time
+/// (one per TC within DUP_HOLD_TIME), kept in a short vector; a tuple is
+/// valid until `until` and is ignored after, and removed at the next
+/// sweep or at the next TC from its originator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Dup {
+    seq: u16,
+    retransmitted: bool,
+    until: Time,
+}
+
+/// Scratch vectors of the MPR selection, kept between runs so that a
+/// selection allocates nothing once warm.
+#[derive(Clone, Debug, Default)]
+struct MprScratch {
+    /// Symmetric neighbours, ascending.
+    n1: Vec<u32>,
+    /// (neighbour, 2-hop node), then (neighbour, index into `n2`).
+    pairs: Vec<(u32, u32)>,
+    /// Strict 2-hop nodes, ascending.
+    n2: Vec<u32>,
+    /// Per 2-hop node, the neighbours that reach it.
+    deg: Vec<u32>,
+    /// Per 2-hop node, whether an MPR covers it yet.
+    covered: Vec<bool>,
+    /// Per neighbour: (address, first pair, end of its pairs, selected).
+    groups: Vec<(u32, u32, u32, bool)>,
 }
 
 /// A tuple of the state that shapes the routes, as the expiry index
@@ -338,8 +406,8 @@ enum Tuple {
     TwoHop(u32, u32),
     /// An MPR selector.
     Selector(u32),
-    /// (originator, advertised) of the topology set.
-    Topology(u32, u32),
+    /// An originator's topology tuples.
+    Topology(u32),
 }
 
 /// Tuple `k` expires at `t`.
@@ -364,11 +432,12 @@ impl Olsr {
             selectors: BTreeMap::new(),
             topology: BTreeMap::new(),
             dup: BTreeMap::new(),
+            dup_sweep_at: Time::ZERO,
             routes: RefCell::new(BTreeMap::new()),
             dirty_at: Cell::new(None),
             expiries: BTreeSet::new(),
-            dup_exp: BTreeSet::new(),
             mpr_dirty: false,
+            mpr_scratch: MprScratch::default(),
             seq: 0,
             ansn: 0,
             advertised: BTreeSet::new(),
@@ -429,9 +498,9 @@ impl Olsr {
     }
 
     /// Drop the tuples expired by `now` (valid "until t" means valid at
-    /// t), then select the MPRs again if the neighbourhood changed (the
-    /// routes at the next lookup). O(expired · log state), plus the MPR
-    /// selection when it runs.
+    /// t); the MPRs are selected again at the next HELLO if the
+    /// neighbourhood changed, the routes at the next lookup.
+    /// O(expired · log state).
     pub fn expire(&mut self, now: Time) {
         let mut routes_changed = false;
         while let Some(&(t, k)) = self.expiries.first() {
@@ -460,41 +529,62 @@ impl Olsr {
                         self.selectors.remove(&a);
                     }
                 }
-                Tuple::Topology(o, d) => {
-                    if self.topology.get(&(o, d)).is_some_and(|x| x.1 == t) {
-                        self.topology.remove(&(o, d));
+                Tuple::Topology(o) => {
+                    if self.topology.get(&o).is_some_and(|x| x.until == t) {
+                        self.topology.remove(&o);
                     }
                 }
             }
         }
-        while let Some(&(t, key)) = self.dup_exp.first() {
-            if t >= now {
-                break;
-            }
-            self.dup_exp.pop_first();
-            self.dup.remove(&key);
-        }
-        if self.mpr_dirty {
-            self.mpr_dirty = false;
-            self.select_mprs(now);
+        // Expired duplicates are ignored where they are looked up; sweeping
+        // them once per DUP_HOLD_TIME bounds the set without an index.
+        if now >= self.dup_sweep_at {
+            self.dup_sweep_at = now + self.cfg.dup_hold();
+            self.dup.retain(|_, v| {
+                v.retain(|d| d.until >= now);
+                !v.is_empty()
+            });
         }
         if routes_changed {
             self.touch(now);
         }
     }
 
-    /// Records duplicate tuple `key` valid until `until` (now + DUP_HOLD_TIME).
-    /// O(log duplicates).
-    fn dup_insert(&mut self, key: (u32, u16), until: Time, retransmitted: bool) {
-        if let Some((old, _)) = self.dup.insert(key, (until, retransmitted)) {
-            self.dup_exp.remove(&(old, key));
-        }
-        self.dup_exp.insert((until, key));
+    /// The duplicate tuple of (`origin`, `seq`) valid at `now`, if any.
+    /// O(log originators + the originator's tuples).
+    fn dup_get(&self, now: Time, origin: u32, seq: u16) -> Option<Dup> {
+        self.dup
+            .get(&origin)?
+            .iter()
+            .find(|d| d.seq == seq && d.until >= now)
+            .copied()
     }
 
-    /// The HELLO to send at `now`. O(neighbours).
+    /// Records duplicate tuple (`origin`, `seq`) valid until `until` (now +
+    /// DUP_HOLD_TIME), dropping the originator's expired ones.
+    /// O(log originators + the originator's tuples).
+    fn dup_insert(&mut self, now: Time, origin: u32, seq: u16, until: Time, retransmitted: bool) {
+        let v = self.dup.entry(origin).or_default();
+        v.retain(|d| d.seq != seq && d.until >= now);
+        v.push(Dup {
+            seq,
+            retransmitted,
+            until,
+        });
+    }
+
+    /// The HELLO to send at `now`, with the MPRs selected again first if
+    /// the 1- or 2-hop neighbourhood changed since the last HELLO: the
+    /// HELLO is the only place the MPR set is used, so selecting it here,
+    /// once, over the state of `now` gives the HELLO an eager selection
+    /// after every change would (issue 40). O(neighbours), plus the
+    /// selection when it runs.
     pub fn hello(&mut self, now: Time) -> Message {
         self.expire(now);
+        if self.mpr_dirty {
+            self.mpr_dirty = false;
+            self.select_mprs(now);
+        }
         let (mut sym, mut mpr, mut asym) = (Vec::new(), Vec::new(), Vec::new());
         for (&a, l) in &self.links {
             if l.sym_until >= now {
@@ -533,7 +623,7 @@ impl Olsr {
             return None;
         }
         let seq = self.next_seq();
-        self.dup_insert((self.me, seq), now + self.cfg.dup_hold(), true);
+        self.dup_insert(now, self.me, seq, now + self.cfg.dup_hold(), true);
         Some(Message::Tc {
             origin: self.me,
             seq,
@@ -547,8 +637,10 @@ impl Olsr {
 
     /// Process a HELLO received at `now` from neighbour `from`. The MPRs
     /// are selected again before the next HELLO this node sends (the only
-    /// place they are used), the routes at the next lookup.
-    /// O(addresses · log n).
+    /// place they are used), the routes at the next lookup — and only if
+    /// the HELLO changed something they depend on (a link became
+    /// symmetric, a 2-hop tuple appeared or went), not when it merely
+    /// refreshed validity times (issue 40). O(addresses · log n).
     pub fn on_hello(&mut self, now: Time, from: u32, links: &[(u8, Vec<u32>)], vtime: u8) {
         let hold = decode_vtime(vtime);
         let old = self.links.get(&from).map(|l| (l.sym_until, l.until));
@@ -571,6 +663,8 @@ impl Olsr {
         let new = (l.sym_until, l.until);
         // A new link, or one that became symmetric: the MPRs may change.
         self.mpr_dirty |= old.is_none() || (sym && !was_sym);
+        // Routes follow the symmetric links and the 2-hop set valid now.
+        let mut routes_changed = sym && !was_sym;
         let exp = &mut self.expiries;
         if let Some((s, u)) = old {
             exp_del(exp, s, Tuple::LinkSym(from));
@@ -590,8 +684,15 @@ impl Olsr {
                     let key = (from, a);
                     if *code == SYM || *code == MPR {
                         match self.two_hop.insert(key, now + hold) {
-                            Some(t) => exp_del(exp, t, Tuple::TwoHop(from, a)),
-                            None => self.mpr_dirty = true,
+                            Some(t) => {
+                                exp_del(exp, t, Tuple::TwoHop(from, a));
+                                // Expired, not yet removed: new again.
+                                routes_changed |= t < now;
+                            }
+                            None => {
+                                self.mpr_dirty = true;
+                                routes_changed = true;
+                            }
                         }
                         exp_add(exp, now + hold, Tuple::TwoHop(from, a));
                     } else if let Some(t) = self.two_hop.remove(&key) {
@@ -599,6 +700,7 @@ impl Olsr {
                         // no longer reaches it.
                         exp_del(exp, t, Tuple::TwoHop(from, a));
                         self.mpr_dirty = true;
+                        routes_changed = true;
                     }
                 }
             }
@@ -615,7 +717,9 @@ impl Olsr {
                 }
             }
         }
-        self.touch(now);
+        if routes_changed {
+            self.touch(now);
+        }
     }
 
     /// Process a TC received at `now` from neighbour `from`. O(advertised
@@ -641,15 +745,17 @@ impl Olsr {
         if !from_sym || *origin == self.me {
             return TcAction::Done;
         }
-        let seen = self.dup.get(&(*origin, *seq)).copied();
+        let seen = self.dup_get(now, *origin, *seq);
         if seen.is_none() {
             self.process_tc(now, *origin, *vtime, *ansn, advertised);
         }
-        let retransmitted = seen.is_some_and(|(_, r)| r);
+        let retransmitted = seen.is_some_and(|d| d.retransmitted);
         let selected_me = self.selectors.get(&from).is_some_and(|t| *t >= now);
         let forward = !retransmitted && selected_me && *ttl > 1;
         self.dup_insert(
-            (*origin, *seq),
+            now,
+            *origin,
+            *seq,
             now + self.cfg.dup_hold(),
             retransmitted || forward,
         );
@@ -664,88 +770,181 @@ impl Olsr {
         TcAction::Done
     }
 
-    /// §9.5: a TC's content into the topology set.
+    /// Whether a TC from `from` with this header needs no more than its
+    /// header: it is to be ignored (not from a symmetric neighbour, or our
+    /// own), or it is a duplicate this node will not forward — then its
+    /// duplicate tuple is refreshed here, as [`on_tc`](Self::on_tc) would,
+    /// and the body need not be decoded. Most TC copies a node hears are
+    /// such duplicates (every MPR around it relays each TC), so this
+    /// keeps their cost to two lookups (issue 40). O(log n).
+    pub fn tc_is_redundant(
+        &mut self,
+        now: Time,
+        from: u32,
+        origin: u32,
+        seq: u16,
+        ttl: u8,
+    ) -> bool {
+        let from_sym = self.links.get(&from).is_some_and(|l| l.sym_until >= now);
+        if !from_sym || origin == self.me {
+            return true;
+        }
+        let Some(seen) = self.dup_get(now, origin, seq) else {
+            return false;
+        };
+        let selected_me = self.selectors.get(&from).is_some_and(|t| *t >= now);
+        if !seen.retransmitted && selected_me && ttl > 1 {
+            return false;
+        }
+        let until = now + self.cfg.dup_hold();
+        self.dup_insert(now, origin, seq, until, seen.retransmitted);
+        true
+    }
+
+    /// §9.5: a TC's content into the topology set. O(advertised ·
+    /// log advertised + log originators).
     fn process_tc(&mut self, now: Time, origin: u32, vtime: u8, ansn: u16, advertised: &[u32]) {
-        // An older ANSN is ignored; a newer one replaces the entries.
-        let newest = self
-            .topology
-            .range((origin, 0)..=(origin, u32::MAX))
-            .map(|(_, (a, _))| *a)
-            .max_by(|a, b| ansn_cmp(*a, *b));
-        if newest.is_some_and(|n| ansn_cmp(n, ansn) == std::cmp::Ordering::Greater) {
-            return;
-        }
-        let exp = &mut self.expiries;
-        let of_origin = (origin, 0)..=(origin, u32::MAX);
-        let stale: Vec<(u32, u32)> = self
-            .topology
-            .range(of_origin)
-            .filter(|(_, (a, _))| *a != ansn)
-            .map(|(k, _)| *k)
-            .collect();
-        for k in stale {
-            if let Some((_, t)) = self.topology.remove(&k) {
-                exp_del(exp, t, Tuple::Topology(k.0, k.1));
-            }
-        }
         let until = now + decode_vtime(vtime);
-        for &d in advertised {
-            if let Some((_, t)) = self.topology.insert((origin, d), (ansn, until)) {
-                exp_del(exp, t, Tuple::Topology(origin, d));
+        let exp = &mut self.expiries;
+        let mut adv = advertised.to_vec();
+        adv.sort_unstable();
+        adv.dedup();
+        match self.topology.get_mut(&origin) {
+            // An older ANSN is ignored.
+            Some(e) if ansn_cmp(e.ansn, ansn) == std::cmp::Ordering::Greater => return,
+            // The same ANSN, still valid: the same set, refreshed (what it
+            // advertises beyond it is added). The routes change only if
+            // something was added.
+            Some(e) if e.ansn == ansn && e.until >= now => {
+                exp_del(exp, e.until, Tuple::Topology(origin));
+                e.until = until;
+                exp_add(exp, until, Tuple::Topology(origin));
+                if adv.iter().all(|d| e.advertised.binary_search(d).is_ok()) {
+                    return;
+                }
+                e.advertised.extend_from_slice(&adv);
+                e.advertised.sort_unstable();
+                e.advertised.dedup();
             }
-            exp_add(exp, until, Tuple::Topology(origin, d));
+            // A newer ANSN (or an expired set): replaced.
+            Some(e) => {
+                exp_del(exp, e.until, Tuple::Topology(origin));
+                let same = e.until >= now && e.advertised == adv;
+                *e = Topo {
+                    ansn,
+                    until,
+                    advertised: adv,
+                };
+                exp_add(exp, until, Tuple::Topology(origin));
+                if same {
+                    return;
+                }
+            }
+            None => {
+                self.topology.insert(
+                    origin,
+                    Topo {
+                        ansn,
+                        until,
+                        advertised: adv,
+                    },
+                );
+                exp_add(exp, until, Tuple::Topology(origin));
+            }
         }
         self.touch(now);
     }
 
     /// §8.3.1's greedy MPR heuristic over the current symmetric
-    /// neighbours and 2-hop set. O(n²).
+    /// neighbours and 2-hop set: first every neighbour that is the only
+    /// way to some 2-hop node, then, while some 2-hop node is uncovered,
+    /// the neighbour covering most of them (ties: the lower address).
+    /// Runs over this node's own 1- and 2-hop tuples only, in reused
+    /// scratch vectors (no map per run): O(p log p + p · m) for p
+    /// (neighbour, 2-hop) pairs and m MPRs.
     fn select_mprs(&mut self, now: Time) {
-        let n1: BTreeSet<u32> = self.sym_neighbours(now).collect();
-        let mut cover: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+        let mut s = std::mem::take(&mut self.mpr_scratch);
+        s.n1.clear();
+        s.n1.extend(self.sym_neighbours(now));
+        // (via, 2-hop) pairs, grouped by via (the map's order).
+        s.pairs.clear();
         for (&(via, two), t) in &self.two_hop {
-            if *t >= now && n1.contains(&via) && !n1.contains(&two) && two != self.me {
-                cover.entry(via).or_default().insert(two);
+            if *t >= now
+                && two != self.me
+                && s.n1.binary_search(&via).is_ok()
+                && s.n1.binary_search(&two).is_err()
+            {
+                s.pairs.push((via, two));
             }
         }
-        let mut uncovered: BTreeSet<u32> = cover.values().flatten().copied().collect();
+        // Dense indices of the 2-hop nodes; how many neighbours reach each.
+        s.n2.clear();
+        s.n2.extend(s.pairs.iter().map(|p| p.1));
+        s.n2.sort_unstable();
+        s.n2.dedup();
+        s.deg.clear();
+        s.deg.resize(s.n2.len(), 0);
+        s.covered.clear();
+        s.covered.resize(s.n2.len(), false);
+        for p in s.pairs.iter_mut() {
+            let i = s.n2.binary_search(&p.1).unwrap_or_default();
+            p.1 = i as u32;
+            s.deg[i] += 1;
+        }
+        // Groups: [start, end) of each via's pairs.
+        s.groups.clear();
+        let mut i = 0;
+        while i < s.pairs.len() {
+            let via = s.pairs[i].0;
+            let mut j = i;
+            while j < s.pairs.len() && s.pairs[j].0 == via {
+                j += 1;
+            }
+            s.groups.push((via, i as u32, j as u32, false));
+            i = j;
+        }
         let mut mprs = BTreeSet::new();
         // Neighbours that are the only way to some 2-hop node.
-        for &two in &uncovered {
-            let vias: Vec<u32> = cover
-                .iter()
-                .filter(|(_, s)| s.contains(&two))
-                .map(|(&v, _)| v)
-                .collect();
-            if vias.len() == 1 {
-                mprs.insert(vias[0]);
-            }
-        }
-        for m in &mprs {
-            if let Some(s) = cover.get(m) {
-                for x in s {
-                    uncovered.remove(x);
+        for g in s.groups.iter_mut() {
+            let pairs = &s.pairs[g.1 as usize..g.2 as usize];
+            if pairs.iter().any(|&(_, two)| s.deg[two as usize] == 1) {
+                g.3 = true;
+                mprs.insert(g.0);
+                for &(_, two) in pairs {
+                    s.covered[two as usize] = true;
                 }
             }
         }
-        while !uncovered.is_empty() {
-            let best = cover
-                .iter()
-                .filter(|(v, _)| !mprs.contains(*v))
-                .map(|(&v, s)| (s.intersection(&uncovered).count(), std::cmp::Reverse(v)))
-                .max();
-            let Some((k, std::cmp::Reverse(v))) = best else {
+        loop {
+            let mut best: Option<(usize, std::cmp::Reverse<u32>, usize)> = None;
+            for (gi, g) in s.groups.iter().enumerate() {
+                if g.3 {
+                    continue;
+                }
+                let k = s.pairs[g.1 as usize..g.2 as usize]
+                    .iter()
+                    .filter(|&&(_, two)| !s.covered[two as usize])
+                    .count();
+                let cand = (k, std::cmp::Reverse(g.0), gi);
+                if best.is_none_or(|b| (cand.0, cand.1) > (b.0, b.1)) {
+                    best = Some(cand);
+                }
+            }
+            let Some((k, _, gi)) = best else {
                 break;
             };
             if k == 0 {
                 break;
             }
-            mprs.insert(v);
-            for x in &cover[&v] {
-                uncovered.remove(x);
+            let g = &mut s.groups[gi];
+            g.3 = true;
+            mprs.insert(g.0);
+            for &(_, two) in &s.pairs[g.1 as usize..g.2 as usize] {
+                s.covered[two as usize] = true;
             }
         }
         self.mprs = mprs;
+        self.mpr_scratch = s;
     }
 
     /// §10: hop-count routes from the symmetric neighbours, the 2-hop set
@@ -788,8 +987,11 @@ impl Olsr {
                 if hops != h {
                     continue;
                 }
-                for (&(_, dest), (_, t)) in self.topology.range((last, 0)..=(last, u32::MAX)) {
-                    if *t < now || dest == self.me {
+                let Some(topo) = self.topology.get(&last).filter(|e| e.until >= now) else {
+                    continue;
+                };
+                for &dest in &topo.advertised {
+                    if dest == self.me {
                         continue;
                     }
                     match routes.get_mut(&dest) {
@@ -862,7 +1064,8 @@ impl Olsr {
         self.routes.borrow().get(&dst).map(|r| r.1)
     }
 
-    /// The current MPR set.
+    /// The MPR set advertised in the last HELLO (selected when that HELLO
+    /// was built, see [`hello`](Self::hello)).
     pub fn mprs(&self) -> &BTreeSet<u32> {
         &self.mprs
     }
@@ -1070,13 +1273,15 @@ mod tests {
         // The link (6 s) expires before the topology tuple (15 s).
         o.expire(t0 + Duration::from_secs(7));
         assert_eq!(o.next_hop(1), None);
-        assert!(o.topology.contains_key(&(2, 3)));
+        assert!(o.topology.contains_key(&2));
         o.expire(t0 + Duration::from_secs(16));
         assert!(o.topology.is_empty() && o.two_hop.is_empty() && o.links.is_empty());
         assert!(o.expiries.is_empty());
-        // The duplicate set empties after DUP_HOLD_TIME.
-        o.expire(t0 + Duration::from_secs(31));
-        assert!(o.dup.is_empty() && o.dup_exp.is_empty());
+        // The duplicate set empties within two DUP_HOLD_TIMEs (its
+        // tuples are ignored from DUP_HOLD_TIME on, swept at the next
+        // sweep).
+        o.expire(t0 + Duration::from_secs(61));
+        assert!(o.dup.is_empty());
     }
 
     #[test]
@@ -1139,6 +1344,220 @@ mod tests {
             }
         }
         d
+    }
+
+    /// The §8.3.1 heuristic as it was written before issue 40's rewrite
+    /// (maps of sets, rebuilt per run): the reference the scratch-vector
+    /// selection must agree with.
+    fn reference_mprs(o: &Olsr, now: Time) -> BTreeSet<u32> {
+        let n1: BTreeSet<u32> = o.sym_neighbours(now).collect();
+        let mut cover: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+        for (&(via, two), t) in &o.two_hop {
+            if *t >= now && n1.contains(&via) && !n1.contains(&two) && two != o.me {
+                cover.entry(via).or_default().insert(two);
+            }
+        }
+        let mut uncovered: BTreeSet<u32> = cover.values().flatten().copied().collect();
+        let mut mprs = BTreeSet::new();
+        for &two in &uncovered {
+            let vias: Vec<u32> = cover
+                .iter()
+                .filter(|(_, s)| s.contains(&two))
+                .map(|(&v, _)| v)
+                .collect();
+            if vias.len() == 1 {
+                mprs.insert(vias[0]);
+            }
+        }
+        for m in &mprs {
+            for x in cover.get(m).into_iter().flatten() {
+                uncovered.remove(x);
+            }
+        }
+        while !uncovered.is_empty() {
+            let best = cover
+                .iter()
+                .filter(|(v, _)| !mprs.contains(*v))
+                .map(|(&v, s)| (s.intersection(&uncovered).count(), std::cmp::Reverse(v)))
+                .max();
+            let Some((k, std::cmp::Reverse(v))) = best else {
+                break;
+            };
+            if k == 0 {
+                break;
+            }
+            mprs.insert(v);
+            for x in &cover[&v] {
+                uncovered.remove(x);
+            }
+        }
+        mprs
+    }
+
+    /// §10 from scratch over the tuples valid at `now`: breadth first over
+    /// every edge (symmetric links, 2-hop tuples through a symmetric
+    /// neighbour, topology tuples), each node's next hop the smallest
+    /// first hop among its shortest paths.
+    fn reference_routes(o: &Olsr, now: Time) -> BTreeMap<u32, (u32, u32)> {
+        let sym: Vec<u32> = o.sym_neighbours(now).collect();
+        let mut adj: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+        for (&(via, two), &t) in &o.two_hop {
+            if t >= now && sym.contains(&via) {
+                adj.entry(via).or_default().insert(two);
+            }
+        }
+        for (&last, e) in &o.topology {
+            if e.until >= now {
+                adj.entry(last)
+                    .or_default()
+                    .extend(e.advertised.iter().copied());
+            }
+        }
+        let mut routes: BTreeMap<u32, (u32, u32)> = sym.iter().map(|&n| (n, (n, 1))).collect();
+        let mut level = sym;
+        let mut h = 1;
+        while !level.is_empty() {
+            let mut next: BTreeMap<u32, u32> = BTreeMap::new();
+            for x in &level {
+                let nh = routes[x].0;
+                for &y in adj.get(x).into_iter().flatten() {
+                    if y != o.me && !routes.contains_key(&y) {
+                        let e = next.entry(y).or_insert(nh);
+                        *e = (*e).min(nh);
+                    }
+                }
+            }
+            for (&y, &nh) in &next {
+                routes.insert(y, (nh, h + 1));
+            }
+            level = next.into_keys().collect();
+            h += 1;
+        }
+        routes
+    }
+
+    /// One step of a random message sequence at node 0.
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// A HELLO from `from` (1..8): `me` 0 = does not list node 0, 1 =
+        /// lists it symmetric, 2 = as MPR; `sym` its symmetric neighbours,
+        /// `lost` those it lists as NOT_NEIGH.
+        Hello {
+            from: u32,
+            me: u8,
+            sym: Vec<u32>,
+            lost: Vec<u32>,
+        },
+        /// A TC relayed by `from`, originated by `origin`.
+        Tc {
+            from: u32,
+            origin: u32,
+            seq: u16,
+            ansn: u16,
+            adv: Vec<u32>,
+        },
+        /// Time passes (ms); tuples expire at their own instants.
+        Wait(u64),
+        /// Node 0 sends a HELLO (the MPRs are selected then).
+        SendHello,
+    }
+
+    fn step_strategy() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        let ids = || proptest::collection::vec(1u32..12, 0..6);
+        prop_oneof![
+            4 => (1u32..8, 0u8..3, ids(), ids())
+                .prop_map(|(from, me, sym, lost)| Step::Hello { from, me, sym, lost }),
+            3 => (1u32..8, 1u32..12, 0u16..6, 0u16..4, ids())
+                .prop_map(|(from, origin, seq, ansn, adv)| Step::Tc { from, origin, seq, ansn, adv }),
+            2 => (0u64..5_000).prop_map(Step::Wait),
+            1 => Just(Step::SendHello),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+
+        /// Issue 40: the routes recomputed lazily (only after a message
+        /// or an expiry that changed a tuple they depend on) are, at every
+        /// step of a random message sequence, the routes a from-scratch
+        /// computation over the tuples valid then gives; the MPRs selected
+        /// at each HELLO (only when the neighbourhood changed, in scratch
+        /// vectors) are the reference heuristic's over the state then.
+        #[test]
+        fn lazy_routes_and_mprs_match_a_from_scratch_computation(
+            steps in proptest::collection::vec(step_strategy(), 1..60),
+        ) {
+            let cfg = OlsrConfig::default();
+            let mut o = Olsr::new(0, cfg.clone());
+            let mut now = Time::from_millis(1);
+            let (hold, top) = (encode_vtime(cfg.neighb_hold()), encode_vtime(cfg.top_hold()));
+            for step in steps {
+                match step {
+                    Step::Hello { from, me, sym, lost } => {
+                        let mut links = vec![(SYM, sym), (ASYM, lost)];
+                        if me > 0 {
+                            links.push((if me == 2 { MPR } else { SYM }, vec![0]));
+                        }
+                        // NOT_NEIGH, as §8.2.1 reads it: neighbour type 0.
+                        links[1].0 = 0;
+                        o.on_hello(now, from, &links, hold);
+                    }
+                    Step::Tc { from, origin, seq, ansn, adv } => {
+                        let tc = Message::Tc { origin, seq, vtime: top, ttl: 255, hops: 1, ansn, advertised: adv };
+                        o.on_tc(now, from, &tc);
+                    }
+                    Step::Wait(ms) => {
+                        let target = now + Duration::from_millis(ms);
+                        // As the agent does: poll at each tuple's expiry.
+                        while let Some(e) = o.next_expiry(now).filter(|e| *e <= target) {
+                            now = e;
+                            o.expire(now);
+                            o.refresh();
+                            proptest::prop_assert_eq!(&*o.routes.borrow(), &reference_routes(&o, now));
+                        }
+                        now = target;
+                    }
+                    Step::SendHello => {
+                        o.hello(now);
+                        proptest::prop_assert_eq!(o.mprs(), &reference_mprs(&o, now));
+                    }
+                }
+                o.refresh();
+                proptest::prop_assert_eq!(&*o.routes.borrow(), &reference_routes(&o, now));
+            }
+        }
+
+        /// The scratch-vector MPR selection agrees with the reference on
+        /// random dense neighbourhoods (every neighbour symmetric, random
+        /// 2-hop sets that overlap the 1-hop set and each other).
+        #[test]
+        fn mpr_selection_matches_the_reference_heuristic(
+            hoods in proptest::collection::vec(proptest::collection::vec(1u32..40, 0..25), 1..20),
+        ) {
+            let cfg = OlsrConfig::default();
+            let mut o = Olsr::new(0, cfg.clone());
+            let now = Time::from_millis(5);
+            let hold = encode_vtime(cfg.neighb_hold());
+            for (i, two) in hoods.iter().enumerate() {
+                o.on_hello(now, i as u32 + 1, &[(SYM, vec![0]), (SYM, two.clone())], hold);
+            }
+            // The 2-hop tuples were learnt before every link was symmetric
+            // in some orders: a second round makes them all count.
+            for (i, two) in hoods.iter().enumerate() {
+                o.on_hello(now, i as u32 + 1, &[(SYM, vec![0]), (SYM, two.clone())], hold);
+            }
+            o.hello(now);
+            let want = reference_mprs(&o, now);
+            proptest::prop_assert_eq!(o.mprs(), &want);
+            // Every strict 2-hop node is covered.
+            let n1: BTreeSet<u32> = o.sym_neighbours(now).collect();
+            for &(via, two) in o.two_hop.keys() {
+                if n1.contains(&via) && !n1.contains(&two) && two != 0 {
+                    proptest::prop_assert!(o.mprs().iter().any(|m| o.two_hop.contains_key(&(*m, two))));
+                }
+            }
+        }
     }
 
     proptest::proptest! {
@@ -1372,7 +1791,17 @@ impl OlsrAgent {
     ) {
         let from = pkt.src as u32;
         let mut rest = pkt.payload.get(4..).unwrap_or(&[]);
-        while let Some((msg, used)) = Message::decode(rest) {
+        loop {
+            // A TC copy that changes nothing here skips its body's decoding.
+            if let Some((origin, seq, ttl, size)) = Message::peek_tc(rest) {
+                if self.olsr.tc_is_redundant(now, from, origin, seq, ttl) {
+                    rest = &rest[size..];
+                    continue;
+                }
+            }
+            let Some((msg, used)) = Message::decode(rest) else {
+                break;
+            };
             rest = &rest[used..];
             match &msg {
                 Message::Hello { links, vtime, .. } => {

@@ -2,7 +2,9 @@
 
 use super::{cqi_from_snr_db, FailureCounts, FailureEvent, FailureKind, LinkState, MmWaveConfig};
 use crate::rng::{component_rng, SimRng};
-use crate::world::channel::obstacles::{Blocker, Obstacle, ObstacleField, ObstacleKind};
+use crate::world::channel::obstacles::{
+    Blocker, BlockerIndex, Obstacle, ObstacleField, ObstacleKind,
+};
 use crate::world::channel::ConfigError;
 use crate::world::geom::Vec3;
 use crate::Time;
@@ -61,7 +63,7 @@ struct StepCtx<'a> {
     now: Time,
     dt: f64,
     vehicles: &'a [(Vec3, Vec3)],
-    bodies: &'a [Blocker],
+    bodies: &'a BlockerIndex,
     headings: &'a [f64],
     load: &'a [usize],
     /// Each vehicle's serving station at step start (interference).
@@ -234,9 +236,9 @@ impl MmWaveChannel {
 
     /// SNR and line of sight from a vehicle antenna at `ant` to base
     /// station `j`, with `bodies` as moving blockers (`own` excluded).
-    fn view(&self, ant: Vec3, j: usize, bodies: &[Blocker], own: usize) -> View {
+    fn view(&self, ant: Vec3, j: usize, bodies: &BlockerIndex, own: usize) -> View {
         let bs = self.bs_antenna(j);
-        let c = self.obstacles.crossings(ant, bs, bodies, &[own]);
+        let c = self.obstacles.crossings_indexed(ant, bs, bodies, &[own]);
         View {
             snr_db: self
                 .config
@@ -289,11 +291,15 @@ impl MmWaveChannel {
                 v.yaw_rate = 0.0;
             }
         }
-        let bodies: Vec<Blocker> = vehicles
-            .iter()
-            .zip(&self.vehicles)
-            .map(|((p, _), v)| self.body(*p, v.heading_rad))
-            .collect();
+        // Indexed once per step: every vehicle tests its links to every
+        // station against them (issue 40).
+        let bodies = BlockerIndex::new(
+            vehicles
+                .iter()
+                .zip(&self.vehicles)
+                .map(|((p, _), v)| self.body(*p, v.heading_rad))
+                .collect(),
+        );
         let mut load = vec![0usize; self.base_stations.len()];
         for v in &self.vehicles[..vehicles.len()] {
             if let Some(b) = v.state.bs {
@@ -659,6 +665,8 @@ impl MmWaveChannel {
         let mut t = step;
         while t < limit_ms {
             let tau = t * 1e-3;
+            // One look per extrapolated instant: the bodies are scanned,
+            // not indexed (an index would cost more than it saves).
             let moved: Vec<Blocker> = vehicles
                 .iter()
                 .zip(headings)
@@ -666,7 +674,8 @@ impl MmWaveChannel {
                 .collect();
             let (p, vel) = vehicles[i];
             let ant = p + vel.scale(tau) + Vec3::new(0.0, 0.0, cfg.vehicle_antenna_height_m);
-            if self.view(ant, s, &moved, i).clear {
+            let bs = self.bs_antenna(s);
+            if self.obstacles.crossings(ant, bs, &moved, &[i]).is_clear() {
                 return Some(t);
             }
             t += step;
