@@ -128,6 +128,7 @@ fn bad_link_option_keys_are_errors_naming_the_key() {
         ),
         ("links.1.reorder={ p = 2 }", "links.1.reorder.p"),
         ("metrics.warmup=\"30s\"", "metrics.warmup"),
+        ("flows.0.pacing=\"smooth\"", "flows.0.pacing"),
         (
             "links.1.reorder={ p = 0.1, gap = 0 }",
             "links.1.reorder.gap",

@@ -8,6 +8,7 @@
 //! ([`crate::registry::EXPERIMENTS`]) and a subcommand in the CLI's
 //! `reproduce` (its flags, and one line that calls `run`).
 
+pub mod aqm;
 pub mod fanet;
 pub mod mmwave_cvn;
 pub mod quic_sched;
