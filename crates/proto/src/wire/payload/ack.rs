@@ -42,7 +42,8 @@
 //! a frequency section and nothing else. So an ECN section is never
 //! exactly 10 bytes: where the shortest forms would total 10, the encoder
 //! writes the first count shorter than 8 bytes in its next longer form
-//! (QUIC allows any form). An ACK with an ECN section and no credits
+//! (QUIC allows any form; this section takes only those the encoder
+//! writes, so each ACK has one encoding). An ACK with an ECN section and no credits
 //! carries CREDIT_COUNT = 0. [`AckEcnView`] is the checked view of the
 //! section's bytes.
 
@@ -326,7 +327,16 @@ impl AckPayload {
             let has_ecn = rest > 0 && rest != AckFrequency::LEN;
             if has_ecn {
                 let view = AckEcnView::new_checked(r.peek())?;
-                ecn = Some(view.counts());
+                let counts = view.counts();
+                // One encoding per ACK: only the forms the encoder writes.
+                if view.len() != counts.encoded_len() {
+                    return Err(WireError::FieldOutOfRange {
+                        field: "ACK ECN counts (not in their canonical varint forms)",
+                        value: view.len() as u64,
+                        max: counts.encoded_len() as u64,
+                    });
+                }
+                ecn = Some(counts);
                 r.take(view.len(), "ACK ECN counts")?;
             }
             if r.remaining() > 0 {
@@ -752,6 +762,12 @@ mod tests {
                 "{extra}"
             );
         }
+        // Only the encoder's forms: 0 in two bytes is refused.
+        buf[n + 1] = 0x40;
+        assert!(matches!(
+            AckPayload::decode(&buf[..n + 1 + 4]),
+            Err(WireError::FieldOutOfRange { .. })
+        ));
         // A varint cut short is Truncated.
         buf[n + 1] = 0xc0;
         assert!(matches!(
