@@ -343,22 +343,33 @@ local function parse_ack(tvb, tree, off, stop, info)
         off = off + 6
     end
     if off == stop then return credits > 0 end
-    -- What follows the credits is told apart by its length (§6.5.3):
-    -- 10 frequency, 24 ECN counts, 34 both.
-    local rest = stop - off
-    if rest ~= 10 and rest ~= 24 and rest ~= 34 then return false end
-    if rest ~= 24 then
-        tree:add(f.freq_seq, tvb(off, 4))
-        tree:add(f.freq_threshold, tvb(off + 4, 2))
-        tree:add(f.freq_max_delay, tvb(off + 6, 4))
-        off = off + 10
+    -- What follows the credits (§6.5.3): exactly 10 bytes are an
+    -- ACK-frequency section alone; anything else starts with the ECN
+    -- counts (three QUIC varints: the two high bits of the first byte give
+    -- the length, 1/2/4/8 bytes), then at most a frequency section.
+    if stop - off ~= 10 then
+        local names = { f.ecn_ect0, f.ecn_ect1, f.ecn_ce }
+        local ce
+        for i = 1, 3 do
+            if off >= stop then return false end
+            local first = tvb(off, 1):uint()
+            local len = 2 ^ math.floor(first / 64)
+            if off + len > stop then return false end
+            local v = UInt64(first % 64)
+            for k = 1, len - 1 do
+                v = v * 256 + tvb(off + k, 1):uint()
+            end
+            tree:add(names[i], tvb(off, len), v)
+            ce = v
+            off = off + len
+        end
+        table.insert(info, "ECN ce=" .. tostring(ce))
+        if off == stop then return true end
     end
-    if off + 24 == stop then
-        tree:add(f.ecn_ect0, tvb(off, 8))
-        tree:add(f.ecn_ect1, tvb(off + 8, 8))
-        tree:add(f.ecn_ce, tvb(off + 16, 8))
-        table.insert(info, "ECN ce=" .. tostring(tvb(off + 16, 8):uint64()))
-    end
+    if stop - off ~= 10 then return false end
+    tree:add(f.freq_seq, tvb(off, 4))
+    tree:add(f.freq_threshold, tvb(off + 4, 2))
+    tree:add(f.freq_max_delay, tvb(off + 6, 4))
     return true
 end
 

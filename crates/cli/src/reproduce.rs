@@ -12,7 +12,7 @@ use crate::out;
 use crate::progress::Bar;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use peregrine_lab::reproduce::{fanet, mmwave_cvn, quic_sched, sltp};
+use peregrine_lab::reproduce::{aqm, fanet, mmwave_cvn, quic_sched, sltp};
 use std::path::PathBuf;
 
 /// Arguments of `peregrine reproduce`.
@@ -35,6 +35,10 @@ enum ReproduceCommand {
     /// Seed 004 §4: RTW-TCP vs CUBIC, Compound and BBR for connected
     /// vehicles on 28 GHz mmWave (rural/urban × Manhattan/random).
     MmwaveCvn(MmwaveCvnArgs),
+    /// Issue 41: one 20 Mbit/s, 40 ms bottleneck under drop-tail, CoDel,
+    /// FQ-CoDel, PIE and DualPI2 × CUBIC, BBR, BBRv3 and Prague, with a
+    /// priority stream; and Prague beside CUBIC in DualPI2.
+    Aqm(AqmArgs),
     /// Seed 003 (SLTP) §VI: network time of Peregrine vs kernel TCP over
     /// loopback, 1 KiB to 1 MiB, at 0–100 % background CPU load, with the
     /// packet-pair probe's latency, bandwidth and burst.
@@ -110,6 +114,30 @@ struct MmwaveCvnArgs {
     #[arg(long, short)]
     quiet: bool,
     /// Simulated seconds per run (tests use a tiny one).
+    #[arg(long, hide = true)]
+    duration_s: Option<f64>,
+}
+
+/// Arguments of `peregrine reproduce aqm`.
+#[derive(Args, Debug, Clone)]
+struct AqmArgs {
+    /// 2 seeds of 10 s per cell (under a minute in a debug build).
+    #[arg(long)]
+    quick: bool,
+    /// Runs per cell (seeds 1, 2, …); figures are means with 95 % CIs.
+    /// Default: 5 (2 with --quick).
+    #[arg(long)]
+    seeds: Option<u32>,
+    /// Output folder; the report goes to DIR/aqm/.
+    #[arg(long, default_value = "repro-out")]
+    out: PathBuf,
+    /// Worker threads (0: one per core). Results do not depend on it.
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Simulated seconds per run (tests use a short one).
     #[arg(long, hide = true)]
     duration_s: Option<f64>,
 }
@@ -216,6 +244,19 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<()> {
                 duration_s: a.duration_s,
             };
             let o = mmwave_cvn::run(&opts, &Bar::new(a.quiet))?;
+            out(&o.console)?;
+            figures.export(&o.dir)
+        }
+        ReproduceCommand::Aqm(a) => {
+            let opts = aqm::Options {
+                quick: a.quick,
+                out: a.out,
+                seeds: a.seeds,
+                threads: a.threads,
+                duration_s: a.duration_s,
+                command: peregrine_lab::reproduce::command_line(),
+            };
+            let o = aqm::run(&opts, &Bar::new(a.quiet))?;
             out(&o.console)?;
             figures.export(&o.dir)
         }

@@ -9,7 +9,7 @@
 //! serialisable summary) and one entry here; the CLI's subcommand for it
 //! carries its own flags (docs/architecture.md, "Adding an experiment").
 
-use crate::reproduce::{fanet, mmwave_cvn, quic_sched};
+use crate::reproduce::{aqm, fanet, mmwave_cvn, quic_sched};
 use crate::Progress;
 use std::path::PathBuf;
 
@@ -134,6 +134,29 @@ pub const EXPERIMENTS: &[Experiment] = &[
         }),
     },
     Experiment {
+        name: "aqm",
+        summary: "Issue 41: drop-tail/CoDel/FQ-CoDel/PIE/DualPI2 × CUBIC/BBR/BBRv3/Prague, L4S beside classic",
+        run: Some(|c, p| {
+            let o = aqm::run(
+                &aqm::Options {
+                    quick: c.quick,
+                    out: c.out.clone(),
+                    seeds: c.seeds,
+                    threads: c.threads,
+                    duration_s: c.tiny.then_some(3.0),
+                    command: c.command.clone(),
+                },
+                p,
+            )?;
+            Ok(Reproduced {
+                summary_json: json(&o.summary)?,
+                dir: o.dir,
+                report: o.report,
+                console: o.console,
+            })
+        }),
+    },
+    Experiment {
         name: "sltp",
         summary: "Seed 003 (SLTP) §VI: network time of Peregrine vs kernel TCP over loopback",
         run: None,
@@ -180,7 +203,10 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), EXPERIMENTS.len());
-        assert_eq!(runnable_names(), ["fanet", "quic-sched", "mmwave-cvn"]);
+        assert_eq!(
+            runnable_names(),
+            ["fanet", "quic-sched", "mmwave-cvn", "aqm"]
+        );
         let opts = CommonOptions {
             quick: true,
             seeds: None,
@@ -192,7 +218,7 @@ mod tests {
         let e = run("sltp", &opts, &crate::progress::Silent).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown reproduction \"sltp\" (allowed: fanet, quic-sched, mmwave-cvn)"
+            "unknown reproduction \"sltp\" (allowed: fanet, quic-sched, mmwave-cvn, aqm)"
         );
     }
 }

@@ -3,7 +3,7 @@
 //! 002 and 004 and the showcase. Sizes are those the CLI tests used before
 //! the experiments moved here, so the suite costs no more.
 
-use peregrine_lab::reproduce::{fanet, mmwave_cvn, quic_sched};
+use peregrine_lab::reproduce::{aqm, fanet, mmwave_cvn, quic_sched};
 use peregrine_lab::{showcase, Silent};
 use std::path::PathBuf;
 
@@ -24,7 +24,11 @@ fn read(p: &std::path::Path) -> String {
 /// controller fails here, not mid-run).
 #[test]
 fn the_compared_controllers_are_registry_names() {
-    for name in fanet::CONTROLLERS.iter().chain(&mmwave_cvn::CONTROLLERS) {
+    for name in fanet::CONTROLLERS
+        .iter()
+        .chain(&mmwave_cvn::CONTROLLERS)
+        .chain(&aqm::CONTROLLERS)
+    {
         assert!(
             peregrine_cc::registry::CcConfig::from_name(name).is_ok(),
             "{name} is not in peregrine_cc::registry"
@@ -361,5 +365,91 @@ fn sltp_tcp_only_gives_a_typed_summary() {
         serde_json::to_string_pretty(s).expect("serializes") + "\n"
     );
     assert!(read(&o.report).contains("network_time_load0.svg"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `reproduce aqm --quick` at a shorter run: every AQM × controller cell
+/// and the L4S pair in the typed summary (the file is that summary), the
+/// report with its checks and charts, and the orders the AQMs are for.
+#[test]
+fn aqm_quick_gives_every_cell_and_the_orders_of_the_field() {
+    let dir = tempdir("aqm");
+    let opts = aqm::Options {
+        quick: true,
+        duration_s: Some(6.0),
+        out: dir.clone(),
+        ..aqm::Options::default()
+    };
+    let o = aqm::run(&opts, &Silent).expect("runs");
+    assert_eq!(o.runs, (5 * 4 + 1) * aqm::QUICK_SEEDS as usize);
+    let s = &o.summary;
+    assert_eq!(s.cells.keys().collect::<Vec<_>>(), aqm::AQMS);
+    for (a, ccs) in s.cells.iter() {
+        assert_eq!(ccs.keys().collect::<Vec<_>>(), aqm::CONTROLLERS, "{a}");
+        for (cc, c) in ccs.iter() {
+            let g = c.flow.goodput_mbps.mean;
+            assert!(g > 5.0 && g < 20.0, "{a} {cc}: goodput {g}");
+            let p = c.priority_latency_p99_ms.mean;
+            // At least the path's 20.8 ms, and delivered.
+            assert!(p > 20.0 && p.is_finite(), "{a} {cc}: priority p99 {p}");
+            let after = c.priority_latency_p99_after_warmup_ms.mean;
+            assert!(after > 20.0 && after.is_finite(), "{a} {cc}: {after}");
+            assert!(c.flow.queue_delay_p99_ms.mean >= c.flow.queue_delay_p50_ms.mean);
+        }
+    }
+    let p99 = |a: &str, cc: &str| {
+        let c = s.cells.get(a).and_then(|m| m.get(cc)).expect("cell");
+        c.flow.queue_delay_p99_after_warmup_ms.mean
+    };
+    // The orders the field claims: every AQM keeps CUBIC's queue far below
+    // a full drop-tail buffer (160 ms), FQ-CoDel and CoDel lowest.
+    for a in ["codel", "fq_codel", "pie", "dualpi2"] {
+        assert!(p99(a, "cubic") < p99("drop_tail", "cubic") / 2.0, "{a}");
+    }
+    assert!(p99("fq_codel", "cubic") < p99("pie", "cubic"));
+    assert!(p99("drop_tail", "cubic") > 60.0);
+    // Marks where ECN is on by default, none at drop-tail.
+    let marks = |a: &str| {
+        s.cells
+            .get(a)
+            .and_then(|m| m.get("cubic"))
+            .expect("cell")
+            .ce_marked
+            .mean
+    };
+    assert!(marks("fq_codel") > 0.0 && marks("dualpi2") > 0.0);
+    assert_eq!(marks("drop_tail"), 0.0);
+    // The L4S pair: both flows, shares summing to 1, Prague's queue short.
+    let k = &s.coexistence;
+    assert_eq!(k.flows.keys().collect::<Vec<_>>(), ["prague", "cubic"]);
+    let share: f64 = k.flows.iter().map(|(_, f)| f.share.mean).sum();
+    assert!((share - 1.0).abs() < 1e-9, "{share}");
+    let prague = k.flows.get("prague").expect("prague");
+    let cubic = k.flows.get("cubic").expect("cubic");
+    assert!(prague.flow.queue_delay_p99_ms.mean < cubic.flow.queue_delay_p99_ms.mean);
+    let text = read(&o.dir.join("summary.json"));
+    assert_eq!(
+        text,
+        serde_json::to_string_pretty(s).expect("serializes") + "\n"
+    );
+    let back: aqm::AqmSummary = serde_json::from_str(&text).expect("typed JSON");
+    assert_eq!(back.cells.keys().count(), aqm::AQMS.len());
+    assert_eq!(back.setup, s.setup);
+    let report = read(&o.report);
+    for needle in [
+        "AQM × controller",
+        "L4S beside classic",
+        "Issue 41's checks",
+    ] {
+        assert!(report.contains(needle), "report lacks {needle}");
+    }
+    for chart in [
+        "queue_p99_after_warmup",
+        "goodput",
+        "priority_p99",
+        "coexistence_queue",
+    ] {
+        assert!(o.dir.join(format!("plots/{chart}.svg")).exists(), "{chart}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -197,7 +197,12 @@ pub struct DualPi2Params {
     /// Coupling factor k (default 2): p_CL = k·p′, p_C = p′².
     pub k: f64,
     /// The L4S queue's step marking threshold on its sojourn time
-    /// (default 1 ms).
+    /// (default 1 ms). On a link of known rate it is at least two
+    /// [`STEP_FLOOR_BYTES`]-byte packets' serialisation time (the FLOOR of
+    /// DOCSIS 3.1's low-latency queue, as ns-3's DualQ model has it): at
+    /// 20 Mbit/s one full packet takes 0.6 ms, so an L4S packet that only
+    /// waited for a classic packet on the wire and one of its own would
+    /// otherwise be marked as if a queue stood.
     pub step_thresh: Duration,
     /// Weight of the classic queue in the scheduler, percent (Linux's
     /// `c_protection`, default 10).
@@ -221,6 +226,10 @@ impl Default for DualPi2Params {
         }
     }
 }
+
+/// The packet size of DualPI2's step-threshold floor, bytes (an
+/// Ethernet MTU-sized frame).
+pub const STEP_FLOOR_BYTES: u64 = 1514;
 
 /// Which discipline, with its parameters.
 #[derive(Copy, Clone, Debug, Default, PartialEq)]
@@ -456,6 +465,8 @@ struct RedState {
 /// DualPI2's state.
 #[derive(Clone, Debug)]
 struct DualPi2State {
+    /// The step threshold in force: `step_thresh`, raised to the floor.
+    step: Duration,
     p_prime: f64,
     prev_q: Duration,
     next_update: Time,
@@ -496,7 +507,8 @@ pub struct Qdisc<T> {
 
 impl<T: Queued> Qdisc<T> {
     /// An empty discipline. `rate_bps` (if known) sets RED's typical
-    /// packet time for the idle decay of its average.
+    /// packet time for the idle decay of its average and the floor of
+    /// DualPI2's step threshold.
     pub fn new(config: AqmConfig, limit: QueueLimit, rate_bps: Option<u64>) -> Qdisc<T> {
         let kind = match config {
             AqmConfig::DropTail => Kind::Fifo(Fifo::new()),
@@ -534,6 +546,12 @@ impl<T: Queued> Qdisc<T> {
                 l: Fifo::new(),
                 c: Fifo::new(),
                 s: DualPi2State {
+                    step: p.step_thresh.max(match rate_bps {
+                        Some(r) if r > 0 => Duration::from_nanos(
+                            2 * crate::serialise::serialisation_ns(STEP_FLOOR_BYTES, r),
+                        ),
+                        _ => Duration::ZERO,
+                    }),
                     p_prime: 0.0,
                     prev_q: Duration::ZERO,
                     next_update: Time::ZERO + p.t_update,
@@ -779,7 +797,7 @@ impl<T: Queued> Qdisc<T> {
                         }
                         // L4S: step marking on the sojourn, or the coupled
                         // probability k·p′, whichever says mark.
-                        let step = sojourn(now, st.at) >= p.step_thresh;
+                        let step = sojourn(now, st.at) >= s.step;
                         if step || chance(u, (p.k * s.p_prime).min(1.0)) {
                             if st.item.ecn() != Ecn::Ce {
                                 st.item.set_ce();

@@ -269,6 +269,37 @@ fn dualpi2_step_marks_a_standing_l4s_queue_and_classifies_by_ecn() {
 }
 
 #[test]
+fn dualpi2_step_threshold_has_a_floor_of_two_packets_at_low_rates() {
+    // 20 Mbit/s: two 1,514-byte packets take 1.21 ms, above the 1-ms step.
+    let mut q: Qdisc<P> = Qdisc::new(
+        AqmConfig::DualPi2(DualPi2Params::default()),
+        QueueLimit::unlimited(),
+        Some(20_000_000),
+    );
+    let (mut u, mut d) = (SplitMix(1), Vec::new());
+    for i in 0..3 {
+        q.enqueue(Time::ZERO, p(i, 2, Ecn::Ect1), &mut u, &mut d)
+            .unwrap();
+    }
+    // 1.1 ms: above the configured 1 ms, under the floor: no mark.
+    let at = Time::from_micros(1_100);
+    assert_eq!(q.dequeue(at, &mut u, &mut d).unwrap().ecn, Ecn::Ect1);
+    // 1.3 ms: above the floor: marked.
+    let at = Time::from_micros(1_300);
+    assert_eq!(q.dequeue(at, &mut u, &mut d).unwrap().ecn, Ecn::Ce);
+    // At 1 Gbit/s the floor (24 µs) is below the step: 1.1 ms is marked.
+    let mut q: Qdisc<P> = Qdisc::new(
+        AqmConfig::DualPi2(DualPi2Params::default()),
+        QueueLimit::unlimited(),
+        Some(1_000_000_000),
+    );
+    q.enqueue(Time::ZERO, p(9, 2, Ecn::Ect1), &mut u, &mut d)
+        .unwrap();
+    let at = Time::from_micros(1_100);
+    assert_eq!(q.dequeue(at, &mut u, &mut d).unwrap().ecn, Ecn::Ce);
+}
+
+#[test]
 fn pie_probability_follows_the_delay_and_the_burst_allowance_protects() {
     let mut q: Qdisc<P> = Qdisc::new(
         AqmConfig::Pie(PieParams::default()),

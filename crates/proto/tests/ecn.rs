@@ -16,6 +16,7 @@ mod support;
 
 use peregrine_cc::CcConfig;
 use peregrine_proto::harness::{Harness, PipeConfig};
+use peregrine_proto::wire::{DatagramRepr, Payload};
 use peregrine_proto::{ConnectionConfig, EcnCodepoint, Pacing, SansIo, Time, Transmit};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -85,17 +86,48 @@ impl SansIo for Marking {
     }
 }
 
-/// A harness node: the marking client or the plain server.
+/// The ACKs a node sent: how many, their datagram bytes, and the bytes
+/// of their ECN sections (docs/protocol.md §6.5.3).
+#[derive(Debug, Default, Clone, Copy)]
+struct AckTally {
+    acks: u64,
+    bytes: u64,
+    ecn_bytes: u64,
+}
+
+impl AckTally {
+    fn count(&mut self, datagram: &[u8]) {
+        if let Ok(d) = DatagramRepr::decode(datagram) {
+            if let Payload::Ack(a) = &d.payload {
+                self.acks += 1;
+                self.bytes += datagram.len() as u64;
+                self.ecn_bytes += a.ecn_len() as u64;
+            }
+        }
+    }
+
+    /// Mean datagram bytes per ACK, and what it would be with the first
+    /// version's fixed 24-byte section in the ACKs that carry one.
+    fn per_ack(&self, with_section: u64) -> (f64, f64) {
+        let n = self.acks.max(1) as f64;
+        let now = self.bytes as f64 / n;
+        let fixed = (self.bytes - self.ecn_bytes + 24 * with_section) as f64 / n;
+        (now, fixed)
+    }
+}
+
+/// A harness node: the marking client or the plain server, with the ACKs
+/// it sent.
 enum Node {
-    Client(Box<Marking>),
-    Server(Box<App>),
+    Client(Box<Marking>, AckTally),
+    Server(Box<App>, AckTally),
 }
 
 impl Node {
-    fn inner(&mut self) -> &mut dyn SansIo {
+    fn inner(&mut self) -> (&mut dyn SansIo, &mut AckTally) {
         match self {
-            Node::Client(m) => m.as_mut(),
-            Node::Server(a) => a.as_mut(),
+            Node::Client(m, t) => (m.as_mut(), t),
+            Node::Server(a, t) => (a.as_mut(), t),
         }
     }
 }
@@ -108,16 +140,19 @@ impl SansIo for Node {
         ecn: Option<EcnCodepoint>,
         bytes: &mut [u8],
     ) {
-        self.inner().handle_datagram(now, remote, ecn, bytes);
+        self.inner().0.handle_datagram(now, remote, ecn, bytes);
     }
     fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
-        self.inner().poll_transmit(now, buf)
+        let (node, tally) = self.inner();
+        let t = node.poll_transmit(now, buf)?;
+        tally.count(buf.get(..t.size).unwrap_or(buf));
+        Some(t)
     }
     fn poll_timeout(&mut self) -> Option<Time> {
-        self.inner().poll_timeout()
+        self.inner().0.poll_timeout()
     }
     fn handle_timeout(&mut self, now: Time) {
-        self.inner().handle_timeout(now);
+        self.inner().0.handle_timeout(now);
     }
 }
 
@@ -126,6 +161,8 @@ struct Run {
     client: Marking,
     server: App,
     done_at: Time,
+    /// ACKs the client (forward direction) and the server sent.
+    acks: [AckTally; 2],
 }
 
 impl Run {
@@ -186,8 +223,14 @@ fn transfer(cc: &str, ecn: bool, threshold: Option<Duration>, bleach: bool) -> R
         marked: 0,
         ect_seen: 0,
     };
-    let c = h.add_node(addr(CLIENT), Node::Client(Box::new(client)));
-    let s = h.add_node(addr(SERVER), Node::Server(Box::new(server)));
+    let c = h.add_node(
+        addr(CLIENT),
+        Node::Client(Box::new(client), AckTally::default()),
+    );
+    let s = h.add_node(
+        addr(SERVER),
+        Node::Server(Box::new(server), AckTally::default()),
+    );
     let pipe = PipeConfig {
         rate_bps: RATE_BPS,
         delay_us: ONE_WAY_US,
@@ -205,7 +248,7 @@ fn transfer(cc: &str, ecn: bool, threshold: Option<Duration>, bleach: bool) -> R
     let mut done_at = None;
     for step in 1..=600u64 {
         h.run_until(Time::from_millis(step * 100)).unwrap();
-        let Node::Server(server) = h.node(s) else {
+        let Node::Server(server, _) = h.node(s) else {
             unreachable!()
         };
         if let Some(t) = (server.received.len() == MESSAGES)
@@ -217,18 +260,20 @@ fn transfer(cc: &str, ecn: bool, threshold: Option<Duration>, bleach: bool) -> R
         }
     }
     let done_at = done_at.expect("the transfer completed within 60 s");
-    let client = match std::mem::replace(h.node_mut(c), Node::Server(Box::new(App::client(0)))) {
-        Node::Client(m) => *m,
-        Node::Server(_) => unreachable!(),
+    let blank = || Node::Server(Box::new(App::client(0)), AckTally::default());
+    let (client, client_acks) = match std::mem::replace(h.node_mut(c), blank()) {
+        Node::Client(m, t) => (*m, t),
+        Node::Server(..) => unreachable!(),
     };
-    let server = match std::mem::replace(h.node_mut(s), Node::Server(Box::new(App::client(0)))) {
-        Node::Server(a) => *a,
-        Node::Client(_) => unreachable!(),
+    let (server, server_acks) = match std::mem::replace(h.node_mut(s), blank()) {
+        Node::Server(a, t) => (*a, t),
+        Node::Client(..) => unreachable!(),
     };
     Run {
         client,
         server,
         done_at,
+        acks: [client_acks, server_acks],
     }
 }
 
@@ -291,6 +336,33 @@ fn cubic_reduces_once_per_round_trip_on_ce() {
         c.ecn_ce_reported,
         c.ecn_episodes
     );
+}
+
+/// The compact ECN section on the wire (docs/protocol.md §6.5.3), both
+/// directions of a marked CUBIC bulk transfer: the receiver's ACKs carry
+/// their counts in a few bytes (three varints) instead of the first
+/// version's 24; the sender receives no DATA, so its ACKs carry none.
+#[test]
+fn the_ecn_section_takes_a_few_bytes_per_ack() {
+    let run = transfer("cubic", true, Some(STEP), false);
+    let [fwd, rev] = run.acks;
+    let (rev_now, rev_fixed) = rev.per_ack(rev.acks);
+    let (fwd_now, fwd_fixed) = fwd.per_ack(0);
+    eprintln!(
+        "reverse (server's ACKs): {} ACKs, {rev_now:.1} B per ACK (ECN section {:.2} B), \
+         {rev_fixed:.1} B with the 24-byte section; forward (client's ACKs): {} ACKs, \
+         {fwd_now:.1} B per ACK ({fwd_fixed:.1} B before)",
+        rev.acks,
+        rev.ecn_bytes as f64 / rev.acks.max(1) as f64,
+        fwd.acks,
+    );
+    assert!(rev.acks > 100, "{rev:?}");
+    // Every ACK after the first ECT arrival carries the section: 4,000
+    // packets take ECT0 into 2 bytes, ECT1 and CE 1 or 2 each.
+    let section = rev.ecn_bytes as f64 / rev.acks as f64;
+    assert!(section > 3.0 && section <= 6.0, "{section} B per ACK");
+    assert!(rev_fixed - rev_now >= 18.0, "{rev_now} vs {rev_fixed}");
+    assert_eq!(fwd.ecn_bytes, 0);
 }
 
 /// A path that clears the ECN field: the receiver reports no counts, the

@@ -151,7 +151,8 @@ fn payload(pk_type: PacketType) -> BoxedStrategy<Payload<'static>> {
             0u32..(1 << 20),
             vec((0u32..(1 << 20), 0u32..(1 << 20)), 0..16),
             proptest::option::of((any::<u32>(), 1u16.., any::<u32>())),
-            proptest::option::of((any::<u64>(), any::<u64>(), any::<u64>())),
+            // ECN counts are QUIC varints: at most 2^62 − 1.
+            proptest::option::of((0u64..(1 << 62), 0u64..(1 << 62), 0u64..(1 << 62))),
         )
             .prop_map(
                 |(packet_number, largest_acked, ack_delay_us, first_range, r, f, e)| {

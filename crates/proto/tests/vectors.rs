@@ -314,13 +314,14 @@ fn vectors() -> Vec<Vector> {
     })));
 
     // The ACK of `ack` with an ECN section (§6.5.3) behind an empty
-    // credit section: 10 DATA packets arrived ECT(0), none ECT(1), 2 CE.
-    let mut h = header(T::Ack, Flags::W_VAL | Flags::EOM, 74, 0x0000);
+    // credit section: 10 DATA packets arrived ECT(0), none ECT(1), 2 CE —
+    // three one-byte varints.
+    let mut h = header(T::Ack, Flags::W_VAL | Flags::EOM, 53, 0x0000);
     h.mess_acc_no = 12;
     h.window_size = 0x02400;
     push(
         "ack_ecn",
-        "0b020a0140810000004a00000000000c5a3024000000002000000000000003e8000000fa0100000005000000010000000a00000000000000000a00000000000000000000000000000002", dg(h, Payload::Ack(AckPayload {
+        "0b020a0140810000003500000000000c5a3024000000002000000000000003e8000000fa0100000005000000010000000a000a0002", dg(h, Payload::Ack(AckPayload {
         packet_number: 0x20,
         largest_acked: 1000,
         ack_delay_us: 250,

@@ -22,7 +22,7 @@ def test_controllers_and_schedulers():
     cc = peregrine.controllers()
     assert "cubic" in cc and "bbr" in cc and len(cc) == len(set(cc)) >= 13
     assert peregrine.schedulers() == ["rr", "wfq", "abs", "adaptive", "edf", "aging"]
-    assert peregrine.experiments() == ["fanet", "quic-sched", "mmwave-cvn"]
+    assert peregrine.experiments() == ["fanet", "quic-sched", "mmwave-cvn", "aqm"]
     assert peregrine.link_models() == ["point_to_point", "mahimahi", "wifi", "mmwave"]
 
 
@@ -267,7 +267,7 @@ def test_keyboard_interrupt_stops_a_sweep(dumbbell):
     assert float(secs) < 30, secs
 
 
-@pytest.mark.parametrize("name", ["quic-sched", "fanet", "mmwave-cvn"])
+@pytest.mark.parametrize("name", ["quic-sched", "fanet", "mmwave-cvn", "aqm"])
 def test_reproduce_returns_the_typed_summary(name, tmp_path):
     r = peregrine.reproduce(name, quick=True, seeds=1, out=tmp_path, tiny=True, progress=False)
     assert r.report.exists() and r.report.name == "report.md"

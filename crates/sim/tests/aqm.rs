@@ -60,6 +60,43 @@ fn fq_codel_cuts_cubics_queueing_delay_at_little_goodput_cost() {
     assert!(fq_good > 0.85 * dt_good, "goodput {fq_good} vs {dt_good}");
 }
 
+/// Issue 41's check, where its p99 comes from: with FQ-CoDel, CUBIC's
+/// queueing delay p99 over the packets received after a 2-s warm-up is at
+/// most 15 ms at ≥ 90 % of drop-tail's goodput. Over the whole run the
+/// p99 is slow start's overshoot: HyStart++ compares each round's minimum
+/// RTT with the last round's, and while the ACK-clocked flight still lets
+/// the queue drain between rounds (up to ≈ 4 BDP here) those minima barely
+/// rise, so slow start runs until CoDel's first mark — a sojourn above
+/// 5 ms for a whole 100-ms interval, then an RTT for the echo — by which
+/// time the queue holds ≈ 100 ms, and CUBIC's one reduction (× 0.7) per
+/// round trip takes ≈ 0.6 s to drain it (docs/scenarios.md, "AQM and slow
+/// start").
+#[test]
+fn fq_codel_keeps_cubics_p99_within_15_ms_once_start_up_is_over() {
+    let warm = "metrics.warmup=\"2s\"";
+    let dt = dumbbell("drop_tail", &[warm]);
+    let fq = dumbbell("fq_codel", &[warm]);
+    let (dt_good, _, _) = figures(&dt);
+    let (fq_good, _, fq_p99) = figures(&fq);
+    let f = &fq.flows[0];
+    let base = f.delay_ms(0.0).expect("delivered");
+    let after = f.delay_after_warmup_ms(0.99).expect("packets after 2 s") - base;
+    eprintln!(
+        "fq_codel: p99 {fq_p99:.1} ms over the run, {after:.1} ms after 2 s; \
+         goodput {:.1} % of drop-tail",
+        100.0 * fq_good / dt_good
+    );
+    assert!(after <= 15.0, "p99 after the warm-up {after:.1} ms");
+    assert!(fq_good >= 0.9 * dt_good, "goodput {fq_good} vs {dt_good}");
+    // The start-up is where the whole run's p99 comes from.
+    assert!(fq_p99 > 2.0 * after, "whole run {fq_p99:.1} ms");
+    // Without a warm-up the summary has no such quantiles.
+    assert_eq!(
+        dumbbell("fq_codel", &[]).flows[0].delay_after_warmup_ms(0.99),
+        None
+    );
+}
+
 #[test]
 fn codel_with_ecn_marks_instead_of_dropping_and_the_receiver_sees_ce() {
     let r = dumbbell("codel", &["links.1.aqm.ecn=true"]);
@@ -90,6 +127,8 @@ fn bad_link_option_keys_are_errors_naming_the_key() {
             "links.1.up.jitter.model",
         ),
         ("links.1.reorder={ p = 2 }", "links.1.reorder.p"),
+        ("metrics.warmup=\"30s\"", "metrics.warmup"),
+        ("flows.0.pacing=\"smooth\"", "flows.0.pacing"),
         (
             "links.1.reorder={ p = 0.1, gap = 0 }",
             "links.1.reorder.gap",

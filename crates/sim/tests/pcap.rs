@@ -215,8 +215,11 @@ fn tshark_with_the_dissector_reads_what_the_simulator_sent() {
         "sltp.frame.stream_id",
         "sltp.frame.message_no",
         "sltp.ack.largest",
+        "sltp.ack.ecn.ect0",
+        "sltp.ack.ecn.ce",
         "_ws.expert",
     ];
+    let mut ecn_acks = 0;
     let mut kinds = std::collections::BTreeSet::new();
     for file in ["bottleneck.up.pcapng", "bottleneck.down.pcapng"] {
         let sent = read_capture(&dir.join(file));
@@ -290,6 +293,14 @@ fn tshark_with_the_dissector_reads_what_the_simulator_sent() {
                         Some(a.largest_acked),
                         "{at}"
                     );
+                    // The compact ECN section (three varints, §6.5.3).
+                    assert_eq!(
+                        field_u64(l, "sltp.ack.ecn.ect0"),
+                        a.ecn.map(|e| e.ect0),
+                        "{at}"
+                    );
+                    assert_eq!(field_u64(l, "sltp.ack.ecn.ce"), a.ecn.map(|e| e.ce), "{at}");
+                    ecn_acks += usize::from(a.ecn.is_some());
                 }
                 _ => {}
             }
@@ -298,6 +309,7 @@ fn tshark_with_the_dissector_reads_what_the_simulator_sent() {
     for k in ["START", "DATA", "ACK"] {
         assert!(kinds.contains(k), "no {k} in the captures: {kinds:?}");
     }
+    assert!(ecn_acks > 0, "no ACK carried ECN counts");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

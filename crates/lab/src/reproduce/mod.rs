@@ -8,6 +8,7 @@
 //! ([`crate::registry::EXPERIMENTS`]) and a subcommand in the CLI's
 //! `reproduce` (its flags, and one line that calls `run`).
 
+pub mod aqm;
 pub mod fanet;
 pub mod mmwave_cvn;
 pub mod quic_sched;
@@ -20,6 +21,27 @@ pub fn command_line() -> String {
         .chain(std::env::args().skip(1))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// What a simulated reproduction prints when it is done: where it wrote,
+/// and its runs, events and wall time (never written to a file, so the
+/// outputs stay byte-deterministic).
+pub fn console_line(
+    report: &std::path::Path,
+    dir: &std::path::Path,
+    runs: usize,
+    events: u64,
+    wall_s: f64,
+) -> String {
+    format!(
+        "wrote {} and {}/summary.json\n{} runs, {} events in {:.1} s wall ({:.0} events/s)\n",
+        report.display(),
+        dir.display(),
+        runs,
+        events,
+        wall_s,
+        events as f64 / wall_s.max(1e-9)
+    )
 }
 
 /// The two ACK policies the reproductions report side by side (issue 39),

@@ -26,6 +26,11 @@ impl<'a> Reader<'a> {
         self.buf.is_empty()
     }
 
+    /// The unread bytes, left unread.
+    pub(crate) fn peek(&self) -> &'a [u8] {
+        self.buf
+    }
+
     /// The unread bytes, consuming them.
     pub(crate) fn rest(&mut self) -> &'a [u8] {
         core::mem::take(&mut self.buf)
@@ -68,6 +73,25 @@ impl<'a> Reader<'a> {
         Ok(u64::from_be_bytes(self.array(what)?))
     }
 
+    /// A QUIC variable-length integer (RFC 9000 §16): the two high bits of
+    /// the first byte give its length (1, 2, 4 or 8 bytes), the rest its
+    /// value, big-endian. Any of the four forms is accepted for a value.
+    #[cfg(test)]
+    pub(crate) fn varint(&mut self, what: &'static str) -> Result<u64> {
+        let first = *self.buf.first().ok_or(WireError::Truncated {
+            what,
+            needed: 1,
+            available: 0,
+        })?;
+        let len = varint_len_of_first(first);
+        let bytes = self.take(len, what)?;
+        let mut v = u64::from(first & 0x3f);
+        for b in bytes.iter().skip(1) {
+            v = (v << 8) | u64::from(*b);
+        }
+        Ok(v)
+    }
+
     /// Fails with [`WireError::TrailingBytes`] unless everything was read.
     pub(crate) fn finish(&self, what: &'static str) -> Result<()> {
         if self.buf.is_empty() {
@@ -78,6 +102,24 @@ impl<'a> Reader<'a> {
                 count: self.buf.len(),
             })
         }
+    }
+}
+
+/// The largest value a QUIC variable-length integer holds (2^62 − 1).
+pub(crate) const VARINT_MAX: u64 = (1 << 62) - 1;
+
+/// The length of a varint from its first byte's two high bits. O(1).
+pub(crate) fn varint_len_of_first(first: u8) -> usize {
+    1 << (first >> 6)
+}
+
+/// The shortest form of `v`, bytes (1, 2, 4 or 8; `v` ≤ [`VARINT_MAX`]).
+pub(crate) fn varint_len(v: u64) -> usize {
+    match v {
+        0..=0x3f => 1,
+        0x40..=0x3fff => 2,
+        0x4000..=0x3fff_ffff => 4,
+        _ => 8,
     }
 }
 
@@ -142,6 +184,30 @@ impl<'a> Writer<'a> {
 
     pub(crate) fn u64(&mut self, v: u64) -> Result<()> {
         self.put(&v.to_be_bytes())
+    }
+}
+
+impl Writer<'_> {
+    /// `v` as a QUIC varint in the `len`-byte form (1, 2, 4 or 8, at least
+    /// [`varint_len`]`(v)`); a value above [`VARINT_MAX`] or a form too
+    /// short for it is [`WireError::FieldOutOfRange`].
+    pub(crate) fn varint(&mut self, field: &'static str, v: u64, len: usize) -> Result<()> {
+        check_max(field, v, VARINT_MAX)?;
+        if !matches!(len, 1 | 2 | 4 | 8) || len < varint_len(v) {
+            return Err(WireError::FieldOutOfRange {
+                field,
+                value: v,
+                max: match len {
+                    1 => 0x3f,
+                    2 => 0x3fff,
+                    4 => 0x3fff_ffff,
+                    _ => VARINT_MAX,
+                },
+            });
+        }
+        let tag = (len.trailing_zeros() as u64) << (8 * len - 2);
+        let bytes = (v | tag).to_be_bytes();
+        self.put(&bytes[8 - len..])
     }
 }
 

@@ -445,8 +445,8 @@ def reproduce(
     tiny: bool = False,
 ) -> Reproduction:
     """Run ``peregrine reproduce NAME`` (one of ``experiments()``: ``"fanet"``,
-    ``"quic-sched"``, ``"mmwave-cvn"``) into ``out/NAME/``; ``quick`` is ``--quick``, ``seeds``
-    the runs per case (fanet, mmwave-cvn); ``tiny`` shrinks every run to
+    ``"quic-sched"``, ``"mmwave-cvn"``, ``"aqm"``) into ``out/NAME/``; ``quick`` is ``--quick``,
+    ``seeds`` the runs per case (fanet, mmwave-cvn, aqm); ``tiny`` shrinks every run to
     seconds (tests, smoke checks: the numbers mean little). Ctrl-C stops it."""
     text, folder, report = _native.reproduce(name, quick, seeds, str(out), threads, progress, tiny)
     return Reproduction(name, json.loads(text), Path(folder), Path(report))

@@ -177,6 +177,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         let mut config = ConnectionConfig {
             cc: fs.cc.clone(),
             startup: fs.startup,
+            pacing: fs.pacing,
             max_packet_size: fs.max_packet_size,
             pmtu_discovery,
             scheduler: fs.scheduler,
@@ -256,7 +257,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
                 s
             }
         };
-        let mut fm = FlowMetrics::default();
+        let mut fm = FlowMetrics::with_warmup(m.warmup_ns);
         let mut app_ids = Vec::new();
         let mut streams = Vec::new();
         for (si, s) in fs.streams.iter().enumerate() {

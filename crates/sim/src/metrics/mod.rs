@@ -139,6 +139,12 @@ pub struct FlowMetrics {
     pub last: FlowCounters,
     /// One-way delays of received DATA packets, ns.
     pub delays: LogHistogram,
+    /// `metrics.warmup`, ns: when set, [`delays_after_warmup`](Self::delays_after_warmup)
+    /// counts the packets received from then on.
+    pub warmup_ns: Option<u64>,
+    /// One-way delays of the DATA packets received at or after
+    /// `warmup_ns` (empty without it), ns.
+    pub delays_after_warmup: LogHistogram,
     /// Sum and count of delays in the current interval, ns.
     pub interval_delay_ns: SumCount<u128>,
     /// RFC 3550 jitter estimate, ns.
@@ -211,12 +217,24 @@ impl FlowMetrics {
 }
 
 impl FlowMetrics {
+    /// Empty metrics that also count the delays after `warmup_ns` apart
+    /// (`metrics.warmup`; `None`: no such count). O(1).
+    pub fn with_warmup(warmup_ns: Option<u64>) -> FlowMetrics {
+        FlowMetrics {
+            warmup_ns,
+            ..FlowMetrics::default()
+        }
+    }
+
     /// A DATA packet created at `sent` reached the receiver at `now`.
     pub fn on_data_received(&mut self, sent: u64, now: u64, wire_bytes: u32) {
         self.c.rx_packets += 1;
         self.c.rx_bytes += u64::from(wire_bytes);
         let d = now.saturating_sub(sent);
         self.delays.record(d);
+        if self.warmup_ns.is_some_and(|w| now >= w) {
+            self.delays_after_warmup.record(d);
+        }
         self.interval_delay_ns.sum += u128::from(d);
         self.interval_delay_ns.count += 1;
         // RFC 3550 §6.4.1: D = transit difference; J += (|D| − J) / 16.
@@ -278,5 +296,25 @@ mod tests {
         assert_eq!(m.jitter_abs_ns, SumCount { sum: 8.0, count: 2 });
         assert_eq!(m.jitter_abs_ns.mean(), Some(4.0));
         assert_eq!(m.c.rx_packets, 3);
+    }
+
+    #[test]
+    fn delays_after_the_warmup_leave_the_start_up_out() {
+        let mut m = FlowMetrics::default();
+        m.on_data_received(0, 50, 100);
+        assert_eq!(
+            m.delays_after_warmup.count(),
+            0,
+            "no warm-up: nothing apart"
+        );
+        let mut m = FlowMetrics::with_warmup(Some(1_000));
+        // Received before 1 µs (a start-up queue), at it and after.
+        m.on_data_received(0, 900, 100);
+        m.on_data_received(990, 1_000, 100);
+        m.on_data_received(1_500, 1_520, 100);
+        assert_eq!(m.delays.count(), 3);
+        assert_eq!(m.delays_after_warmup.count(), 2);
+        assert_eq!(m.delays_after_warmup.quantile(1.0), Some(20));
+        assert_eq!(m.delays.quantile(1.0), Some(900));
     }
 }

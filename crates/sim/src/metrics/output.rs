@@ -203,6 +203,14 @@ impl FlowResult {
     pub fn delay_ms(&self, q: f64) -> Option<f64> {
         self.metrics.delays.quantile(q).map(|x| ms(x as f64))
     }
+    /// A one-way delay quantile of the DATA packets received after
+    /// `metrics.warmup`, ms (`None` without a warm-up or such packets).
+    pub fn delay_after_warmup_ms(&self, q: f64) -> Option<f64> {
+        self.metrics
+            .delays_after_warmup
+            .quantile(q)
+            .map(|x| ms(x as f64))
+    }
     /// Completion: the last finite application's completion, ns since the flow's start.
     pub fn completion_ns(&self) -> Option<u64> {
         let finite: Vec<_> = self.metrics.streams.iter().filter(|s| s.finite).collect();
@@ -408,6 +416,16 @@ impl SimResults {
                     "rtos": st.map_or(0, |s| s.rtos),
                     "streams": streams,
                 });
+                // Only runs with `metrics.warmup` carry the quantiles
+                // after it (other summaries print as before).
+                if let (Some(w), Some(d)) = (m.warmup_ns, flow.get_mut("delay_ms")) {
+                    d["after_warmup"] = json!({
+                        "from_s": w as f64 / 1e9,
+                        "p50": opt(f.delay_after_warmup_ms(0.5)),
+                        "p95": opt(f.delay_after_warmup_ms(0.95)),
+                        "p99": opt(f.delay_after_warmup_ms(0.99)),
+                    });
+                }
                 // Only flows whose sender received link hints carry the
                 // attribution counters (other summaries print as before).
                 if let (false, Some(obj)) = (m.hints.is_empty(), flow.as_object_mut()) {

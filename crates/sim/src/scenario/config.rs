@@ -92,6 +92,11 @@ pub struct MetricsConfig {
     /// Write every message's latency to `messages.csv` (default true).
     #[serde(default = "yes")]
     pub per_message: bool,
+    /// Leave the start-up out of a second set of delay quantiles: the
+    /// flows' `delay_ms.after_warmup` count only DATA packets received at
+    /// or after this time (default: none, and no such key).
+    #[serde(default)]
+    pub warmup: Option<Dur>,
 }
 
 fn yes() -> bool {
@@ -103,6 +108,7 @@ impl Default for MetricsConfig {
         MetricsConfig {
             interval: default_interval(),
             per_message: true,
+            warmup: None,
         }
     }
 }
@@ -274,6 +280,11 @@ pub struct FlowConfig {
     /// `slow_start` or `packet_pair`.
     #[serde(default = "default_startup")]
     pub startup: String,
+    /// How the paced sender releases datagrams: `coarse` (default: bursts
+    /// of 1 ms of the rate) or `fine` (one datagram per packet time, as the
+    /// UDP runtime does).
+    #[serde(default)]
+    pub pacing: Option<String>,
     /// When the connection opens.
     #[serde(default)]
     pub start: Dur,
@@ -427,6 +438,7 @@ impl FlowConfig {
             ack_policy: default_ack_policy(),
             delayed_ack: None,
             startup: default_startup(),
+            pacing: None,
             start: Dur::default(),
             payload_bytes: default_payload(),
             security: default_security(),

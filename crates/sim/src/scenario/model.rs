@@ -20,6 +20,8 @@ pub struct Model {
     pub interval_ns: u64,
     /// Record every message's latency.
     pub per_message: bool,
+    /// `metrics.warmup`, ns: delays after it are also counted apart.
+    pub warmup_ns: Option<u64>,
     /// Bytes of IP/UDP headers added to each datagram on the wire.
     pub ip_overhead_bytes: u32,
     /// Node names, by index.
@@ -111,6 +113,8 @@ pub struct FlowSpec {
     pub ack_policy: AckPolicy,
     /// Start-up mode.
     pub startup: StartupMode,
+    /// How the paced sender releases datagrams (`pacing`).
+    pub pacing: peregrine_proto::Pacing,
     /// When the connection opens, ns.
     pub start_ns: u64,
     /// Largest datagram (the protocol's `max_packet_size`).

@@ -50,6 +50,12 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
     if cfg.metrics.interval.0 == 0 {
         return v.err("metrics.interval", "must be positive (e.g. \"1s\")");
     }
+    if cfg.metrics.warmup.is_some_and(|w| w.0 >= cfg.duration.0) {
+        return v.err(
+            "metrics.warmup",
+            "must end before the run does (shorter than `duration`)",
+        );
+    }
     let mut nodes: Vec<String> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     for (i, n) in cfg.nodes.iter().enumerate() {
@@ -227,6 +233,18 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
                 )
             }
         };
+        let pacing = match f.pacing.as_deref() {
+            // Left out: the core's own choice (coarse), as before the key.
+            None => peregrine_proto::Pacing::Auto,
+            Some("coarse") => peregrine_proto::Pacing::Coarse,
+            Some("fine") => peregrine_proto::Pacing::Fine,
+            Some(other) => {
+                return v.err(
+                    format!("{p}.pacing"),
+                    format!("unknown pacing {other:?} (allowed: coarse, fine)"),
+                )
+            }
+        };
         let security = match f.security.as_str() {
             "none" => None,
             "ik" => Some(NoisePattern::IK),
@@ -285,6 +303,7 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
             queue_guard,
             ack_policy,
             startup,
+            pacing,
             start_ns: f.start.0,
             max_packet_size: max_packet as u16,
             security,
@@ -297,6 +316,7 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
         seed: cfg.seed,
         interval_ns: cfg.metrics.interval.0,
         per_message: cfg.metrics.per_message,
+        warmup_ns: cfg.metrics.warmup.map(|w| w.0),
         ip_overhead_bytes: cfg.net.ip_overhead_bytes,
         nodes,
         links,

@@ -801,16 +801,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         handover: &handover,
     };
     let (report, comparisons) = report::write(&ctx)?;
-    let wall = started.elapsed().as_secs_f64();
-    let console = format!(
-        "wrote {} and {}/summary.json\n{} runs, {} events in {:.1} s wall ({:.0} events/s)\n",
-        report.display(),
-        dir.display(),
-        runs,
-        events,
-        wall,
-        events as f64 / wall.max(1e-9)
-    );
+    let console = super::console_line(&report, &dir, runs, events, started.elapsed().as_secs_f64());
     Ok(Outcome {
         summary,
         dir,

@@ -408,10 +408,10 @@ impl RecvState {
         })
     }
 
-    /// Bytes the ECN section adds to the next ACK (0 or 24). O(1).
+    /// Bytes the ECN section adds to the next ACK (0, or 3–24: three
+    /// QUIC varints, docs/protocol.md §6.5.3). O(1).
     pub fn ecn_section_len(&self) -> usize {
-        self.ecn_counts()
-            .map_or(0, |_| crate::wire::AckEcnCounts::LEN)
+        self.ecn_counts().map_or(0, |c| c.encoded_len())
     }
 
     /// Release every buffer (the connection closed) but keep the

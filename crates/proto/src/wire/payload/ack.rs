@@ -33,14 +33,21 @@
 //! (draft-ietf-quic-ack-frequency). An ACK with a frequency section and no
 //! credits carries CREDIT_COUNT = 0.
 //!
-//! An **ECN section** (§6.5.3) may end the ACK: ECT0 (64), ECT1 (64),
-//! CE (64), the cumulative counts of DATA packets received with each
-//! codepoint (QUIC's ACK_ECN). It is recognised by the length left after
-//! the credit section: 0 (nothing), 10 (frequency), 24 (ECN) or 34
-//! (frequency, then ECN); any other length is malformed. An ACK with an
-//! ECN section and no credits carries CREDIT_COUNT = 0.
+//! An **ECN section** (§6.5.3) may follow the credit section, before the
+//! frequency section: ECT0, ECT1, CE as three QUIC variable-length
+//! integers (RFC 9000 §16; 3–24 bytes), the cumulative counts of DATA
+//! packets received with each codepoint (QUIC's ACK_ECN). After the
+//! credits, exactly 10 bytes are a frequency section alone; any other
+//! non-zero length starts with an ECN section, which may be followed by
+//! a frequency section and nothing else. So an ECN section is never
+//! exactly 10 bytes: where the shortest forms would total 10, the encoder
+//! writes the first count shorter than 8 bytes in its next longer form
+//! (QUIC allows any form; this section takes only those the encoder
+//! writes, so each ACK has one encoding). An ACK with an ECN section and no credits
+//! carries CREDIT_COUNT = 0. [`AckEcnView`] is the checked view of the
+//! section's bytes.
 
-use crate::wire::cursor::{check_room, Reader, Writer};
+use crate::wire::cursor::{check_room, varint_len, varint_len_of_first, Reader, Writer};
 use crate::wire::error::{Result, WireError};
 
 /// One additional ACK range.
@@ -95,12 +102,119 @@ pub struct AckEcnCounts {
 }
 
 impl AckEcnCounts {
-    /// Bytes of the section.
-    pub const LEN: usize = 24;
+    /// The longest section, bytes (three 8-byte varints).
+    pub const MAX_LEN: usize = 24;
 
     /// All packets the counts cover (saturating).
     pub fn total(&self) -> u64 {
         self.ect0.saturating_add(self.ect1).saturating_add(self.ce)
+    }
+
+    /// The varint form of each count, bytes: the shortest, except that a
+    /// section whose shortest forms total 10 bytes (a frequency section's
+    /// length) writes the first count shorter than 8 bytes in its next
+    /// longer form (module docs). O(1).
+    pub fn varint_lens(&self) -> [usize; 3] {
+        let mut l = [
+            varint_len(self.ect0),
+            varint_len(self.ect1),
+            varint_len(self.ce),
+        ];
+        if l.iter().sum::<usize>() == AckFrequency::LEN {
+            if let Some(x) = l.iter_mut().find(|x| **x < 8) {
+                *x *= 2;
+            }
+        }
+        l
+    }
+
+    /// Bytes of the encoded section (3–24, never 10). O(1).
+    pub fn encoded_len(&self) -> usize {
+        self.varint_lens().iter().sum()
+    }
+}
+
+/// A checked view of an ECN section: [`new_checked`](Self::new_checked)
+/// accepts the bytes after an ACK's credit section only if they begin
+/// with three whole varints; the view then covers exactly those, and its
+/// getters cannot fail (smoltcp's `new_checked` pattern, as
+/// [`Header`](crate::wire::Header)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckEcnView<'a> {
+    bytes: &'a [u8],
+    /// Where ECT1 and CE start.
+    at: [usize; 2],
+}
+
+impl<'a> AckEcnView<'a> {
+    /// The section at the start of `buffer` (more bytes may follow it); a
+    /// varint cut short is [`WireError::Truncated`]. O(1).
+    pub fn new_checked(buffer: &'a [u8]) -> Result<AckEcnView<'a>> {
+        let mut at = 0usize;
+        let mut starts = [0usize; 3];
+        for s in &mut starts {
+            *s = at;
+            let first = buffer.get(at).copied().ok_or(WireError::Truncated {
+                what: "ACK ECN counts",
+                needed: 1,
+                available: 0,
+            })?;
+            let len = varint_len_of_first(first);
+            if buffer.len() < at + len {
+                return Err(WireError::Truncated {
+                    what: "ACK ECN counts",
+                    needed: len,
+                    available: buffer.len() - at,
+                });
+            }
+            at += len;
+        }
+        Ok(AckEcnView {
+            bytes: buffer.get(..at).unwrap_or_default(),
+            at: [starts[1], starts[2]],
+        })
+    }
+
+    /// Bytes of the section.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether the section is empty (never: it holds three varints).
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    fn varint_at(&self, start: usize, end: usize) -> u64 {
+        // `new_checked` guarantees the bounds; the fallback is unreachable.
+        let b = self.bytes.get(start..end).unwrap_or_default();
+        b.iter().enumerate().fold(0u64, |v, (i, x)| {
+            (v << 8) | u64::from(if i == 0 { x & 0x3f } else { *x })
+        })
+    }
+
+    /// DATA packets received with ECT(0).
+    pub fn ect0(&self) -> u64 {
+        self.varint_at(0, self.at[0])
+    }
+
+    /// … with ECT(1).
+    pub fn ect1(&self) -> u64 {
+        self.varint_at(self.at[0], self.at[1])
+    }
+
+    /// … with CE.
+    pub fn ce(&self) -> u64 {
+        self.varint_at(self.at[1], self.bytes.len())
+    }
+
+    /// The counts.
+    pub fn counts(&self) -> AckEcnCounts {
+        AckEcnCounts {
+            ect0: self.ect0(),
+            ect1: self.ect1(),
+            ce: self.ce(),
+        }
     }
 }
 
@@ -206,17 +320,26 @@ impl AckPayload {
                     max_message: r.u32("ACK credit")?,
                 });
             }
-            // The sections after the credits are told apart by length:
-            // 10 frequency, 24 ECN, 34 both (docs/protocol.md §6.5.3).
+            // After the credits: exactly 10 bytes are a frequency section
+            // alone; anything else non-empty starts with the ECN section
+            // (docs/protocol.md §6.5.3), then at most a frequency section.
             let rest = r.remaining();
-            let has_ecn =
-                rest == AckEcnCounts::LEN || rest == AckFrequency::LEN + AckEcnCounts::LEN;
-            let frequency_bytes = if has_ecn {
-                rest - AckEcnCounts::LEN
-            } else {
-                rest
-            };
-            if frequency_bytes > 0 {
+            let has_ecn = rest > 0 && rest != AckFrequency::LEN;
+            if has_ecn {
+                let view = AckEcnView::new_checked(r.peek())?;
+                let counts = view.counts();
+                // One encoding per ACK: only the forms the encoder writes.
+                if view.len() != counts.encoded_len() {
+                    return Err(WireError::FieldOutOfRange {
+                        field: "ACK ECN counts (not in their canonical varint forms)",
+                        value: view.len() as u64,
+                        max: counts.encoded_len() as u64,
+                    });
+                }
+                ecn = Some(counts);
+                r.take(view.len(), "ACK ECN counts")?;
+            }
+            if r.remaining() > 0 {
                 let f = AckFrequency {
                     sequence: r.u32("ACK frequency")?,
                     threshold: r.u16("ACK frequency")?,
@@ -229,13 +352,6 @@ impl AckPayload {
                     field: "ACK credit count",
                     value: 0,
                     max: Self::MAX_CREDITS as u64,
-                });
-            }
-            if has_ecn {
-                ecn = Some(AckEcnCounts {
-                    ect0: r.u64("ACK ECN counts")?,
-                    ect1: r.u64("ACK ECN counts")?,
-                    ce: r.u64("ACK ECN counts")?,
                 });
             }
         }
@@ -309,13 +425,9 @@ impl AckPayload {
         }
     }
 
-    /// Length of the ECN section (0 when absent).
+    /// Length of the ECN section (0 when absent, else 3–24).
     pub fn ecn_len(&self) -> usize {
-        if self.ecn.is_some() {
-            AckEcnCounts::LEN
-        } else {
-            0
-        }
+        self.ecn.map_or(0, |e| e.encoded_len())
     }
 
     /// Encoded length.
@@ -356,15 +468,16 @@ impl AckPayload {
                 w.u32(c.max_message)?;
             }
         }
+        if let Some(e) = self.ecn {
+            let [l0, l1, l2] = e.varint_lens();
+            w.varint("ACK ECN ECT0", e.ect0, l0)?;
+            w.varint("ACK ECN ECT1", e.ect1, l1)?;
+            w.varint("ACK ECN CE", e.ce, l2)?;
+        }
         if let Some(f) = self.frequency {
             w.u32(f.sequence)?;
             w.u16(f.threshold)?;
             w.u32(f.max_ack_delay_us)?;
-        }
-        if let Some(e) = self.ecn {
-            w.u64(e.ect0)?;
-            w.u64(e.ect1)?;
-            w.u64(e.ce)?;
         }
         Ok(w.written())
     }
@@ -470,8 +583,14 @@ mod tests {
         assert_eq!(n, AckPayload::FIXED_LEN + 1 + AckFrequency::LEN);
         assert_eq!(buf[AckPayload::FIXED_LEN], 0, "empty credit section");
         assert_eq!(AckPayload::decode(&buf[..n]).unwrap(), alone);
+        // A cut frequency section may read as ECN counts (§6.5.3: the
+        // datagram's TOTAL_LEN, not the payload, guards against cuts);
+        // never a panic, and too few bytes for three varints are an error.
         for cut in AckPayload::FIXED_LEN + 1..n {
-            assert!(AckPayload::decode(&buf[..cut]).is_err());
+            let r = AckPayload::decode(&buf[..cut]);
+            if cut < AckPayload::FIXED_LEN + 1 + 3 {
+                assert!(r.is_err(), "{cut}");
+            }
         }
         let both = AckPayload {
             credits: vec![StreamCredit {
@@ -494,12 +613,16 @@ mod tests {
     }
 
     #[test]
-    fn ecn_section_round_trips_alone_and_after_every_other_section() {
+    fn ecn_section_round_trips_alone_and_before_the_frequency_section() {
+        // ECT1 needs the 8-byte form; the shortest forms would total 10
+        // bytes (a frequency section's length), so ECT0 takes 2.
         let counts = AckEcnCounts {
             ect0: 1,
             ect1: 0x0102_0304_0506_0708,
             ce: 3,
         };
+        assert_eq!(counts.varint_lens(), [2, 8, 1]);
+        let section = [0x40, 0x01, 0xc1, 2, 3, 4, 5, 6, 7, 8, 0x03];
         let freq = AckFrequency {
             sequence: 5,
             threshold: 2,
@@ -527,16 +650,85 @@ mod tests {
             let n = ack.emit(&mut buf).unwrap();
             assert_eq!(n, ack.buffer_len());
             assert_eq!(AckPayload::decode(&buf[..n]).unwrap(), ack);
-            // The section is the last 24 bytes, big-endian.
-            assert_eq!(&buf[n - 24..n - 16], &[0, 0, 0, 0, 0, 0, 0, 1]);
-            assert_eq!(&buf[n - 16..n - 8], &[1, 2, 3, 4, 5, 6, 7, 8]);
+            // The section follows the credits, before any frequency section.
+            let at = AckPayload::FIXED_LEN + ack.credits_len();
+            assert_eq!(&buf[at..at + section.len()], &section);
             // Every truncation and every extra byte is an error, never a panic.
             for cut in AckPayload::FIXED_LEN + 1..n {
                 let _ = AckPayload::decode(&buf[..cut]);
             }
-            assert!(AckPayload::decode(&buf[..n - 1]).is_err());
             assert!(AckPayload::decode(&buf[..n + 1]).is_err());
         }
+    }
+
+    #[test]
+    fn a_bulk_transfers_counts_take_six_bytes_not_twenty_four() {
+        // 50,000 ECT(0) packets, 20 of them CE: 4 + 1 + 1 bytes.
+        let c = AckEcnCounts {
+            ect0: 50_000,
+            ect1: 0,
+            ce: 20,
+        };
+        assert_eq!(c.encoded_len(), 6);
+        let ack = AckPayload {
+            largest_acked: 60_000,
+            ecn: Some(c),
+            ..AckPayload::default()
+        };
+        // One byte of empty credit section, six of counts.
+        assert_eq!(ack.buffer_len(), AckPayload::FIXED_LEN + 1 + 6);
+        // The largest counts still fit (8-byte forms), and one past the
+        // varint range is refused by name.
+        let max = AckEcnCounts {
+            ect0: (1 << 62) - 1,
+            ect1: (1 << 62) - 1,
+            ce: (1 << 62) - 1,
+        };
+        assert_eq!(max.encoded_len(), AckEcnCounts::MAX_LEN);
+        let mut buf = [0u8; 64];
+        let big = AckPayload {
+            ecn: Some(max),
+            ..AckPayload::default()
+        };
+        let n = big.emit(&mut buf).unwrap();
+        assert_eq!(AckPayload::decode(&buf[..n]).unwrap(), big);
+        let over = AckPayload {
+            ecn: Some(AckEcnCounts { ce: 1 << 62, ..max }),
+            ..AckPayload::default()
+        };
+        assert!(matches!(
+            over.emit(&mut buf),
+            Err(WireError::FieldOutOfRange {
+                field: "ACK ECN CE",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn varints_follow_rfc_9000_appendix_a() {
+        // RFC 9000 §A.1's examples, each in its shortest form.
+        for (v, bytes) in [
+            (37u64, &[0x25u8][..]),
+            (15_293, &[0x7b, 0xbd]),
+            (494_878_333, &[0x9d, 0x7f, 0x3e, 0x7d]),
+            (
+                151_288_809_941_952_652,
+                &[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c],
+            ),
+        ] {
+            let mut buf = [0u8; 8];
+            let mut w = Writer::new(&mut buf);
+            w.varint("v", v, varint_len(v)).unwrap();
+            assert_eq!(&buf[..bytes.len()], bytes);
+            assert_eq!(Reader::new(bytes).varint("v").unwrap(), v);
+        }
+        // 37 in its two-byte form reads the same (RFC 9000 §16).
+        assert_eq!(Reader::new(&[0x40, 0x25]).varint("v").unwrap(), 37);
+        // A form too short for the value is refused.
+        let mut buf = [0u8; 8];
+        assert!(Writer::new(&mut buf).varint("v", 64, 1).is_err());
+        assert!(Reader::new(&[0x7b]).varint("v").is_err());
     }
 
     #[test]
@@ -552,16 +744,64 @@ mod tests {
         assert_eq!(n, AckPayload::FIXED_LEN);
         buf[n] = 0;
         assert!(AckPayload::decode(&buf[..n + 1]).is_err());
-        // 24 bytes after an empty credit section read as ECN counts.
-        let e = AckPayload::decode(&buf[..n + 1 + 24]).unwrap();
+        // Three zero bytes after an empty credit section are ECN counts.
+        let e = AckPayload::decode(&buf[..n + 1 + 3]).unwrap();
         assert_eq!(e.ecn, Some(AckEcnCounts::default()));
         assert_eq!(e.frequency, None);
-        // Lengths that are neither 10, 24 nor 34 are malformed.
-        for extra in [1, 9, 11, 23, 25, 33, 35] {
+        // Ten bytes are a frequency section (a zero threshold: malformed).
+        assert!(AckPayload::decode(&buf[..n + 1 + 10]).is_err());
+        buf[n + 1 + 5] = 1;
+        let f = AckPayload::decode(&buf[..n + 1 + 10]).unwrap();
+        assert_eq!((f.ecn, f.frequency.map(|f| f.threshold)), (None, Some(1)));
+        // ECN counts then anything but nothing or a frequency section:
+        // malformed.
+        buf[n + 1 + 5] = 0;
+        for extra in [1, 2, 4, 9, 11, 12, 14, 23] {
             assert!(
-                AckPayload::decode(&buf[..n + 1 + extra]).is_err(),
+                AckPayload::decode(&buf[..n + 1 + 3 + extra]).is_err(),
                 "{extra}"
             );
+        }
+        // Only the encoder's forms: 0 in two bytes is refused.
+        buf[n + 1] = 0x40;
+        assert!(matches!(
+            AckPayload::decode(&buf[..n + 1 + 4]),
+            Err(WireError::FieldOutOfRange { .. })
+        ));
+        // A varint cut short is Truncated.
+        buf[n + 1] = 0xc0;
+        assert!(matches!(
+            AckPayload::decode(&buf[..n + 1 + 3]),
+            Err(WireError::Truncated { .. })
+        ));
+    }
+
+    proptest::proptest! {
+        /// Any counts round-trip, the section is never a frequency
+        /// section's 10 bytes, and the checked view reads what was written.
+        #[test]
+        fn any_counts_round_trip(
+            ect0 in 0u64..(1 << 62),
+            ect1 in 0u64..(1 << 62),
+            ce in 0u64..(1 << 62),
+            shift in 0u32..62,
+            freq in proptest::bool::ANY,
+        ) {
+            let counts = AckEcnCounts { ect0: ect0 >> shift, ect1: ect1 >> (61 - shift), ce: ce >> shift };
+            proptest::prop_assert_ne!(counts.encoded_len(), AckFrequency::LEN);
+            let ack = AckPayload {
+                largest_acked: 1,
+                ecn: Some(counts),
+                frequency: freq.then_some(AckFrequency { sequence: 1, threshold: 1, max_ack_delay_us: 1 }),
+                ..AckPayload::default()
+            };
+            let mut buf = [0u8; 80];
+            let n = ack.emit(&mut buf).unwrap();
+            proptest::prop_assert_eq!(AckPayload::decode(&buf[..n]).unwrap(), ack);
+            let at = AckPayload::FIXED_LEN + 1;
+            let view = AckEcnView::new_checked(&buf[at..n]).unwrap();
+            proptest::prop_assert_eq!(view.counts(), counts);
+            proptest::prop_assert_eq!(view.len(), counts.encoded_len());
         }
     }
 }
