@@ -127,19 +127,29 @@ fn the_live_packet_pair_measures_the_link_or_steps_aside() {
     let mut failures = Vec::new();
     for rate in [5.0, 20.0, 100.0, 500.0] {
         for down in [rate, rate / 4.0] {
-            let p = live_probe(rate, down);
-            let decision = p["decision"].as_str().unwrap_or("none").to_string();
-            let bps = p["bandwidth_bps"].as_f64().unwrap_or(0.0);
-            let error = bps / (rate * 1e6) - 1.0;
-            println!(
-                "{rate}/{down} Mbit/s: {decision} ({}), {:.1} Mbit/s, error {:+.0} %",
-                p["reason"],
-                bps / 1e6,
-                error * 100.0
-            );
-            let measured = decision == "used" && error.abs() <= 0.25;
-            if !measured {
-                failures.push(format!("{rate}/{down} Mbit/s: {p}"));
+            // A fallback (the probe stepping aside: an answer late for the
+            // timer, pairs disturbed by a busy machine) earns one more
+            // try, printed; a wrong estimate that was *used* never does.
+            for attempt in 1..=2 {
+                let p = live_probe(rate, down);
+                let decision = p["decision"].as_str().unwrap_or("none").to_string();
+                let bps = p["bandwidth_bps"].as_f64().unwrap_or(0.0);
+                let error = bps / (rate * 1e6) - 1.0;
+                println!(
+                    "{rate}/{down} Mbit/s (try {attempt}): {decision} ({}), {:.1} Mbit/s, \
+                     error {:+.0} %, gaps {} µs",
+                    p["reason"],
+                    bps / 1e6,
+                    error * 100.0,
+                    p["pairs"]["gaps_us"]
+                );
+                if decision == "used" && error.abs() <= 0.25 {
+                    break;
+                }
+                if decision == "used" || attempt == 2 {
+                    failures.push(format!("{rate}/{down} Mbit/s: {p}"));
+                    break;
+                }
             }
         }
     }

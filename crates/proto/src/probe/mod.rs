@@ -418,7 +418,18 @@ impl PacketPair {
         let ps_per_byte = if fallback.is_none() {
             Some(agreeing.iter().sum::<u128>() / agreeing.len().max(1) as u128)
         } else {
-            median
+            // Reported, not used: the median plausible pair, or — when
+            // every complete pair was implausible — the median of those,
+            // so a completed pair always leaves an estimate to look at.
+            median.or_else(|| {
+                let mut raw: Vec<u128> = gaps_ns
+                    .iter()
+                    .flatten()
+                    .map(|&g| u128::from(g) * 1000 / u128::from(p.size.max(1)))
+                    .collect();
+                raw.sort_unstable();
+                raw.get(raw.len() / 2).copied()
+            })
         };
         let result = match (ps_per_byte, latency) {
             (Some(ps), Some(latency)) => {
@@ -566,6 +577,8 @@ mod tests {
             out.decision.fallback,
             Some(FallbackReason::ImplausibleDispersion)
         );
+        // The estimate of the complete pairs is still reported.
+        assert!(out.result.is_some());
     }
 
     #[test]
@@ -640,6 +653,8 @@ mod tests {
             out.decision.fallback,
             Some(FallbackReason::ImplausibleDispersion)
         );
+        // The estimate of the complete pairs is still reported.
+        assert!(out.result.is_some());
     }
 
     #[test]
