@@ -180,6 +180,15 @@ impl<'a> AckEcnView<'a> {
         self.bytes.len()
     }
 
+    /// The length of each of the three varints as written, bytes.
+    pub fn varint_lens(&self) -> [usize; 3] {
+        [
+            self.at[0],
+            self.at[1] - self.at[0],
+            self.bytes.len() - self.at[1],
+        ]
+    }
+
     /// Whether the section is empty (never: it holds three varints).
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
@@ -328,8 +337,10 @@ impl AckPayload {
             if has_ecn {
                 let view = AckEcnView::new_checked(r.peek())?;
                 let counts = view.counts();
-                // One encoding per ACK: only the forms the encoder writes.
-                if view.len() != counts.encoded_len() {
+                // One encoding per ACK: only the forms the encoder writes,
+                // count by count (equal totals are not enough: a long form
+                // may sit on another count than the encoder's widening).
+                if view.varint_lens() != counts.varint_lens() {
                     return Err(WireError::FieldOutOfRange {
                         field: "ACK ECN counts (not in their canonical varint forms)",
                         value: view.len() as u64,
@@ -703,6 +714,32 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn a_widened_count_on_another_count_than_the_encoders_is_refused() {
+        // Found by the `ack` fuzz target (2026-12-06). Counts ECT0 = 0,
+        // ECT1 = 0 and an 8-byte CE: their shortest forms total 10 bytes,
+        // so the encoder widens the first count (ECT0) to two bytes. The
+        // input widened ECT1 instead — 11 bytes either way — and decoded,
+        // then re-encoded differently.
+        let fuzzed = [
+            0, 32, 0, 0, 5, 0, 255, 255, 255, 255, 255, 255, 255, 1, 0, 65, 0, 0, 0, 0, 5, 0, 0,
+            64, 0, 250, 1, 0, 42, 0, 35, 255, 250,
+        ];
+        assert!(matches!(
+            AckPayload::decode(&fuzzed),
+            Err(WireError::FieldOutOfRange { .. })
+        ));
+        // The encoder's own form of those counts decodes and round-trips.
+        let canonical = [
+            0, 32, 0, 0, 5, 0, 255, 255, 255, 255, 255, 255, 255, 1, 0, 65, 0, 0, 0, 0, 5, 0, 64,
+            0, 0, 250, 1, 0, 42, 0, 35, 255, 250,
+        ];
+        let p = AckPayload::decode(&canonical).expect("canonical form decodes");
+        let mut out = vec![0u8; p.buffer_len()];
+        let n = p.emit(&mut out).unwrap();
+        assert_eq!(&out[..n], &canonical[..]);
     }
 
     #[test]
