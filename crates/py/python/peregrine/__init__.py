@@ -20,7 +20,6 @@ sweep (no new run starts; the call raises ``KeyboardInterrupt``).
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 import time
@@ -71,9 +70,11 @@ def link_models() -> List[str]:
 
 def _csv_frame(text: str):
     """A CSV text (the CLI's format) as a DataFrame through Arrow's CSV reader."""
+    import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    table = pacsv.read_csv(io.BytesIO(text.encode()))
+    # An Arrow buffer, not a Python file object: see `Sweep.runs`.
+    table = pacsv.read_csv(pa.BufferReader(text.encode()))
     return table.to_pandas()
 
 
@@ -280,9 +281,16 @@ class Sweep:
         (``/flows/0/goodput_bps``; NaN where a run lacks it). The same table
         as ``runs.parquet``."""
         if self._runs is None:
+            import pyarrow as pa
             import pyarrow.parquet as pq
 
-            self._runs = pq.read_table(io.BytesIO(self._native.runs_parquet())).to_pandas()
+            # An Arrow buffer, not io.BytesIO: Arrow wraps a Python file
+            # object in a reader whose destructor takes the GIL, and when
+            # its last reference went on an Arrow thread at interpreter
+            # exit, the process aborted ("terminate called without an
+            # active exception", pyarrow 26, 2 runs in 20 of
+            # examples/python/compare_controllers.py).
+            self._runs = pq.read_table(pa.BufferReader(self._native.runs_parquet())).to_pandas()
         return self._runs
 
     @property
