@@ -111,10 +111,11 @@ for link in $LINKS; do
           unshare -n sh -c "
             ip link set lo up
             \"\$PEREGRINE\" perf server --listen 0.0.0.0:4433 --insecure --once 2>/dev/null &
+            srv=\$!
             sleep 0.3
             \"\$PEREGRINE\" emu --link $TMP/s.toml:links.0 -- \
               sh -c '\"\$PEREGRINE\" perf client --connect \$PEREGRINE_EMU_HOST:4433 --insecure --cc $cc --startup $startup --duration ${DUR}s --json $PERF_FLAGS'
-            wait" > "$TMP/perf.json" 2>/dev/null || true
+            kill \$srv 2>/dev/null; wait" > "$TMP/perf.json" 2>/dev/null || true
           read -r eg probe < <(python3 -c "
 import json
 try:
