@@ -376,10 +376,9 @@ pub fn build(source: &LinkSource) -> anyhow::Result<[BuiltDirection; 2]> {
 }
 
 /// The queue limit of `q` for a direction of mean rate `rate_bps` and
-/// one-way delay `delay_ns` — the rule of `peregrine sim`'s link builder
-/// (`engine/build.rs`): a BDP queue uses twice the one-way delay as RTT
-/// unless `q.rtt` says otherwise, and keeps `floor` packets. `None` is
-/// unbounded. O(1).
+/// one-way delay `delay_ns`: the simulator's own rule
+/// ([`QueueConfig::limit`]), with `q.min_packets` or else `floor` as a
+/// BDP queue's floor. `None` is unbounded. O(1).
 pub fn queue_limit(
     q: Option<&QueueConfig>,
     rate_bps: f64,
@@ -391,24 +390,9 @@ pub fn queue_limit(
         bytes: None,
         floor_packets: 0,
     };
-    let Some(q) = q else { return unbounded };
-    if let Some(p) = q.packets {
-        QueueLimit::packets(p)
-    } else if let Some(b) = q.bytes {
-        QueueLimit {
-            packets: None,
-            bytes: Some(b),
-            floor_packets: 0,
-        }
-    } else {
-        let rtt_ns = q.rtt.map_or(2 * delay_ns, |r| r.0);
-        let bdp_bytes = q.bdp.unwrap_or(1.0) * rate_bps * rtt_ns as f64 / 8e9;
-        QueueLimit {
-            packets: None,
-            bytes: Some(bdp_bytes.max(0.0) as u64),
-            floor_packets: q.min_packets.unwrap_or(floor),
-        }
-    }
+    q.map_or(unbounded, |q| {
+        q.limit(rate_bps, delay_ns, q.min_packets.unwrap_or(floor))
+    })
 }
 
 #[allow(clippy::too_many_arguments)]

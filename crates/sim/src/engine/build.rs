@@ -9,7 +9,7 @@ use crate::metrics::{FlowMetrics, StreamMetrics};
 use crate::rng::component_rng;
 use crate::scenario::model::{AppSpec, DirSpec, ServerSpec};
 use crate::scenario::Scenario;
-use crate::world::link::{LinkModel, PointToPoint, QueueLimit, Server};
+use crate::world::link::{LinkModel, PointToPoint, Server};
 use crate::world::link_model::LinkStats;
 use crate::world::loss::LossModel;
 use crate::world::outage::Outages;
@@ -77,28 +77,7 @@ impl Loader<'_> {
                 (Server::Trace(t), r)
             }
         };
-        let q = &d.queue;
-        let limit = if let Some(p) = q.packets {
-            QueueLimit {
-                packets: Some(p),
-                bytes: None,
-                floor_packets: 0,
-            }
-        } else if let Some(b) = q.bytes {
-            QueueLimit {
-                packets: None,
-                bytes: Some(b),
-                floor_packets: 0,
-            }
-        } else {
-            let rtt_ns = q.rtt.map_or(2 * d.delay_ns, |r| r.0);
-            let bdp_bytes = q.bdp.unwrap_or(1.0) * rate_bps * rtt_ns as f64 / 8e9;
-            QueueLimit {
-                packets: None,
-                bytes: Some(bdp_bytes.max(0.0) as u64),
-                floor_packets: d.queue_floor_packets,
-            }
-        };
+        let limit = d.queue.limit(rate_bps, d.delay_ns, d.queue_floor_packets);
         Ok(PointToPoint::new(
             server,
             Duration::from_nanos(d.delay_ns),

@@ -52,6 +52,33 @@ impl QueueConfig {
             ..QueueConfig::default()
         }
     }
+
+    /// The drop-tail limit this size means on a direction of mean rate
+    /// `rate_bps` and one-way delay `delay_ns`: `packets` or `bytes` as
+    /// given (no floor); otherwise `bdp` (default 1) × the rate × the RTT
+    /// (`rtt`, default twice the one-way delay), keeping at least
+    /// `floor_packets`. The one rule of the simulator's link builder and
+    /// the emulator's links (`peregrine emu`), so both size a queue alike.
+    /// O(1).
+    pub fn limit(&self, rate_bps: f64, delay_ns: u64, floor_packets: u64) -> QueueLimit {
+        if let Some(p) = self.packets {
+            QueueLimit::packets(p)
+        } else if let Some(b) = self.bytes {
+            QueueLimit {
+                packets: None,
+                bytes: Some(b),
+                floor_packets: 0,
+            }
+        } else {
+            let rtt_ns = self.rtt.map_or(2 * delay_ns, |r| r.0);
+            let bdp_bytes = self.bdp.unwrap_or(1.0) * rate_bps * rtt_ns as f64 / 8e9;
+            QueueLimit {
+                packets: None,
+                bytes: Some(bdp_bytes.max(0.0) as u64),
+                floor_packets,
+            }
+        }
+    }
 }
 
 /// The drop-tail limit: the link crate's ([`peregrine_link::fifo::QueueLimit`]).
