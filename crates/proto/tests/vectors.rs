@@ -36,6 +36,25 @@ fn bare(pn: u32) -> Payload<'static> {
     Payload::Bare(BarePayload { packet_number: pn })
 }
 
+/// The ACK of the `ack*` vectors (packet 0x20 acknowledging 995..=1000
+/// and 982..=992, 250 µs late) with the given optional sections.
+fn ack_1000(
+    credits: Vec<StreamCredit>,
+    frequency: Option<AckFrequency>,
+    ecn: Option<AckEcnCounts>,
+) -> AckPayload {
+    AckPayload {
+        packet_number: 0x20,
+        largest_acked: 1000,
+        ack_delay_us: 250,
+        first_range: 5,
+        ranges: vec![AckRange { gap: 1, length: 10 }],
+        credits,
+        frequency,
+        ecn,
+    }
+}
+
 fn frame(
     stream_id: u16,
     message_number: u32,
@@ -258,16 +277,7 @@ fn vectors() -> Vec<Vector> {
     h.window_size = 0x02400;
     push(
         "ack",
-        "0b020a0140810000003100000000000c5a3024000000002000000000000003e8000000fa0100000005000000010000000a", dg(h, Payload::Ack(AckPayload {
-        packet_number: 0x20,
-        largest_acked: 1000,
-        ack_delay_us: 250,
-        first_range: 5,
-        ranges: vec![AckRange { gap: 1, length: 10 }],
-        credits: Vec::new(),
-        frequency: None,
-        ecn: None,
-    })));
+        "0b020a0140810000003100000000000c5a3024000000002000000000000003e8000000fa0100000005000000010000000a", dg(h, Payload::Ack(ack_1000(Vec::new(), None, None))));
 
     // The same ACK with a credit section (§6.5.1): stream 1 may send new
     // data of messages below 4, stream 3 below 70,000.
@@ -276,19 +286,14 @@ fn vectors() -> Vec<Vector> {
     h.window_size = 0x02400;
     push(
         "ack_credit",
-        "0b020a0140810000003e00000000000c5a3024000000002000000000000003e8000000fa0100000005000000010000000a02000100000004000300011170", dg(h, Payload::Ack(AckPayload {
-        packet_number: 0x20,
-        largest_acked: 1000,
-        ack_delay_us: 250,
-        first_range: 5,
-        ranges: vec![AckRange { gap: 1, length: 10 }],
-        credits: vec![
+        "0b020a0140810000003e00000000000c5a3024000000002000000000000003e8000000fa0100000005000000010000000a02000100000004000300011170", dg(h, Payload::Ack(ack_1000(
+        vec![
             StreamCredit { stream: 1, max_message: 4 },
             StreamCredit { stream: 3, max_message: 70_000 },
         ],
-        frequency: None,
-        ecn: None,
-    })));
+        None,
+        None,
+    ))));
 
     // The ACK of `ack`, asking for an ACK-of-ACK (REPLY_REQ), with an
     // ACK-frequency section (§6.5.2) behind an empty credit section.
@@ -302,16 +307,11 @@ fn vectors() -> Vec<Vector> {
     h.window_size = 0x02400;
     push(
         "ack_frequency",
-        "0b020a0140850000003c00000000000c5a3024000000002000000000000003e8000000fa0100000005000000010000000a0000000003001000002710", dg(h, Payload::Ack(AckPayload {
-        packet_number: 0x20,
-        largest_acked: 1000,
-        ack_delay_us: 250,
-        first_range: 5,
-        ranges: vec![AckRange { gap: 1, length: 10 }],
-        credits: Vec::new(),
-        frequency: Some(AckFrequency { sequence: 3, threshold: 16, max_ack_delay_us: 10_000 }),
-        ecn: None,
-    })));
+        "0b020a0140850000003c00000000000c5a3024000000002000000000000003e8000000fa0100000005000000010000000a0000000003001000002710", dg(h, Payload::Ack(ack_1000(
+        Vec::new(),
+        Some(AckFrequency { sequence: 3, threshold: 16, max_ack_delay_us: 10_000 }),
+        None,
+    ))));
 
     // The ACK of `ack` with an ECN section (§6.5.3) behind an empty
     // credit section: 10 DATA packets arrived ECT(0), none ECT(1), 2 CE —
@@ -321,16 +321,11 @@ fn vectors() -> Vec<Vector> {
     h.window_size = 0x02400;
     push(
         "ack_ecn",
-        "0b020a0140810000003500000000000c5a3024000000002000000000000003e8000000fa0100000005000000010000000a000a0002", dg(h, Payload::Ack(AckPayload {
-        packet_number: 0x20,
-        largest_acked: 1000,
-        ack_delay_us: 250,
-        first_range: 5,
-        ranges: vec![AckRange { gap: 1, length: 10 }],
-        credits: Vec::new(),
-        frequency: None,
-        ecn: Some(AckEcnCounts { ect0: 10, ect1: 0, ce: 2 }),
-    })));
+        "0b020a0140810000003500000000000c5a3024000000002000000000000003e8000000fa0100000005000000010000000a000a0002", dg(h, Payload::Ack(ack_1000(
+        Vec::new(),
+        None,
+        Some(AckEcnCounts { ect0: 10, ect1: 0, ce: 2 }),
+    ))));
 
     push(
         "nack",
