@@ -300,23 +300,27 @@ fn an_aqm_link_marks_ect_packets_and_counts_them() {
     });
     // 1 Mbit/s: a 1000-byte packet takes 8 ms; 400 offered at once build
     // a standing queue far above CoDel's 5 ms target.
-    let mut l = link(Server::Rate(1_000_000), 0, QueueLimit::packets(1000)).with_aqm(
-        aqm,
-        QueueLimit::packets(1000),
-        component_rng(1, "aqm"),
-    );
-    let mut out = LinkOutput::default();
-    for i in 0..400 {
-        let mut p = pkt(i, 1000);
-        p.ecn = Some(EcnCodepoint::Ect0);
-        l.enqueue(t(0), p).unwrap();
-    }
-    let mut now = t(0);
-    l.advance(now, &mut out);
-    while let Some(w) = l.next_wake(now) {
-        now = w;
+    let run = |ecn: Option<EcnCodepoint>| {
+        let mut l = link(Server::Rate(1_000_000), 0, QueueLimit::packets(1000)).with_aqm(
+            aqm,
+            QueueLimit::packets(1000),
+            component_rng(1, "aqm"),
+        );
+        let mut out = LinkOutput::default();
+        for i in 0..400 {
+            let mut p = pkt(i, 1000);
+            p.ecn = ecn;
+            l.enqueue(t(0), p).unwrap();
+        }
+        let mut now = t(0);
         l.advance(now, &mut out);
-    }
+        while let Some(w) = l.next_wake(now) {
+            now = w;
+            l.advance(now, &mut out);
+        }
+        (l, out)
+    };
+    let (l, out) = run(Some(EcnCodepoint::Ect0));
     let marked = out
         .delivered
         .iter()
@@ -331,21 +335,7 @@ fn an_aqm_link_marks_ect_packets_and_counts_them() {
     assert_eq!(l.stats().ce_marked, marked);
     assert_eq!((l.stats().aqm_dropped, l.stats().aqm), (0, Some("codel")));
     // Not ECN-capable: dropped instead, reported as AQM drops.
-    let mut l = link(Server::Rate(1_000_000), 0, QueueLimit::packets(1000)).with_aqm(
-        aqm,
-        QueueLimit::packets(1000),
-        component_rng(1, "aqm"),
-    );
-    let mut out = LinkOutput::default();
-    for i in 0..400 {
-        l.enqueue(t(0), pkt(i, 1000)).unwrap();
-    }
-    let mut now = t(0);
-    l.advance(now, &mut out);
-    while let Some(w) = l.next_wake(now) {
-        now = w;
-        l.advance(now, &mut out);
-    }
+    let (l, out) = run(None);
     let aqm_drops = out
         .dropped
         .iter()
