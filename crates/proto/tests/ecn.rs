@@ -422,7 +422,7 @@ impl SansIo for PathEcn {
             t.ecn = None;
         } else if matches!(t.ecn, Some(EcnCodepoint::Ect0 | EcnCodepoint::Ect1)) {
             self.ect_seen += 1;
-            if self.mark_every > 0 && self.ect_seen % self.mark_every == 0 {
+            if self.mark_every > 0 && self.ect_seen.is_multiple_of(self.mark_every) {
                 t.ecn = Some(EcnCodepoint::Ce);
             }
         }

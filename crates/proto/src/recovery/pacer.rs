@@ -366,15 +366,19 @@ mod tests {
     }
 
     proptest! {
-        /// Whatever the rate, window and schedule of looks, no interval
-        /// carries more than the bucket plus what accrued in it.
+        /// Whatever the rate, window, burst limit and schedule of looks,
+        /// no interval carries more than the bucket plus what accrued in it.
         #[test]
         fn never_more_than_capacity_plus_rate(
             rate_bps in 1_000u64..10_000_000_000,
             cwnd_packets in 1u64..500,
             steps in proptest::collection::vec(0u64..3_000, 1..300),
+            burst_us in proptest::option::of(1u64..5_000),
         ) {
-            let p = inputs(rate_bps, cwnd_packets);
+            let p = PaceInputs {
+                max_burst: burst_us.map(Duration::from_micros),
+                ..inputs(rate_bps, cwnd_packets)
+            };
             let mut pacer = Pacer::new();
             let mut now = Time::ZERO;
             let mut bytes = 0u64;
