@@ -96,4 +96,15 @@ pub trait CongestionController: Send {
     /// Classic controllers ignore it (the default): for them a CE echo is
     /// a congestion episode, once per round trip. O(1).
     fn on_ecn(&mut self, _sample: &EcnSample, _path: &PathInfo) {}
+    /// The longest burst the connection's pacer may release back to back,
+    /// as time at the pacing rate (never less than one packet): `None`
+    /// (the default) keeps the pacer's own burst credit (10 packets or
+    /// 2 ms at the rate). A scalable controller asks for far less: an L4S
+    /// AQM marks every packet queued beyond its ~1 ms step threshold, so a
+    /// burst of credit becomes a round of marks that no congestion caused
+    /// (RFC 9331 §4.3 asks L4S senders to pace and avoid bursts; Linux
+    /// Prague bounds its GSO bursts to ~250 µs at the pacing rate). O(1).
+    fn max_pacing_burst(&self) -> Option<Duration> {
+        None
+    }
 }

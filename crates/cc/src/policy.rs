@@ -105,6 +105,10 @@ pub trait CcPolicy: Send {
     }
     /// ECN counts of one ACK (see [`CongestionController::on_ecn`]).
     fn on_ecn(&mut self, _core: &mut Core, _sample: &EcnSample, _path: &PathInfo) {}
+    /// The pacer's burst limit (see [`CongestionController::max_pacing_burst`]).
+    fn max_pacing_burst(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// A [`CongestionController`] made of the shared core and one policy.
@@ -442,5 +446,9 @@ impl<P: CcPolicy> CongestionController for PolicyController<P> {
     fn on_ecn(&mut self, sample: &EcnSample, path: &PathInfo) {
         self.policy.on_ecn(&mut self.core, sample, path);
         self.enforce_bounds();
+    }
+
+    fn max_pacing_burst(&self) -> Option<Duration> {
+        self.policy.max_pacing_burst()
     }
 }

@@ -394,3 +394,148 @@ fn ecn_off_sends_not_ect() {
     assert_eq!(c.ecn_ect_packets_sent, 0);
     assert_eq!(c.ecn_episodes, 0);
 }
+
+/// A node whose outgoing datagrams cross a path chosen by destination:
+/// to `bleach_to` the ECN field is cleared (a bleaching middlebox), to
+/// any other address every `mark_every`-th ECT datagram arrives CE (an
+/// AQM that works).
+struct PathEcn {
+    app: App,
+    bleach_to: Option<SocketAddr>,
+    mark_every: u64,
+    ect_seen: u64,
+}
+
+impl SansIo for PathEcn {
+    fn handle_datagram(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        ecn: Option<EcnCodepoint>,
+        bytes: &mut [u8],
+    ) {
+        self.app.handle_datagram(now, remote, ecn, bytes);
+    }
+    fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let mut t = self.app.poll_transmit(now, buf)?;
+        if self.bleach_to == Some(t.destination) {
+            t.ecn = None;
+        } else if matches!(t.ecn, Some(EcnCodepoint::Ect0 | EcnCodepoint::Ect1)) {
+            self.ect_seen += 1;
+            if self.mark_every > 0 && self.ect_seen.is_multiple_of(self.mark_every) {
+                t.ecn = Some(EcnCodepoint::Ce);
+            }
+        }
+        Some(t)
+    }
+    fn poll_timeout(&mut self) -> Option<Time> {
+        self.app.poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Time) {
+        self.app.handle_timeout(now);
+    }
+}
+
+/// The server's ECN state: (codepoint, failure, CE reported).
+fn ecn_state(
+    h: &Harness<PathEcn>,
+    s: peregrine_proto::harness::NodeId,
+) -> (Option<EcnCodepoint>, Option<&'static str>, u64) {
+    let app = &h.node(s).app;
+    let st = app.ep.stats(app.conn.expect("accepted")).expect("stats");
+    (st.ecn_codepoint, st.ecn_failure, st.ecn_ce_reported)
+}
+
+/// The server sends 2,000 messages to the client; the server → client
+/// path bleaches ECN towards `bleach` (the client's old or new address);
+/// the client moves to a new IP address at 600 ms. Returns the server's
+/// ECN state just before the move and at the end.
+#[allow(clippy::type_complexity)]
+fn migrate_between(
+    bleach_old: bool,
+) -> (
+    (Option<EcnCodepoint>, Option<&'static str>, u64),
+    (Option<EcnCodepoint>, Option<&'static str>, u64),
+) {
+    let new_addr = SocketAddr::from(([10, 0, 1, 9], 4000));
+    let config = ConnectionConfig {
+        ecn: true,
+        idle_timeout: Duration::from_secs(60),
+        ..ConnectionConfig::default()
+    };
+    let mut h: Harness<PathEcn> = Harness::new(43);
+    h.set_default_pipe(PipeConfig {
+        rate_bps: 10_000_000,
+        delay_us: 10_000,
+        queue_limit_bytes: Some(256 * 1024),
+        ..PipeConfig::default()
+    })
+    .unwrap();
+    let mut client = App::client(1);
+    client.keep_bytes = false;
+    client.connect(Time::ZERO, addr(SERVER), config.clone());
+    let mut server = App::server(config, 2);
+    server.outbox = (0..2_000).map(|i| vec![i as u8; MESSAGE_BYTES]).collect();
+    let c = h.add_node(
+        addr(CLIENT),
+        PathEcn {
+            app: client,
+            bleach_to: None,
+            mark_every: 0,
+            ect_seen: 0,
+        },
+    );
+    let s = h.add_node(
+        addr(SERVER),
+        PathEcn {
+            app: server,
+            bleach_to: Some(if bleach_old { addr(CLIENT) } else { new_addr }),
+            mark_every: 20,
+            ect_seen: 0,
+        },
+    );
+    h.run_until(Time::from_millis(600)).unwrap();
+    let before = ecn_state(&h, s);
+    h.set_addr(c, new_addr);
+    let mut t = 600;
+    while h.node(c).app.received.len() < 2_000 && t < 20_000 {
+        t += 100;
+        h.run_until(Time::from_millis(t)).unwrap();
+    }
+    assert_eq!(h.node(c).app.received.len(), 2_000, "every message arrived");
+    let server = &h.node(s).app;
+    let st = server
+        .ep
+        .stats(server.conn.expect("accepted"))
+        .expect("stats");
+    assert_eq!(st.path.migrations, 1, "the server followed the client");
+    (before, ecn_state(&h, s))
+}
+
+/// RFC 9000 §13.4.2, validation per path: ECN fails on a path that
+/// bleaches ECT; after the move to a clean path it is validated afresh,
+/// the packets leave ECT again, and CE marks there reach the sender.
+#[test]
+fn ecn_failed_on_a_bleaching_path_works_again_after_migration() {
+    let (before, after) = migrate_between(true);
+    eprintln!("bleaching old path: before {before:?}, after {after:?}");
+    assert_eq!(before.0, None, "ECN off on the bleaching path");
+    assert!(before.1.is_some(), "validation failed there");
+    assert_eq!(before.2, 0);
+    assert_eq!(after.0, Some(EcnCodepoint::Ect0), "ECT again");
+    assert_eq!(after.1, None, "the new path validated");
+    assert!(after.2 > 0, "CE on the new path is a signal again");
+}
+
+/// The reverse: validated on a clean path, ECN fails on a new path that
+/// bleaches it (the old path's counts do not vouch for the new one).
+#[test]
+fn ecn_validated_on_a_clean_path_fails_after_migration_to_a_bleaching_one() {
+    let (before, after) = migrate_between(false);
+    eprintln!("bleaching new path: before {before:?}, after {after:?}");
+    assert_eq!(before.0, Some(EcnCodepoint::Ect0));
+    assert_eq!(before.1, None);
+    assert!(before.2 > 0, "marks on the clean path were reported");
+    assert_eq!(after.0, None, "ECN off on the bleaching path");
+    assert!(after.1.is_some(), "validation failed there");
+}

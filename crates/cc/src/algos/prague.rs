@@ -16,7 +16,12 @@
 //!
 //! **Parameters** ([`PragueConfig`]): `alpha_gain_shift` (4: g = 1/16),
 //! `alpha_init` (1.0, DCTCP and Linux Prague: a flow that starts into a
-//! congested queue answers its first marks fully), pacing on.
+//! congested queue answers its first marks fully), pacing on,
+//! `max_burst_us` (250: the pacer releases at most 250 µs at the pacing
+//! rate back to back, at least one packet — Linux Prague's GSO burst
+//! bound; the pacer's common credit of 10 packets or 2 ms would cross an
+//! L4S AQM's 1 ms step threshold by itself and draw marks no congestion
+//! caused).
 //!
 //! **Plumbing.** The per-ACK counts come through
 //! [`CongestionController::on_ecn`](crate::CongestionController::on_ecn);
@@ -42,6 +47,7 @@ use crate::types::{
 };
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// Prague settings (defaults = RFC 8257/9331 and Linux Prague).
 #[derive(Clone, Debug, PartialEq)]
@@ -54,6 +60,12 @@ pub struct PragueConfig {
     pub alpha_gain_shift: u32,
     /// α before the first round's estimate, in [0, 1] (1.0).
     pub alpha_init: f64,
+    /// The longest burst the pacer may release back to back, µs at the
+    /// pacing rate, never less than one packet (250: Linux Prague's
+    /// `prague_burst_shift` = 12, 2^−12 s). 0 keeps the pacer's common
+    /// burst credit (10 packets or 2 ms), which crosses DualPI2's 1 ms
+    /// step threshold by itself.
+    pub max_burst_us: u64,
 }
 
 impl Default for PragueConfig {
@@ -65,6 +77,7 @@ impl Default for PragueConfig {
             },
             alpha_gain_shift: 4,
             alpha_init: 1.0,
+            max_burst_us: 250,
         }
     }
 }
@@ -87,6 +100,8 @@ impl PragueConfig {
                 round_acked_packets: 0,
                 round_ce_packets: 0,
                 last_kind: CongestionKind::Loss,
+                max_burst: (self.max_burst_us > 0)
+                    .then(|| Duration::from_micros(self.max_burst_us)),
             },
         )
     }
@@ -103,6 +118,7 @@ pub struct Prague {
     round_acked_packets: u64,
     round_ce_packets: u64,
     last_kind: CongestionKind,
+    max_burst: Option<Duration>,
 }
 
 impl Prague {
@@ -141,6 +157,10 @@ impl CcPolicy for Prague {
 
     fn ecn_response(&self) -> EcnResponse {
         EcnResponse::Scalable
+    }
+
+    fn max_pacing_burst(&self) -> Option<Duration> {
+        self.max_burst
     }
 
     fn on_ecn(&mut self, _core: &mut Core, sample: &EcnSample, path: &PathInfo) {
@@ -358,6 +378,19 @@ mod tests {
         c.init(&path(0, 20));
         assert_eq!(c.ecn_response(), EcnResponse::Scalable);
         assert!(c.pacing_rate_bytes_per_sec().is_some());
+        // A small burst credit (Linux Prague's 2^-12 s); 0 keeps the
+        // pacer's common one, as every classic controller does.
+        assert_eq!(
+            c.max_pacing_burst(),
+            Some(std::time::Duration::from_micros(250))
+        );
+        let common = PragueConfig {
+            max_burst_us: 0,
+            ..PragueConfig::default()
+        };
+        assert_eq!(common.build().max_pacing_burst(), None);
+        let cubic = crate::CcConfig::from_name("cubic").expect("registered");
+        assert_eq!(cubic.build().max_pacing_burst(), None);
     }
 
     /// Over a link that marks CE above 1 ms of sojourn (an L4S step AQM),

@@ -322,6 +322,7 @@ impl Congestion {
             cwnd_bytes: self.cc.cwnd_bytes(),
             mss_bytes: u64::from(self.mss),
             fine: self.fine_pacing,
+            max_burst: self.cc.max_pacing_burst(),
         })
     }
 

@@ -10,9 +10,19 @@
 //! ACK newly acknowledges (all of which were sent ECT), and only in the
 //! codepoint sent or CE. An ACK that newly acknowledges ECT packets
 //! without the section fails too (the peer or the path does not report
-//! ECN). A failure turns ECN off for the path for good: packets leave
-//! not-ECT and later counts are ignored, as RFC 9000 §13.4.2.2 does.
-//! Validated growth of the CE count is the congestion signal.
+//! ECN). A failure turns ECN off for the path: packets leave not-ECT and
+//! later counts are ignored, as RFC 9000 §13.4.2.2 does. Validated growth
+//! of the CE count is the congestion signal.
+//!
+//! **Validation is per path** (RFC 9000 §13.4.2: a new path is validated
+//! afresh, and a path that failed may be tried again): when the
+//! connection migrates ([`EcnSender::restart_path`]), a failure is
+//! forgotten and the new path's packets — those numbered from the
+//! migration on — are checked by themselves. The counts stay cumulative
+//! (one packet-number space), so the last validated counts remain the
+//! baseline; the old path's packets still in flight count toward neither
+//! side of the undercount rule (a bleaching old path must not fail the
+//! clean new one, nor an old clean path's counts vouch for a new one).
 
 use crate::wire::{AckEcnCounts, AckPayload};
 use crate::EcnCodepoint;
@@ -50,6 +60,8 @@ impl EcnFailure {
 /// ECN counters of the sending side.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EcnCounters {
+    /// Times validation restarted on a new path (migrations).
+    pub path_restarts: u64,
     /// DATA packets sent with an ECT codepoint.
     pub ect_packets_sent: u64,
     /// The peer's validated cumulative counts (the last accepted section).
@@ -63,6 +75,9 @@ pub struct EcnCounters {
 pub struct EcnSender {
     enabled: bool,
     largest_acked: Option<u64>,
+    /// The current path's first packet number: validation counts only
+    /// packets from here on.
+    path_first_pn: u64,
     counters: EcnCounters,
 }
 
@@ -72,6 +87,7 @@ impl EcnSender {
         EcnSender {
             enabled,
             largest_acked: None,
+            path_first_pn: 0,
             counters: EcnCounters::default(),
         }
     }
@@ -102,13 +118,31 @@ impl EcnSender {
         }
     }
 
+    /// The connection moved to a new path whose first packet will be
+    /// `next_pn`: validate ECN there afresh (RFC 9000 §13.4.2), even if it
+    /// failed on the old one. The validated counts stay the baseline.
+    /// O(1).
+    pub fn restart_path(&mut self, next_pn: u64) {
+        self.path_first_pn = next_pn;
+        self.counters.failure = None;
+        self.counters.path_restarts += 1;
+    }
+
+    /// The current path's first packet number: [`on_ack`](Self::on_ack)
+    /// wants the newly acknowledged packets numbered from here on.
+    pub fn path_first_pn(&self) -> u64 {
+        self.path_first_pn
+    }
+
     fn fail(&mut self, why: EcnFailure) -> Option<EcnSample> {
         self.counters.failure = Some(why);
         None
     }
 
     /// Validate the ECN section of `ack`, which newly acknowledged
-    /// `newly_acked` DATA packets of `acked_bytes` bytes; the sample of
+    /// `newly_acked` DATA packets of the current path (numbered from
+    /// [`path_first_pn`](Self::path_first_pn) on, all sent ECT while
+    /// validation holds) of `acked_bytes` bytes in all; the sample of
     /// what it newly reported, or `None` (nothing new, ignored, or a
     /// failure — which turns ECN off). `response` says which ECT was sent.
     /// O(1).
@@ -229,6 +263,33 @@ mod tests {
         assert_eq!(s.codepoint(C), None);
         assert_eq!(s.on_ack(&ack(1, Some((1, 0, 1))), 1, 0, C), None);
         assert_eq!(s.counters().failure, None);
+    }
+
+    #[test]
+    fn a_new_path_is_validated_afresh() {
+        // Old path bleaches: ten ECT packets acknowledged without growth.
+        let mut s = sender(10);
+        s.on_ack(&ack(3, Some((4, 0, 0))), 4, 0, C).unwrap();
+        assert_eq!(s.on_ack(&ack(9, Some((4, 0, 0))), 6, 0, C), None);
+        assert_eq!(s.counters().failure, Some(EcnFailure::Undercounted));
+        // Migration at packet 12 (10 and 11 left not-ECT).
+        s.restart_path(12);
+        assert!(s.active());
+        assert_eq!(s.path_first_pn(), 12);
+        assert_eq!(s.counters().path_restarts, 1);
+        for _ in 0..5 {
+            s.on_data_sent();
+        }
+        // Late ACK of old packets 10, 11 only (none of the new path's):
+        // no growth owed, ECN stays on.
+        let a = s.on_ack(&ack(11, Some((4, 0, 0))), 0, 0, C).unwrap();
+        assert_eq!((a.newly_ect_packets, a.newly_ce_packets), (0, 0));
+        assert!(s.active());
+        // The new path's five packets, one CE: validated from the old
+        // baseline, the CE is a signal.
+        let a = s.on_ack(&ack(16, Some((8, 0, 1))), 5, 0, C).unwrap();
+        assert_eq!((a.newly_ect_packets, a.newly_ce_packets), (5, 1));
+        assert!(s.active());
     }
 
     #[test]

@@ -277,6 +277,13 @@ impl Recovery {
         self.cong.replace_controller(cc, &ctx);
     }
 
+    /// The connection moved to a new path: ECN is validated there afresh
+    /// from the next packet on, even if it failed on the old one (RFC
+    /// 9000 §13.4.2). O(1).
+    pub fn restart_ecn_validation(&mut self) {
+        self.ecn.restart_path(self.next_pn);
+    }
+
     /// The connection moved to a new network path (RFC 9000 §9.4): the
     /// RTT estimator and the controller restart from their initial state;
     /// packets in flight stay tracked for loss detection.
@@ -485,9 +492,15 @@ impl Recovery {
         }
         self.counters.packets_acked += acked.newly_acked.len() as u64;
         self.counters.bytes_acked += acked_bytes;
+        // Validation is per path: only the current path's packets must
+        // show up in the counts (ecn.rs).
+        let path_first_pn = self.ecn.path_first_pn();
+        let newly_on_path = (acked.newly_acked.iter())
+            .filter(|(pn, _)| *pn >= path_first_pn)
+            .count();
         let ecn_sample = self.ecn.on_ack(
             ack,
-            acked.newly_acked.len() as u64,
+            newly_on_path as u64,
             acked_bytes,
             self.cong.ecn_response(),
         );

@@ -31,6 +31,14 @@
 //! machine). The runtime waits for the sub-millisecond gaps on its own
 //! thread with a 1 µs timer slack (`crates/net/src/pacing.rs`).
 //!
+//! **Scalable senders** ([`PaceInputs::max_burst`], issue 41): a
+//! controller may cap the credit to a time at the rate
+//! ([`peregrine_cc::CongestionController::max_pacing_burst`]; Prague: 250
+//! µs, at least one packet). An L4S AQM marks every packet queued beyond
+//! its ~1 ms step threshold, so the common credit of 10 packets (5.8 ms
+//! at 20 Mbit/s), released when an ACK opens the window, draws a round of
+//! marks by itself. Other controllers are unchanged.
+//!
 //! All entry points are O(1); nothing allocates.
 
 use peregrine_cc::Time;
@@ -76,17 +84,25 @@ pub struct PaceInputs {
     pub mss_bytes: u64,
     /// Fine pacing: one-packet releases (module docs).
     pub fine: bool,
+    /// The controller's burst limit, time at the rate (`None`: the common
+    /// credit; scalable controllers ask for less, module docs).
+    pub max_burst: Option<Duration>,
 }
 
 impl PaceInputs {
     /// The bucket's capacity, bytes: `max(10 packets, 2 ms at the rate)`,
-    /// at most 256 packets and the congestion window, at least one packet.
+    /// at most 256 packets, the congestion window and the controller's
+    /// `max_burst` at the rate, at least one packet.
     pub fn capacity_bytes(&self) -> u64 {
         let mss = self.mss_bytes.max(1);
+        let limit = self
+            .max_burst
+            .map_or(u64::MAX, |d| bytes_in(d, self.rate_bytes_per_sec));
         bytes_in(BURST_INTERVAL, self.rate_bytes_per_sec)
             .max(MIN_BURST_PACKETS * mss)
             .min(MAX_BURST_PACKETS * mss)
             .min(self.cwnd_bytes)
+            .min(limit)
             .max(mss)
     }
 
@@ -191,6 +207,7 @@ mod tests {
             cwnd_bytes: cwnd_packets * MSS,
             mss_bytes: MSS,
             fine: false,
+            max_burst: None,
         }
     }
 
@@ -284,6 +301,35 @@ mod tests {
     }
 
     #[test]
+    fn a_controller_burst_limit_caps_the_credit_and_keeps_the_rate() {
+        // Prague's 250 µs: at 20 Mbit/s less than a packet, so one packet
+        // per release even from a full bucket; at 1 Gbit/s 31,250 bytes.
+        for (rate_bps, burst_packets) in [(20_000_000u64, 1usize), (1_000_000_000, 21)] {
+            let p = PaceInputs {
+                max_burst: Some(Duration::from_micros(250)),
+                ..inputs(rate_bps, 1000)
+            };
+            let sent = run(&p, 4000);
+            let first_burst = sent.iter().take_while(|t| **t == sent[0]).count();
+            assert_eq!(first_burst, burst_packets, "{rate_bps}");
+            let longest = sent
+                .chunk_by(|a, b| a == b)
+                .map(<[Time]>::len)
+                .max()
+                .unwrap_or(0);
+            assert!(longest <= burst_packets, "{rate_bps}: burst of {longest}");
+            let elapsed = sent[3999].saturating_duration_since(sent[first_burst]);
+            let rate = (3999 - first_burst) as f64 * MSS as f64 * 8.0 / elapsed.as_secs_f64();
+            assert!(
+                (rate / rate_bps as f64 - 1.0).abs() < 0.02,
+                "{rate_bps}: {rate}"
+            );
+        }
+        // No limit: the common credit.
+        assert_eq!(inputs(20_000_000, 1000).capacity_bytes(), 10 * MSS);
+    }
+
+    #[test]
     fn a_late_wake_up_keeps_the_rate() {
         // The driver wakes 900 µs after each release (a coarse timer):
         // the bucket (2 ms) absorbs it and the rate holds.
@@ -320,15 +366,19 @@ mod tests {
     }
 
     proptest! {
-        /// Whatever the rate, window and schedule of looks, no interval
-        /// carries more than the bucket plus what accrued in it.
+        /// Whatever the rate, window, burst limit and schedule of looks,
+        /// no interval carries more than the bucket plus what accrued in it.
         #[test]
         fn never_more_than_capacity_plus_rate(
             rate_bps in 1_000u64..10_000_000_000,
             cwnd_packets in 1u64..500,
             steps in proptest::collection::vec(0u64..3_000, 1..300),
+            burst_us in proptest::option::of(1u64..5_000),
         ) {
-            let p = inputs(rate_bps, cwnd_packets);
+            let p = PaceInputs {
+                max_burst: burst_us.map(Duration::from_micros),
+                ..inputs(rate_bps, cwnd_packets)
+            };
             let mut pacer = Pacer::new();
             let mut now = Time::ZERO;
             let mut bytes = 0u64;

@@ -36,7 +36,10 @@
 //!   congestion controller restart from their initial state (RFC 9000
 //!   §9.4). If only the port changed — a NAT rebinding, same network
 //!   path — congestion and RTT state are kept, as RFC 9000 §9.4 allows.
-//!   An immediate ACK tells the peer the new path works.
+//!   An immediate ACK tells the peer the new path works. ECN validation
+//!   restarts on the new path in either case (RFC 9000 §13.4.2;
+//!   `recovery/ecn.rs`): a path that bleached ECT does not keep ECN off
+//!   on a clean one, and a clean old path does not vouch for the new.
 //!
 //! Key choice: the challenge reuses ECHO instead of a new payload, so the
 //! wire format (and every decoder and fuzz target) is unchanged and any
@@ -255,6 +258,9 @@ impl Connection {
         let from = self.remote;
         self.remote = to;
         let congestion_reset = from.ip() != to.ip();
+        // ECN is validated per path (RFC 9000 §13.4.2), a NAT rebinding
+        // included: the new 4-tuple may cross other middleboxes.
+        self.recovery.restart_ecn_validation();
         if congestion_reset {
             self.recovery.reset_path(now, self.config.cc.build());
             self.path.stats.congestion_resets += 1;
