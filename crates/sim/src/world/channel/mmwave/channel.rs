@@ -216,7 +216,8 @@ impl<'a> Views<'a> {
             // Every station from here on is at least as far: bounded by
             // this one's bound.
             let bar = best.map_or(min, |b| b.0.max(min));
-            if !(cfg.snr_bound_db(d) >= bar - BOUND_SLACK_DB) {
+            // (The bound is never NaN: −∞ for a NaN distance.)
+            if cfg.snr_bound_db(d) < bar - BOUND_SLACK_DB {
                 break;
             }
             let w = self.get(j);
