@@ -1689,6 +1689,47 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// `AddrMap` behaves as the B-tree it replaced, for node indices
+        /// (dense) and stray addresses (sparse) alike: lookups, length,
+        /// ascending iteration and the count of differing entries.
+        #[test]
+        fn addr_map_matches_a_btree(
+            ops in proptest::collection::vec(
+                (0u8..4, proptest::prop_oneof![0u32..40, (DENSE_ADDRS - 2)..(DENSE_ADDRS + 3), proptest::prelude::Just(u32::MAX)], 0u32..5),
+                0..80,
+            ),
+        ) {
+            let (mut m, mut r) = (AddrMap::default(), BTreeMap::new());
+            let (mut prev_m, mut prev_r): (AddrMap<u32>, BTreeMap<u32, u32>) = (AddrMap::default(), BTreeMap::new());
+            for (op, k, v) in ops {
+                match op {
+                    0 => proptest::prop_assert_eq!(m.insert(k, v), r.insert(k, v)),
+                    1 => proptest::prop_assert_eq!(m.remove(k), r.remove(&k)),
+                    2 => {
+                        m.retain(|a, x| (a ^ *x) % 3 != 0);
+                        r.retain(|a, x| (a ^ *x) % 3 != 0);
+                    }
+                    _ => {
+                        let diff = r.keys().chain(prev_r.keys()).collect::<BTreeSet<_>>()
+                            .into_iter().filter(|a| r.get(a) != prev_r.get(a)).count();
+                        proptest::prop_assert_eq!(m.count_differences(&prev_m) as usize, diff);
+                        prev_m = m.clone();
+                        prev_r = r.clone();
+                        if v == 0 {
+                            m.clear();
+                            r.clear();
+                        }
+                    }
+                }
+                proptest::prop_assert_eq!(m.get(k), r.get(&k));
+                proptest::prop_assert_eq!(m.is_empty(), r.is_empty());
+                let all: Vec<(u32, u32)> = m.iter().map(|(a, &x)| (a, x)).collect();
+                proptest::prop_assert_eq!(all, r.iter().map(|(&a, &x)| (a, x)).collect::<Vec<_>>());
+            }
+        }
+    }
+
+    proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
 
         /// On a random static graph with lossless delivery, OLSR learns
