@@ -316,15 +316,18 @@ pub struct Olsr {
     selectors: BTreeMap<u32, Time>,
     /// Originator → its latest ANSN's advertised set (one validity for
     /// the set: see [`Topo`]).
-    topology: BTreeMap<u32, Topo>,
+    topology: AddrMap<Topo>,
     /// Originator → its duplicate tuples (see [`Dup`]).
-    dup: BTreeMap<u32, Vec<Dup>>,
+    dup: AddrMap<Vec<Dup>>,
     /// The next instant the duplicate set is swept of expired tuples.
     dup_sweep_at: Time,
     /// dst → (next hop, hops), as of the last recomputation: routes are
     /// recomputed lazily, at the first lookup after the state that shapes
     /// them changed (issue 40), not after every message.
-    routes: RefCell<BTreeMap<u32, (u32, u32)>>,
+    routes: RefCell<AddrMap<(u32, u32)>>,
+    /// The table the next recomputation fills (the previous one's
+    /// vector, recycled).
+    routes_next: RefCell<AddrMap<(u32, u32)>>,
     /// The instant of the last change to the state that shapes the
     /// routes, while `routes` does not reflect it yet.
     dirty_at: Cell<Option<Time>>,
@@ -374,6 +377,151 @@ struct Dup {
     seq: u16,
     retransmitted: bool,
     until: Time,
+}
+
+/// Addresses below this are held densely by [`AddrMap`] (our addresses
+/// are node indices); anything above, which only a hand-made message
+/// could carry, in a B-tree, so a stray address cannot allocate a huge
+/// vector.
+const DENSE_ADDRS: u32 = 1 << 16;
+
+/// A map keyed by node address: a vector indexed by address for the
+/// node indices the simulator uses, a B-tree for anything else. A lookup
+/// is one index instead of a B-tree descent (issue 40: at 1,000 UAVs
+/// every TC copy a node hears looks its originator up in the duplicate
+/// set, and every route recomputation looks up each destination). The
+/// vector grows to the largest address inserted (O(largest) memory).
+/// Iteration is in ascending address order, as the B-tree's was.
+#[derive(Clone, Debug)]
+struct AddrMap<V> {
+    dense: Vec<Option<V>>,
+    sparse: BTreeMap<u32, V>,
+    len: usize,
+}
+
+impl<V> Default for AddrMap<V> {
+    fn default() -> Self {
+        AddrMap {
+            dense: Vec::new(),
+            sparse: BTreeMap::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<V> AddrMap<V> {
+    /// O(1) for a dense address, else O(log n).
+    fn get(&self, k: u32) -> Option<&V> {
+        if k < DENSE_ADDRS {
+            self.dense.get(k as usize)?.as_ref()
+        } else {
+            self.sparse.get(&k)
+        }
+    }
+
+    /// O(1) for a dense address, else O(log n).
+    fn get_mut(&mut self, k: u32) -> Option<&mut V> {
+        if k < DENSE_ADDRS {
+            self.dense.get_mut(k as usize)?.as_mut()
+        } else {
+            self.sparse.get_mut(&k)
+        }
+    }
+
+    /// Amortised O(1) for a dense address, else O(log n).
+    fn insert(&mut self, k: u32, v: V) -> Option<V> {
+        let old = if k < DENSE_ADDRS {
+            let i = k as usize;
+            if self.dense.len() <= i {
+                self.dense.resize_with(i + 1, || None);
+            }
+            self.dense[i].replace(v)
+        } else {
+            self.sparse.insert(k, v)
+        };
+        self.len += usize::from(old.is_none());
+        old
+    }
+
+    /// The value at `k`, inserted by `f` if absent. As [`insert`](Self::insert).
+    fn get_or_insert_with(&mut self, k: u32, f: impl FnOnce() -> V) -> &mut V {
+        if self.get(k).is_none() {
+            self.insert(k, f());
+        }
+        self.get_mut(k).expect("just inserted")
+    }
+
+    /// O(1) for a dense address, else O(log n).
+    fn remove(&mut self, k: u32) -> Option<V> {
+        let old = if k < DENSE_ADDRS {
+            self.dense.get_mut(k as usize).and_then(Option::take)
+        } else {
+            self.sparse.remove(&k)
+        };
+        self.len -= usize::from(old.is_some());
+        old
+    }
+
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Every entry, ascending by address. O(largest dense address + n).
+    #[cfg(test)]
+    fn iter(&self) -> impl Iterator<Item = (u32, &V)> + '_ {
+        let dense = self
+            .dense
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.as_ref().map(|v| (i as u32, v)));
+        dense.chain(self.sparse.iter().map(|(&k, v)| (k, v)))
+    }
+
+    /// Keeps the entries `f` accepts. O(largest dense address + n).
+    fn retain(&mut self, mut f: impl FnMut(u32, &mut V) -> bool) {
+        let mut removed = 0;
+        for (i, slot) in self.dense.iter_mut().enumerate() {
+            if let Some(v) = slot {
+                if !f(i as u32, v) {
+                    *slot = None;
+                    removed += 1;
+                }
+            }
+        }
+        let before = self.sparse.len();
+        self.sparse.retain(|&k, v| f(k, v));
+        removed += before - self.sparse.len();
+        self.len -= removed;
+    }
+
+    /// Empties the map, keeping the vector's capacity. O(largest dense address).
+    fn clear(&mut self) {
+        self.dense.iter_mut().for_each(|v| *v = None);
+        self.sparse.clear();
+        self.len = 0;
+    }
+}
+
+impl<V: PartialEq> AddrMap<V> {
+    /// How many addresses map to different values in `self` and `other`
+    /// (present in one only, or with another value). O(both sizes).
+    fn count_differences(&self, other: &AddrMap<V>) -> u64 {
+        let n = self.dense.len().max(other.dense.len());
+        let mut changed = 0u64;
+        for i in 0..n {
+            let a = self.dense.get(i).and_then(Option::as_ref);
+            let b = other.dense.get(i).and_then(Option::as_ref);
+            changed += u64::from(a != b);
+        }
+        for (k, v) in &self.sparse {
+            changed += u64::from(other.sparse.get(k) != Some(v));
+        }
+        for k in other.sparse.keys() {
+            changed += u64::from(!self.sparse.contains_key(k));
+        }
+        changed
+    }
 }
 
 /// Scratch vectors of the MPR selection, kept between runs so that a
@@ -430,10 +578,11 @@ impl Olsr {
             two_hop: BTreeMap::new(),
             mprs: BTreeSet::new(),
             selectors: BTreeMap::new(),
-            topology: BTreeMap::new(),
-            dup: BTreeMap::new(),
+            topology: AddrMap::default(),
+            dup: AddrMap::default(),
             dup_sweep_at: Time::ZERO,
-            routes: RefCell::new(BTreeMap::new()),
+            routes: RefCell::new(AddrMap::default()),
+            routes_next: RefCell::new(AddrMap::default()),
             dirty_at: Cell::new(None),
             expiries: BTreeSet::new(),
             mpr_dirty: false,
@@ -530,8 +679,8 @@ impl Olsr {
                     }
                 }
                 Tuple::Topology(o) => {
-                    if self.topology.get(&o).is_some_and(|x| x.until == t) {
-                        self.topology.remove(&o);
+                    if self.topology.get(o).is_some_and(|x| x.until == t) {
+                        self.topology.remove(o);
                     }
                 }
             }
@@ -551,10 +700,10 @@ impl Olsr {
     }
 
     /// The duplicate tuple of (`origin`, `seq`) valid at `now`, if any.
-    /// O(log originators + the originator's tuples).
+    /// O(1 + the originator's tuples).
     fn dup_get(&self, now: Time, origin: u32, seq: u16) -> Option<Dup> {
         self.dup
-            .get(&origin)?
+            .get(origin)?
             .iter()
             .find(|d| d.seq == seq && d.until >= now)
             .copied()
@@ -562,9 +711,9 @@ impl Olsr {
 
     /// Records duplicate tuple (`origin`, `seq`) valid until `until` (now +
     /// DUP_HOLD_TIME), dropping the originator's expired ones.
-    /// O(log originators + the originator's tuples).
+    /// O(1 + the originator's tuples).
     fn dup_insert(&mut self, now: Time, origin: u32, seq: u16, until: Time, retransmitted: bool) {
-        let v = self.dup.entry(origin).or_default();
+        let v = self.dup.get_or_insert_with(origin, Vec::new);
         v.retain(|d| d.seq != seq && d.until >= now);
         v.push(Dup {
             seq,
@@ -809,7 +958,7 @@ impl Olsr {
         let mut adv = advertised.to_vec();
         adv.sort_unstable();
         adv.dedup();
-        match self.topology.get_mut(&origin) {
+        match self.topology.get_mut(origin) {
             // An older ANSN is ignored.
             Some(e) if ansn_cmp(e.ansn, ansn) == std::cmp::Ordering::Greater => return,
             // The same ANSN, still valid: the same set, refreshed (what it
@@ -949,20 +1098,24 @@ impl Olsr {
 
     /// §10: hop-count routes from the symmetric neighbours, the 2-hop set
     /// and the topology set, valid at `now`, breadth first over the
-    /// topology set (each level scans only its nodes' topology tuples):
-    /// O((routes + topology) · log state). Among equal hop counts the
+    /// topology set (each level scans only its nodes' topology tuples),
+    /// into tables indexed by address (issue 40: no B-tree per lookup):
+    /// O(routes + topology + largest address). Among equal hop counts the
     /// smallest next hop wins.
     fn compute_routes(&self, now: Time) {
-        let mut routes: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
+        let mut routes = self.routes_next.borrow_mut();
+        routes.clear();
         let mut level: Vec<u32> = Vec::new();
         for n in self.sym_neighbours(now) {
             routes.insert(n, (n, 1));
+            // Ascending (the links' order): the nodes at one hop.
+            level.push(n);
         }
         let mut next: Vec<u32> = Vec::new();
         for (&(via, two), t) in &self.two_hop {
-            if *t >= now && two != self.me && routes.get(&via).is_some_and(|r| r.1 == 1) {
+            if *t >= now && two != self.me && routes.get(via).is_some_and(|r| r.1 == 1) {
                 let cand = (via, 2);
-                match routes.get_mut(&two) {
+                match routes.get_mut(two) {
                     None => {
                         routes.insert(two, cand);
                         next.push(two);
@@ -975,26 +1128,25 @@ impl Olsr {
                 }
             }
         }
-        level.extend(routes.iter().filter(|(_, r)| r.1 == 1).map(|(&d, _)| d));
         // Extend hop by hop over the topology set (last → dest): the
         // nodes at `h` hops reach theirs at `h + 1`.
         let mut h = 1;
         while !level.is_empty() {
             for &last in &level {
-                let Some(&(nh, hops)) = routes.get(&last) else {
+                let Some(&(nh, hops)) = routes.get(last) else {
                     continue;
                 };
                 if hops != h {
                     continue;
                 }
-                let Some(topo) = self.topology.get(&last).filter(|e| e.until >= now) else {
+                let Some(topo) = self.topology.get(last).filter(|e| e.until >= now) else {
                     continue;
                 };
                 for &dest in &topo.advertised {
                     if dest == self.me {
                         continue;
                     }
-                    match routes.get_mut(&dest) {
+                    match routes.get_mut(dest) {
                         None => {
                             routes.insert(dest, (nh, h + 1));
                             next.push(dest);
@@ -1013,55 +1165,26 @@ impl Olsr {
             level.dedup();
             h += 1;
         }
-        // Count the entries that changed: O(n) merge of two sorted maps.
-        let mut changed = 0u64;
-        let old = self.routes.borrow();
-        let (mut a, mut b) = (old.iter().peekable(), routes.iter().peekable());
-        loop {
-            match (a.peek(), b.peek()) {
-                (None, None) => break,
-                (Some(_), None) => {
-                    changed += 1;
-                    a.next();
-                }
-                (None, Some(_)) => {
-                    changed += 1;
-                    b.next();
-                }
-                (Some((ka, va)), Some((kb, vb))) => match ka.cmp(kb) {
-                    std::cmp::Ordering::Less => {
-                        changed += 1;
-                        a.next();
-                    }
-                    std::cmp::Ordering::Greater => {
-                        changed += 1;
-                        b.next();
-                    }
-                    std::cmp::Ordering::Equal => {
-                        changed += u64::from(va != vb);
-                        a.next();
-                        b.next();
-                    }
-                },
-            }
-        }
-        drop(old);
+        // Count the entries that changed, then swap the tables (the old
+        // one is the next recomputation's buffer).
+        let mut old = self.routes.borrow_mut();
+        let changed = old.count_differences(&routes);
         self.route_changes.set(self.route_changes.get() + changed);
-        *self.routes.borrow_mut() = routes;
+        std::mem::swap(&mut *old, &mut *routes);
     }
 
     /// The next hop towards `dst`, if routed (routes recomputed first if
-    /// the state changed). O(log n) when up to date.
+    /// the state changed). O(1) when up to date.
     pub fn next_hop(&self, dst: u32) -> Option<u32> {
         self.refresh();
-        self.routes.borrow().get(&dst).map(|r| r.0)
+        self.routes.borrow().get(dst).map(|r| r.0)
     }
 
     /// Hops to `dst`, if routed (routes recomputed first if the state
-    /// changed). O(log n) when up to date.
+    /// changed). O(1) when up to date.
     pub fn hops(&self, dst: u32) -> Option<u32> {
         self.refresh();
-        self.routes.borrow().get(&dst).map(|r| r.1)
+        self.routes.borrow().get(dst).map(|r| r.1)
     }
 
     /// The MPR set advertised in the last HELLO (selected when that HELLO
@@ -1273,7 +1396,7 @@ mod tests {
         // The link (6 s) expires before the topology tuple (15 s).
         o.expire(t0 + Duration::from_secs(7));
         assert_eq!(o.next_hop(1), None);
-        assert!(o.topology.contains_key(&2));
+        assert!(o.topology.get(2).is_some());
         o.expire(t0 + Duration::from_secs(16));
         assert!(o.topology.is_empty() && o.two_hop.is_empty() && o.links.is_empty());
         assert!(o.expiries.is_empty());
@@ -1394,6 +1517,11 @@ mod tests {
         mprs
     }
 
+    /// The routing table as a map, to compare with [`reference_routes`].
+    fn routes_of(o: &Olsr) -> BTreeMap<u32, (u32, u32)> {
+        o.routes.borrow().iter().map(|(k, &v)| (k, v)).collect()
+    }
+
     /// §10 from scratch over the tuples valid at `now`: breadth first over
     /// every edge (symmetric links, 2-hop tuples through a symmetric
     /// neighbour, topology tuples), each node's next hop the smallest
@@ -1406,7 +1534,7 @@ mod tests {
                 adj.entry(via).or_default().insert(two);
             }
         }
-        for (&last, e) in &o.topology {
+        for (last, e) in o.topology.iter() {
             if e.until >= now {
                 adj.entry(last)
                     .or_default()
@@ -1514,7 +1642,7 @@ mod tests {
                             now = e;
                             o.expire(now);
                             o.refresh();
-                            proptest::prop_assert_eq!(&*o.routes.borrow(), &reference_routes(&o, now));
+                            proptest::prop_assert_eq!(&routes_of(&o), &reference_routes(&o, now));
                         }
                         now = target;
                     }
@@ -1524,7 +1652,7 @@ mod tests {
                     }
                 }
                 o.refresh();
-                proptest::prop_assert_eq!(&*o.routes.borrow(), &reference_routes(&o, now));
+                proptest::prop_assert_eq!(&routes_of(&o), &reference_routes(&o, now));
             }
         }
 
@@ -1556,6 +1684,47 @@ mod tests {
                 if n1.contains(&via) && !n1.contains(&two) && two != 0 {
                     proptest::prop_assert!(o.mprs().iter().any(|m| o.two_hop.contains_key(&(*m, two))));
                 }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// `AddrMap` behaves as the B-tree it replaced, for node indices
+        /// (dense) and stray addresses (sparse) alike: lookups, length,
+        /// ascending iteration and the count of differing entries.
+        #[test]
+        fn addr_map_matches_a_btree(
+            ops in proptest::collection::vec(
+                (0u8..4, proptest::prop_oneof![0u32..40, (DENSE_ADDRS - 2)..(DENSE_ADDRS + 3), proptest::prelude::Just(u32::MAX)], 0u32..5),
+                0..80,
+            ),
+        ) {
+            let (mut m, mut r) = (AddrMap::default(), BTreeMap::new());
+            let (mut prev_m, mut prev_r): (AddrMap<u32>, BTreeMap<u32, u32>) = (AddrMap::default(), BTreeMap::new());
+            for (op, k, v) in ops {
+                match op {
+                    0 => proptest::prop_assert_eq!(m.insert(k, v), r.insert(k, v)),
+                    1 => proptest::prop_assert_eq!(m.remove(k), r.remove(&k)),
+                    2 => {
+                        m.retain(|a, x| (a ^ *x) % 3 != 0);
+                        r.retain(|a, x| (a ^ *x) % 3 != 0);
+                    }
+                    _ => {
+                        let diff = r.keys().chain(prev_r.keys()).collect::<BTreeSet<_>>()
+                            .into_iter().filter(|a| r.get(a) != prev_r.get(a)).count();
+                        proptest::prop_assert_eq!(m.count_differences(&prev_m) as usize, diff);
+                        prev_m = m.clone();
+                        prev_r = r.clone();
+                        if v == 0 {
+                            m.clear();
+                            r.clear();
+                        }
+                    }
+                }
+                proptest::prop_assert_eq!(m.get(k), r.get(&k));
+                proptest::prop_assert_eq!(m.is_empty(), r.is_empty());
+                let all: Vec<(u32, u32)> = m.iter().map(|(a, &x)| (a, x)).collect();
+                proptest::prop_assert_eq!(all, r.iter().map(|(&a, &x)| (a, x)).collect::<Vec<_>>());
             }
         }
     }

@@ -265,6 +265,9 @@ impl ChannelTimeline {
         // Make-before-break: per vehicle, per station, the attachment's
         // capacity; the association changes; the last association.
         let mbb = v.make_before_break.is_some();
+        // Only a second attachment reads the stations that do not serve:
+        // without one, each step evaluates the views its decisions need.
+        channel.set_every_station(mbb);
         let stations = c.base_stations.len();
         let mut attach_caps: Vec<Vec<CapacitySteps>> = if mbb {
             vec![vec![CapacitySteps::new(); stations]; c.vehicles]

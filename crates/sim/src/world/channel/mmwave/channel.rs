@@ -94,6 +94,139 @@ pub struct MmWaveChannel {
     last_step: Option<Time>,
     events: Vec<FailureEvent>,
     counts: FailureCounts,
+    /// Evaluate every station's view at every step (see
+    /// [`set_every_station`](MmWaveChannel::set_every_station)).
+    every_station: bool,
+}
+
+/// Slack of the bounded station searches, dB: a station is passed over
+/// only when its bound is below the bar by more than this, so that a
+/// rounding difference between two distances' logarithms cannot prune a
+/// station that ties.
+const BOUND_SLACK_DB: f64 = 1e-9;
+
+/// One vehicle's views of the base stations at one step, each evaluated
+/// (its segment tested against the obstacles and the other vehicles) at
+/// most once, and only when a decision needs it — unless `full`, when
+/// all are evaluated up front as the fading model needs (its shadowing
+/// can lift an SNR above the clear-path bound, and its SINR sums every
+/// serving station's power).
+struct Views<'a> {
+    ch: &'a MmWaveChannel,
+    ant: Vec3,
+    bodies: &'a BlockerIndex,
+    own: usize,
+    full: bool,
+    got: Vec<View>,
+    known: Vec<bool>,
+    /// (distance m, station), nearest first; built by the first bounded
+    /// search.
+    order: Vec<(f64, usize)>,
+}
+
+impl<'a> Views<'a> {
+    fn new(
+        ch: &'a MmWaveChannel,
+        ant: Vec3,
+        bodies: &'a BlockerIndex,
+        own: usize,
+        full: bool,
+    ) -> Views<'a> {
+        let n = ch.base_stations.len();
+        let mut v = Views {
+            ch,
+            ant,
+            bodies,
+            own,
+            full,
+            got: vec![
+                View {
+                    snr_db: f64::NAN,
+                    clear: false,
+                };
+                n
+            ],
+            known: vec![false; n],
+            order: Vec::new(),
+        };
+        if full {
+            for j in 0..n {
+                v.get(j);
+            }
+        }
+        v
+    }
+
+    /// Station `j`'s view, evaluated now if it was not yet. O(1) once
+    /// known, else one segment test.
+    fn get(&mut self, j: usize) -> View {
+        if !self.known[j] {
+            self.got[j] = self.ch.view(self.ant, j, self.bodies, self.own);
+            self.known[j] = true;
+        }
+        self.got[j]
+    }
+
+    /// The station (not `exclude`; in line of sight if `need_clear`) with
+    /// the highest SNR at or above `min_snr_db`, ties to the higher index.
+    /// With every view known, a scan. Else a bounded search: stations
+    /// nearest first, each bounded by its clear-path SNR (an obstacle only
+    /// lowers it, [`MmWaveConfig::snr_bound_db`]), stopping at the first
+    /// whose bound is below both `min_snr_db` and the best found — the
+    /// answer a scan of every view gives, with only the views that could
+    /// be it evaluated (issue 40). O(stations log stations) plus the
+    /// segment tests it needs.
+    fn best(&mut self, exclude: Option<usize>, need_clear: bool) -> Option<usize> {
+        let cfg = &self.ch.config;
+        let min = cfg.min_snr_db;
+        let better = |w: View, j: usize, best: Option<(f64, usize)>| {
+            best.is_none_or(|(b, bj)| match w.snr_db.total_cmp(&b) {
+                std::cmp::Ordering::Greater => true,
+                std::cmp::Ordering::Equal => j > bj,
+                std::cmp::Ordering::Less => false,
+            })
+        };
+        let mut best: Option<(f64, usize)> = None;
+        if self.full {
+            for j in 0..self.got.len() {
+                let w = self.got[j];
+                if Some(j) != exclude
+                    && (!need_clear || w.clear)
+                    && w.snr_db >= min
+                    && better(w, j, best)
+                {
+                    best = Some((w.snr_db, j));
+                }
+            }
+            return best.map(|b| b.1);
+        }
+        if self.order.is_empty() {
+            let ch = self.ch;
+            let ant = self.ant;
+            self.order
+                .extend((0..ch.base_stations.len()).map(|j| (ant.distance(ch.bs_antenna(j)), j)));
+            self.order
+                .sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        }
+        for k in 0..self.order.len() {
+            let (d, j) = self.order[k];
+            if Some(j) == exclude {
+                continue;
+            }
+            // Every station from here on is at least as far: bounded by
+            // this one's bound.
+            let bar = best.map_or(min, |b| b.0.max(min));
+            // (The bound is never NaN: −∞ for a NaN distance.)
+            if cfg.snr_bound_db(d) < bar - BOUND_SLACK_DB {
+                break;
+            }
+            let w = self.get(j);
+            if (!need_clear || w.clear) && w.snr_db >= min && better(w, j, best) {
+                best = Some((w.snr_db, j));
+            }
+        }
+        best.map(|b| b.1)
+    }
 }
 
 /// Heading change wrapped into (−π, π].
@@ -144,7 +277,22 @@ impl MmWaveChannel {
             last_step: None,
             events: Vec::new(),
             counts: FailureCounts::default(),
+            every_station: true,
         })
+    }
+
+    /// Whether every step evaluates each vehicle's view of every station
+    /// (on, the default) or only the views the association decisions need
+    /// (off): the serving station's, and those a bounded search for a
+    /// better station cannot rule out by distance (issue 40: in a city of
+    /// 200 vehicles and 45 stations, most of the 9,000 segment tests per
+    /// step). Off changes no decision, outage or serving link; what it
+    /// gives up is [`capacity_to`](Self::capacity_to) for the stations not
+    /// evaluated (0 for them), which only a second attachment
+    /// (make-before-break) reads. The fading model evaluates every view
+    /// either way (its shadowing and SINR need them).
+    pub fn set_every_station(&mut self, on: bool) {
+        self.every_station = on;
     }
 
     /// The configuration.
@@ -348,14 +496,11 @@ impl MmWaveChannel {
         } = *ctx;
         let (pos, vel) = vehicles[i];
         let ant = pos + Vec3::new(0.0, 0.0, self.config.vehicle_antenna_height_m);
-        let mut views: Vec<View> = (0..self.base_stations.len())
-            .map(|j| self.view(ant, j, bodies, i))
-            .collect();
+        let full = self.config.fading || self.every_station;
+        let mut views = Views::new(self, ant, bodies, i, full);
         if self.config.fading {
-            self.shadow(v, pos, &mut views);
+            self.shadow(v, pos, &mut views.got);
         }
-        v.snr_by_bs.clear();
-        v.snr_by_bs.extend(views.iter().map(|w| w.snr_db));
         let speed = vel.x.hypot(vel.y);
         let cfg = &self.config;
         // `load` counted this vehicle on the station it had at step start.
@@ -370,18 +515,9 @@ impl MmWaveChannel {
                     v.state.bs = o.next_bs;
                 }
                 v.candidate = None;
-                v.los = v.state.bs.is_some_and(|b| views[b].clear);
+                v.los = v.state.bs.is_some_and(|b| views.get(b).clear);
             }
         }
-        let best = |exclude: Option<usize>, need_clear: bool| {
-            views
-                .iter()
-                .enumerate()
-                .filter(|(j, w)| Some(*j) != exclude && (!need_clear || w.clear))
-                .filter(|(_, w)| w.snr_db >= cfg.min_snr_db)
-                .max_by(|a, b| a.1.snr_db.total_cmp(&b.1.snr_db))
-                .map(|(j, _)| j)
-        };
         let mut started: Option<(FailureKind, Duration, Option<usize>)> = None;
         // Fading model: a blockage attenuates (the views carry its loss)
         // and is counted, with the predictor's estimate of its length.
@@ -390,11 +526,11 @@ impl MmWaveChannel {
             match v.state.bs {
                 None => {
                     // First association (or re-entry into coverage): no outage.
-                    v.state.bs = best(None, false);
-                    v.los = v.state.bs.is_some_and(|b| views[b].clear);
+                    v.state.bs = views.best(None, false);
+                    v.los = v.state.bs.is_some_and(|b| views.get(b).clear);
                 }
                 Some(s) => {
-                    let serving = views[s];
+                    let serving = views.get(s);
                     let blocked = v.los && !serving.clear;
                     if blocked && cfg.fading {
                         // The predictor's estimate of how long line of
@@ -405,19 +541,19 @@ impl MmWaveChannel {
                             .unwrap_or(horizon)));
                     }
                     if blocked && !cfg.fading {
-                        started = Some(self.blockage(i, s, &views, vehicles, headings));
+                        started = Some(self.blockage(i, s, &mut views, vehicles, headings));
                     } else if serving.snr_db < cfg.min_snr_db {
                         // Out of coverage of the serving station: forced handover.
-                        if let Some(k) = best(Some(s), false) {
+                        if let Some(k) = views.best(Some(s), false) {
                             started = Some((
                                 FailureKind::Handover,
                                 ms(cfg.handover_interruption_ms),
                                 Some(k),
                             ));
                         }
-                    } else if let Some(k) = best(Some(s), false)
-                        .filter(|k| views[*k].snr_db > serving.snr_db + cfg.handover_hysteresis_db)
-                    {
+                    } else if let Some(k) = views.best(Some(s), false).filter(|k| {
+                        views.get(*k).snr_db > serving.snr_db + cfg.handover_hysteresis_db
+                    }) {
                         match v.candidate {
                             Some((c, since)) if c == k => {
                                 if now.saturating_duration_since(since)
@@ -468,11 +604,23 @@ impl MmWaveChannel {
         });
         // Publish the state.
         let (mut snr, los) = v.state.bs.map_or((f64::NEG_INFINITY, false), |b| {
-            (views[b].snr_db, views[b].clear)
+            let w = views.get(b);
+            (w.snr_db, w.clear)
         });
         if let (true, Some(b)) = (cfg.fading, v.state.bs) {
-            snr = self.sinr_db(i, b, &views, v.yaw_rate, ctx);
+            snr = self.sinr_db(i, b, &views.got, v.yaw_rate, ctx);
         }
+        // What a second attachment sees; NaN (capacity 0) where a view
+        // was not needed (`set_every_station`).
+        v.snr_by_bs.clear();
+        v.snr_by_bs
+            .extend(
+                views
+                    .got
+                    .iter()
+                    .zip(&views.known)
+                    .map(|(w, &k)| if k { w.snr_db } else { f64::NAN }),
+            );
         let capacity = if v.outage.is_some() {
             0
         } else if cfg.fading {
@@ -621,23 +769,17 @@ impl MmWaveChannel {
         &self,
         i: usize,
         s: usize,
-        views: &[View],
+        views: &mut Views<'_>,
         vehicles: &[(Vec3, Vec3)],
         headings: &[f64],
     ) -> (FailureKind, Duration, Option<usize>) {
         let cfg = &self.config;
         let horizon = cfg.blockage_horizon_ms;
         let mut best = (horizon, None);
-        let other_clear = views
-            .iter()
-            .enumerate()
-            .filter(|(j, w)| *j != s && w.clear && w.snr_db >= cfg.min_snr_db)
-            .max_by(|a, b| a.1.snr_db.total_cmp(&b.1.snr_db))
-            .map(|(j, _)| j);
-        if let Some(k) = other_clear {
+        if let Some(k) = views.best(Some(s), true) {
             best = (cfg.handover_interruption_ms, Some(k));
         }
-        if views[s].snr_db >= cfg.min_snr_db && cfg.nlos_recovery_ms < best.0 {
+        if views.get(s).snr_db >= cfg.min_snr_db && cfg.nlos_recovery_ms < best.0 {
             best = (cfg.nlos_recovery_ms, None);
         }
         // Line of sight back, looked for up to the best recovery so far.

@@ -300,6 +300,16 @@ impl MmWaveConfig {
         self.tx_power_dbm + self.beamforming_gain_db - pl - extra - self.noise_dbm()
     }
 
+    /// The highest SNR any path of `distance_m` can have, dB: the
+    /// [`snr_db`](Self::snr_db) of a clear path or of a path through a
+    /// building, whichever is higher (trees and vehicles only add loss).
+    /// A station whose bound is below what a decision needs can be passed
+    /// over without testing its line of sight (issue 40). O(1).
+    pub fn snr_bound_db(&self, distance_m: f64) -> f64 {
+        self.snr_db(distance_m, 0, 0, 0)
+            .max(self.snr_db(distance_m, 1, 0, 0))
+    }
+
     /// Capacity at `snr_db`: `min(cap, B·log2(1 + SNR/Γ))`, 0 below the
     /// minimum SNR, bit/s.
     pub fn capacity_bps(&self, snr_db: f64) -> u64 {

@@ -663,3 +663,85 @@ fn interference_and_shadowing_lower_the_sinr_and_are_deterministic() {
     assert_eq!(shadowed, run(fading()), "deterministic");
     assert_ne!(shadowed, faded, "shadowing moves the SINR");
 }
+
+/// Issue 40: the bounded station searches (`set_every_station(false)`)
+/// make the decisions evaluating every view does — the same serving
+/// stations, link states and outages at every step — in a dense city
+/// (40 vehicles, 9 stations, urban obstacles, transients on).
+#[test]
+fn views_on_demand_decide_as_every_view_does() {
+    let area = Bounds::from_size(200.0, 200.0, 50.0);
+    let sites: Vec<(f64, f64)> = (0..9)
+        .map(|k| (20.0 + 80.0 * (k % 3) as f64, 20.0 + 80.0 * (k / 3) as f64))
+        .collect();
+    let keep: Vec<Rect> = sites
+        .iter()
+        .map(|&(x, y)| Rect::around(x, y, 3.0))
+        .collect();
+    let bss: Vec<Vec3> = sites.iter().map(|&(x, y)| Vec3::new(x, y, 0.0)).collect();
+    for seed in 1..=3u64 {
+        let field = ObstacleField::generate(&ObstacleDensity::urban(), area, &keep, seed).unwrap();
+        let cfg = MmWaveConfig::urban();
+        let mut every = MmWaveChannel::new(cfg.clone(), bss.clone(), field.clone(), seed).unwrap();
+        let mut some = MmWaveChannel::new(cfg.clone(), bss.clone(), field, seed).unwrap();
+        some.set_every_station(false);
+        let mut handovers = 0;
+        for k in 0..1500u64 {
+            let t = k as f64 * 0.002;
+            let vs: Vec<(Vec3, Vec3)> = (0..40)
+                .map(|i| {
+                    let a = i as f64 * 2.4;
+                    let v = Vec3::new(a.cos(), a.sin(), 0.0).scale(5.0 + (i % 20) as f64);
+                    let p0 = Vec3::new(7.0 * i as f64 % 200.0, 13.0 * i as f64 % 200.0, 0.0);
+                    let p = p0 + v.scale(t);
+                    (
+                        Vec3::new(p.x.rem_euclid(200.0), p.y.rem_euclid(200.0), 0.0),
+                        v,
+                    )
+                })
+                .collect();
+            let now = Time::from_millis(k * 2);
+            every.step(now, &vs);
+            some.step(now, &vs);
+            for i in 0..vs.len() {
+                assert_eq!(
+                    every.link(i),
+                    some.link(i),
+                    "seed {seed} step {k} vehicle {i}"
+                );
+                assert_eq!(every.association(i), some.association(i));
+                // The serving station's SNR is evaluated either way.
+                if let Some(b) = every.link(i).bs {
+                    assert_eq!(every.capacity_to(i, b), some.capacity_to(i, b));
+                }
+            }
+            let (a, b) = (every.drain_events(), some.drain_events());
+            handovers += a.iter().filter(|e| e.kind == FailureKind::Handover).count();
+            assert_eq!(a, b, "seed {seed} step {k}");
+        }
+        assert_eq!(every.counts(), some.counts());
+        // The run exercised the searches: vehicles changed stations.
+        assert!(handovers > 0, "seed {seed}: no handover");
+    }
+}
+
+/// The bound the searches prune by is never below an SNR, whatever the
+/// obstacles, even with a blocked path's loss below a clear one's.
+#[test]
+fn the_snr_bound_is_above_every_path() {
+    let odd = MmWaveConfig {
+        nlos_alpha_db: 50.0,
+        nlos_beta: 1.5,
+        ..MmWaveConfig::urban()
+    };
+    for cfg in [MmWaveConfig::urban(), odd] {
+        for i in 0..2000 {
+            let d = 0.25 * i as f64;
+            let bound = cfg.snr_bound_db(d);
+            for (b, t, v) in [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 2), (3, 2, 1)] {
+                assert!(cfg.snr_db(d, b, t, v) <= bound, "{d} m, {b} {t} {v}");
+            }
+        }
+        assert_eq!(cfg.snr_bound_db(f64::NAN), f64::NEG_INFINITY);
+    }
+}
