@@ -13,11 +13,13 @@
 #   `raw.length`, frames), every datagram it received, and the pacing rate
 #   the controller reported (`recovery:metrics_updated`, `pacing_rate`);
 # * the emulator's log lists every IP packet arriving at the uplink, in
-#   the same order: the two are aligned by size (IP = UDP payload + 28);
+#   the same order: the two are aligned by size;
 # * a gap counts as **paced** when both datagrams carried data and the
-#   client received nothing between the two sends (so no ACK released the
-#   second one: a cwnd-limited sender's ACK-clocked sends are not the
-#   pacer's doing), after the first second;
+#   driver turn that sent the second one (the sends of one turn share a
+#   qlog time) did not follow a receive — so no ACK released it: a
+#   cwnd-limited sender's ACK-clocked sends are not the pacer's doing,
+#   while two datagrams a *timer* turn released together are (a pair the
+#   pacer let out) — after the first second;
 # * each paced gap is compared with the gap the pacer should leave: the
 #   first datagram's bytes at the pacing rate in effect when it left.
 #
@@ -66,8 +68,8 @@ import glob, json, statistics, sys
 log, qdir, perf, timef, rate, dur, name, show = sys.argv[1:]
 rate, dur, show = float(rate) * 1e6, float(dur), int(show)
 nan = float("nan")
-# The client's datagrams, in order: (send time ns, UDP bytes, carries
-# data, received something since the previous send, pacing rate bit/s).
+# The client's datagrams, in order: (send time ns, bytes, carries data,
+# sent by a turn that followed a receive, pacing rate bit/s).
 sent, rx_since, pacing = [], False, None
 for f in glob.glob(qdir + "/*client*.sqlog"):
     for rec in open(f, encoding="utf-8").read().split("\x1e"):
@@ -81,18 +83,29 @@ for f in glob.glob(qdir + "/*client*.sqlog"):
         elif n == "transport:packet_received":
             rx_since = True
         elif n == "transport:packet_sent":
+            # One driver turn's sends share a time: a turn that follows
+            # a receive was (or may have been) released by an ACK, every
+            # datagram of it.
+            t = e["time"] * 1e6
+            if not sent or t != sent[-1][0]:
+                acked, rx_since = rx_since, False
+            else:
+                acked = sent[-1][3] or rx_since
             data = any(fr.get("frame_type") == "stream" for fr in d.get("frames", []))
-            sent.append((e["time"] * 1e6, d["raw"]["length"], data, rx_since, pacing))
-            rx_since = False
-# The emulator's uplink arrivals, aligned with the sends by size.
+            sent.append((t, d["raw"]["length"], data, acked, pacing))
+# The emulator's uplink arrivals, aligned with the sends by size: an IP
+# packet is the qlog's `raw.length` plus a constant (the headers the
+# trace does not count), found as the difference of the commonest sizes.
 arr = [(int(l.split()[1]), int(l.split()[3])) for l in open(log)
        if l.startswith("u ") and " + " in l]
+mode = lambda xs: max(set(xs), key=xs.count) if xs else 0
+extra = mode([b for _, b in arr if b >= 1000]) - mode([s[1] for s in sent if s[1] >= 1000])
 at, j = [None] * len(sent), 0
 for i, s in enumerate(sent):
     k = j
-    while k < len(arr) and k < j + 8 and arr[k][1] != s[1] + 28:
+    while k < len(arr) and k < j + 8 and arr[k][1] != s[1] + extra:
         k += 1
-    if k < len(arr) and arr[k][1] == s[1] + 28:
+    if k < len(arr) and arr[k][1] == s[1] + extra:
         at[i], j = arr[k][0], k + 1
 ratios_emu, ratios_send, data_gaps, seq = [], [], 0, []
 for i in range(1, len(sent)):
