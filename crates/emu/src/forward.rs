@@ -18,7 +18,8 @@
 //! 1,452-byte packet takes at 500 Mbit/s, so back-to-back packets left the
 //! emulator in bunches and a packet pair read nonsense (issue 35). The
 //! driver therefore sleeps until a margin *before* each deadline and
-//! polls without sleeping for the rest ([`WakeTimer`]): the margin follows
+//! polls without sleeping for the rest ([`WakeTimer`], shared with the UDP
+//! runtime's driver, `peregrine::wake`): the margin follows
 //! the measured lateness of its own wake-ups, and the polling is capped at
 //! half of the wall time in every 50 ms window, so a saturated fast link
 //! does not take a core (it then writes in small bunches, as before).
@@ -28,6 +29,7 @@
 
 use crate::clock::{from_model, to_model};
 use crate::log::LogSink;
+use peregrine::wake::WakePolicy;
 use peregrine_cc::Time;
 use peregrine_proto::io::EcnCodepoint;
 use peregrine_sim::world::link::{DropReason, LinkModel, LinkOutput};
@@ -144,132 +146,21 @@ fn set_precise_wakeups() -> bool {
     }
 }
 
-/// The longest early-wake margin: beyond it a late wake-up is a stall
-/// (a descheduled thread), not the timer's latency to compensate.
-const MAX_MARGIN_NS: u64 = 200_000;
-/// The window over which busy polling is budgeted.
-const POLL_WINDOW_NS: u64 = 50_000_000;
-/// The share of each window busy polling may take (as a fraction
-/// `1 / POLL_SHARE_DIV`).
-const POLL_SHARE_DIV: u64 = 2;
+/// The thread's wake-up timer: the one shared with the UDP runtime's
+/// driver (`peregrine::wake`), with the emulator's policy — a margin of
+/// 1.5 × the mean lateness (at most 200 µs, at least 1/16 of a long
+/// sleep) polled out, polling at most half of each 50 ms window.
+pub use peregrine::wake::WakeTimer;
 
-/// When to sleep and for how long: sleep in `ppoll` until `margin` before
-/// the deadline, then poll with a zero timeout until it. The margin is
-/// 1.5 × a moving average (gain 1/8) of how late the thread's timed
-/// wake-ups came, capped at [`MAX_MARGIN_NS`]; polling takes at most
-/// 1/[`POLL_SHARE_DIV`] of each [`POLL_WINDOW_NS`] window, after which
-/// the driver sleeps to the deadline itself until the window ends. O(1)
-/// per call, no allocation.
-#[derive(Clone, Debug, Default)]
-pub struct WakeTimer {
-    late_avg_ns: u64,
-    window_start_ns: u64,
-    polled_in_window_ns: u64,
-    polling_since_ns: Option<u64>,
-    /// Total polling time, ns.
-    pub polled_ns: u64,
-}
-
-impl WakeTimer {
-    /// The margin before a deadline at which sleeping stops.
-    pub fn margin_ns(&self) -> u64 {
-        (self.late_avg_ns + self.late_avg_ns / 2).min(MAX_MARGIN_NS)
-    }
-
-    /// The margin for a sleep of `remaining_ns`: the learnt one, but at
-    /// least 1/16 of the sleep up to [`MAX_MARGIN_NS`] — a wake-up after a
-    /// long idle spell comes later than the short ones the average learns
-    /// from (a halted virtual CPU; measured: the first probe of a pair 26 µs
-    /// late behind a 20 ms sleep with a 10-µs learnt lateness), and polling
-    /// a sixteenth of a long sleep costs little.
-    fn margin_for(&self, remaining_ns: u64) -> u64 {
-        self.margin_ns().max((remaining_ns / 16).min(MAX_MARGIN_NS))
-    }
-
-    /// The `ppoll` timeout at `now` for a deadline `due` (`None`: no
-    /// deadline), in ns: `Some(0)` means poll without sleeping.
-    pub fn timeout_ns(&mut self, now: u64, due: Option<u64>) -> Option<u64> {
-        if now.saturating_sub(self.window_start_ns) >= POLL_WINDOW_NS {
-            self.window_start_ns = now;
-            self.polled_in_window_ns = 0;
-        }
-        let remaining = due.map(|d| d.saturating_sub(now));
-        let may_poll = self.polled_in_window_ns < POLL_WINDOW_NS / POLL_SHARE_DIV;
-        match remaining {
-            Some(0) => {
-                self.stop_polling(now);
-                Some(0)
-            }
-            Some(r)
-                if may_poll
-                    && (r <= self.margin_ns()
-                        || (self.polling_since_ns.is_some() && r <= MAX_MARGIN_NS)) =>
-            {
-                let since = self.polling_since_ns.get_or_insert(now);
-                let spent = now - *since;
-                self.polled_in_window_ns += spent;
-                self.polled_ns += spent;
-                *since = now;
-                Some(0)
-            }
-            Some(r) => {
-                self.stop_polling(now);
-                Some(if may_poll { r - self.margin_for(r) } else { r })
-            }
-            None => {
-                self.stop_polling(now);
-                None
-            }
-        }
-    }
-
-    fn stop_polling(&mut self, now: u64) {
-        if let Some(since) = self.polling_since_ns.take() {
-            let spent = now.saturating_sub(since);
-            self.polled_in_window_ns += spent;
-            self.polled_ns += spent;
-        }
-    }
-
-    /// Measure the thread's wake-up lateness before any packet needs it:
-    /// `rounds` timed `ppoll` sleeps of 200 µs (on no descriptor), whose
-    /// mean lateness (stalls beyond the cap left out) seeds the moving
-    /// average — a packet pair at a link's first packets would otherwise
-    /// meet a timer that has learnt nothing. About `rounds` × 0.3 ms.
-    pub fn calibrate(&mut self, start: Instant, rounds: u32) {
-        const ASK_NS: u64 = 200_000;
-        let (mut sum, mut n) = (0u64, 0u64);
-        for _ in 0..rounds {
-            let t0 = now_ns(start);
-            let ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: ASK_NS as libc::c_long,
-            };
-            // SAFETY: no descriptors (a null array of length 0), a valid
-            // timespec, no signal mask: a plain high-resolution sleep.
-            unsafe { libc::ppoll(std::ptr::null_mut(), 0, &ts, std::ptr::null()) };
-            let late = now_ns(start).saturating_sub(t0 + ASK_NS);
-            if late <= MAX_MARGIN_NS {
-                sum += late;
-                n += 1;
-            }
-        }
-        if let Some(avg) = sum.checked_div(n) {
-            self.late_avg_ns = avg;
-        }
-    }
-
-    /// A timed sleep of `asked_ns` that started at `slept_at` ended by its
-    /// timeout at `now`: learn how late it came. A wake-up later than the
-    /// cap is a stall, not the timer's latency, and is not learnt.
-    pub fn on_timed_wake(&mut self, slept_at: u64, asked_ns: u64, now: u64) {
-        let late = now.saturating_sub(slept_at + asked_ns);
-        if late <= MAX_MARGIN_NS {
-            self.late_avg_ns = self.late_avg_ns - self.late_avg_ns / 8 + late / 8;
-        }
-        // The sleep ended a margin before its deadline: poll the rest.
-        self.polling_since_ns.get_or_insert(now);
-    }
+/// One timed `ppoll` sleep of `ns` on no descriptor (the calibration's).
+fn ppoll_sleep(ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: no descriptors (a null array of length 0), a valid
+    // timespec, no signal mask: a plain high-resolution sleep.
+    unsafe { libc::ppoll(std::ptr::null_mut(), 0, &ts, std::ptr::null()) };
 }
 
 impl Forwarder {
@@ -289,8 +180,11 @@ impl Forwarder {
         let dst = self.dst.as_raw_fd();
         let stop = self.stop.as_raw_fd();
         let forward = self.dir == Dir::Uplink;
-        let mut timer = WakeTimer::default();
-        timer.calibrate(self.start, 16);
+        let mut timer = WakeTimer::new(WakePolicy::EMULATOR);
+        // The lateness of its first wake-ups, before a packet pair at the
+        // link's first packets meets a timer that has learnt nothing.
+        let start = self.start;
+        timer.calibrate(16, || now_ns(start), ppoll_sleep);
         let started = now_ns(self.start);
         loop {
             // 1. Everything the source has now, into the link.
@@ -459,71 +353,6 @@ pub fn reason_name(why: DropReason) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn the_wake_timer_learns_its_lateness_and_polls_only_the_margin() {
-        let mut t = WakeTimer::default();
-        // Nothing learnt: sleep to a sixteenth before the deadline (the
-        // long-sleep margin).
-        assert_eq!(t.timeout_ns(0, Some(1_000_000)), Some(1_000_000 - 62_500));
-        // After that sleep: poll until the deadline, then stop.
-        t.on_timed_wake(0, 937_500, 940_000);
-        assert_eq!(t.timeout_ns(950_000, Some(1_000_000)), Some(0));
-        assert_eq!(t.timeout_ns(1_000_000, Some(1_000_000)), Some(0));
-        assert_eq!(t.polled_ns, 60_000);
-        t.polled_ns = 0;
-        assert_eq!(t.timeout_ns(0, None), None);
-        // Timed wake-ups that come 80 µs late.
-        let mut now = 0;
-        for _ in 0..64 {
-            t.on_timed_wake(now, 500_000, now + 580_000);
-            now += 580_000;
-            // The deadline was reached when the thread woke.
-            assert_eq!(t.timeout_ns(now, Some(now)), Some(0));
-        }
-        t.polled_ns = 0;
-        let m = t.margin_ns();
-        assert!((110_000..=120_000).contains(&m), "margin {m}");
-        // Far from the deadline: sleep to the margin before it.
-        assert_eq!(
-            t.timeout_ns(now, Some(now + 1_000_000)),
-            Some(1_000_000 - m)
-        );
-        // Within the margin: poll; the polling time is counted.
-        assert_eq!(t.timeout_ns(now, Some(now + 50_000)), Some(0));
-        assert_eq!(t.timeout_ns(now + 30_000, Some(now + 50_000)), Some(0));
-        assert_eq!(t.timeout_ns(now + 50_000, Some(now + 50_000)), Some(0));
-        assert_eq!(t.polled_ns, 50_000);
-        // A stall is not the timer's latency.
-        let before = t.margin_ns();
-        t.on_timed_wake(0, 1_000, 5_000_000);
-        assert_eq!(t.margin_ns(), before);
-    }
-
-    #[test]
-    fn busy_polling_takes_at_most_half_of_each_window() {
-        let mut t = WakeTimer::default();
-        for i in 0..64 {
-            let woke = i * 1_000_000 + 180_000;
-            t.on_timed_wake(i * 1_000_000, 100_000, woke);
-            assert_eq!(t.timeout_ns(woke, Some(woke)), Some(0));
-        }
-        t.polled_ns = 0;
-        // A deadline always 10 µs away (a saturated fast link): poll
-        // every µs for 200 ms.
-        let start = 1_000_000_000u64;
-        let mut slept = 0;
-        for us in 0..200_000u64 {
-            let now = start + us * 1_000;
-            if t.timeout_ns(now, Some(now + 10_000)) != Some(0) {
-                slept += 1;
-            }
-        }
-        let share = t.polled_ns as f64 / 200e6;
-        assert!(share <= 0.51, "polled {share}");
-        assert!(share >= 0.45, "polled {share}");
-        assert!(slept > 0);
-    }
 
     use super::*;
     use peregrine_sim::world::link::{PointToPoint, QueueLimit, Server};

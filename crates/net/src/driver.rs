@@ -23,17 +23,14 @@
 //! through the runtime's `epoll_wait`; and a `send` waiting for buffer
 //! space is woken only by a turn that read datagrams or fired a timer
 //! (the only things that free space), not by every turn. A timer closer
-//! than tokio's 1 ms resolution is waited for on the driver's own thread:
-//! parked in naps of at most [`NAP`], reading the socket between them and
-//! unparked by application calls — no spinning and no yield loop. Pacing
-//! rarely needs it: the core's pacer grants burst credit (a token bucket,
-//! `peregrine_proto::recovery::pacer`) and releases an empty bucket only
-//! after 1 ms of the rate has accrued, so a paced sender wakes at most
-//! about once a millisecond and sends the burst in one batch (GSO: one
-//! `sendmsg` per run of equal datagrams). Only a bucket clamped by a tiny
-//! congestion window (loopback RTTs) asks for shorter gaps; a nap that
-//! overshoots by the kernel's timer slack costs no rate, because the
-//! tokens keep accruing while the driver sleeps.
+//! than tokio's 1 ms resolution (a pacing gap: the runtime paces one
+//! datagram at a time, `crate::pacing`) is waited for on the driver's own
+//! thread: parked in naps of at most [`NAP_NS`], reading the socket
+//! between them and unparked by application calls. Each nap is aimed
+//! early by the thread's learnt wake-up lateness (`crate::wake`), and
+//! only a rest of at most 15 µs is polled, within 10 % of a core — no
+//! spinning core and no yield loop. A nap that overshoots costs no rate:
+//! the pacer's tokens keep accruing while the driver sleeps.
 //!
 //! Delivery: each `MessageReceived` either goes to the connection's inbox
 //! (read with `Connection::recv` or, one stream, `Connection::recv_on`;
@@ -52,6 +49,7 @@ use crate::events::{ConnectionEvent, EventQueue, MessageOutcome};
 use crate::group::GroupEntry;
 use crate::inbox::Inbox;
 use crate::socket::{RxBuffers, TxBatch, UdpIo};
+use crate::wake::{WakePolicy, WakeTimer};
 use bytes::Bytes;
 use peregrine_proto::multicast::{GroupMessage, GroupReceiver};
 use peregrine_proto::{
@@ -90,8 +88,9 @@ const SLEEP_THREAD_BELOW: Duration = Duration::from_millis(1);
 /// mostly find nothing and double the system calls.
 const DUE_RX_INTERVAL: Duration = Duration::from_micros(25);
 /// Longest nap of a short wait between two looks at the socket: how late
-/// a datagram arriving during a sub-millisecond timer wait may be read.
-const NAP: Duration = Duration::from_micros(100);
+/// a datagram arriving during a sub-millisecond timer wait may be read
+/// (100 µs), ns.
+const NAP_NS: u64 = 100_000;
 /// How long a dropped endpoint keeps driving graceful closes.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
@@ -585,29 +584,56 @@ fn read_icmp(shared: &Shared, io: &UdpIo) {
 
 /// Wait until `until` (less than [`SLEEP_THREAD_BELOW`] away) on the
 /// driver's own thread, or until a datagram arrives or an application
-/// call wakes it: park in naps of at most [`NAP`], reading the socket
-/// between them. No spinning: a nap may overshoot by the kernel's timer
-/// slack (50 µs), which the pacer's token bucket absorbs (tokens accrue
-/// while the thread sleeps, so the burst that follows is larger, not the
-/// rate lower). Blocking is right here: the thread runs nothing else. How
-/// many datagrams were read.
-fn short_wait(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers, until: Time) -> u64 {
+/// call wakes it: park in naps of at most [`NAP_NS`], reading the socket
+/// between them. Each nap is aimed early by the thread's learnt wake-up
+/// lateness (`wake`, [`WakePolicy::RUNTIME`]: a nap that ends as late as
+/// usual ends on time, at no CPU cost); a nap that ends early leaves a
+/// rest of at most 15 µs, polled (no system call) within the timer's CPU
+/// budget of 10 % of a core — never a spinning core (pacing.rs). A nap
+/// that ends later than usual costs no rate: the pacer's tokens keep
+/// accruing. Blocking is right here: the thread runs nothing else. How
+/// many datagrams were read. O(1) per nap or poll step.
+fn short_wait(
+    shared: &Shared,
+    io: &UdpIo,
+    rx: &mut RxBuffers,
+    until: Time,
+    wake: &mut WakeTimer,
+) -> u64 {
     shared.napping.store(true, Ordering::SeqCst);
+    let due_ns = until.as_nanos();
     let mut received = 0;
+    let mut polling = false;
     loop {
         if shared.poked.swap(false, Ordering::SeqCst) {
             break;
         }
-        received = receive(shared, io, rx);
-        if received > 0 {
-            break;
+        // The socket is read between naps, not at every poll step (a
+        // system call each, over a rest of a few µs).
+        if !polling {
+            received = receive(shared, io, rx);
+            if received > 0 {
+                break;
+            }
         }
-        let left = until.saturating_duration_since(shared.now());
-        if left.is_zero() {
-            break;
+        let now = shared.now().as_nanos();
+        match wake.timeout_ns(now, Some(due_ns)) {
+            _ if now >= due_ns => break,
+            Some(0) => {
+                polling = true;
+                std::hint::spin_loop();
+            }
+            timeout => {
+                polling = false;
+                let nap_ns = timeout.unwrap_or(u64::MAX).min(NAP_NS);
+                std::thread::park_timeout(Duration::from_nanos(nap_ns));
+                wake.on_timed_wake(now, nap_ns, shared.now().as_nanos());
+            }
         }
-        std::thread::park_timeout(left.min(NAP));
     }
+    // Leave the timer's polling account closed (the deadline, or an
+    // early exit: either way no longer polling).
+    wake.timeout_ns(shared.now().as_nanos(), None);
     shared.napping.store(false, Ordering::SeqCst);
     received
 }
@@ -661,6 +687,8 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
     let mut more_to_send = false;
     let mut shutdown_at: Option<Time> = None;
     let mut last_rx = Time::ZERO;
+    // Learns this thread's wake-up lateness for the short waits.
+    let mut wake = WakeTimer::new(WakePolicy::RUNTIME);
     loop {
         take_rebind(&shared, &mut io);
         // Whether this turn's batch holds a START (see the late check).
@@ -681,7 +709,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             }
             // A timer (a pacing gap, typically) closer than the timer
             // wheel's resolution: wait for it on this thread.
-            Some(d) if d < SLEEP_THREAD_BELOW => short_wait(&shared, &io, &mut rx, now + d),
+            Some(d) if d < SLEEP_THREAD_BELOW => {
+                short_wait(&shared, &io, &mut rx, now + d, &mut wake)
+            }
             _ => {
                 let sleep_until = timer.map(|t| shared.instant(t));
                 tokio::select! {

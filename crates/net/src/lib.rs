@@ -130,6 +130,7 @@ pub mod pmtu;
 mod rx_time;
 mod socket;
 pub mod tunnel;
+pub mod wake;
 
 pub use connection::{Connection, Delivery};
 pub use endpoint::{Endpoint, EndpointBuilder, Stats};

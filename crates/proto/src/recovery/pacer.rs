@@ -28,8 +28,11 @@
 //! fast. The credit is the same as above, so a wake-up up to 2 ms late
 //! is made up by a burst, not lost (with a smaller credit, 250 µs, BBR
 //! lost a quarter of its goodput through `peregrine emu` on a loaded
-//! machine). The runtime waits for the sub-millisecond gaps on its own
-//! thread with a 1 µs timer slack (`crates/net/src/pacing.rs`).
+//! machine). A release comes when the bucket holds one packet, so a send
+//! that left a few µs late shortens the next gap by that much instead of
+//! banking the lateness until it lets out a back-to-back pair. The
+//! runtime waits for the sub-millisecond gaps on its own thread, in naps
+//! aimed early by its learnt wake-up lateness (`crates/net/src/pacing.rs`).
 //!
 //! **Scalable senders** ([`PaceInputs::max_burst`], issue 41): a
 //! controller may cap the credit to a time at the rate
@@ -171,12 +174,18 @@ impl Pacer {
     /// When the bucket, as last stored, has gained its release amount
     /// (1 ms of the rate, or a packet), or is full if that comes first:
     /// a wait of at least 1 ms after the last send unless a small window
-    /// caps the bucket.
+    /// caps the bucket. Fine pacing releases when the bucket *holds* one
+    /// packet: a send that left late keeps its lateness as credit, which
+    /// shortens the next gap instead of adding up to a back-to-back pair
+    /// (the runtime's wake-ups end a few µs late; issue 35).
     fn refill_at(&self, p: &PaceInputs) -> Time {
         let at = self.at.unwrap_or(Time::ZERO);
-        let missing = p
-            .release_bytes()
-            .min(p.capacity_bytes().saturating_sub(self.tokens_bytes));
+        let release = if p.fine {
+            p.release_bytes().saturating_sub(self.tokens_bytes)
+        } else {
+            p.release_bytes()
+        };
+        let missing = release.min(p.capacity_bytes().saturating_sub(self.tokens_bytes));
         at + time_for(missing, p.rate_bytes_per_sec)
     }
 
@@ -268,6 +277,48 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn fine_pacing_spends_a_late_sends_credit_on_the_next_gap_not_a_pair() {
+        // 100 Mbit/s: 116.16 µs per packet. The driver wakes 20 µs late
+        // for every other release: each late gap is followed by a short
+        // one (the credit), never by two packets at once, and the rate
+        // holds.
+        let p = PaceInputs {
+            fine: true,
+            ..inputs(100_000_000, 1000)
+        };
+        let gap_ns = MSS * 8 * 1_000_000_000 / 100_000_000;
+        let mut pacer = Pacer::new();
+        let mut now = Time::ZERO;
+        let mut sent = Vec::new();
+        let mut late = false;
+        while sent.len() < 400 {
+            match pacer.next_release(now, MSS, &p) {
+                None => {
+                    pacer.on_sent(now, MSS, &p);
+                    sent.push(now);
+                }
+                Some(t) => {
+                    late = !late;
+                    now = t + Duration::from_micros(if late { 20 } else { 0 });
+                }
+            }
+        }
+        let credit = (p.capacity_bytes() / MSS) as usize;
+        let gaps: Vec<u64> = sent[credit + 1..]
+            .windows(2)
+            .map(|w| (w[1] - w[0]).as_nanos() as u64)
+            .collect();
+        assert!(
+            gaps.iter().all(|&g| g.abs_diff(gap_ns) <= 20_001),
+            "no pairs: {:?}",
+            &gaps[..8]
+        );
+        let span = sent[399].saturating_duration_since(sent[credit + 1]);
+        let rate_bps = (398 - credit) as f64 * MSS as f64 * 8.0 / span.as_secs_f64();
+        assert!((rate_bps / 100e6 - 1.0).abs() < 0.01, "{rate_bps}");
     }
 
     #[test]
