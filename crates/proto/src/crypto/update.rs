@@ -61,7 +61,10 @@ pub struct KeyUpdateConfig {
     /// AEAD's default, [`AeadAlgorithm::default_update_packets`](crate::crypto::AeadAlgorithm::default_update_packets)).
     pub packets: Option<u64>,
     /// Update after this many bytes sealed under one key (`None`: no byte
-    /// trigger). At least [`MIN_KEY_UPDATE_BYTES`].
+    /// trigger). At least [`MIN_KEY_UPDATE_BYTES`]. A rate, not a floor:
+    /// bytes sealed past it while the update waited for the peer's
+    /// confirmation (up to as many again) count toward the next key, so a
+    /// transfer makes about one update per this many bytes.
     pub bytes: Option<u64>,
     /// Lower the AEAD's confidentiality limit (packets sealed per key).
     pub confidentiality_limit: Option<u64>,
