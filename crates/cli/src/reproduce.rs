@@ -187,8 +187,9 @@ struct SltpArgs {
     perf_bin: Option<PathBuf>,
     /// Measure across a wire instead of loopback: servers and clients in two
     /// new network namespaces joined by a veth pair with a 1,500-byte MTU
-    /// (segment offloads off) shaped to 1 Gbit/s each way, as on the seed's
-    /// Ethernet. Needs root and iproute2 (`ip`, `tc`); the namespaces are
+    /// shaped to 1 Gbit/s each way by `tc tbf`, as on the seed's Ethernet
+    /// (senders keep their segment offloads, as with a NIC; tbf cuts
+    /// super-packets into frames). Needs root and iproute2 (`ip`, `tc`); the namespaces are
     /// deleted on exit, also on error or Ctrl-C.
     #[arg(long)]
     ethernet: bool,
