@@ -67,6 +67,7 @@ mod pattern;
 mod report;
 pub mod security;
 mod stdout;
+mod upcall;
 
 /// Resolves on Ctrl-C or SIGTERM (what `perf` and `tunnel` stop on).
 pub use outcome::interrupted;
@@ -643,6 +644,10 @@ async fn serve_inner(conn: &Connection, json_out: bool) -> Result<()> {
     let reverse_stop = Arc::new(AtomicBool::new(false));
     let reverse_sent = Arc::new(AtomicU64::new(0));
     let mut reverse_tasks = Vec::new();
+    // Echoes leave from the driver's thread (see `upcall`); dropped, with
+    // the connection handles they hold, when this client is served.
+    let _echo = upcall::UpcallEcho::start(conn, ECHO, usize::MAX);
+    let _latency_echo = upcall::UpcallEcho::start(conn, LATENCY, 8);
     while let Some((stream, bytes)) = conn.recv().await {
         match stream {
             CONTROL if bytes.starts_with(b"REVERSE ") && reverse_tasks.is_empty() => {
@@ -712,11 +717,15 @@ async fn serve_inner(conn: &Connection, json_out: bool) -> Result<()> {
                     secs
                 );
             }
+            // Only what arrived before the up-calls above were registered
+            // (a client's first message can beat the server's task to
+            // it): echoed from here.
             ECHO => {
                 conn.send(ECHO, bytes).await?;
             }
             LATENCY => {
-                conn.send(LATENCY, &bytes[..bytes.len().min(8)]).await?;
+                conn.send(LATENCY, bytes.slice(..bytes.len().min(8)))
+                    .await?;
             }
             s => count(&counts, s, bytes.len()),
         }
@@ -1042,23 +1051,26 @@ async fn echo_mode(conn: &Connection, size: usize, count: u32) -> Result<Value> 
         },
     )?;
     let buf: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    // Each echo's arrival is stamped on the driver's thread as it is
+    // delivered (`upcall`), as the kernel's read returns to a TCP client.
+    let mut arrivals = upcall::UpcallClock::start(conn, ECHO);
     let mut times = Vec::new();
     let start = Instant::now();
     for i in 0..count {
         let t0 = Instant::now();
         conn.send(ECHO, &buf).await?;
-        loop {
-            let Some((s, b)) = conn.recv().await else {
-                return Err(ended(conn, &format!("during echo {i}")).await);
-            };
-            if s == ECHO {
-                if b.len() != size {
-                    bail!("echo {i}: {} bytes back, {size} sent", b.len());
-                }
-                break;
-            }
+        let answer = tokio::select! {
+            biased;
+            m = arrivals.next() => m,
+            _ = conn.closed() => None,
+        };
+        let Some((b, at)) = answer else {
+            return Err(ended(conn, &format!("during echo {i}")).await);
+        };
+        if b.len() != size {
+            bail!("echo {i}: {} bytes back, {size} sent", b.len());
         }
-        times.push(t0.elapsed().as_secs_f64() * 1e3);
+        times.push(at.saturating_duration_since(t0).as_secs_f64() * 1e3);
         eprintln!("echo {}/{count}: {:.3} ms", i + 1, times[times.len() - 1]);
     }
     let secs = start.elapsed().as_secs_f64();
@@ -1148,10 +1160,24 @@ async fn bulk_mode(
             gap,
         ));
     }
-    // Latency trace: sent times by sequence number; samples in ms.
+    // Latency trace: sent times by sequence number; samples in ms, taken
+    // on the driver's thread as each echo is delivered (`upcall`).
     let sent_at: Arc<Mutex<BTreeMap<u32, Instant>>> = Arc::default();
+    let latency_samples: Arc<Mutex<Vec<f64>>> = Arc::default();
     let latency_bytes = Arc::new(AtomicU64::new(0));
     if let Some(trace) = trace {
+        let (sent, samples) = (sent_at.clone(), latency_samples.clone());
+        conn.on_message(LATENCY, move |_, b| {
+            if b.len() < 4 {
+                return;
+            }
+            let seq = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+            let t = sent.lock().unwrap_or_else(|p| p.into_inner()).remove(&seq);
+            if let Some(t) = t {
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                samples.lock().unwrap_or_else(|p| p.into_inner()).push(ms);
+            }
+        });
         conn.open_stream(
             LATENCY,
             StreamConfig {
@@ -1199,7 +1225,6 @@ async fn bulk_mode(
     let mut tick = tokio::time::interval_at(start + tick_period, tick_period);
     let mut intervals = Vec::new();
     let mut last_tick = start;
-    let mut samples = Vec::new();
     let mut last_acked = 0u64;
     let mut received = 0u64;
     let mut last_received = 0u64;
@@ -1240,13 +1265,6 @@ async fn bulk_mode(
                     return Err(ended(conn, "during the run").await);
                 };
                 match s {
-                    LATENCY if b.len() >= 4 => {
-                        let seq = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-                        let t = sent_at.lock().unwrap_or_else(|p| p.into_inner()).remove(&seq);
-                        if let Some(t) = t {
-                            samples.push(t.elapsed().as_secs_f64() * 1e3);
-                        }
-                    }
                     CONTROL => {
                         report = Some(serde_json::from_slice::<Value>(&b)
                             .context("the server's report is not JSON")?);
@@ -1313,6 +1331,8 @@ async fn bulk_mode(
         }
     }
     if a.latency_trace.is_some() {
+        let mut samples =
+            std::mem::take(&mut *latency_samples.lock().unwrap_or_else(|p| p.into_inner()));
         streams.push(json!({
             "id": LATENCY,
             "bytes": latency_bytes.load(Ordering::Relaxed),
