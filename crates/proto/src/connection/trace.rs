@@ -66,8 +66,10 @@ impl Connection {
             auth_tag: &[],
         };
         // Its length on the wire: the tag is counted whenever this side
-        // can seal (as before the builder reported it; see
-        // docs/performance.md, issue 36, for the unprotected case).
+        // can seal, exactly as before the builder reported it (so traces
+        // stay byte-identical) — which counts 16 bytes on an unprotected
+        // connection too (docs/performance.md, "Issue 36, the packet
+        // builder").
         let size = w.len()
             + if self.can_seal() {
                 crate::wire::AUTH_TAG_LEN
