@@ -571,7 +571,7 @@ impl PacketKeys {
             self.exhausted = Some(CONFIDENTIALITY_LIMIT_REASON);
             return None;
         }
-        if len < CLEAR_PREFIX_LEN {
+        if len < CLEAR_PREFIX_LEN || len > buf.len() {
             return None;
         }
         let tpn = pn as u32;

@@ -4,6 +4,7 @@
 //! exactly what a decoder would find. Unit test: it reaches into the
 //! endpoint's connection set to poll a connection directly.
 
+use super::integrity_tests::{addr, pump};
 use super::Endpoint;
 use crate::connection::{ConnectionConfig, EndpointConfig};
 use crate::crypto::SecurityConfig;
@@ -13,31 +14,7 @@ use crate::send_helpers::Written;
 use crate::wire::{DatagramRepr, PacketType, HEADER_LEN};
 use crate::Time;
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::time::Duration;
-
-fn addr(i: usize) -> SocketAddr {
-    SocketAddr::from(([10, 0, 0, (i + 1) as u8], 4000))
-}
-
-/// Moves datagrams both ways until neither side has any.
-fn pump(a: &mut Endpoint, b: &mut Endpoint, now: Time) {
-    let mut buf = Vec::new();
-    for _ in 0..200 {
-        let mut moved = false;
-        while let Some(t) = a.poll_transmit(now, &mut buf) {
-            b.handle_datagram(now, addr(0), None, &mut buf[..t.size]);
-            moved = true;
-        }
-        while let Some(t) = b.poll_transmit(now, &mut buf) {
-            a.handle_datagram(now, addr(1), None, &mut buf[..t.size]);
-            moved = true;
-        }
-        if !moved {
-            break;
-        }
-    }
-}
 
 /// Checks `w` against a decode of `buf` (plaintext, as built); returns
 /// its packet type.
