@@ -49,6 +49,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 mod admission;
+#[cfg(test)]
+mod builder_tests;
 mod failure;
 #[cfg(test)]
 mod integrity_tests;
@@ -860,11 +862,13 @@ impl Endpoint {
                 .connections
                 .get_untracked(&handle)
                 .and_then(|c| c.poll_transmit(now, buf));
-            if let Some(size) = sent {
+            if let Some(written) = sent {
                 // Its deadline and events are re-keyed at the next settle.
+                // Traced and sealed with the builder's report of what it
+                // wrote: neither reads the header back.
                 let sealed = self.connections.get_mut(&handle).and_then(|c| {
-                    c.trace_sent(now, buf.get(..size).unwrap_or_default());
-                    c.seal_outgoing(buf, size)
+                    c.trace_sent(now, buf, &written);
+                    c.seal_outgoing(buf, &written)
                         .map(|n| (n, c.transmit_destination(), c.transmit_ecn()))
                 });
                 if self.key_log {

@@ -1,11 +1,93 @@
-//! Writing one datagram into the caller's buffer.
+//! Writing one datagram into the caller's buffer: the packet builder.
+//!
+//! [`build`] encodes a connection's packet and reports what it wrote
+//! ([`Written`]: the header as on the wire, the full packet number, the
+//! lengths), so the sealer and the tracer downstream use that report
+//! instead of reading back the bytes it just encoded.
 
-use crate::wire::{DatagramRepr, HeaderRepr, Payload};
+use crate::wire::{DatagramRepr, Flags, Header, HeaderRepr, PacketType, Payload, HEADER_LEN};
 
-/// Encode `header` + `payload` (no tag) into `buf`, replacing its contents.
-/// `None` only if the wire encoder refuses the values, which the connection
-/// never builds; the buffer is then left empty.
+/// What [`build`] wrote into the buffer. `Copy`, a few dozen bytes: it
+/// travels from the connection's `poll_transmit` to the endpoint, which
+/// seals and traces with it (`Connection::seal_outgoing`,
+/// `Connection::trace_sent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Written {
+    /// The base header exactly as written: TOTAL_LEN and CHKSUM as on the
+    /// wire (plaintext, before sealing).
+    pub header: HeaderRepr,
+    /// The full packet number; `None` for the types without one (START,
+    /// REJECT).
+    pub packet_number: Option<u64>,
+    /// Bytes after the header (no tag yet).
+    pub payload_len: usize,
+}
+
+impl Written {
+    /// The datagram's length before sealing: header and payload.
+    pub(crate) fn len(&self) -> usize {
+        HEADER_LEN + self.payload_len
+    }
+
+    /// Its packet type.
+    pub(crate) fn pk_type(&self) -> PacketType {
+        self.header.pk_type
+    }
+
+    /// The report for a datagram copied in whole rather than built (a
+    /// server's repeated START-REPLY): its header is read once here.
+    /// `None` if `bytes` is not a datagram.
+    pub(crate) fn of_copy(bytes: &[u8]) -> Option<Written> {
+        let header = HeaderRepr::decode(bytes).ok()?;
+        Some(Written {
+            header,
+            packet_number: None,
+            payload_len: bytes.len().checked_sub(HEADER_LEN)?,
+        })
+    }
+}
+
+/// Encodes `header` + `payload` (no tag) into `buf`, replacing its
+/// contents, and reports what it wrote. `packet_number` is the full number
+/// the connection took for it (its low 32 bits are the payload's), `None`
+/// for START. `None` only if the wire encoder refuses the values, which
+/// the connection never builds; the buffer is then left empty. O(datagram);
+/// allocates only if `buf` must grow.
+pub(crate) fn build(
+    buf: &mut Vec<u8>,
+    header: HeaderRepr,
+    payload: Payload<'_>,
+    packet_number: Option<u64>,
+) -> Option<Written> {
+    debug_assert_eq!(
+        payload.packet_number(),
+        packet_number.map(|pn| pn as u32),
+        "the packet number the builder is told is the payload's"
+    );
+    let mut header = header;
+    let n = encode(buf, header, payload)?;
+    // The encoder computed TOTAL_LEN (`n`, which it checked fits) and,
+    // under ST_CKS, CHKSUM: the one field is read from where it was just
+    // written, nothing is re-parsed.
+    header.total_len = u16::try_from(n).ok()?;
+    if header.flags.contains(Flags::ST_CKS) {
+        header.chksum = Header::new_checked(buf.as_slice()).ok()?.chksum();
+    }
+    Some(Written {
+        header,
+        packet_number,
+        payload_len: n.checked_sub(HEADER_LEN)?,
+    })
+}
+
+/// Encodes `header` + `payload` (no tag) into `buf`, replacing its
+/// contents; its length. For packets that are not a connection's (the
+/// endpoint's stateless answers). `None` as for [`build`].
 pub(crate) fn write(buf: &mut Vec<u8>, header: HeaderRepr, payload: Payload<'_>) -> Option<usize> {
+    encode(buf, header, payload)
+}
+
+fn encode(buf: &mut Vec<u8>, header: HeaderRepr, payload: Payload<'_>) -> Option<usize> {
     let dg = DatagramRepr {
         header,
         payload,
@@ -22,6 +104,90 @@ pub(crate) fn write(buf: &mut Vec<u8>, header: HeaderRepr, payload: Payload<'_>)
         Err(_) => {
             buf.clear();
             None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{
+        BarePayload, CwinPayload, CwinReason, DataPayload, EchoPayload, GroupPayload, Reliability,
+        StreamFrame,
+    };
+    use proptest::prelude::*;
+
+    /// A payload of `t`'s family carrying `pn`'s low bits (`None` for
+    /// START/REJECT, which the connection builds through other tests).
+    fn payload(t: PacketType, pn: u64, data: &[u8]) -> Option<Payload<'_>> {
+        use PacketType as T;
+        let packet_number = pn as u32;
+        Some(match t {
+            T::Data => Payload::Data(DataPayload {
+                packet_number,
+                frames: vec![StreamFrame {
+                    stream_id: 3,
+                    message_number: 9,
+                    block_index: 0,
+                    block_count: 1,
+                    reliability: Reliability::Reliable,
+                    data,
+                }]
+                .into(),
+            }),
+            T::Echo | T::Echo1 | T::Echo2 => Payload::Echo(EchoPayload {
+                packet_number,
+                probe_id: 1,
+                timestamp_ns: 2,
+                arrival_ns: None,
+                padding_len: data.len() as u16,
+            }),
+            T::Cwin => Payload::Cwin(CwinPayload {
+                packet_number,
+                window_bytes: 4096,
+                reason: CwinReason::UNSPECIFIED,
+            }),
+            T::Join | T::Leave => Payload::Group(GroupPayload {
+                packet_number,
+                group_id: 5,
+            }),
+            T::End | T::Fin | T::Idle | T::Status => Payload::Bare(BarePayload { packet_number }),
+            _ => return None,
+        })
+    }
+
+    proptest! {
+        /// Whatever the header's fields and the packet number, the report
+        /// is what a decoder reads from the bytes: the header with
+        /// TOTAL_LEN and CHKSUM, the number's low bits, the lengths.
+        #[test]
+        fn the_report_matches_a_decode_of_the_bytes(
+            t in proptest::sample::select(PacketType::ALL.to_vec()),
+            pn in any::<u64>(),
+            ids in (any::<u16>(), any::<u16>()),
+            checksum in any::<bool>(),
+            window_size in 0u32..=0x000f_ffff,
+            data in proptest::collection::vec(any::<u8>(), 0..1400),
+        ) {
+            let Some(p) = payload(t, pn, &data) else {
+                return Ok(());
+            };
+            let mut h = HeaderRepr::new(t);
+            (h.dest_id, h.src_id) = ids;
+            h.window_size = window_size;
+            if checksum {
+                h.flags = Flags::ST_CKS | Flags::W_VAL;
+            }
+            // A buffer holding stale bytes of a longer datagram.
+            let mut buf = vec![0xa5; 2000];
+            let w = build(&mut buf, h, p, Some(pn)).expect("valid");
+            prop_assert_eq!(w.len(), buf.len());
+            let dg = DatagramRepr::decode(&buf).expect("decodes");
+            prop_assert_eq!(w.header, dg.header);
+            prop_assert_eq!(w.pk_type(), t);
+            prop_assert_eq!(dg.payload.packet_number(), Some(pn as u32));
+            prop_assert_eq!(w.packet_number, Some(pn));
+            prop_assert_eq!(w.payload_len, buf.len() - HEADER_LEN);
         }
     }
 }

@@ -8,7 +8,7 @@
 
 use crate::connection::Connection;
 use crate::pmtud::{PmtudCounters, PmtudState};
-use crate::send_helpers::write;
+use crate::send_helpers::{build, Written};
 use crate::wire::{EchoPayload, Flags, PacketType, Payload, HEADER_LEN};
 use peregrine_cc::Time;
 
@@ -33,7 +33,7 @@ pub struct PmtuStats {
 
 impl Connection {
     /// A due path MTU probe, written into `buf`. O(1).
-    pub(crate) fn poll_pmtu_probe(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<usize> {
+    pub(crate) fn poll_pmtu_probe(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Written> {
         if !self.pmtud.is_enabled() || self.state != super::ConnectionState::Connected {
             return None;
         }
@@ -51,8 +51,8 @@ impl Connection {
             arrival_ns: None,
             padding_len: u16::try_from(padding).unwrap_or(u16::MAX),
         };
-        let n = write(buf, h, Payload::Echo(p))?;
-        self.sent(now, n)
+        let w = build(buf, h, Payload::Echo(p), Some(pn))?;
+        self.sent(now, w)
     }
 
     /// The answer to the path MTU probe `token`. O(1).

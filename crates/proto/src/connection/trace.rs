@@ -5,8 +5,9 @@
 
 use crate::connection::{Connection, Event};
 use crate::recovery::RecoveryOutcome;
+use crate::send_helpers::Written;
 use crate::trace::{LossTrigger, Metrics, TraceEvent, TraceSink};
-use crate::wire::{expand_packet_number, DatagramRepr};
+use crate::wire::{expand_packet_number, DatagramRepr, Payload, HEADER_LEN};
 use peregrine_cc::{CaState, LinkHint, Time};
 use std::fmt;
 
@@ -45,22 +46,31 @@ impl Connection {
         self.tracer = Some(Tracer::new(sink));
     }
 
-    /// A datagram this connection wrote into `bytes` (plaintext, before
-    /// sealing) whose wire length will be `size`. Decodes it for the sink
-    /// only when there is one: O(datagram) then, O(1) otherwise.
-    pub(crate) fn trace_sent(&mut self, now: Time, bytes: &[u8]) {
+    /// The datagram `w` this connection just wrote into `bytes`
+    /// (plaintext, before sealing). The header and the packet number come
+    /// from the builder's report; only the payload is decoded, and only
+    /// when there is a sink: O(payload) then, O(1) otherwise.
+    pub(crate) fn trace_sent(&mut self, now: Time, bytes: &[u8], w: &Written) {
         if self.tracer.is_none() {
             return;
         }
-        let Ok(dg) = DatagramRepr::decode(bytes) else {
+        let Some(payload) = bytes
+            .get(HEADER_LEN..w.len())
+            .and_then(|p| Payload::decode(w.pk_type(), p).ok())
+        else {
             return;
         };
-        // The packet number just taken: the recovery's next minus one.
-        let packet_number = dg
-            .payload
-            .packet_number()
-            .map(|_| self.recovery.next_pn().saturating_sub(1));
-        let size = bytes.len()
+        let dg = DatagramRepr {
+            header: w.header,
+            payload,
+            auth_tag: &[],
+        };
+        // Its length on the wire: the tag is counted whenever this side
+        // can seal, exactly as before the builder reported it (so traces
+        // stay byte-identical) — which counts 16 bytes on an unprotected
+        // connection too (docs/performance.md, "Issue 36, the packet
+        // builder").
+        let size = w.len()
             + if self.can_seal() {
                 crate::wire::AUTH_TAG_LEN
             } else {
@@ -71,7 +81,7 @@ impl Connection {
                 now,
                 &TraceEvent::PacketSent {
                     datagram: &dg,
-                    packet_number,
+                    packet_number: w.packet_number,
                     size,
                 },
             );

@@ -540,11 +540,28 @@ impl PacketKeys {
     /// tag appended (the buffer grows by 16). Returns the new length, or
     /// `None` if `len` is too short to carry a packet number, would
     /// exceed 65,535 bytes sealed, or the key's usage limit is reached.
-    /// O(len), no allocation beyond the tag's room in `buf`.
+    /// O(len), no allocation beyond the tag's room in `buf`. The packet
+    /// number is read from the header; [`Self::seal_numbered`] is told it.
     pub(crate) fn seal(
         &mut self,
         buf: &mut Vec<u8>,
         len: usize,
+        rw: Option<&Rewrite>,
+    ) -> Option<usize> {
+        let tpn = truncated_pn(buf.get(..len)?)?;
+        let pn = expand_packet_number(tpn, self.largest_sealed);
+        self.seal_numbered(buf, len, pn, rw)
+    }
+
+    /// [`Self::seal`] for a datagram whose full packet number `pn` the
+    /// caller knows (the packet builder reports it): nothing is read back
+    /// from the header. `buf[..len]` must carry `pn`'s low 32 bits, as
+    /// every packet the builder writes does. O(len).
+    pub(crate) fn seal_numbered(
+        &mut self,
+        buf: &mut Vec<u8>,
+        len: usize,
+        pn: u64,
         rw: Option<&Rewrite>,
     ) -> Option<usize> {
         if self.exhausted.is_some() {
@@ -554,8 +571,10 @@ impl PacketKeys {
             self.exhausted = Some(CONFIDENTIALITY_LIMIT_REASON);
             return None;
         }
-        let tpn = truncated_pn(buf.get(..len)?)?;
-        let pn = expand_packet_number(tpn, self.largest_sealed);
+        if len < CLEAR_PREFIX_LEN || len > buf.len() {
+            return None;
+        }
+        let tpn = pn as u32;
         let sealed_len = len + AUTH_TAG_LEN;
         let total = u16::try_from(sealed_len).ok()?;
         buf.truncate(len);

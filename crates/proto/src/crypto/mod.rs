@@ -484,13 +484,37 @@ impl SecurityState {
         dest: SocketAddr,
     ) -> Option<usize> {
         let rw = self.rotation.as_ref().and_then(|r| r.send_rewrite(dest));
-        let mut n = self.keys.as_mut()?.seal(buf, len, rw.as_ref())?;
+        let n = self.keys.as_mut()?.seal(buf, len, rw.as_ref())?;
+        Some(self.after_seal(buf, n))
+    }
+
+    /// [`Self::seal`] told the datagram's full packet number `pn` (the
+    /// packet builder's report) instead of reading it from the header.
+    pub(crate) fn seal_numbered(
+        &mut self,
+        buf: &mut Vec<u8>,
+        len: usize,
+        pn: u64,
+        dest: SocketAddr,
+    ) -> Option<usize> {
+        let rw = self.rotation.as_ref().and_then(|r| r.send_rewrite(dest));
+        let n = self
+            .keys
+            .as_mut()?
+            .seal_numbered(buf, len, pn, rw.as_ref())?;
+        Some(self.after_seal(buf, n))
+    }
+
+    /// After a datagram was sealed to `n` bytes: an XX client's message 3
+    /// behind it, the count. Its new length.
+    fn after_seal(&mut self, buf: &mut Vec<u8>, n: usize) -> usize {
+        let mut n = n;
         if let Some(m) = &self.msg3 {
             buf.extend_from_slice(m);
             n += m.len();
         }
         self.stats.packets_sealed += 1;
-        Some(n)
+        n
     }
 
     /// Opens an incoming datagram in place, counting the outcome; the

@@ -15,8 +15,29 @@ use crate::Time;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-fn addr(i: usize) -> SocketAddr {
+/// Endpoint `i`'s address (endpoint 0 connects to endpoint 1).
+pub(super) fn addr(i: usize) -> SocketAddr {
     SocketAddr::from(([10, 0, 0, (i + 1) as u8], 4000))
+}
+
+/// Moves datagrams both ways at `now` until neither side has any (at
+/// most 50 rounds).
+pub(super) fn pump(a: &mut Endpoint, b: &mut Endpoint, now: Time) {
+    let mut buf = Vec::new();
+    for _ in 0..50 {
+        let mut moved = false;
+        while let Some(t) = a.poll_transmit(now, &mut buf) {
+            b.handle_datagram(now, addr(0), None, &mut buf[..t.size]);
+            moved = true;
+        }
+        while let Some(t) = b.poll_transmit(now, &mut buf) {
+            a.handle_datagram(now, addr(1), None, &mut buf[..t.size]);
+            moved = true;
+        }
+        if !moved {
+            break;
+        }
+    }
 }
 
 fn kp(b: u8) -> StaticKeypair {
@@ -39,22 +60,6 @@ fn checksums_per_datagram(c: ConnectionConfig, s: ConnectionConfig) -> u64 {
     let h = a.connect(Time::ZERO, addr(1), c).unwrap();
     let mut now = Time::ZERO;
     let mut buf = Vec::new();
-    let mut pump = |a: &mut Endpoint, b: &mut Endpoint, now: Time| {
-        for _ in 0..50 {
-            let mut moved = false;
-            while let Some(t) = a.poll_transmit(now, &mut buf) {
-                b.handle_datagram(now, addr(0), None, &mut buf[..t.size]);
-                moved = true;
-            }
-            while let Some(t) = b.poll_transmit(now, &mut buf) {
-                a.handle_datagram(now, addr(1), None, &mut buf[..t.size]);
-                moved = true;
-            }
-            if !moved {
-                break;
-            }
-        }
-    };
     for _ in 0..100 {
         now += Duration::from_millis(5);
         a.handle_timeout(now);

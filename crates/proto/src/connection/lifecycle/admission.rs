@@ -242,7 +242,7 @@ mod tests {
     fn first_start(c: &mut Connection) -> Vec<u8> {
         let mut buf = Vec::new();
         let n = c.poll_transmit(Time::ZERO, &mut buf).unwrap();
-        buf.truncate(n);
+        buf.truncate(n.len());
         buf
     }
 
@@ -286,7 +286,7 @@ mod tests {
             assert!(c.on_retry(Time::from_nanos(u64::from(i) * 1000), &retry));
             let mut buf = Vec::new();
             let n = c.poll_transmit(Time::from_nanos(u64::from(i) * 1000), &mut buf);
-            let dg = DatagramRepr::decode(&buf[..n.unwrap()]).unwrap();
+            let dg = DatagramRepr::decode(&buf[..n.unwrap().len()]).unwrap();
             let Payload::Start(s) = dg.payload else {
                 panic!("not a START")
             };

@@ -7,7 +7,7 @@
 
 use crate::connection::Connection;
 use crate::crypto::rotation::BaseIds;
-use crate::send_helpers::write;
+use crate::send_helpers::{build, Written};
 use crate::wire::{expand_packet_number, Control, EchoPayload, Flags, PacketType, Payload};
 use peregrine_cc::Time;
 
@@ -24,7 +24,7 @@ impl Connection {
 
     /// A KEY_UPDATE (this side switches its sealing key right after it)
     /// or a server's NEW_CONNECTION_ID, if one is due. O(spares).
-    pub(crate) fn poll_key_control(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<usize> {
+    pub(crate) fn poll_key_control(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Written> {
         let sec = self.security.as_ref()?;
         let control = if let Some(generation) = sec.update_due() {
             Control::KeyUpdate { generation }
@@ -47,11 +47,11 @@ impl Connection {
         let pn = self.recovery.take_pn();
         let (flags, p) = control.to_echo(pn as u32);
         let h = self.header(PacketType::Echo, flags);
-        let n = write(buf, h, Payload::Echo(p))?;
+        let w = build(buf, h, Payload::Echo(p), Some(pn))?;
         if let (Control::KeyUpdate { .. }, Some(sec)) = (control, self.security.as_mut()) {
             sec.arm_switch();
         }
-        self.sent(now, n)
+        self.sent(now, w)
     }
 
     /// When a NEW_CONNECTION_ID is due again (server).

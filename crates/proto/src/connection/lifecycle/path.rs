@@ -47,7 +47,7 @@
 
 use crate::connection::{Connection, ConnectionState, Event, ViolationKind};
 use crate::rng::SeededRng;
-use crate::send_helpers::write;
+use crate::send_helpers::{build, Written};
 use crate::wire::{DatagramRepr, EchoPayload, Flags, PacketType, Payload, HEADER_LEN};
 use peregrine_cc::Time;
 use std::collections::BTreeMap;
@@ -275,7 +275,7 @@ impl Connection {
     }
 
     /// A due PATH_CHALLENGE, if the amplification limit lets it leave.
-    pub(crate) fn poll_path_challenge(&mut self, buf: &mut Vec<u8>) -> Option<usize> {
+    pub(crate) fn poll_path_challenge(&mut self, buf: &mut Vec<u8>) -> Option<Written> {
         let size = (HEADER_LEN + EchoPayload::FIXED_LEN) as u64;
         let (&to, c) = self.path.candidates.iter().find(|(_, c)| {
             c.due && c.bytes_sent + size <= AMPLIFICATION_FACTOR * c.bytes_received
@@ -290,17 +290,17 @@ impl Connection {
             arrival_ns: None,
             padding_len: 0,
         };
-        let n = write(buf, h, Payload::Echo(p))?;
+        let w = build(buf, h, Payload::Echo(p), Some(pn))?;
         if let Some(c) = self.path.candidates.get_mut(&to) {
-            c.bytes_sent += n as u64;
+            c.bytes_sent += w.len() as u64;
             c.due = false;
         }
         self.path.stats.challenges_sent += 1;
-        self.path.stats.unvalidated_bytes_sent += n as u64;
+        self.path.stats.unvalidated_bytes_sent += w.len() as u64;
         self.path.sent_to = Some(to);
         self.counters.packets_sent += 1;
-        self.counters.bytes_sent += n as u64;
-        Some(n)
+        self.counters.bytes_sent += w.len() as u64;
+        Some(w)
     }
 
     /// The path timer (challenge retries), for `poll_timeout`.

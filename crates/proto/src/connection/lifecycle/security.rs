@@ -13,7 +13,8 @@ use crate::crypto::{
     binding, HandshakeError, NoisePattern, OpenError, PacketKeyMaterial, PublicKey, SecurityState,
     SecurityStats, AUTH_FAILURE_THRESHOLD, KEY_LEN,
 };
-use crate::wire::{Header, HeaderRepr, Tlv, AUTH_TAG_LEN};
+use crate::send_helpers::Written;
+use crate::wire::{HeaderRepr, Tlv, AUTH_TAG_LEN};
 
 impl Connection {
     /// Client: starts the handshake if the configuration asks for
@@ -75,11 +76,11 @@ impl Connection {
 
     /// Server: the START-REPLY exactly as first sent, copied into `buf`
     /// (a duplicate START gets the same bytes: no second Diffie-Hellman).
-    pub(crate) fn resend_start_reply(&self, buf: &mut Vec<u8>) -> Option<usize> {
+    pub(crate) fn resend_start_reply(&self, buf: &mut Vec<u8>) -> Option<Written> {
         let bytes = self.security.as_ref()?.sent_reply()?;
         buf.clear();
         buf.extend_from_slice(bytes);
-        Some(bytes.len())
+        Written::of_copy(bytes)
     }
 
     /// Server: remembers the START-REPLY just written.
@@ -160,29 +161,24 @@ impl Connection {
         self.security.is_some() && !t.is_handshake()
     }
 
-    /// Seals the datagram `buf[..len]` just produced by `poll_transmit`.
-    /// Returns its new length; `None` means it must not leave (no keys
-    /// yet): the loss machinery treats it as lost.
-    pub(crate) fn seal_outgoing(&mut self, buf: &mut Vec<u8>, len: usize) -> Option<usize> {
-        if self.security.is_none() {
-            return Some(len);
-        }
-        // Only the packet type is needed: the checked view reads that one
-        // byte, where a full parse would decode the whole header of every
-        // datagram (this runs once per packet sent).
-        let handshake = buf
-            .get(..len)
-            .and_then(|b| Header::new_checked(b).ok())
-            .and_then(|h| h.pk_type().ok())
-            .is_some_and(|t| t.is_handshake());
-        if handshake {
+    /// Seals the datagram `w` that `poll_transmit` just wrote into `buf`,
+    /// with the type and packet number the builder reports (nothing is
+    /// read back from the bytes). Returns its new length; `None` means it
+    /// must not leave (no keys yet): the loss machinery treats it as lost.
+    /// O(datagram) protected, O(1) otherwise.
+    pub(crate) fn seal_outgoing(&mut self, buf: &mut Vec<u8>, w: &Written) -> Option<usize> {
+        let len = w.len();
+        if self.security.is_none() || w.pk_type().is_handshake() {
             return Some(len);
         }
         let dest = self.transmit_destination();
-        let Some(sec) = self.security.as_mut() else {
-            return Some(len);
+        let sec = self.security.as_mut()?;
+        let n = match w.packet_number {
+            Some(pn) => sec.seal_numbered(buf, len, pn, dest),
+            // Every type but START and REJECT carries a number; should one
+            // come without, the sealer reads it from the header.
+            None => sec.seal(buf, len, dest),
         };
-        let n = sec.seal(buf, len, dest);
         self.check_key_limits();
         n
     }

@@ -12,7 +12,7 @@ use crate::connection::stats::ConnectionState;
 use crate::connection::Connection;
 use crate::recovery::Allowance;
 use crate::sched::SchedContext;
-use crate::send_helpers::write;
+use crate::send_helpers::{build, Written};
 use crate::wire::header::WINDOW_SIZE_MAX;
 use crate::wire::{
     AckFrequency, AckPayload, BarePayload, CwinPayload, DataPayload, EchoPayload, Flags,
@@ -54,12 +54,13 @@ impl Connection {
         h
     }
 
-    pub(crate) fn sent(&mut self, now: Time, n: usize) -> Option<usize> {
+    /// Counts the packet `w` just built; passes its report on.
+    pub(crate) fn sent(&mut self, now: Time, w: Written) -> Option<Written> {
         self.counters.packets_sent += 1;
-        self.counters.bytes_sent += n as u64;
+        self.counters.bytes_sent += w.len() as u64;
         self.last_sent = now;
         self.keep_alive_pending = false;
-        Some(n)
+        Some(w)
     }
 
     fn send_bare(
@@ -68,21 +69,23 @@ impl Connection {
         buf: &mut Vec<u8>,
         t: PacketType,
         flags: Flags,
-    ) -> Option<usize> {
+    ) -> Option<Written> {
         let pn = self.recovery.take_pn();
         let h = self.header(t, flags);
-        let n = write(
+        let w = build(
             buf,
             h,
             Payload::Bare(BarePayload {
                 packet_number: pn as u32,
             }),
+            Some(pn),
         )?;
-        self.sent(now, n)
+        self.sent(now, w)
     }
 
-    /// The next datagram, written into `buf`; its length.
-    pub(crate) fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<usize> {
+    /// The next datagram, written into `buf` (plaintext); what was
+    /// written, for the endpoint to seal and trace without reading it back.
+    pub(crate) fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Written> {
         let now = self.tick(now);
         self.begin_transmit();
         // The datagrams handled since the last poll were processed by now:
@@ -104,34 +107,36 @@ impl Connection {
                 }
                 let mut h = self.header(PacketType::Start, Flags::REPLY_REQ);
                 self.prepare_start_security(&mut h);
-                let n = write(
+                let w = build(
                     buf,
                     h,
                     Payload::Start(StartPayload {
                         tlvs: self.start_request_tlvs(),
                     }),
+                    None,
                 )?;
                 self.on_start_sent(now);
-                return self.sent(now, n);
+                return self.sent(now, w);
             }
             _ => {}
         }
         if self.start_reply_pending {
             self.start_reply_pending = false;
-            if let Some(n) = self.resend_start_reply(buf) {
-                return self.sent(now, n);
+            if let Some(w) = self.resend_start_reply(buf) {
+                return self.sent(now, w);
             }
             let mut h = self.header(PacketType::Start, Flags::REPLY);
             self.prepare_start_security(&mut h);
-            let n = write(
+            let w = build(
                 buf,
                 h,
                 Payload::Start(StartPayload {
                     tlvs: self.start_tlvs(),
                 }),
+                None,
             )?;
-            self.keep_start_reply(buf.get(..n)?);
-            return self.sent(now, n);
+            self.keep_start_reply(buf.get(..w.len())?);
+            return self.sent(now, w);
         }
         if !self.can_seal() {
             // An XX server before message 3: nothing could be sealed.
@@ -152,14 +157,14 @@ impl Connection {
                 arrival_ns,
                 padding_len: u16::from(t == PacketType::Echo2),
             };
-            let n = write(buf, h, Payload::Echo(p))?;
-            return self.sent(now, n);
+            let w = build(buf, h, Payload::Echo(p), Some(pn))?;
+            return self.sent(now, w);
         }
-        if let Some(n) = self.poll_path_challenge(buf) {
-            return Some(n);
+        if let Some(w) = self.poll_path_challenge(buf) {
+            return Some(w);
         }
-        if let Some(n) = self.poll_key_control(now, buf) {
-            return Some(n);
+        if let Some(w) = self.poll_key_control(now, buf) {
+            return Some(w);
         }
         if self.recv.ack_due(now) {
             let pn = self.recovery.take_pn();
@@ -193,12 +198,12 @@ impl Connection {
                 if ce {
                     h.cn = 3;
                 }
-                let n = write(buf, h, Payload::Ack(ack))?;
+                let w = build(buf, h, Payload::Ack(ack), Some(pn))?;
                 if frequency.is_some() {
                     self.ack_policy.on_sent(now);
                 }
                 self.counters.acks_sent += 1;
-                return self.sent(now, n);
+                return self.sent(now, w);
             }
         }
         if self.recv.nack_due() {
@@ -215,9 +220,9 @@ impl Connection {
                     missing_packets: missing,
                     missing_blocks: Vec::new(),
                 };
-                let n = write(buf, h, Payload::Nack(p))?;
+                let w = build(buf, h, Payload::Nack(p), Some(pn))?;
                 self.counters.nacks_sent += 1;
-                return self.sent(now, n);
+                return self.sent(now, w);
             }
         }
         if let Some((t, probe_id, size)) = self.probe_sends.pop_front() {
@@ -232,11 +237,11 @@ impl Connection {
                 arrival_ns: None,
                 padding_len: u16::try_from(padding).unwrap_or(0),
             };
-            let n = write(buf, h, Payload::Echo(p))?;
-            return self.sent(now, n);
+            let w = build(buf, h, Payload::Echo(p), Some(pn))?;
+            return self.sent(now, w);
         }
-        if let Some(n) = self.poll_pmtu_probe(now, buf) {
-            return Some(n);
+        if let Some(w) = self.poll_pmtu_probe(now, buf) {
+            return Some(w);
         }
         if let Some((window_bytes, reason)) = self.take_cwin() {
             let pn = self.recovery.take_pn();
@@ -246,11 +251,11 @@ impl Connection {
                 window_bytes,
                 reason,
             };
-            let n = write(buf, h, Payload::Cwin(p))?;
-            return self.sent(now, n);
+            let w = build(buf, h, Payload::Cwin(p), Some(pn))?;
+            return self.sent(now, w);
         }
-        if let Some(n) = self.poll_group_packet(now, buf) {
-            return Some(n);
+        if let Some(w) = self.poll_group_packet(now, buf) {
+            return Some(w);
         }
         if self.status_reply_pending {
             self.status_reply_pending = false;
@@ -258,21 +263,21 @@ impl Connection {
         }
         if self.closing.fin_pending {
             self.closing.fin_pending = false;
-            let n = self.send_bare(now, buf, PacketType::Fin, Flags::EMPTY);
+            let w = self.send_bare(now, buf, PacketType::Fin, Flags::EMPTY);
             self.on_fin(now);
-            return n;
+            return w;
         }
         if self.closing.end_reply_pending {
             self.closing.end_reply_pending = false;
             return self.send_bare(now, buf, PacketType::End, Flags::REPLY);
         }
         if self.closing.end_pending {
-            let n = self.send_bare(now, buf, PacketType::End, Flags::REPLY_REQ);
+            let w = self.send_bare(now, buf, PacketType::End, Flags::REPLY_REQ);
             self.on_end_sent(now);
-            return n;
+            return w;
         }
-        if let Some(n) = self.send_data(now, buf) {
-            return Some(n);
+        if let Some(w) = self.send_data(now, buf) {
+            return Some(w);
         }
         if (self.send.window_blocked() || self.send.credit_blocked())
             && self.data_ready
@@ -302,7 +307,7 @@ impl Connection {
             )
     }
 
-    fn send_data(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<usize> {
+    fn send_data(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Written> {
         if !self.data_state() {
             return None;
         }
@@ -414,15 +419,15 @@ impl Connection {
         h.mess_seq_no = summary.mess_seq_no;
         h.pblock = summary.pblock;
         h.tblock = summary.tblock;
-        let n = write(buf, h, Payload::Data(payload))?;
-        let size = u32::try_from(n).unwrap_or(u32::MAX);
+        let w = build(buf, h, Payload::Data(payload), Some(pn))?;
+        let size = u32::try_from(w.len()).unwrap_or(u32::MAX);
         self.recovery
             .on_data_sent(now, pn, size, taken.retransmission, taken.blocks, probe);
         if taken.retransmission {
             self.counters.packets_retransmitted += 1;
-            self.counters.bytes_retransmitted += n as u64;
+            self.counters.bytes_retransmitted += u64::from(size);
         }
-        self.sent(now, n)
+        self.sent(now, w)
     }
 
     /// When `handle_timeout` must next run.
