@@ -1075,12 +1075,6 @@ impl CcPolicy for Bbr3 {
         self.check_startup_high_loss_or_ecn(core, tx_in_flight);
         if self.mode == Bbr3Mode::Startup && self.full_bw_reached {
             self.enter_drain();
-            // As Linux BBRv3's bbr_check_drain and our BBR v1: a finite
-            // ssthresh exports "Startup is over" — `in_slow_start()`, which
-            // the connection reads for its ACK-frequency request (unthinned
-            // ACKs only in slow start) and its cwnd-limited test. BBR never
-            // uses ssthresh itself.
-            core.ssthresh = (self.inflight(1.0, core).ceil() as u32).max(1);
         }
         if self.mode == Bbr3Mode::Drain && f64::from(path.in_flight) <= self.inflight(1.0, core) {
             self.enter_probe_bw(path);

@@ -183,14 +183,6 @@ impl Congestion {
     pub fn cwnd_bytes(&self) -> u64 {
         self.cc.cwnd_bytes()
     }
-    /// Whether the controller is in slow start: its own
-    /// [`in_slow_start`](CongestionController::in_slow_start) (`cwnd <
-    /// ssthresh`; BBR's Startup), outside a fast-recovery or CWR episode —
-    /// PRR takes the window below ssthresh there, which is not slow start.
-    /// After an RTO (`Loss`) the window does restart in slow start. O(1).
-    pub fn in_slow_start(&self) -> bool {
-        self.cc.in_slow_start() && !matches!(self.state, CaState::Recovery | CaState::Cwr)
-    }
     /// Whether the controller holds its window at `now`: its send gate
     /// lets nothing but probes leave (RTW-TCP riding out a predicted
     /// outage). O(1).

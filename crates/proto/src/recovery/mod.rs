@@ -214,12 +214,6 @@ impl Recovery {
         self.cong.state()
     }
 
-    /// Whether the controller is in slow start ([`Congestion::in_slow_start`]):
-    /// the data sender asks for unthinned ACKs then. O(1).
-    pub fn in_slow_start(&self) -> bool {
-        self.cong.in_slow_start()
-    }
-
     /// The counters.
     pub fn counters(&self) -> &RecoveryCounters {
         &self.counters

@@ -11,21 +11,6 @@
 //! the receiver's ACK-of-ACK requests) or in one it sends for the purpose.
 //! Gaps and REPLY_REQ still get an immediate ACK, so loss detection and
 //! the tail of a burst are not delayed.
-//!
-//! Not in slow start: while the controller is in slow start the sender
-//! asks for the default of an ACK per 2 packets (or asks nothing, when it
-//! never asked before). Slow start's exit rides on per-ACK signals —
-//! HyStart++ (RFC 9406) needs 8 RTT samples per round, and its delay
-//! threshold is an RTT difference of a few ms — and on ACK-clocked window
-//! growth; draft-ietf-quic-ack-frequency-14 §8.1.1 warns that delayed ACKs
-//! are "particularly significant in slow start", and §8.3 that fewer ACKs
-//! mean fewer RTT samples. One ACK per ⌊cwnd/8⌋ packets from 32 packets
-//! of window left HyStart++ a handful of samples per round on a 20 Mbit/s,
-//! 40 ms path: slow start overshot to ~2 BDP under FQ-CoDel (issue 41,
-//! docs/scenarios.md). TCP receivers ACK every second segment and Linux
-//! quick-ACKs at start, so an unthinned slow start is what the reference
-//! controllers were tuned with. The cost is bounded: slow start lasts a
-//! few round trips (docs/protocol.md §6.5.2, "ACK schedule").
 
 use crate::wire::AckFrequency;
 use peregrine_cc::Time;
@@ -106,11 +91,7 @@ impl AckFrequencyPolicy {
     /// Re-evaluate after an ACK with the window and RTT now; returns whether
     /// an ACK carrying the (new or repeated) request should leave now. No
     /// request is made while the window is below 4 × 8 packets and none
-    /// was made before: the peer's default already fits. While
-    /// `slow_start` the threshold asked for is 2 whatever the window: no
-    /// request before the first, and a request in force above 2 (a new
-    /// slow start after an RTO or an idle restart) is lowered at once,
-    /// past the hysteresis. O(1).
+    /// was made before: the peer's default already fits. O(1).
     pub(crate) fn update(
         &mut self,
         now: Time,
@@ -118,15 +99,9 @@ impl AckFrequencyPolicy {
         packet_size: u16,
         srtt: Option<Duration>,
         max_ack_delay: Duration,
-        slow_start: bool,
     ) -> bool {
         let Some(srtt) = srtt else { return false };
-        let (mut threshold, delay_us) = desired(cwnd_bytes, packet_size, srtt, max_ack_delay);
-        if slow_start {
-            threshold = MIN_THRESHOLD;
-        }
-        // A thinned schedule left over from before this slow start.
-        let lower_now = slow_start && self.current.is_some_and(|c| c.threshold > MIN_THRESHOLD);
+        let (threshold, delay_us) = desired(cwnd_bytes, packet_size, srtt, max_ack_delay);
         let since = self
             .sent_at
             .map(|t| now.saturating_duration_since(t))
@@ -134,8 +109,7 @@ impl AckFrequencyPolicy {
         match self.current {
             None if threshold < FIRST_THRESHOLD => false,
             Some(c)
-                if !lower_now
-                    && !threshold_moved(c.threshold, threshold)
+                if !threshold_moved(c.threshold, threshold)
                     && !moved(c.max_ack_delay_us, delay_us) =>
             {
                 // Unchanged: repeat it now and then.
@@ -197,65 +171,28 @@ mod tests {
         let srtt = Some(40 * MS);
         let t = Time::from_millis;
         // A small window: the peer's default fits, nothing is asked.
-        assert!(!p.update(t(0), 10 * 1452, 1452, srtt, 25 * MS, false));
-        assert!(!p.update(t(0), 24 * 1452, 1452, srtt, 25 * MS, false));
+        assert!(!p.update(t(0), 10 * 1452, 1452, srtt, 25 * MS));
+        assert!(!p.update(t(0), 24 * 1452, 1452, srtt, 25 * MS));
         assert!(p.section().is_none());
         // A large one: ask.
-        assert!(p.update(t(10), 160 * 1452, 1452, srtt, 25 * MS, false));
+        assert!(p.update(t(10), 160 * 1452, 1452, srtt, 25 * MS));
         p.on_sent(t(10));
         let first = p.section().unwrap();
         assert_eq!((first.sequence, first.threshold), (1, 20));
         // A small change is not worth a request; a large one is, but not
         // within a quarter RTT of the last.
-        assert!(!p.update(t(20), 170 * 1452, 1452, srtt, 25 * MS, false));
-        assert!(!p.update(t(15), 400 * 1452, 1452, srtt, 25 * MS, false));
-        assert!(p.update(t(30), 400 * 1452, 1452, srtt, 25 * MS, false));
+        assert!(!p.update(t(20), 170 * 1452, 1452, srtt, 25 * MS));
+        assert!(!p.update(t(15), 400 * 1452, 1452, srtt, 25 * MS));
+        assert!(p.update(t(30), 400 * 1452, 1452, srtt, 25 * MS));
         p.on_sent(t(30));
         assert_eq!(p.section().unwrap().sequence, 2);
         // Back to a small window: ask for the default again.
-        assert!(p.update(t(60), 10 * 1452, 1452, srtt, 25 * MS, false));
+        assert!(p.update(t(60), 10 * 1452, 1452, srtt, 25 * MS));
         p.on_sent(t(60));
         assert_eq!(p.section().unwrap().threshold, 2);
         // Unchanged for 8 RTTs: repeated under the same sequence number.
-        assert!(!p.update(t(100), 10 * 1452, 1452, srtt, 25 * MS, false));
-        assert!(p.update(t(400), 10 * 1452, 1452, srtt, 25 * MS, false));
+        assert!(!p.update(t(100), 10 * 1452, 1452, srtt, 25 * MS));
+        assert!(p.update(t(400), 10 * 1452, 1452, srtt, 25 * MS));
         assert_eq!(p.section().unwrap().sequence, 3);
-    }
-
-    #[test]
-    fn slow_start_asks_for_an_ack_per_two_packets() {
-        let mut p = AckFrequencyPolicy::default();
-        let srtt = Some(40 * MS);
-        let t = Time::from_millis;
-        // Slow start with a large window: nothing is asked, the peer's
-        // default (every 2nd packet) stays.
-        assert!(!p.update(t(0), 160 * 1452, 1452, srtt, 25 * MS, true));
-        assert!(!p.update(t(100), 400 * 1452, 1452, srtt, 25 * MS, true));
-        assert!(p.section().is_none());
-        // Slow start over: the usual ⌊cwnd/8⌋.
-        assert!(p.update(t(200), 160 * 1452, 1452, srtt, 25 * MS, false));
-        p.on_sent(t(200));
-        assert_eq!(p.section().unwrap().threshold, 20);
-        // A new slow start (RTO, idle restart) with the window still large
-        // in bytes: the request in force is lowered at once.
-        assert!(p.update(t(300), 160 * 1452, 1452, srtt, 25 * MS, true));
-        p.on_sent(t(300));
-        let lowered = p.section().unwrap();
-        assert_eq!((lowered.sequence, lowered.threshold), (2, 2));
-        // Even from a threshold the hysteresis would keep (3 → 2 is
-        // under its 2-packet step).
-        assert!(p.update(t(400), 160 * 1452, 1452, srtt, 25 * MS, false));
-        p.on_sent(t(400));
-        assert!(p.update(t(500), 24 * 1452, 1452, srtt, 25 * MS, false));
-        p.on_sent(t(500));
-        assert_eq!(p.section().unwrap().threshold, 3);
-        assert!(!threshold_moved(3, 2));
-        assert!(p.update(t(600), 24 * 1452, 1452, srtt, 25 * MS, true));
-        p.on_sent(t(600));
-        assert_eq!(p.section().unwrap().threshold, 2);
-        // Staying in slow start: no new request, only the 8-RTT repeat.
-        assert!(!p.update(t(610), 300 * 1452, 1452, srtt, 25 * MS, true));
-        assert!(p.update(t(1000), 300 * 1452, 1452, srtt, 25 * MS, true));
-        assert_eq!(p.section().unwrap().sequence, 5);
     }
 }

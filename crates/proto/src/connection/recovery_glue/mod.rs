@@ -84,17 +84,10 @@ impl Connection {
         // clock.
         let cwnd = self.recovery.window_bytes();
         let srtt = self.recovery.rtt().srtt();
-        // In slow start the peer's default (an ACK per 2 packets): the
-        // exit heuristics need the RTT samples (ack_frequency.rs).
-        let slow_start = self.recovery.in_slow_start();
-        if self.ack_policy.update(
-            now,
-            cwnd,
-            self.packet_size,
-            srtt,
-            self.config.max_ack_delay,
-            slow_start,
-        ) {
+        if self
+            .ack_policy
+            .update(now, cwnd, self.packet_size, srtt, self.config.max_ack_delay)
+        {
             self.recv.request_ack_now();
         }
     }
