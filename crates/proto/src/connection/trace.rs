@@ -65,13 +65,12 @@ impl Connection {
             payload,
             auth_tag: &[],
         };
-        // Its length on the wire: the tag is counted whenever this side
-        // can seal, exactly as before the builder reported it (so traces
-        // stay byte-identical) — which counts 16 bytes on an unprotected
-        // connection too (docs/performance.md, "Issue 36, the packet
-        // builder").
+        // Its length on the wire: the tag only where this packet will be
+        // sealed (not on an unprotected connection, nor on START/REJECT),
+        // so a plain datagram is traced with the length it is received
+        // with.
         let size = w.len()
-            + if self.can_seal() {
+            + if self.seals(w.pk_type()) {
                 crate::wire::AUTH_TAG_LEN
             } else {
                 0
