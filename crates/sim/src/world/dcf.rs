@@ -417,6 +417,8 @@ pub struct Dcf {
     /// Node positions by cell, and the instant of its snapshot.
     grid: Grid,
     grid_at: Option<Time>,
+    /// The motion margin the grid's cells were widened by, m.
+    grid_margin_m: f64,
     /// Scratch: grid candidates, nodes to re-sense.
     cand: Vec<u32>,
     touched: Vec<usize>,
@@ -495,6 +497,7 @@ impl Dcf {
             cutoff_mw: dbm_to_mw(cutoff_dbm),
             reach_m,
             grid: Grid::new(),
+            grid_margin_m: 0.0,
             grid_at: None,
             cand: Vec::new(),
             touched: Vec::new(),
@@ -894,6 +897,7 @@ impl Dcf {
         let pos = positions.at(now);
         self.grid.rebuild(pos, self.reach_m + margin_m);
         self.grid_at = Some(now);
+        self.grid_margin_m = margin_m;
     }
 
     /// Received power of a transmission by `node` at `now` at every node
@@ -915,7 +919,15 @@ impl Dcf {
         let p_tx = self.wifi.tx_power_dbm;
         let me = positions.of(now, node);
         let mut cand = std::mem::take(&mut self.cand);
-        self.grid.candidates(me, &mut cand);
+        // Only nodes whose snapshot lies within reach of the sender, plus
+        // twice the margin the grid's cells allow for motion since the
+        // snapshot (and a metre against rounding), are sampled: a node
+        // beyond would have had to move at over twice the speed the grid
+        // itself assumes. The rest of the 3 × 3 × 3 cells (in a flat swarm
+        // two thirds of their nodes) are left before their mobility model
+        // is run (issue 40).
+        let radius_m = self.reach_m + 2.0 * self.grid_margin_m + 1.0;
+        self.grid.candidates_within(me, radius_m, &mut cand);
         let knots = &mut self.shadow_knots[node * n..(node + 1) * n];
         for &k in &cand {
             let k = k as usize;
