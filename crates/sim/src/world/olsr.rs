@@ -716,6 +716,15 @@ impl Olsr {
     /// (they shape no route). O(log state).
     pub fn next_expiry(&self, now: Time) -> Option<Time> {
         // A tuple valid "until t" is still valid at t (`>= now` tests).
+        // Usually nothing before `now` waits (expired tuples go at the
+        // poll due one nanosecond after them): then the first entry is the
+        // answer, without the range search's descent by key — this runs
+        // after every OLSR packet a node receives (issue 40).
+        match self.expiries.first() {
+            None => return None,
+            Some(&(t, _)) if t >= now => return Some(t + Duration::from_nanos(1)),
+            Some(_) => {}
+        }
         self.expiries
             .range((now, Tuple::LinkSym(0))..)
             .next()
