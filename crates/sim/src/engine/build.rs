@@ -310,8 +310,10 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         by_addr,
         flows,
         apps,
+        // Before `metrics` moves into the struct (fields are evaluated in
+        // the order written).
+        in_flight_msgs: vec![BTreeMap::new(); metrics.len()],
         metrics,
-        in_flight_msgs: BTreeMap::new(),
         message_log: Vec::new(),
         next_packet_id: 0,
         buf: Vec::with_capacity(2048),

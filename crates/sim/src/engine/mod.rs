@@ -146,8 +146,11 @@ pub(crate) struct Sim {
     flows: Vec<FlowRt>,
     apps: Vec<AppSlot>,
     metrics: Vec<FlowMetrics>,
-    /// (flow, stream, message number) → (queued at, bytes).
-    in_flight_msgs: BTreeMap<(usize, u16, u32), (Time, u32)>,
+    /// Per flow: (stream, message number) → (queued at, bytes). One map
+    /// per flow, not one keyed by flow: a lookup descends a flow's own
+    /// messages only (issue 40: with 200 flows the shared map was 7 % of
+    /// city-200's CPU).
+    in_flight_msgs: Vec<BTreeMap<(u16, u32), (Time, u32)>>,
     /// Per-message rows: flow, stream, number, queued ns, latency ns, bytes.
     message_log: Vec<crate::metrics::MessageRecord>,
     next_packet_id: u64,
@@ -435,8 +438,7 @@ impl Sim {
             deadline,
         ) {
             Ok(id) => {
-                self.in_flight_msgs
-                    .insert((flow, id.stream, id.number), (now, offer.bytes));
+                self.in_flight_msgs[flow].insert((id.stream, id.number), (now, offer.bytes));
                 let sm = &mut self.metrics[flow].streams[si];
                 sm.messages_sent += 1;
                 sm.bytes_sent += u64::from(offer.bytes);
@@ -495,7 +497,7 @@ impl Sim {
                 m.c.goodput_bytes += bytes.len() as u64;
                 m.c.messages_delivered += 1;
                 if let Some((queued, size)) =
-                    self.in_flight_msgs.remove(&(flow, id.stream, id.number))
+                    self.in_flight_msgs[flow].remove(&(id.stream, id.number))
                 {
                     let lat = self.now.as_nanos() - queued.as_nanos();
                     if let Some(si) = m.streams.iter().position(|x| x.id == id.stream) {
@@ -529,7 +531,7 @@ impl Sim {
                 if let Some(sm) = m.streams.iter_mut().find(|x| x.id == id.stream) {
                     sm.messages_abandoned += 1;
                 }
-                self.in_flight_msgs.remove(&(flow, id.stream, id.number));
+                self.in_flight_msgs[flow].remove(&(id.stream, id.number));
             }
             _ => {}
         }

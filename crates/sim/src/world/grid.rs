@@ -26,6 +26,9 @@ pub struct Grid {
     /// (counting sort: O(nodes + cells) to build, no per-cell allocation).
     start: Vec<u32>,
     nodes: Vec<u32>,
+    /// The snapshot position of `nodes[i]` (same order: a cell's
+    /// positions are contiguous, so a query reads them in sequence).
+    at: Vec<Vec3>,
     /// The cell of each node in the snapshot (scratch for the sort).
     cell_of: Vec<u32>,
 }
@@ -81,11 +84,14 @@ impl Grid {
         }
         self.nodes.clear();
         self.nodes.resize(pos.len(), 0);
+        self.at.clear();
+        self.at.resize(pos.len(), Vec3::ZERO);
         // Filling in node order keeps each cell's list ascending.
         let mut fill: Vec<u32> = self.start[..cells].to_vec();
         for (i, &c) in self.cell_of.iter().enumerate() {
             let slot = &mut fill[c as usize];
             self.nodes[*slot as usize] = i as u32;
+            self.at[*slot as usize] = pos[i];
             *slot += 1;
         }
     }
@@ -116,18 +122,39 @@ impl Grid {
     /// to the border cell, which still finds every node within one cell
     /// side of it. O(candidates · log candidates).
     pub fn candidates(&self, p: Vec3, out: &mut Vec<u32>) {
+        self.candidates_within(p, f64::INFINITY, out);
+    }
+
+    /// The [`candidates`](Self::candidates) whose snapshot position lies
+    /// within `radius_m` of `p`, ascending, into `out` (cleared first).
+    /// The 3 × 3 × 3 cells hold every node within one cell side of `p`;
+    /// this keeps the sphere inside them (in a flat swarm a third of the
+    /// cells' nodes), so the caller samples the current position of only
+    /// those (issue 40). O(candidates · log candidates).
+    pub fn candidates_within(&self, p: Vec3, radius_m: f64, out: &mut Vec<u32>) {
         out.clear();
         if self.start.is_empty() {
             return;
         }
         let c = self.coords(p);
         let range = |i: usize, n: usize| i.saturating_sub(1)..=(i + 1).min(n - 1);
+        let all = radius_m == f64::INFINITY;
+        let r2 = radius_m * radius_m;
         for z in range(c[2], self.dims[2]) {
             for y in range(c[1], self.dims[1]) {
                 for x in range(c[0], self.dims[0]) {
                     let k = self.cell_index([x, y, z]);
                     let (a, b) = (self.start[k] as usize, self.start[k + 1] as usize);
-                    out.extend_from_slice(&self.nodes[a..b]);
+                    if all {
+                        out.extend_from_slice(&self.nodes[a..b]);
+                        continue;
+                    }
+                    for (&n, q) in self.nodes[a..b].iter().zip(&self.at[a..b]) {
+                        let d = *q - p;
+                        if d.x * d.x + d.y * d.y + d.z * d.z <= r2 {
+                            out.push(n);
+                        }
+                    }
                 }
             }
         }
@@ -137,6 +164,7 @@ impl Grid {
     /// Heap bytes held. O(1).
     pub fn heap_bytes(&self) -> usize {
         (self.start.capacity() + self.nodes.capacity() + self.cell_of.capacity()) * 4
+            + self.at.capacity() * std::mem::size_of::<Vec3>()
     }
 }
 

@@ -33,7 +33,7 @@ use super::channel::ConfigError;
 use super::dcf::{Dcf, DcfConfig, Positions};
 use super::geom::Vec3;
 use super::link::{DropReason, LinkModel, LinkOutput, LinkStats};
-use super::mobility::Mobility;
+use super::mobility::{Mobility, Segment};
 use super::packet::Packet;
 use super::queue::{DropTailQueue, QueueLimit};
 use super::routing::Routing;
@@ -73,6 +73,10 @@ pub struct Medium {
     /// sampled one by one, only when the channel needs them: a swarm's
     /// DCF asks for the nodes near each sender, issue 40).
     pos_at: Vec<Option<Time>>,
+    /// Per node: its model's current straight piece of motion, if it
+    /// moves in such pieces ([`Mobility::segment`]): side by side, so a
+    /// sample reads this table instead of the node's boxed model.
+    seg: Vec<Option<Segment>>,
     /// Per node: the medium is sensed busy until this instant.
     busy_until: Vec<Time>,
     /// Per node: frames queued or on air.
@@ -94,6 +98,7 @@ struct Sampler<'a> {
     mobility: &'a mut [Box<dyn Mobility>],
     pos: &'a mut [Vec3],
     pos_at: &'a mut [Option<Time>],
+    seg: &'a mut [Option<Segment>],
 }
 
 /// Node `i`'s position at `t`, sampled at most once per instant (an
@@ -103,11 +108,22 @@ fn sample(
     mobility: &mut [Box<dyn Mobility>],
     pos: &mut [Vec3],
     pos_at: &mut [Option<Time>],
+    seg: &mut [Option<Segment>],
     t: Time,
     i: usize,
 ) -> Vec3 {
     if pos_at[i].is_none_or(|p| t > p) {
-        pos[i] = mobility[i].position(t);
+        pos[i] = match seg[i] {
+            // Still in the piece the model gave: its position, bit for bit.
+            Some(s) if t.as_secs_f64() < s.until_s => s.position(t),
+            _ => {
+                seg[i] = mobility[i].segment(t);
+                match seg[i] {
+                    Some(s) => s.position(t),
+                    None => mobility[i].position(t),
+                }
+            }
+        };
         pos_at[i] = Some(t);
     }
     pos[i]
@@ -116,13 +132,13 @@ fn sample(
 impl Positions for Sampler<'_> {
     fn at(&mut self, t: Time) -> &[Vec3] {
         for i in 0..self.pos.len() {
-            sample(self.mobility, self.pos, self.pos_at, t, i);
+            sample(self.mobility, self.pos, self.pos_at, self.seg, t, i);
         }
         self.pos
     }
 
     fn of(&mut self, t: Time, node: usize) -> Vec3 {
-        sample(self.mobility, self.pos, self.pos_at, t, node)
+        sample(self.mobility, self.pos, self.pos_at, self.seg, t, node)
     }
 
     fn max_speed_mps(&mut self, t: Time) -> f64 {
@@ -155,6 +171,7 @@ impl Medium {
             mobility,
             pos: vec![Vec3::ZERO; n],
             pos_at: vec![None; n],
+            seg: vec![None; n],
             busy_until: vec![Time::ZERO; n],
             backlog: vec![0; n],
             routing,
@@ -196,6 +213,7 @@ impl Medium {
             mobility,
             pos,
             pos_at,
+            seg,
             stats,
             ..
         } = self;
@@ -206,6 +224,7 @@ impl Medium {
             mobility,
             pos,
             pos_at,
+            seg,
         };
         dcf.run_until(now, wifi, &mut sampler, out);
         let d = dcf.stats();
@@ -225,7 +244,14 @@ impl Medium {
     /// models only move forward). O(nodes).
     pub fn positions(&mut self, now: Time) -> &[Vec3] {
         for i in 0..self.pos.len() {
-            sample(&mut self.mobility, &mut self.pos, &mut self.pos_at, now, i);
+            sample(
+                &mut self.mobility,
+                &mut self.pos,
+                &mut self.pos_at,
+                &mut self.seg,
+                now,
+                i,
+            );
         }
         &self.pos
     }

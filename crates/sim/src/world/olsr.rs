@@ -303,6 +303,16 @@ struct Link {
     until: Time,
 }
 
+/// A packet's sender as the receiving node sees it (see
+/// [`Olsr::sender`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sender {
+    /// A symmetric neighbour.
+    pub symmetric: bool,
+    /// It selected the receiver as an MPR.
+    pub selected_me: bool,
+}
+
 /// One node's OLSR state.
 #[derive(Clone, Debug)]
 pub struct Olsr {
@@ -317,8 +327,8 @@ pub struct Olsr {
     /// Originator → its latest ANSN's advertised set (one validity for
     /// the set: see [`Topo`]).
     topology: AddrMap<Topo>,
-    /// Originator → its duplicate tuples (see [`Dup`]).
-    dup: AddrMap<Vec<Dup>>,
+    /// Originator → its duplicate tuples (see [`DupTuples`]).
+    dup: AddrMap<DupTuples>,
     /// The next instant the duplicate set is swept of expired tuples.
     dup_sweep_at: Time,
     /// dst → (next hop, hops), as of the last recomputation: routes are
@@ -368,15 +378,118 @@ struct Topo {
 }
 
 /// A duplicate tuple (RFC 3626 §3.4: D_seq_num, D_retransmitted,
-/// D_time; D_addr is the map key). An originator has a handful at a time
-/// (one per TC within DUP_HOLD_TIME), kept in a short vector; a tuple is
-/// valid until `until` and is ignored after, and removed at the next
-/// sweep or at the next TC from its originator.
+/// D_time; D_addr is the map key). A tuple is valid until `until` and is
+/// ignored after, and removed at the next sweep or at the next TC from
+/// its originator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Dup {
     seq: u16,
     retransmitted: bool,
     until: Time,
+}
+
+/// Duplicate tuples an originator keeps inline in its [`DupTuples`]: one
+/// per TC within DUP_HOLD_TIME (30 s of 5 s TCs with jitter: at most 7).
+const DUP_INLINE: usize = 8;
+
+/// One originator's duplicate tuples, at most one per sequence number:
+/// the first [`DUP_INLINE`] inline (sequence numbers first, so a lookup
+/// reads one cache line and the matching `until`), any beyond in `spill`.
+/// Every TC copy a node hears looks its originator's tuples up; inline,
+/// that is one cache miss where a vector per originator took two (the
+/// slot, then the vector's buffer — issue 40: at 1,000 UAVs this lookup
+/// was a sixth of the run).
+#[derive(Clone, Debug, Default)]
+#[repr(C)]
+struct DupTuples {
+    seq: [u16; DUP_INLINE],
+    /// Tuples in use inline (`0..len`).
+    len: u8,
+    /// Bit `i`: inline tuple `i` was retransmitted.
+    retx: u8,
+    until: [Time; DUP_INLINE],
+    /// Tuples beyond the inline ones (rare: an originator sending TCs
+    /// faster than the default interval).
+    spill: Vec<Dup>,
+}
+
+/// Where a live duplicate tuple sits in its [`DupTuples`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DupAt {
+    Inline(usize),
+    Spill(usize),
+}
+
+impl DupTuples {
+    /// The tuple of `seq` valid at `now`: where it is and whether it was
+    /// retransmitted. O(tuples).
+    fn find(&self, now: Time, seq: u16) -> Option<(DupAt, bool)> {
+        for i in 0..usize::from(self.len) {
+            if self.seq[i] == seq && self.until[i] >= now {
+                return Some((DupAt::Inline(i), self.retx >> i & 1 == 1));
+            }
+        }
+        self.spill
+            .iter()
+            .position(|d| d.seq == seq && d.until >= now)
+            .map(|j| (DupAt::Spill(j), self.spill[j].retransmitted))
+    }
+
+    /// Tuple `at` is now valid until `until`. O(1).
+    fn extend(&mut self, at: DupAt, until: Time) {
+        match at {
+            DupAt::Inline(i) => self.until[i] = until,
+            DupAt::Spill(j) => self.spill[j].until = until,
+        }
+    }
+
+    /// Keeps the tuples `keep(seq, until)` accepts, then moves spilled
+    /// ones inline while there is room. O(tuples).
+    fn retain(&mut self, keep: impl Fn(u16, Time) -> bool) {
+        let (mut kept, mut retx) = (0usize, 0u8);
+        for i in 0..usize::from(self.len) {
+            if keep(self.seq[i], self.until[i]) {
+                self.seq[kept] = self.seq[i];
+                self.until[kept] = self.until[i];
+                retx |= (self.retx >> i & 1) << kept;
+                kept += 1;
+            }
+        }
+        self.spill.retain(|d| keep(d.seq, d.until));
+        while kept < DUP_INLINE && !self.spill.is_empty() {
+            let d = self.spill.remove(0);
+            self.seq[kept] = d.seq;
+            self.until[kept] = d.until;
+            retx |= u8::from(d.retransmitted) << kept;
+            kept += 1;
+        }
+        self.len = kept as u8;
+        self.retx = retx;
+    }
+
+    /// Records tuple `seq` (replacing any of the same `seq`), dropping the
+    /// tuples expired at `now`. O(tuples).
+    fn insert(&mut self, now: Time, seq: u16, until: Time, retransmitted: bool) {
+        self.retain(|s, u| s != seq && u >= now);
+        let i = usize::from(self.len);
+        if i < DUP_INLINE {
+            self.seq[i] = seq;
+            self.until[i] = until;
+            self.retx = self.retx & !(1 << i) | u8::from(retransmitted) << i;
+            self.len += 1;
+        } else {
+            self.spill.push(Dup {
+                seq,
+                retransmitted,
+                until,
+            });
+        }
+    }
+
+    /// No tuple is held.
+    fn is_empty(&self) -> bool {
+        self.len == 0 && self.spill.is_empty()
+    }
 }
 
 /// Addresses below this are held densely by [`AddrMap`] (our addresses
@@ -603,6 +716,15 @@ impl Olsr {
     /// (they shape no route). O(log state).
     pub fn next_expiry(&self, now: Time) -> Option<Time> {
         // A tuple valid "until t" is still valid at t (`>= now` tests).
+        // Usually nothing before `now` waits (expired tuples go at the
+        // poll due one nanosecond after them): then the first entry is the
+        // answer, without the range search's descent by key — this runs
+        // after every OLSR packet a node receives (issue 40).
+        match self.expiries.first() {
+            None => return None,
+            Some(&(t, _)) if t >= now => return Some(t + Duration::from_nanos(1)),
+            Some(_) => {}
+        }
         self.expiries
             .range((now, Tuple::LinkSym(0))..)
             .next()
@@ -690,7 +812,7 @@ impl Olsr {
         if now >= self.dup_sweep_at {
             self.dup_sweep_at = now + self.cfg.dup_hold();
             self.dup.retain(|_, v| {
-                v.retain(|d| d.until >= now);
+                v.retain(|_, until| until >= now);
                 !v.is_empty()
             });
         }
@@ -701,25 +823,17 @@ impl Olsr {
 
     /// The duplicate tuple of (`origin`, `seq`) valid at `now`, if any.
     /// O(1 + the originator's tuples).
-    fn dup_get(&self, now: Time, origin: u32, seq: u16) -> Option<Dup> {
-        self.dup
-            .get(origin)?
-            .iter()
-            .find(|d| d.seq == seq && d.until >= now)
-            .copied()
+    fn dup_get(&self, now: Time, origin: u32, seq: u16) -> Option<(DupAt, bool)> {
+        self.dup.get(origin)?.find(now, seq)
     }
 
     /// Records duplicate tuple (`origin`, `seq`) valid until `until` (now +
     /// DUP_HOLD_TIME), dropping the originator's expired ones.
     /// O(1 + the originator's tuples).
     fn dup_insert(&mut self, now: Time, origin: u32, seq: u16, until: Time, retransmitted: bool) {
-        let v = self.dup.get_or_insert_with(origin, Vec::new);
-        v.retain(|d| d.seq != seq && d.until >= now);
-        v.push(Dup {
-            seq,
-            retransmitted,
-            until,
-        });
+        self.dup
+            .get_or_insert_with(origin, DupTuples::default)
+            .insert(now, seq, until, retransmitted);
     }
 
     /// The HELLO to send at `now`, with the MPRs selected again first if
@@ -898,7 +1012,7 @@ impl Olsr {
         if seen.is_none() {
             self.process_tc(now, *origin, *vtime, *ansn, advertised);
         }
-        let retransmitted = seen.is_some_and(|d| d.retransmitted);
+        let retransmitted = seen.is_some_and(|(_, r)| r);
         let selected_me = self.selectors.get(&from).is_some_and(|t| *t >= now);
         let forward = !retransmitted && selected_me && *ttl > 1;
         self.dup_insert(
@@ -934,19 +1048,48 @@ impl Olsr {
         seq: u16,
         ttl: u8,
     ) -> bool {
-        let from_sym = self.links.get(&from).is_some_and(|l| l.sym_until >= now);
-        if !from_sym || origin == self.me {
+        let sender = self.sender(now, from);
+        self.tc_is_redundant_from(now, sender, origin, seq, ttl)
+    }
+
+    /// What neighbour `from` is to this node at `now`, as
+    /// [`tc_is_redundant_from`](Self::tc_is_redundant_from) needs it:
+    /// every message of one packet has the same sender, so a receiver
+    /// looks it up once per packet, not once per TC copy (and again after
+    /// a HELLO, which may change it). O(log neighbours).
+    pub fn sender(&self, now: Time, from: u32) -> Sender {
+        Sender {
+            symmetric: self.links.get(&from).is_some_and(|l| l.sym_until >= now),
+            selected_me: self.selectors.get(&from).is_some_and(|t| *t >= now),
+        }
+    }
+
+    /// [`tc_is_redundant`](Self::tc_is_redundant) with the sender looked
+    /// up already ([`sender`](Self::sender), at `now`, with no HELLO
+    /// processed since). O(the originator's duplicate tuples).
+    pub fn tc_is_redundant_from(
+        &mut self,
+        now: Time,
+        sender: Sender,
+        origin: u32,
+        seq: u16,
+        ttl: u8,
+    ) -> bool {
+        if !sender.symmetric || origin == self.me {
             return true;
         }
-        let Some(seen) = self.dup_get(now, origin, seq) else {
+        let Some(tuples) = self.dup.get_mut(origin) else {
             return false;
         };
-        let selected_me = self.selectors.get(&from).is_some_and(|t| *t >= now);
-        if !seen.retransmitted && selected_me && ttl > 1 {
+        let Some((at, retransmitted)) = tuples.find(now, seq) else {
+            return false;
+        };
+        if !retransmitted && sender.selected_me && ttl > 1 {
             return false;
         }
-        let until = now + self.cfg.dup_hold();
-        self.dup_insert(now, origin, seq, until, seen.retransmitted);
+        // The tuple is refreshed where it is (removing it and adding it
+        // again, as `on_tc` does, holds the same set).
+        tuples.extend(at, now + self.cfg.dup_hold());
         true
     }
 
@@ -1727,6 +1870,45 @@ mod tests {
                 proptest::prop_assert_eq!(all, r.iter().map(|(&a, &x)| (a, x)).collect::<Vec<_>>());
             }
         }
+
+        /// An originator's inline duplicate tuples (spilling beyond
+        /// `DUP_INLINE`) hold what the vector of tuples they replace held:
+        /// every lookup finds the same live tuple, after inserts, in-place
+        /// refreshes and sweeps at a clock that moves forward.
+        #[test]
+        fn dup_tuples_match_a_vector_of_tuples(
+            ops in proptest::collection::vec((0u8..4, 0u16..14, 0u64..4, proptest::bool::ANY), 0..120),
+        ) {
+            let (mut d, mut r) = (DupTuples::default(), Vec::<Dup>::new());
+            let mut now = Time::ZERO;
+            let hold = Duration::from_secs(3);
+            for (op, seq, dt, retx) in ops {
+                now += Duration::from_secs(dt) / 2;
+                match op {
+                    0 | 1 => {
+                        d.insert(now, seq, now + hold, retx);
+                        r.retain(|x| x.seq != seq && x.until >= now);
+                        r.push(Dup { seq, retransmitted: retx, until: now + hold });
+                    }
+                    2 => {
+                        if let Some((at, _)) = d.find(now, seq) {
+                            d.extend(at, now + hold);
+                            let x = r.iter_mut().find(|x| x.seq == seq && x.until >= now).expect("in both");
+                            x.until = now + hold;
+                        }
+                    }
+                    _ => {
+                        d.retain(|_, until| until >= now);
+                        r.retain(|x| x.until >= now);
+                    }
+                }
+                for q in 0..14u16 {
+                    let want = r.iter().find(|x| x.seq == q && x.until >= now).map(|x| x.retransmitted);
+                    proptest::prop_assert_eq!(d.find(now, q).map(|(_, retx)| retx), want);
+                }
+                proptest::prop_assert_eq!(d.is_empty(), r.is_empty());
+            }
+        }
     }
 
     proptest::proptest! {
@@ -1960,10 +2142,14 @@ impl OlsrAgent {
     ) {
         let from = pkt.src as u32;
         let mut rest = pkt.payload.get(4..).unwrap_or(&[]);
+        // The sender's standing, looked up at the first TC and again after
+        // a HELLO (the only message that changes it).
+        let mut sender = None;
         loop {
             // A TC copy that changes nothing here skips its body's decoding.
             if let Some((origin, seq, ttl, size)) = Message::peek_tc(rest) {
-                if self.olsr.tc_is_redundant(now, from, origin, seq, ttl) {
+                let st = *sender.get_or_insert_with(|| self.olsr.sender(now, from));
+                if self.olsr.tc_is_redundant_from(now, st, origin, seq, ttl) {
                     rest = &rest[size..];
                     continue;
                 }
@@ -1975,6 +2161,7 @@ impl OlsrAgent {
             match &msg {
                 Message::Hello { links, vtime, .. } => {
                     self.olsr.on_hello(now, from, links, *vtime);
+                    sender = None;
                 }
                 Message::Tc { .. } => {
                     if let TcAction::Forward(f) = self.olsr.on_tc(now, from, &msg) {

@@ -26,10 +26,8 @@
 //! the current direction, so that averaging 179° with −179° gives 180°, not
 //! 0°.
 
-use super::{
-    check, initial_position, non_negative, reflect, secs, uniform, MobilityError, MAX_SPEED_MPS,
-};
-use super::{Mobility, MobilityConfig};
+use super::{check, initial_position, non_negative, secs, uniform, MobilityError, MAX_SPEED_MPS};
+use super::{Mobility, MobilityConfig, Segment};
 use crate::rng::SimRng;
 use crate::world::geom::{Bounds, Vec3};
 use peregrine_cc::Time;
@@ -250,16 +248,15 @@ impl GaussMarkov {
     /// flipped) `dt` seconds into the current step, plus which axes bounced
     /// an odd number of times.
     fn within_step(&self, dt: f64) -> (Vec3, Vec3, [bool; 3]) {
-        let free = self.step_from + self.step_velocity.scale(dt);
+        // The step's segment folds the path, as `position` does (one
+        // implementation, so a cached segment gives the same bits).
+        let (p, [sx, sy, sz]) = self.segment_now().fold(dt);
         let b = self.bounds;
         let v = self.step_velocity;
-        let (x, sx) = reflect(free.x, b.min.x, b.max.x);
-        let (y, sy) = reflect(free.y, b.min.y, b.max.y);
-        let (z, sz) = reflect(free.z, b.min.z, b.max.z);
         let flat = |lo: f64, hi: f64| hi <= lo;
         let comp = |c: f64, s: f64, lo: f64, hi: f64| if flat(lo, hi) { 0.0 } else { c * s };
         (
-            Vec3::new(x, y, z),
+            p,
             Vec3::new(
                 comp(v.x, sx, b.min.x, b.max.x),
                 comp(v.y, sy, b.min.y, b.max.y),
@@ -311,6 +308,18 @@ impl GaussMarkov {
         self.step_velocity = self.velocity_now();
     }
 
+    /// The current step as a [`Segment`]: it ends where
+    /// [`advance`](Self::advance) would take the next step.
+    fn segment_now(&self) -> Segment {
+        Segment {
+            from: self.step_from,
+            velocity: self.step_velocity,
+            start_s: self.step_start_s,
+            until_s: (self.step_index + 1) as f64 * self.cfg.update_interval_s,
+            bounds: self.bounds,
+        }
+    }
+
     /// Run the process up to the step containing `t` seconds.
     fn advance(&mut self, t: f64) {
         while t >= (self.step_index + 1) as f64 * self.cfg.update_interval_s {
@@ -331,16 +340,19 @@ fn wrap_pi(a: f64) -> f64 {
 
 impl Mobility for GaussMarkov {
     fn position(&mut self, t: Time) -> Vec3 {
-        let t = secs(t);
-        self.advance(t);
-        let (p, _, _) = self.within_step((t - self.step_start_s).max(0.0));
-        super::clamp_to(self.bounds, p)
+        self.advance(secs(t));
+        self.segment_now().position(t)
     }
 
     fn velocity(&mut self, t: Time) -> Vec3 {
         let t = secs(t);
         self.advance(t);
         self.within_step((t - self.step_start_s).max(0.0)).1
+    }
+
+    fn segment(&mut self, t: Time) -> Option<Segment> {
+        self.advance(secs(t));
+        Some(self.segment_now())
     }
 }
 

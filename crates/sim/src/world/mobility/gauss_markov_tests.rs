@@ -247,3 +247,36 @@ fn bad_fields_are_named_with_their_range() {
         assert!(msg.contains(field) && msg.contains("allowed"), "{msg}");
     }
 }
+
+/// A caller that keeps the segment and runs the model only when it ends
+/// (the medium's sampler) gets the positions `position` gives, bit for
+/// bit, in a small box (walls hit often) and at uneven instants.
+#[test]
+fn cached_segments_give_the_positions_bit_for_bit() {
+    let b = Bounds::from_size(120.0, 90.0, 30.0);
+    let mut direct = GaussMarkov::new(&cfg(), 3, b, 11).expect("valid");
+    let mut cached = GaussMarkov::new(&cfg(), 3, b, 11).expect("valid");
+    let mut seg: Option<Segment> = None;
+    let mut fetched = 0;
+    let mut t_ns = 0u64;
+    for i in 0..20_000u64 {
+        t_ns += 1 + (i * 7_919_993) % 13_000_000;
+        let t = Time::from_nanos(t_ns);
+        let want = direct.position(t);
+        let got = match seg {
+            Some(s) if t.as_secs_f64() < s.until_s => s.position(t),
+            _ => {
+                fetched += 1;
+                seg = cached.segment(t);
+                seg.expect("Gauss-Markov moves in segments").position(t)
+            }
+        };
+        assert_eq!(
+            (got.x.to_bits(), got.y.to_bits(), got.z.to_bits()),
+            (want.x.to_bits(), want.y.to_bits(), want.z.to_bits()),
+            "at {t_ns} ns"
+        );
+    }
+    // One fetch per 0.1 s step reached, not one per query.
+    assert!(fetched < 20_000 / 10, "{fetched} fetches");
+}

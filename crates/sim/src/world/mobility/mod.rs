@@ -70,6 +70,55 @@ pub trait Mobility: Send {
     fn position(&mut self, t: Time) -> Vec3;
     /// Velocity at `t`, m/s (for Doppler / angular speed).
     fn velocity(&mut self, t: Time) -> Vec3;
+    /// The straight piece of motion `t` falls in, for a model that moves
+    /// in such pieces: [`position`](Self::position) at any instant from
+    /// `t` until [`Segment::until_s`] is [`Segment::position`] there, bit
+    /// for bit. A caller sampling many nodes often (the swarm's DCF) keeps
+    /// the segments side by side and runs the model only when one ends,
+    /// instead of reaching into every node's model (issue 40). `None`
+    /// (the default): ask `position`.
+    fn segment(&mut self, _t: Time) -> Option<Segment> {
+        None
+    }
+}
+
+/// A straight line at constant velocity from `from` at `start_s`,
+/// folded into `bounds` (the walls reflect), valid before `until_s`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Segment {
+    /// Position at `start_s`, m.
+    pub from: Vec3,
+    /// Velocity before reflections, m/s.
+    pub velocity: Vec3,
+    /// Start of the piece, seconds since the start of the simulation.
+    pub start_s: f64,
+    /// The piece holds for instants before this, seconds.
+    pub until_s: f64,
+    /// The box the motion is folded into.
+    pub bounds: Bounds,
+}
+
+impl Segment {
+    /// Position at `t` (from `start_s` on; earlier instants give `from`
+    /// folded into the box). O(1).
+    #[inline]
+    pub fn position(&self, t: Time) -> Vec3 {
+        let dt = (secs(t) - self.start_s).max(0.0);
+        clamp_to(self.bounds, self.fold(dt).0)
+    }
+
+    /// The position `dt` seconds after `start_s`, folded into the box but
+    /// not clamped, with the signs the velocity components have after
+    /// the bounces.
+    #[inline]
+    pub(crate) fn fold(&self, dt: f64) -> (Vec3, [f64; 3]) {
+        let free = self.from + self.velocity.scale(dt);
+        let b = self.bounds;
+        let (x, sx) = reflect(free.x, b.min.x, b.max.x);
+        let (y, sy) = reflect(free.y, b.min.y, b.max.y);
+        let (z, sz) = reflect(free.z, b.min.z, b.max.z);
+        (Vec3::new(x, y, z), [sx, sy, sz])
+    }
 }
 
 /// Why a mobility configuration cannot be used. Every variant names the bad
@@ -280,6 +329,7 @@ pub(crate) fn uniform_in(rng: &mut SimRng, b: Bounds) -> Vec3 {
 
 /// `p` moved onto the box (rounding in interpolation can leave a point one
 /// ulp outside).
+#[inline]
 pub(crate) fn clamp_to(b: Bounds, p: Vec3) -> Vec3 {
     Vec3::new(
         p.x.clamp(b.min.x, b.max.x),
@@ -314,12 +364,20 @@ pub(crate) fn initial_position(
 /// Reflect coordinate `x` into `[lo, hi]` as a ball bouncing between two
 /// walls would be: returns the folded coordinate and the sign (+1 / −1)
 /// the velocity along this axis has after the bounces.
+#[inline]
 pub(crate) fn reflect(x: f64, lo: f64, hi: f64) -> (f64, f64) {
     let w = hi - lo;
     if w <= 0.0 || !x.is_finite() {
         return (lo, 1.0);
     }
-    let u = (x - lo).rem_euclid(2.0 * w);
+    // Inside the box (the common case): `rem_euclid` of a value in
+    // [0, w] is that value exactly, so skipping it (an `fmod`, the bulk
+    // of a Gauss-Markov position query) changes no bit (issue 40).
+    let a = x - lo;
+    if (0.0..=w).contains(&a) {
+        return ((lo + a).clamp(lo, hi), 1.0);
+    }
+    let u = a.rem_euclid(2.0 * w);
     if u <= w {
         ((lo + u).clamp(lo, hi), 1.0)
     } else {

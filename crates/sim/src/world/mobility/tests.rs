@@ -102,6 +102,37 @@ fn reflect_and_wrap_fold_into_the_interval() {
     assert_eq!(wrap(-1.0, 0.0, 10.0), 9.0);
 }
 
+/// `reflect` as it was before its in-box shortcut (issue 40).
+fn reflect_reference(x: f64, lo: f64, hi: f64) -> (f64, f64) {
+    let w = hi - lo;
+    if w <= 0.0 || !x.is_finite() {
+        return (lo, 1.0);
+    }
+    let u = (x - lo).rem_euclid(2.0 * w);
+    if u <= w {
+        ((lo + u).clamp(lo, hi), 1.0)
+    } else {
+        ((lo + 2.0 * w - u).clamp(lo, hi), -1.0)
+    }
+}
+
+proptest! {
+    /// The in-box shortcut of `reflect` changes no bit: inside, beyond
+    /// either wall and exactly on them, with any box offset.
+    #[test]
+    fn reflect_shortcut_is_bit_identical(
+        x in prop_oneof![-5000.0..5000.0f64, Just(0.0), Just(-0.0), Just(100.0)],
+        lo in prop_oneof![-1000.0..1000.0f64, Just(0.0)],
+        w in prop_oneof![0.0..3000.0f64, Just(100.0)],
+    ) {
+        let hi = lo + w;
+        for x in [x, lo, hi, lo + x.abs() % (w + 1.0)] {
+            let (a, b) = (reflect(x, lo, hi), reflect_reference(x, lo, hi));
+            prop_assert_eq!((a.0.to_bits(), a.1.to_bits()), (b.0.to_bits(), b.1.to_bits()), "x {} in [{}, {}]", x, lo, hi);
+        }
+    }
+}
+
 #[test]
 fn every_model_is_deterministic_per_seed_and_node() {
     let b = Bounds::from_size(150.0, 150.0, 40.0);
