@@ -220,10 +220,35 @@ fn reproduce_sltp_ethernet_measures_across_a_veth_pair() {
             assert!(median > 0.0 && median.is_finite(), "{p}");
         }
     }
+    // What one echo put on the wire, counted by the shapers: each way at
+    // least the buffer's bytes, in frames of at least a header each. (Not
+    // "at most 1,514 bytes per frame": the count is a difference of two
+    // connections, and a shorter one that needed more acknowledgements
+    // takes frames off the per-echo figure.)
+    let wire = summary["wire_per_echo"].as_array().expect("wire_per_echo");
+    for transport in ["peregrine", "tcp"] {
+        for size in [1024u64, 16384] {
+            let w = wire
+                .iter()
+                .find(|w| w["transport"] == transport && w["size_bytes"] == size)
+                .unwrap_or_else(|| panic!("no {transport} wire count at {size} B: {text}"));
+            let num = |k: &str| w[k].as_f64().unwrap_or_else(|| panic!("{k} in {w}"));
+            for dir in ["out", "in"] {
+                let (frames, bytes) = (num(&format!("{dir}_frames")), num(&format!("{dir}_bytes")));
+                assert!(bytes >= size as f64, "{transport} {dir} {size}: {w}");
+                assert!(frames > 0.0 && frames * 42.0 <= bytes, "{w}");
+            }
+            assert!(num("serialisation_ms") > 0.0, "{w}");
+        }
+    }
     assert_eq!(summary["failures"], serde_json::json!([]), "{text}");
     let report = std::fs::read_to_string(out_dir.join("sltp/report.md")).expect("report");
     assert!(
         report.contains("veth, MTU 1500 bytes, shaped to 1000 Mbit/s"),
+        "{report}"
+    );
+    assert!(
+        report.contains("## What one echo puts on the wire"),
         "{report}"
     );
     // The namespaces are gone with the process.

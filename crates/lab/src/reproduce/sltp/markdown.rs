@@ -133,6 +133,8 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
         s.push('\n');
     }
 
+    wire_section(r, &mut s);
+
     s.push_str("## Packet-pair probing by load (seed Figs. 11–13)\n\n");
     s.push_str(
         "What Peregrine's packet-pair probe (ECHO_1/ECHO_2) measured on the connections of each point \
@@ -236,6 +238,125 @@ pub fn report_md(r: &Results, plots: &[(String, String)]) -> String {
     s
 }
 
+/// With `--ethernet`: what one echo put on the wire per transport, and how
+/// much of Peregrine's extra network time over TCP's the extra bytes explain
+/// (the rest is time off the wire). Nothing over loopback. O(sizes ×
+/// measurements).
+fn wire_section(r: &Results, s: &mut String) {
+    use super::wire::{COUNTED_ECHOES, SHORT_ECHOES};
+    if r.wire_per_echo.is_empty() {
+        return;
+    }
+    let i = &r.info;
+    // Network time at the lightest load measured: the wire pass runs with
+    // no hog, so that is the level to set it beside.
+    let Some(&load) = i.loads_pct.iter().min() else {
+        return;
+    };
+    let rate = i.link.rate_bps.map_or("the pair's rate".into(), |r| {
+        format!("{:.0} Mbit/s", r / 1e6)
+    });
+    s.push_str("## What one echo puts on the wire (seed 003: what TCP's offloads save)\n\n");
+    let _ = writeln!(
+        s,
+        "Counted by the two shapers (`tc -s qdisc` of each end, which bill every segment of an \
+         offloaded super-packet as the Ethernet frame it would be) after the load levels, with no hog running: each transport ran one connection of {SHORT_ECHOES} and one \
+         of {} round trips at each size, and the difference over the {COUNTED_ECHOES} extra echoes is \
+         what one echo costs — data, acknowledgements, nothing of set-up or teardown (acknowledgements \
+         vary a little between connections, so a frame count may fall a few frames short of the data's \
+         own). Frames \
+         out/in = client → server / server → client; bytes include each frame's headers, the 14-byte \
+         Ethernet header too. \"wire ms\" is both directions' bytes serialised at {rate}, an \
+         upper bound of the wire's share (acknowledgements travel while data flows the other way); \
+         \"off the wire\" is the median network time at {load} % load minus that: the hosts' work — \
+         user space, system calls, the kernel's stack.\n",
+        SHORT_ECHOES + COUNTED_ECHOES
+    );
+    s.push_str(
+        "| size | Peregrine frames out/in | Peregrine bytes out/in | TCP frames out/in | TCP bytes out/in | \
+         wire ms P / T | network ms P / T | off the wire ms P / T |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let find = |t: Transport, size: u64| {
+        r.wire_per_echo
+            .iter()
+            .find(|w| w.transport == t && w.size_bytes == size)
+    };
+    let med = |t: Transport, size: u64| {
+        r.point(t, load, size)
+            .and_then(|m| m.summary())
+            .map(|x| x.median)
+    };
+    let f = |v: Option<f64>, d: usize| v.map_or("-".into(), |x| format!("{x:.d$}"));
+    // (size, extra bytes %, extra wire ms, extra network ms) from 64 KiB up.
+    let mut large = Vec::new();
+    for &size in &i.sizes_bytes {
+        let (p, t) = (find(Transport::Peregrine, size), find(Transport::Tcp, size));
+        let frames = |w: Option<&super::wire::WireEcho>| {
+            w.map_or("-".into(), |w| {
+                format!("{:.1} / {:.1}", w.out_frames, w.in_frames)
+            })
+        };
+        let bytes = |w: Option<&super::wire::WireEcho>| {
+            w.map_or("-".into(), |w| {
+                format!("{:.0} / {:.0}", w.out_bytes, w.in_bytes)
+            })
+        };
+        let wire_ms = |w: Option<&super::wire::WireEcho>| w.map(|w| w.serialisation_ms);
+        let (pn, tn) = (med(Transport::Peregrine, size), med(Transport::Tcp, size));
+        let off = |n: Option<f64>, w: Option<f64>| Some(n? - w?);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} / {} | {} / {} | {} / {} |",
+            fmt_size(size),
+            frames(p),
+            bytes(p),
+            frames(t),
+            bytes(t),
+            f(wire_ms(p), 3),
+            f(wire_ms(t), 3),
+            f(pn, 3),
+            f(tn, 3),
+            f(off(pn, wire_ms(p)), 3),
+            f(off(tn, wire_ms(t)), 3),
+        );
+        if let (Some(p), Some(t), Some(pn), Some(tn)) = (p, t, pn, tn) {
+            if size >= 64 << 10 && t.out_bytes + t.in_bytes > 0.0 {
+                let extra_bytes_pct =
+                    ((p.out_bytes + p.in_bytes) / (t.out_bytes + t.in_bytes) - 1.0) * 100.0;
+                large.push((
+                    size,
+                    extra_bytes_pct,
+                    p.serialisation_ms - t.serialisation_ms,
+                    pn - tn,
+                ));
+            }
+        }
+    }
+    s.push('\n');
+    for (size, extra_pct, extra_wire_ms, extra_ms) in &large {
+        let _ = writeln!(
+            s,
+            "- {}: Peregrine's bytes on the wire are TCP's {extra_pct:+.1} %, {extra_wire_ms:+.3} ms of \
+             serialisation; its median network time differs from TCP's by {extra_ms:+.3} ms, so {:+.3} ms \
+             of the difference is spent off the wire.",
+            fmt_size(*size),
+            extra_ms - extra_wire_ms
+        );
+    }
+    if !large.is_empty() {
+        s.push_str(
+            "\nWhat the time off the wire is made of was profiled once by hand (`bench/echo-wire.sh`, \
+             docs/performance.md \"Where a 64 KiB echo's time goes on the wire\"): kernel TCP's first \
+             segment of an echo leaves as soon as the request is in (segmentation offload cuts a whole \
+             buffer in the kernel), while Peregrine builds, frames and checksums every datagram of the \
+             echo in user space and hands them over in GSO batches; that turnaround, not the bytes, is \
+             most of the difference.\n",
+        );
+    }
+    s.push('\n');
+}
+
 /// When every probe reports the same bandwidth, say why: the two answers
 /// came back closer together than the probe can resolve, so it used its
 /// smallest dispersion and the bandwidth is a ceiling, not a measurement.
@@ -306,6 +427,64 @@ mod tests {
         assert!(md_wire.contains("Link: veth, MTU 1500 bytes, shaped to 1000 Mbit/s."));
         assert!(md_wire.contains("two network namespaces joined by a veth pair"));
         assert!(!md_wire.contains("over loopback"), "{md_wire}");
+        // No wire counts in the fixture: no wire section.
+        assert!(!md_wire.contains("What one echo puts on the wire"));
+        let w = |t, size_bytes, out_frames: f64, out_bytes: f64, in_frames: f64, in_bytes: f64| {
+            super::super::wire::WireEcho {
+                transport: t,
+                size_bytes,
+                out_frames,
+                out_bytes,
+                in_frames,
+                in_bytes,
+                serialisation_ms: (out_bytes + in_bytes) * 8.0 / 1e9 * 1e3,
+            }
+        };
+        // 1 MiB at 0 %: TCP 2.0 ms (median); Peregrine added at 2.5 ms.
+        wire.measurements.push(super::super::report::Measurement {
+            transport: Transport::Peregrine,
+            load_pct: 0,
+            size_bytes: 1 << 20,
+            times_ms: vec![2.5],
+            probes: vec![],
+        });
+        wire.wire_per_echo = vec![
+            w(
+                Transport::Peregrine,
+                1 << 20,
+                741.0,
+                1_130_000.0,
+                741.0,
+                1_130_000.0,
+            ),
+            w(
+                Transport::Tcp,
+                1 << 20,
+                730.0,
+                1_100_000.0,
+                730.0,
+                1_100_000.0,
+            ),
+        ];
+        let md_wire = report_md(&wire, &[]);
+        assert!(
+            md_wire.contains("## What one echo puts on the wire"),
+            "{md_wire}"
+        );
+        assert!(
+            md_wire.contains("| 1 MiB | 741.0 / 741.0 | 1130000 / 1130000 | 730.0 / 730.0 |"),
+            "{md_wire}"
+        );
+        // 2.7 % more bytes = +0.480 ms of wire; +0.500 ms of network time:
+        // +0.020 ms off the wire.
+        assert!(
+            md_wire.contains("1 MiB: Peregrine's bytes on the wire are TCP's +2.7 %, +0.480 ms"),
+            "{md_wire}"
+        );
+        assert!(
+            md_wire.contains("so +0.020 ms of the difference"),
+            "{md_wire}"
+        );
         let mut same = r.clone();
         for m in &mut same.measurements {
             for p in &mut m.probes {

@@ -28,6 +28,7 @@ mod plots;
 pub mod report;
 pub mod stats;
 pub mod tcp_echo;
+pub mod wire;
 
 use crate::netns::{Side, VethPair};
 use crate::progress::Progress;
@@ -216,8 +217,16 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         })?,
     };
 
+    // With a wire, one more pass after the load levels counts what an echo
+    // puts on it (two connections per size and transport, see `wire`).
+    let wire_points = if wire.is_some() {
+        plan.sizes_bytes.len() * plan.transports.len()
+    } else {
+        0
+    };
     let total =
-        plan.loads_pct.len() * plan.sizes_bytes.len() * plan.connections * plan.transports.len();
+        plan.loads_pct.len() * plan.sizes_bytes.len() * plan.connections * plan.transports.len()
+            + wire_points;
     progress.start("reproduce sltp", total);
     let mut done = 0;
     let hog_bound_s = if args.quick { 120.0 } else { 1800.0 };
@@ -288,6 +297,36 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
             hog_cpu_pct: hog.stop(machine.cores),
         });
     }
+    let mut wire_per_echo = Vec::new();
+    if let Some(w) = &wire {
+        for &size in &plan.sizes_bytes {
+            for &t in &plan.transports {
+                progress.status(&format!("on the wire: {}, {}", t.name(), fmt_size(size)));
+                let counted = match (t, &peregrine) {
+                    (Transport::Peregrine, Some(server)) => wire::measure(w, t, size, |echoes| {
+                        perf::echo_client(&perf_bin, server.addr, size, echoes, Some(w)).map(drop)
+                    }),
+                    (Transport::Peregrine, None) => Err(anyhow::anyhow!("no perf server running")),
+                    (Transport::Tcp, _) => wire::measure(w, t, size, |echoes| {
+                        w.run_in(Side::Client, || {
+                            tcp_echo::echo_round_trips(tcp.addr, size as usize, echoes)
+                        })
+                        .map(drop)
+                    }),
+                };
+                match counted {
+                    Ok(c) => wire_per_echo.push(c),
+                    Err(e) => {
+                        let msg = format!("{} on the wire, {}: {e:#}", t.name(), fmt_size(size));
+                        progress.warn(&msg);
+                        failures.push(msg);
+                    }
+                }
+                done += 1;
+                progress.update(done, total);
+            }
+        }
+    }
     progress.finish();
     drop(peregrine);
 
@@ -308,6 +347,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
             .into_values()
             .filter(|m| !m.times_ms.is_empty())
             .collect(),
+        wire_per_echo,
         failures,
     };
     let report = write_outputs(&results, &dir)?;

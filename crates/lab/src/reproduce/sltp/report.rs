@@ -175,6 +175,10 @@ pub struct Results {
     pub info: RunInfo,
     /// One entry per (transport, load, size) point measured.
     pub measurements: Vec<Measurement>,
+    /// With `--ethernet`: what one echo put on the wire, per transport and
+    /// size (measured after the load levels, with no hog running); empty
+    /// over loopback.
+    pub wire_per_echo: Vec<super::wire::WireEcho>,
     /// Measurements that failed, one line each (the run goes on).
     pub failures: Vec<String>,
 }
@@ -412,6 +416,9 @@ pub struct SltpSummary {
     pub points: Vec<PointSummary>,
     /// The seed's findings beside this run's numbers.
     pub findings: Vec<Finding>,
+    /// With `--ethernet`: frames and bytes each way per echo and their
+    /// serialisation time, per transport and size (empty over loopback).
+    pub wire_per_echo: Vec<super::wire::WireEcho>,
     /// Measurements that failed (one sentence each).
     pub failures: Vec<String>,
 }
@@ -448,6 +455,7 @@ pub fn summary_json(r: &Results) -> SltpSummary {
             })
             .collect(),
         findings: findings(r),
+        wire_per_echo: r.wire_per_echo.clone(),
         failures: r.failures.clone(),
     }
 }
@@ -524,6 +532,7 @@ pub(crate) mod tests {
                 ),
                 m(T, 100, 1 << 20, &[10.0, 10.0, 10.0], vec![]),
             ],
+            wire_per_echo: vec![],
             failures: vec!["peregrine at 0 % load, 1 MiB: perf client failed".into()],
         }
     }
