@@ -186,6 +186,26 @@ app = "bulk"
     }
 
     #[test]
+    fn every_controller_rejects_a_field_it_does_not_have() {
+        // The contract rests on every configuration struct denying unknown
+        // fields: a controller added without it fails here.
+        let mut t = Table::new();
+        t.insert("no_such_field".into(), Value::Integer(1));
+        for c in peregrine_cc::registry::CONTROLLERS {
+            let (field, problem) = resolve(c.name, &t).expect_err(c.name);
+            assert_eq!(field, "no_such_field", "{}", c.name);
+            assert!(problem.contains(c.name), "{}: {problem}", c.name);
+        }
+        // And an empty table is the controller's default.
+        for c in peregrine_cc::registry::CONTROLLERS {
+            assert_eq!(
+                resolve(c.name, &Table::new()).unwrap(),
+                CcConfig::from_name(c.name).unwrap()
+            );
+        }
+    }
+
+    #[test]
     fn an_option_of_another_controller_is_an_error() {
         // CUBIC's field under BBR: never silently ignored.
         let (f, m) = bad(&[

@@ -74,7 +74,7 @@ pub(super) fn write(dir: &Path, s: &AqmSummary, args: &Options) -> anyhow::Resul
          way, 1 Gbit/s access links of 0.1 ms) and a {BUFFER_BDP}-BDP buffer, the world of \
          `scenarios/dumbbell-aqm.toml`, under each queue discipline at its RFC defaults \
          (the core sends ECT, so FQ-CoDel and DualPI2, whose `ecn` is on by default, mark \
-         instead of dropping) and each controller. One connection per cell: a bulk stream \
+         instead of dropping) and each contender (below). One connection per cell: a bulk stream \
          (class 3) and a priority stream (class 0, `abs` scheduler) of {PRIORITY_MESSAGE_BYTES}-byte \
          messages every 20 ms. {} s per run, {} seeds per cell (a seed sets the AQM's and \
          the controller's draws and the connection's start, drawn in the first \
