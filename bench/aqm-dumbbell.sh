@@ -16,7 +16,11 @@
 #
 # Usage: bench/aqm-dumbbell.sh [BIN]   (default target/release/peregrine)
 # env MODELS (default "drop_tail codel fq_codel pie dualpi2"), DUR (30s),
-# WARMUP (2s), EXTRA (more --set flags, e.g. "--set links.1.aqm.ecn=true").
+# WARMUP (2s), EXTRA (more --set flags, e.g. "--set links.1.aqm.ecn=true"),
+# CUBIC (default "sltp": the scenario's CUBIC, SLTP's defaults; "linux":
+# the field's CUBIC, as `peregrine reproduce aqm` runs it — Linux's HyStart
+# exit and TCP's delayed ACK, `--set flows.0.ack_policy=tcp --set
+# flows.0.cc_options.slow_start_exit=linux_hystart`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-target/release/peregrine}
@@ -25,9 +29,15 @@ DUR=${DUR:-30s}
 WARMUP=${WARMUP:-2s}
 BASE_MS=${BASE_MS:-20.81}
 EXTRA=${EXTRA:-}
+CUBIC=${CUBIC:-sltp}
+case $CUBIC in
+    sltp) ;;
+    linux) EXTRA="--set flows.0.ack_policy=tcp --set flows.0.cc_options.slow_start_exit=linux_hystart $EXTRA" ;;
+    *) echo "CUBIC must be sltp or linux, not '$CUBIC'" >&2; exit 2 ;;
+esac
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs; $DUR simulated; $(date -u +%FT%TZ)"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs; $DUR simulated; CUBIC=$CUBIC; $(date -u +%FT%TZ)"
 echo
 echo "| aqm | goodput Mbit/s | queueing p50 ms | queueing p99 ms | p50 after $WARMUP | p99 after $WARMUP | CE marked | AQM drops | queue drops | wall s |"
 echo "|---|---|---|---|---|---|---|---|---|---|"

@@ -36,8 +36,9 @@ enum ReproduceCommand {
     /// vehicles on 28 GHz mmWave (rural/urban × Manhattan/random).
     MmwaveCvn(MmwaveCvnArgs),
     /// Issue 41: one 20 Mbit/s, 40 ms bottleneck under drop-tail, CoDel,
-    /// FQ-CoDel, PIE and DualPI2 × CUBIC, BBR, BBRv3 and Prague, with a
-    /// priority stream; and Prague beside CUBIC in DualPI2.
+    /// FQ-CoDel, PIE and DualPI2 × Linux CUBIC (HyStart, TCP's delayed
+    /// ACK), SLTP's CUBIC, BBR, BBRv3 and Prague, with a priority stream;
+    /// and Prague beside Linux CUBIC in DualPI2.
     Aqm(AqmArgs),
     /// Seed 003 (SLTP) §VI: network time of Peregrine vs kernel TCP over
     /// loopback, 1 KiB to 1 MiB, at 0–100 % background CPU load, with the

@@ -30,7 +30,7 @@ fn reproduce_aqm_writes_the_documented_summary_and_the_aqms_order_as_claimed() {
         .expect("runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("21 runs"), "{stdout}");
+    assert!(stdout.contains("26 runs"), "{stdout}");
     let text = std::fs::read_to_string(dir.join("aqm/summary.json")).expect("summary.json");
     let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
     let keys = |x: &serde_json::Value| -> Vec<String> {
@@ -38,7 +38,7 @@ fn reproduce_aqm_writes_the_documented_summary_and_the_aqms_order_as_claimed() {
             .map(|o| o.keys().cloned().collect())
             .unwrap_or_default()
     };
-    assert_eq!(keys(&v), ["setup", "cells", "coexistence"]);
+    assert_eq!(keys(&v), ["setup", "cells", "coexistence", "contenders"]);
     assert_eq!(v["setup"]["rate_mbps"], 20);
     assert_eq!(v["setup"]["rtt_ms"], 40);
     assert_eq!(v["setup"]["seeds"], 1);
@@ -47,7 +47,11 @@ fn reproduce_aqm_writes_the_documented_summary_and_the_aqms_order_as_claimed() {
         ["drop_tail", "codel", "fq_codel", "pie", "dualpi2"]
     );
     for (aqm, ccs) in v["cells"].as_object().expect("cells") {
-        assert_eq!(keys(ccs), ["cubic", "bbr", "bbr3", "prague"], "{aqm}");
+        assert_eq!(
+            keys(ccs),
+            ["cubic", "cubic-sltp", "bbr", "bbr3", "prague"],
+            "{aqm}"
+        );
         for (cc, c) in ccs.as_object().expect("controllers") {
             assert_eq!(keys(c), CELL_KEYS, "{aqm} {cc}");
             for k in CELL_KEYS {
@@ -70,6 +74,16 @@ fn reproduce_aqm_writes_the_documented_summary_and_the_aqms_order_as_claimed() {
         assert!(k["flows"][f]["share"]["mean"].is_f64(), "{f}");
         assert!(k["flows"][f]["queue_delay_p99_ms"]["mean"].is_f64(), "{f}");
     }
+    // What each contender is: the field's CUBIC, and SLTP's beside it.
+    let c = &v["contenders"];
+    assert_eq!(keys(c), ["cubic", "cubic-sltp", "bbr", "bbr3", "prague"]);
+    assert_eq!(c["cubic"]["cc"], "cubic");
+    assert_eq!(c["cubic"]["ack_policy"], "tcp");
+    assert_eq!(c["cubic"]["slow_start_exit"], "linux_hystart");
+    assert_eq!(c["cubic-sltp"]["ack_policy"], "sltp");
+    assert!(c["cubic"]["description"]
+        .as_str()
+        .is_some_and(|d| d.contains("Linux CUBIC")));
     assert!(dir.join("aqm/report.md").exists());
     assert!(dir.join("aqm/plots/goodput.svg").exists());
     let _ = std::fs::remove_dir_all(&dir);

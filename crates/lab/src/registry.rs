@@ -135,7 +135,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     },
     Experiment {
         name: "aqm",
-        summary: "Issue 41: drop-tail/CoDel/FQ-CoDel/PIE/DualPI2 × CUBIC/BBR/BBRv3/Prague, L4S beside classic",
+        summary: "Issue 41: drop-tail/CoDel/FQ-CoDel/PIE/DualPI2 × Linux CUBIC/SLTP CUBIC/BBR/BBRv3/Prague, L4S beside classic",
         run: Some(|c, p| {
             let o = aqm::run(
                 &aqm::Options {

@@ -20,14 +20,16 @@ fn read(p: &std::path::Path) -> String {
 }
 
 /// fanet's and mmwave-cvn's compared controllers are the seeds' chosen
-/// subsets of the registry: each is a registered name (a renamed
-/// controller fails here, not mid-run).
+/// subsets of the registry, and aqm's contenders run registry controllers:
+/// each is a registered name (a renamed controller fails here, not
+/// mid-run).
 #[test]
 fn the_compared_controllers_are_registry_names() {
+    let aqm_ccs: Vec<&str> = aqm::CONTENDERS.iter().map(|c| c.cc).collect();
     for name in fanet::CONTROLLERS
         .iter()
         .chain(&mmwave_cvn::CONTROLLERS)
-        .chain(&aqm::CONTROLLERS)
+        .chain(&aqm_ccs)
     {
         assert!(
             peregrine_cc::registry::CcConfig::from_name(name).is_ok(),
@@ -381,11 +383,11 @@ fn aqm_quick_gives_every_cell_and_the_orders_of_the_field() {
         ..aqm::Options::default()
     };
     let o = aqm::run(&opts, &Silent).expect("runs");
-    assert_eq!(o.runs, (5 * 4 + 1) * aqm::QUICK_SEEDS as usize);
+    assert_eq!(o.runs, (5 * 5 + 1) * aqm::QUICK_SEEDS as usize);
     let s = &o.summary;
     assert_eq!(s.cells.keys().collect::<Vec<_>>(), aqm::AQMS);
     for (a, ccs) in s.cells.iter() {
-        assert_eq!(ccs.keys().collect::<Vec<_>>(), aqm::CONTROLLERS, "{a}");
+        assert_eq!(ccs.keys().collect::<Vec<_>>(), aqm::contender_keys(), "{a}");
         for (cc, c) in ccs.iter() {
             let g = c.flow.goodput_mbps.mean;
             assert!(g > 5.0 && g < 20.0, "{a} {cc}: goodput {g}");
@@ -402,12 +404,29 @@ fn aqm_quick_gives_every_cell_and_the_orders_of_the_field() {
         c.flow.queue_delay_p99_after_warmup_ms.mean
     };
     // The orders the field claims: every AQM keeps CUBIC's queue far below
-    // a full drop-tail buffer (160 ms), FQ-CoDel and CoDel lowest.
-    for a in ["codel", "fq_codel", "pie", "dualpi2"] {
-        assert!(p99(a, "cubic") < p99("drop_tail", "cubic") / 2.0, "{a}");
+    // a full drop-tail buffer (160 ms), FQ-CoDel and CoDel lowest — for
+    // the field's CUBIC and SLTP's alike.
+    for cubic in ["cubic", "cubic-sltp"] {
+        for a in ["codel", "fq_codel", "pie", "dualpi2"] {
+            assert!(p99(a, cubic) < p99("drop_tail", cubic) / 2.0, "{a} {cubic}");
+        }
+        assert!(p99("fq_codel", cubic) < p99("pie", cubic), "{cubic}");
+        assert!(p99("drop_tail", cubic) > 60.0, "{cubic}");
     }
-    assert!(p99("fq_codel", "cubic") < p99("pie", "cubic"));
-    assert!(p99("drop_tail", "cubic") > 60.0);
+    // What each contender is, in the summary: the field's CUBIC and SLTP's.
+    let info = |k: &str| s.contenders.get(k).expect("described");
+    assert_eq!(
+        s.contenders.keys().collect::<Vec<_>>(),
+        aqm::contender_keys()
+    );
+    assert_eq!(info("cubic").ack_policy, "tcp");
+    assert_eq!(
+        info("cubic").slow_start_exit.as_deref(),
+        Some("linux_hystart")
+    );
+    assert!(info("cubic").description.contains("Linux CUBIC"));
+    assert_eq!(info("cubic-sltp").ack_policy, "sltp");
+    assert_eq!(info("cubic-sltp").slow_start_exit, None);
     // Marks where ECN is on by default, none at drop-tail.
     let marks = |a: &str| {
         s.cells
@@ -437,7 +456,8 @@ fn aqm_quick_gives_every_cell_and_the_orders_of_the_field() {
     assert_eq!(back.setup, s.setup);
     let report = read(&o.report);
     for needle in [
-        "AQM × controller",
+        "AQM × contender",
+        "Linux CUBIC",
         "L4S beside classic",
         "Issue 41's checks",
     ] {

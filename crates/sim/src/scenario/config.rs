@@ -256,6 +256,11 @@ pub struct FlowConfig {
     /// Congestion controller of the sender (a registry name).
     #[serde(default = "default_cc")]
     pub cc: String,
+    /// Fields of `cc`'s configuration struct in `peregrine_cc` (serde
+    /// form; `cc_options = { slow_start_exit = "linux_hystart" }`), each
+    /// left out at the controller's default ([`super::cc_options`]).
+    #[serde(default)]
+    pub cc_options: Option<toml::Table>,
     /// Stream scheduler: `rr`, `wfq`, `abs`, `adaptive`, `edf`, `aging`.
     #[serde(default = "default_scheduler")]
     pub scheduler: String,
@@ -431,6 +436,7 @@ impl FlowConfig {
             src: src.into(),
             dst: dst.into(),
             cc: default_cc(),
+            cc_options: None,
             scheduler: default_scheduler(),
             target_rate: None,
             aging_bound: None,

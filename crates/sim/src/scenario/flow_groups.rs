@@ -43,8 +43,9 @@ const STREAM_KEYS: [&str; 2] = ["every", "offset"];
 
 /// The `[[flows]]` keys that configure the server side of a connection:
 /// groups sharing one server endpoint must write them the same.
-const SERVER_KEYS: [&str; 9] = [
+const SERVER_KEYS: [&str; 10] = [
     "cc",
+    "cc_options",
     "ack_policy",
     "delayed_ack",
     "scheduler",
@@ -533,6 +534,27 @@ rate = "2Mbps"
             "flow_groups.0.start_spacing"
         );
         assert_eq!(bad("flow_groups.0.name=\"d{i}\"").0, "flow_groups.0.name");
+        // The controller's options: named at the template's key.
+        assert_eq!(
+            bad("flow_groups.0.cc_options={ slow_start_exti = \"linux_hystart\" }").0,
+            "flow_groups.0.cc_options.slow_start_exti"
+        );
+    }
+
+    #[test]
+    fn a_groups_cc_options_reach_every_member() {
+        use peregrine_cc::algos::cubic::SlowStartExit;
+        use peregrine_cc::CcConfig;
+        let set = "flow_groups.0.cc_options={ slow_start_exit = \"linux_hystart\" }";
+        let s = Scenario::from_toml_str(DOC, "t", &[set.into()]).unwrap();
+        // Flow 0 is the hand-written one (defaults); 1… are the members.
+        assert_eq!(s.model.flows[0].cc, CcConfig::from_name("cubic").unwrap());
+        for f in &s.model.flows[1..] {
+            let CcConfig::Cubic(c) = &f.cc else {
+                panic!("{}: cubic", f.name)
+            };
+            assert_eq!(c.slow_start_exit, SlowStartExit::LinuxHyStart, "{}", f.name);
+        }
     }
 
     #[test]

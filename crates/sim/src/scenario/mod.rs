@@ -27,6 +27,7 @@
 //! works from any checkout beside the shared folder; outputs only ever
 //! show the path as written.
 
+pub mod cc_options;
 pub mod config;
 pub mod document;
 pub mod flow_groups;

@@ -159,6 +159,19 @@ pub fn validate(cfg: &ScenarioConfig, origin: &str) -> Result<Model, ScenarioErr
                 ),
             )
         })?;
+        let cc = match &f.cc_options {
+            None => cc,
+            Some(options) => {
+                super::cc_options::resolve(cc.name(), options).or_else(|(field, problem)| {
+                    let at = if field.is_empty() {
+                        format!("{p}.cc_options")
+                    } else {
+                        format!("{p}.cc_options.{field}")
+                    };
+                    v.err(at, problem)
+                })?
+            }
+        };
         // The scheduler registry names the schedulers and their one
         // parameter; the scenario gives it in `target_rate` (a rate) or
         // `aging_bound` (a duration).

@@ -6,6 +6,16 @@
 //! whose `ecn` is on by default — FQ-CoDel, DualPI2 — mark instead of
 //! dropping), × CUBIC, BBR, BBRv3 and Prague.
 //!
+//! The field's claims are about the field's stacks, so the contenders
+//! model them ([`CONTENDERS`]): `cubic` is **Linux CUBIC** — the kernel's
+//! HyStart slow-start exit (`cc_options.slow_start_exit =
+//! "linux_hystart"`) and a receiver with TCP's delayed ACK (`ack_policy =
+//! "tcp"`, an ACK every second packet; docs/protocol.md §10) — and BBR,
+//! BBRv3 and Prague get the same receiver. SLTP's own CUBIC (HyStart++,
+//! SLTP's thinned stretch ACKs: the defaults of a scenario flow) is kept
+//! beside them as `cubic-sltp`, so that nobody reads the field's figures
+//! as SLTP's defaults (docs/scenarios.md, "AQM and slow start").
+//!
 //! Each cell is one connection with two streams: a bulk stream (class 3)
 //! and a **priority stream** (class 0, the `abs` scheduler: small periodic
 //! messages, [`PRIORITY_MESSAGE_BYTES`] every 20 ms, a control loop as in
@@ -43,12 +53,81 @@ use peregrine_sim::{Scenario, SimResults};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use toml::Value;
 
 /// The queue disciplines compared, in report order (registry names of
 /// `peregrine_link::aqm::AqmConfig`).
 pub const AQMS: [&str; 5] = ["drop_tail", "codel", "fq_codel", "pie", "dualpi2"];
-/// The controllers compared (registry names of `peregrine_cc`).
-pub const CONTROLLERS: [&str; 4] = ["cubic", "bbr", "bbr3", "prague"];
+/// One contender of the table: its key in `summary.json` and the report,
+/// and the flow settings it runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Contender {
+    /// Its key (`cells.<aqm>.<key>`, `contenders.<key>`).
+    pub key: &'static str,
+    /// The controller (a registry name of `peregrine_cc`).
+    pub cc: &'static str,
+    /// The receiver's ACK policy (docs/protocol.md §10): `tcp` (TCP's
+    /// delayed ACK, an ACK every second packet) or `sltp`.
+    pub ack_policy: &'static str,
+    /// CUBIC's slow-start exit (`cc_options.slow_start_exit`); `None`: the
+    /// controller's default (HyStart++ for CUBIC).
+    pub slow_start_exit: Option<&'static str>,
+    /// What it models, in words (the report's and `summary.json`'s label).
+    pub description: &'static str,
+}
+
+/// The field's receiver: TCP's delayed ACK.
+const FIELD_ACKS: &str = "tcp";
+
+/// The contenders, in report order: the field's controllers with the
+/// field's receiver, and SLTP's own CUBIC beside the field's.
+pub static CONTENDERS: [Contender; 5] = [
+    Contender {
+        key: "cubic",
+        cc: "cubic",
+        ack_policy: FIELD_ACKS,
+        slow_start_exit: Some("linux_hystart"),
+        description: "Linux CUBIC: HyStart exit (ACK train, delay increase), TCP's delayed ACK",
+    },
+    Contender {
+        key: "cubic-sltp",
+        cc: "cubic",
+        ack_policy: "sltp",
+        slow_start_exit: None,
+        description: "SLTP's CUBIC: HyStart++ exit (RFC 9406), SLTP's thinned stretch ACKs",
+    },
+    Contender {
+        key: "bbr",
+        cc: "bbr",
+        ack_policy: FIELD_ACKS,
+        slow_start_exit: None,
+        description: "BBR v1, TCP's delayed ACK",
+    },
+    Contender {
+        key: "bbr3",
+        cc: "bbr3",
+        ack_policy: FIELD_ACKS,
+        slow_start_exit: None,
+        description: "BBRv3 (draft-ietf-ccwg-bbr), TCP's delayed ACK",
+    },
+    Contender {
+        key: "prague",
+        cc: "prague",
+        ack_policy: FIELD_ACKS,
+        slow_start_exit: None,
+        description: "Prague (L4S, RFC 9331 response), TCP's delayed ACK",
+    },
+];
+
+/// The contender called `key`. O(contenders).
+pub fn contender(key: &str) -> Option<&'static Contender> {
+    CONTENDERS.iter().find(|c| c.key == key)
+}
+
+/// The contenders' keys, in report order.
+pub fn contender_keys() -> Vec<&'static str> {
+    CONTENDERS.iter().map(|c| c.key).collect()
+}
 /// The bottleneck's rate, Mbit/s.
 pub const RATE_MBPS: u64 = 20;
 /// The bottleneck's one-way delay, ms (40 ms round trip).
@@ -93,12 +172,13 @@ pub fn base_delay_ms() -> f64 {
 /// One point of the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Point {
-    /// One connection (bulk + priority stream) under `cc` through `aqm`.
+    /// One connection (bulk + priority stream) of contender `cc` through
+    /// `aqm`.
     Cell {
         /// The queue discipline.
         aqm: &'static str,
-        /// The controller.
-        cc: &'static str,
+        /// The contender.
+        cc: &'static Contender,
     },
     /// Prague beside CUBIC (bulk each, fine pacing) through DualPI2.
     Coexistence,
@@ -107,7 +187,7 @@ pub enum Point {
 impl Point {
     fn label(&self) -> String {
         match self {
-            Point::Cell { aqm, cc } => format!("aqm {aqm} {cc}"),
+            Point::Cell { aqm, cc } => format!("aqm {aqm} {}", cc.key),
             Point::Coexistence => "aqm coexistence dualpi2 prague+cubic".into(),
         }
     }
@@ -152,10 +232,16 @@ fn bulk_stream(id: u16, priority: u8) -> StreamAppConfig {
     s
 }
 
-fn flow(name: &str, src: &str, dst: &str, cc: &str, start: Dur) -> FlowConfig {
+fn flow(name: &str, src: &str, dst: &str, cc: &Contender, start: Dur) -> FlowConfig {
     let mut f = FlowConfig::new(src, dst);
     f.name = Some(name.into());
-    f.cc = cc.into();
+    f.cc = cc.cc.into();
+    f.ack_policy = cc.ack_policy.into();
+    f.cc_options = cc.slow_start_exit.map(|exit| {
+        let mut t = toml::Table::new();
+        t.insert("slow_start_exit".into(), Value::String(exit.into()));
+        t
+    });
     f.start = start;
     f.payload_bytes = PAYLOAD_BYTES;
     f
@@ -197,7 +283,7 @@ impl Point {
                 let mut flows = Vec::new();
                 for (i, cc) in COEXISTENCE.iter().enumerate() {
                     let mut f = flow(
-                        cc,
+                        cc.key,
                         &format!("s{i}"),
                         &format!("r{i}"),
                         cc,
@@ -214,14 +300,15 @@ impl Point {
     }
 }
 
-/// The coexistence pair, in flow order: the L4S flow, then the classic one.
-pub const COEXISTENCE: [&str; 2] = ["prague", "cubic"];
+/// The coexistence pair, in flow order: the L4S flow, then the classic one
+/// (keys of [`CONTENDERS`]: the field's Prague and CUBIC).
+pub static COEXISTENCE: [&Contender; 2] = [&CONTENDERS[4], &CONTENDERS[0]];
 
 /// The plan: every AQM × controller, then the coexistence pair. O(points).
 pub fn points() -> Vec<Point> {
     let mut v: Vec<Point> = AQMS
         .iter()
-        .flat_map(|aqm| CONTROLLERS.iter().map(move |cc| Point::Cell { aqm, cc }))
+        .flat_map(|aqm| CONTENDERS.iter().map(move |cc| Point::Cell { aqm, cc }))
         .collect();
     v.push(Point::Coexistence);
     v
@@ -419,7 +506,8 @@ pub struct CoexistenceFlow {
 pub struct Coexistence {
     /// The bottleneck's discipline (`dualpi2`).
     pub aqm: String,
-    /// By controller: `prague` (L4S queue), `cubic` (classic queue).
+    /// By contender: `prague` (L4S queue), `cubic` (classic queue; the
+    /// field's CUBIC, [`CONTENDERS`]).
     pub flows: Keyed<CoexistenceFlow>,
     /// Packets the bottleneck marked CE per run (both queues).
     pub ce_marked: Stat,
@@ -444,16 +532,47 @@ pub struct Setup {
     pub base_delay_ms: f64,
 }
 
-/// `summary.json`: `cells.<aqm>.<cc>.<figure>.{mean, ci95}`,
-/// `coexistence.flows.<cc>.<figure>.{mean, ci95}`.
+/// What a contender ran with, in `summary.json` (`contenders.<key>`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContenderInfo {
+    /// The controller (registry name).
+    pub cc: String,
+    /// The receiver's ACK policy (`tcp`, `sltp`).
+    pub ack_policy: String,
+    /// CUBIC's slow-start exit when set (`linux_hystart`); absent: the
+    /// controller's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_start_exit: Option<String>,
+    /// What it models.
+    pub description: String,
+}
+
+impl From<&Contender> for ContenderInfo {
+    fn from(c: &Contender) -> ContenderInfo {
+        ContenderInfo {
+            cc: c.cc.into(),
+            ack_policy: c.ack_policy.into(),
+            slow_start_exit: c.slow_start_exit.map(str::to_string),
+            description: c.description.into(),
+        }
+    }
+}
+
+/// `summary.json`: `cells.<aqm>.<contender>.<figure>.{mean, ci95}`,
+/// `coexistence.flows.<contender>.<figure>.{mean, ci95}`, and what each
+/// contender is (`contenders.<contender>`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AqmSummary {
     /// What was run.
     pub setup: Setup,
-    /// By AQM (in [`AQMS`] order), then controller ([`CONTROLLERS`]).
+    /// By AQM (in [`AQMS`] order), then contender ([`CONTENDERS`]).
     pub cells: Keyed<Keyed<CellFigures>>,
     /// Prague beside CUBIC in DualPI2.
     pub coexistence: Coexistence,
+    /// Each contender's controller, receiver and description, in
+    /// [`CONTENDERS`] order (after the figures: an addition to the
+    /// summary's earlier keys).
+    pub contenders: Keyed<ContenderInfo>,
 }
 
 /// What [`run`] produced.
@@ -506,7 +625,7 @@ fn coexistence_figures(runs: &[RunResult]) -> Coexistence {
             })
             .collect();
         flows.push(
-            *cc,
+            cc.key,
             CoexistenceFlow {
                 flow: FlowFigures::of(&mine),
                 share: Stat::of(&shares),
@@ -577,7 +696,7 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
                     cells.push(*aqm, Keyed::new());
                 }
                 if let Some((_, m)) = cells.0.iter_mut().find(|(k, _)| k == aqm) {
-                    m.push(*cc, cell_figures(r));
+                    m.push(cc.key, cell_figures(r));
                 }
             }
             Point::Coexistence => coexistence = Some(coexistence_figures(r)),
@@ -595,6 +714,13 @@ pub fn run(args: &Options, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         },
         cells,
         coexistence: coexistence.context("the coexistence pair ran")?,
+        contenders: {
+            let mut k = Keyed::new();
+            for c in &CONTENDERS {
+                k.push(c.key, ContenderInfo::from(c));
+            }
+            k
+        },
     };
     let dir = args.out.join("aqm");
     std::fs::create_dir_all(dir.join("plots"))
@@ -637,7 +763,7 @@ mod tests {
                 assert!(f.start.0 < START_SPREAD_MS * 1_000_000);
             }
         }
-        assert_eq!(points().len(), AQMS.len() * CONTROLLERS.len() + 1);
+        assert_eq!(points().len(), AQMS.len() * CONTENDERS.len() + 1);
         // Another seed, another phase.
         assert_ne!(start_of(1, 0), start_of(2, 0));
         assert_ne!(start_of(1, 0), start_of(1, 1));
