@@ -98,8 +98,11 @@ async fn transfer_over_ipv6() {
     sha_transfer(bind, 4 << 20).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn upcall_delivers_every_message_in_order() {
+/// A server and a client endpoint on loopback (default configurations)
+/// and the two ends of one connection between them: (server, client,
+/// the client's end, the server's end). The endpoints are returned so
+/// their drivers live as long as the test holds them.
+async fn connected_pair() -> (Endpoint, Endpoint, Connection, Connection) {
     let server = Endpoint::server(v4(), ConnectionConfig::default()).expect("bind");
     let addr = server.local_addr();
     let client = Endpoint::client(v4()).expect("bind");
@@ -108,6 +111,12 @@ async fn upcall_delivers_every_message_in_order() {
         .await
         .expect("connect");
     let sconn = server.accept().await.expect("accept");
+    (server, client, conn, sconn)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upcall_delivers_every_message_in_order() {
+    let (_server, _client, conn, sconn) = connected_pair().await;
     const N: u32 = 20_000;
     let seen: Arc<Mutex<Vec<u32>>> = Arc::new(Mutex::new(Vec::new()));
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
@@ -376,14 +385,7 @@ async fn messages_up_to_the_maximum_arrive_from_an_xx_client() {
 /// latency itself is measured by `bench/peers.sh` (docs/performance.md).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upcall_answers_priority_messages_beside_bulk() {
-    let server = Endpoint::server(v4(), ConnectionConfig::default()).expect("bind");
-    let addr = server.local_addr();
-    let client = Endpoint::client(v4()).expect("bind");
-    let conn = client
-        .connect(addr, ConnectionConfig::default())
-        .await
-        .expect("connect");
-    let sconn = server.accept().await.expect("accept");
+    let (_server, _client, conn, sconn) = connected_pair().await;
     // The server answers stream 2 from its driver's thread with the
     // message's 4-byte sequence number, and counts the bulk bytes.
     let answer = Arc::new(Mutex::new(Some(sconn.clone())));
