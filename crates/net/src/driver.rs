@@ -36,7 +36,14 @@
 //! (read with `Connection::recv` or, one stream, `Connection::recv_on`;
 //! `crate::inbox`) or, when the application registered a callback for its
 //! stream, is handed to that callback by the driver right after the lock
-//! is released — seed 003 §III-E's up-call, with no task hop. An inbox
+//! is released — seed 003 §III-E's up-call, with no task hop. A turn
+//! that read datagrams hands out what they completed *before* it builds
+//! its own datagrams, so what an up-call answers leaves in the same turn
+//! and nobody waits for a batch of bulk to be built and sealed; and a
+//! priority-0 DATA datagram that follows a batch without one ends its
+//! batch, so it leaves at once instead of behind up to
+//! [`TX_BATCH_BYTES`] of bulk (issue 36; docs/runtime.md, "Fast
+//! paths"). An inbox
 //! that grows past the connection's receive buffer holds the stream in
 //! the core (`hold_stream`), so the peer's window closes instead of memory
 //! growing. Every other core event except `Connected` and `Writable` goes
@@ -52,6 +59,7 @@ use crate::socket::{RxBuffers, TxBatch, UdpIo};
 use crate::wake::{WakePolicy, WakeTimer};
 use bytes::Bytes;
 use peregrine_proto::multicast::{GroupMessage, GroupReceiver};
+use peregrine_proto::wire::{header::Header, packet_type::PacketType};
 use peregrine_proto::{
     CloseReason, ConnectionHandle, Endpoint as ProtoEndpoint, Event, MessageId, SansIo, Time,
 };
@@ -638,6 +646,27 @@ fn short_wait(
     received
 }
 
+/// Run the message callbacks collected by [`dispatch_events`] (outside
+/// the endpoint's lock: a callback may send). O(messages).
+fn run_upcalls(shared: &Shared, upcalls: &mut Vec<(ConnectionHandle, u16, Bytes)>) {
+    if upcalls.is_empty() {
+        return;
+    }
+    let mut cbs = shared.callbacks.lock().unwrap_or_else(|p| p.into_inner());
+    for (h, stream, bytes) in upcalls.drain(..) {
+        if let Some(cb) = cbs.get_mut(&(h, stream)) {
+            cb(stream, bytes);
+        }
+    }
+}
+
+/// Whether `dg` (as it leaves: the base header is never encrypted) is a
+/// DATA datagram of priority class 0. O(1).
+fn is_priority_data(dg: &[u8]) -> bool {
+    Header::new_checked(dg)
+        .is_ok_and(|h| h.pk_type_code() == PacketType::Data.code() && h.pri() == 0)
+}
+
 /// Start the driver of `shared` on its own thread, in `runtime` (a
 /// current-thread runtime on which `io` was registered). The thread ends
 /// when the driver does; a panic in it (a bug) is reported as the
@@ -689,10 +718,13 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
     let mut last_rx = Time::ZERO;
     // Learns this thread's wake-up lateness for the short waits.
     let mut wake = WakeTimer::new(WakePolicy::RUNTIME);
+    // Whether the last batch carried priority-0 data (see the cut below).
+    let mut priority_last_batch = false;
     loop {
         take_rebind(&shared, &mut io);
         // Whether this turn's batch holds a START (see the late check).
         let mut tx_has_start = false;
+        let mut priority_this_batch = false;
         let now = shared.now();
         let received = match timer.map(|t| t.saturating_duration_since(now)) {
             // Busy (more to send, or a timer due): read what has arrived
@@ -733,6 +765,22 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                 }
             }
         };
+        // Deliveries first: what the datagrams just read completed goes to
+        // its up-calls before this turn's datagrams are built, so an
+        // answer an up-call queues (an echo, a reply) leaves in this
+        // turn's batch instead of after the next read, and the
+        // application is not kept waiting while up to a batch of bulk
+        // datagrams is built and sealed (issue 36: the latency of
+        // priority messages beside bulk).
+        let mut accepted_early = false;
+        if received > 0 {
+            {
+                let mut st = shared.lock();
+                let now = shared.now();
+                accepted_early = dispatch_events(&mut st, now, &mut upcalls);
+            }
+            run_upcalls(&shared, &mut upcalls);
+        }
         // Send, dispatch, arm the timer — under the lock, then release it
         // before the socket and the callbacks.
         let accepted;
@@ -750,9 +798,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             // Membership changes the last datagrams carried reach the
             // groups before they fan out (a new member gets the queued
             // messages in this turn's datagrams).
-            let mut accepted_now = false;
+            let mut accepted_now = accepted_early;
             if !st.groups.is_empty() {
-                accepted_now = dispatch_events(st, now, &mut upcalls);
+                accepted_now |= dispatch_events(st, now, &mut upcalls);
                 poll_groups(st, now);
             }
             tx.clear();
@@ -768,7 +816,20 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                     more_to_send = true;
                     break;
                 }
+                // A priority-0 message that just arrived leaves now, with
+                // only what was built before it (the scheduler puts it
+                // first), not after up to a batch of bulk datagrams is
+                // built and sealed behind it. Only when the last batch had
+                // none: a class-0 bulk stream keeps its full GSO batches.
+                if is_priority_data(&buf[..t.size]) {
+                    priority_this_batch = true;
+                    if !priority_last_batch {
+                        more_to_send = true;
+                        break;
+                    }
+                }
             }
+            priority_last_batch = priority_this_batch;
             st.datagrams_out += tx.len() as u64;
             accepted = dispatch_events(st, now, &mut upcalls) || accepted_now;
             if let Some(k) = st.keylog.as_mut() {
@@ -821,14 +882,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
         if accepted {
             shared.incoming.notify_waiters();
         }
-        if !upcalls.is_empty() {
-            let mut cbs = shared.callbacks.lock().unwrap_or_else(|p| p.into_inner());
-            for (h, stream, bytes) in upcalls.drain(..) {
-                if let Some(cb) = cbs.get_mut(&(h, stream)) {
-                    cb(stream, bytes);
-                }
-            }
-        }
+        run_upcalls(&shared, &mut upcalls);
         if !tx.is_empty() {
             // Checked again here: an application that rebinds and then
             // connects must never see its START leave from the old socket.
@@ -872,4 +926,33 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
     }
     // Wake everyone so nothing waits on a dead driver.
     wake_all(&shared);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_priority_data;
+    use peregrine_proto::wire::header::{HeaderRepr, HEADER_LEN};
+    use peregrine_proto::wire::packet_type::PacketType;
+
+    fn header(t: PacketType, pri: u8) -> Vec<u8> {
+        let mut h = HeaderRepr::new(t);
+        h.pri = pri;
+        let mut buf = vec![0u8; HEADER_LEN + 4];
+        h.emit(&mut buf).expect("a valid header");
+        buf
+    }
+
+    #[test]
+    fn only_class_0_data_is_priority_data() {
+        assert!(is_priority_data(&header(PacketType::Data, 0)));
+        for pri in 1..=3 {
+            assert!(!is_priority_data(&header(PacketType::Data, pri)));
+        }
+        assert!(!is_priority_data(&header(PacketType::Ack, 0)));
+        assert!(!is_priority_data(&header(PacketType::Start, 0)));
+        // Too short to hold a header: not a priority datagram (no panic).
+        assert!(!is_priority_data(
+            &header(PacketType::Data, 0)[..HEADER_LEN - 1]
+        ));
+    }
 }

@@ -98,8 +98,11 @@ async fn transfer_over_ipv6() {
     sha_transfer(bind, 4 << 20).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn upcall_delivers_every_message_in_order() {
+/// A server and a client endpoint on loopback (default configurations)
+/// and the two ends of one connection between them: (server, client,
+/// the client's end, the server's end). The endpoints are returned so
+/// their drivers live as long as the test holds them.
+async fn connected_pair() -> (Endpoint, Endpoint, Connection, Connection) {
     let server = Endpoint::server(v4(), ConnectionConfig::default()).expect("bind");
     let addr = server.local_addr();
     let client = Endpoint::client(v4()).expect("bind");
@@ -108,6 +111,12 @@ async fn upcall_delivers_every_message_in_order() {
         .await
         .expect("connect");
     let sconn = server.accept().await.expect("accept");
+    (server, client, conn, sconn)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upcall_delivers_every_message_in_order() {
+    let (_server, _client, conn, sconn) = connected_pair().await;
     const N: u32 = 20_000;
     let seen: Arc<Mutex<Vec<u32>>> = Arc::new(Mutex::new(Vec::new()));
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
@@ -366,4 +375,88 @@ async fn messages_up_to_the_maximum_arrive_from_an_xx_client() {
     }
     let stats = sconn.stats().expect("stats");
     assert_eq!(stats.protocol_errors, 0, "{stats:?}");
+}
+
+/// Issue 36: priority messages beside a saturating bulk stream, answered
+/// from the server's up-call (which now runs before the turn builds its
+/// own datagrams) and sent by a client whose priority datagrams end their
+/// send batch. Every answer comes back, in order, and the bulk stream
+/// keeps moving meanwhile. No timing is asserted (a shared machine); the
+/// latency itself is measured by `bench/peers.sh` (docs/performance.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upcall_answers_priority_messages_beside_bulk() {
+    let (_server, _client, conn, sconn) = connected_pair().await;
+    // The server answers stream 2 from its driver's thread with the
+    // message's 4-byte sequence number, and counts the bulk bytes.
+    let answer = Arc::new(Mutex::new(Some(sconn.clone())));
+    let a2 = answer.clone();
+    sconn.on_message(2, move |s, b| {
+        if let Some(c) = a2.lock().expect("not poisoned").as_ref() {
+            c.try_send(s, b.slice(..4))
+                .expect("room for a 4-byte answer");
+        }
+    });
+    let bulk_bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let bb = bulk_bytes.clone();
+    sconn.on_message(16, move |_, b| {
+        bb.fetch_add(b.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    });
+    const N: u32 = 300;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u32>();
+    conn.on_message(2, move |_, b| {
+        let _ = tx.send(u32::from_be_bytes(b[..4].try_into().expect("4 bytes")));
+    });
+    conn.open_stream(
+        2,
+        StreamConfig {
+            class: 0,
+            ..StreamConfig::default()
+        },
+    )
+    .expect("open the priority stream");
+    conn.open_stream(
+        16,
+        StreamConfig {
+            class: 2,
+            ..StreamConfig::default()
+        },
+    )
+    .expect("open the bulk stream");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (bulk_conn, bulk_stop) = (conn.clone(), stop.clone());
+    let bulk = tokio::spawn(async move {
+        let chunk = vec![7u8; 64 * 1024];
+        while !bulk_stop.load(std::sync::atomic::Ordering::Relaxed) {
+            if bulk_conn.send(16, &chunk[..]).await.is_err() {
+                break;
+            }
+        }
+    });
+    // Let the bulk stream fill the path first.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = bulk_bytes.load(std::sync::atomic::Ordering::Relaxed);
+    for i in 0..N {
+        let mut m = vec![0u8; 200];
+        m[..4].copy_from_slice(&i.to_be_bytes());
+        conn.send(2, &m).await.expect("send a priority message");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let mut got = Vec::new();
+    while got.len() < N as usize {
+        let n = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .expect("every answer within 30 s")
+            .expect("the callback is alive");
+        got.push(n);
+    }
+    assert_eq!(got, (0..N).collect::<Vec<_>>(), "answers in order");
+    let after = bulk_bytes.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        after > before,
+        "the bulk stream moved while the priority messages ran ({before} -> {after} bytes)"
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    bulk.abort();
+    answer.lock().expect("not poisoned").take();
+    conn.abort();
 }

@@ -81,6 +81,37 @@ fn small_messages_share_datagrams() {
     );
 }
 
+/// The receiver lists a DATA packet's frames once, on the stack up to 16
+/// and on the heap beyond: packets of 1, 16 and 17 frames (either side of
+/// that boundary) are all checked, stored and delivered in order.
+#[test]
+fn packets_of_16_and_17_frames_deliver_every_message() {
+    let (mut sim, client, _) = connected();
+    let mut next = 0u32;
+    for burst in [1u32, 16, 17] {
+        for _ in 0..burst {
+            sim.eps[0]
+                .send_message(client, sim.now, 0, &next.to_be_bytes())
+                .unwrap();
+            next += 1;
+        }
+        sim.run_for(ms(200));
+    }
+    let got = sim.received(1);
+    assert_eq!(got.len(), next as usize);
+    for (i, (n, m)) in got.iter().enumerate() {
+        assert_eq!(*n as usize, i);
+        assert_eq!(m[..], (i as u32).to_be_bytes());
+    }
+    // Each burst left in one datagram: 1 + 16 + 17 frames, 3 packets.
+    let data_packets = sim
+        .log
+        .iter()
+        .filter(|s| s.from == 0 && s.header.pk_type == PacketType::Data)
+        .count();
+    assert_eq!(data_packets, 3, "one DATA packet per burst");
+}
+
 #[test]
 fn a_lost_packet_is_nacked_and_retransmitted_with_st_ret() {
     let (mut sim, client, server) = connected();

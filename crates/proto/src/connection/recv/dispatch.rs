@@ -7,11 +7,16 @@ use crate::connection::{Connection, ConnectionState, Event, StartParams, Violati
 use crate::recovery::BlockRef;
 use crate::trace::LossTrigger;
 use crate::wire::{
-    expand_packet_number, DatagramRepr, EchoPayload, Flags, MissingPackets, PacketType, Payload,
+    expand_packet_number, DatagramRepr, EchoPayload, Flags, Frames, MissingPackets, PacketType,
+    Payload, Reliability, StreamFrame,
 };
 use crate::EcnCodepoint;
 use peregrine_cc::Time;
 use std::net::SocketAddr;
+
+/// Frames of one received DATA packet listed on the stack (more go to
+/// the heap).
+const STACK_FRAMES: usize = 16;
 
 /// Most ECHO answers queued (a flood of probes cannot grow memory).
 const MAX_ECHO_REPLIES: usize = 16;
@@ -191,7 +196,47 @@ impl Connection {
             self.recv.on_rejected(why);
             return false;
         }
-        if let Err(why) = self.recv.check_frames(frames.iter(), &limits) {
+        // Decoded once: the checks, the store and the byte count read the
+        // same list. Each pass over a received payload's frames
+        // (`Frames::Wire`) decodes every frame header again. A bulk
+        // packet carries one frame (listed as is); a few more are listed
+        // on the stack, initialised only then; the heap beyond
+        // [`STACK_FRAMES`]. O(frames), no allocation up to that.
+        let one: [StreamFrame<'_>; 1];
+        let mut stack: [StreamFrame<'_>; STACK_FRAMES];
+        let heap: Vec<StreamFrame<'_>>;
+        let list: &[StreamFrame<'_>] = match frames {
+            Frames::Slice(l) => l,
+            Frames::Owned(l) => l,
+            Frames::Wire(_) => {
+                let mut iter = frames.iter();
+                match (iter.next(), iter.next()) {
+                    (None, _) => &[],
+                    (Some(f), None) => {
+                        one = [f];
+                        &one
+                    }
+                    (Some(a), Some(b)) => {
+                        stack = [StreamFrame::skip(0, 0, Reliability::Reliable); STACK_FRAMES];
+                        stack[0] = a;
+                        stack[1] = b;
+                        let mut n = 2;
+                        for (slot, f) in stack.iter_mut().skip(2).zip(iter.by_ref()) {
+                            *slot = f;
+                            n += 1;
+                        }
+                        match iter.next() {
+                            None => stack.get(..n).unwrap_or(&[]),
+                            Some(_) => {
+                                heap = frames.iter().collect();
+                                &heap
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        if let Err(why) = self.recv.check_frames(list, &limits) {
             if matches!(why, recv::DataRejection::Protocol(_)) {
                 self.counters.protocol_errors += 1;
             }
@@ -200,8 +245,7 @@ impl Connection {
         }
         let in_order = self.recv.record(now, pn);
         let mut delivered = std::mem::take(&mut self.delivered);
-        self.recv
-            .store_frames_into(frames.iter(), &limits, &mut delivered);
+        self.recv.store_frames_into(list, &limits, &mut delivered);
         for (id, bytes) in delivered.drain(..) {
             self.on_delivered(id);
             self.events.push_back(Event::MessageReceived {
@@ -215,7 +259,7 @@ impl Connection {
         let ce = ecn == Some(EcnCodepoint::Ce) || h.cn == 3;
         self.recv.count_ecn(ecn, ce);
         // Block bytes only: TCP's "full-size" is about segment payload.
-        let data_bytes = frames.iter().map(|f| f.data.len()).sum::<usize>();
+        let data_bytes = list.iter().map(|f| f.data.len()).sum::<usize>();
         self.recv.on_data_packet(
             now,
             in_order,
