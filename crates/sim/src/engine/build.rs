@@ -192,6 +192,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             flow: f,
             client: true,
             timer: EndpointTimer::new(),
+            timer_lane: Default::default(),
             handle: None,
             shared: false,
         });
@@ -213,6 +214,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
                     flow: f,
                     client: false,
                     timer: EndpointTimer::new(),
+                    timer_lane: Default::default(),
                     handle: None,
                     shared: true,
                 });
@@ -229,6 +231,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
                     flow: f,
                     client: false,
                     timer: EndpointTimer::new(),
+                    timer_lane: Default::default(),
                     handle: None,
                     shared: false,
                 });

@@ -28,6 +28,7 @@ pub mod olsr;
 pub use peregrine_proto::vtime::queue;
 pub mod routing;
 mod security;
+mod timer_lane;
 pub(crate) mod vehicular;
 pub mod wireless;
 
@@ -95,6 +96,9 @@ struct Slot {
     /// queue (an earlier request pushes a new event; a later one waits
     /// for this to fire).
     timer: EndpointTimer,
+    /// The timer's queued events, only the earliest in the event queue
+    /// ([`Sim::push_timer`]).
+    timer_lane: timer_lane::TimerLane,
     handle: Option<ConnectionHandle>,
     /// A `[[flow_groups]]` server endpoint serving many flows (`flow` is
     /// then only its first member; see `groups.rs`).
@@ -277,15 +281,20 @@ impl Host for Sim {
         self.now = t;
         match ev {
             Ev::FlowStart(f) => self.start_flow(f)?,
-            Ev::Timer(s) => match self.slots[s].timer.fire(t) {
-                Firing::Due => {
-                    self.slots[s].ep.handle_timeout(t);
-                    self.service(s)?;
+            Ev::Timer(s) => {
+                if let Some((at, seq)) = self.slots[s].timer_lane.popped(t) {
+                    self.queue.push_reserved(at, seq, Ev::Timer(s));
                 }
-                // Re-armed later since this event was pushed.
-                Firing::Later(a) => self.queue.push(a, Ev::Timer(s)),
-                Firing::Stale => {}
-            },
+                match self.slots[s].timer.fire(t) {
+                    Firing::Due => {
+                        self.slots[s].ep.handle_timeout(t);
+                        self.service(s)?;
+                    }
+                    // Re-armed later since this event was pushed.
+                    Firing::Later(a) => self.push_timer(s, a),
+                    Firing::Stale => {}
+                }
+            }
             Ev::LinkWake(l) => {
                 if self.link_wake[l] == Some(t) {
                     self.link_wake[l] = None;
@@ -393,9 +402,20 @@ impl Sim {
         }
         let want = self.slots[s].ep.poll_timeout();
         if let Some(t) = self.slots[s].timer.arm(want, now) {
-            self.queue.push(t, Ev::Timer(s));
+            self.push_timer(s, t);
         }
         Ok(())
+    }
+
+    /// Queue slot `s`'s timer event at `t`: in its lane, and in the
+    /// event queue only if it is the lane's earliest (`timer_lane.rs`:
+    /// the order of events is exactly that of queuing them all). O(log
+    /// lane + log events).
+    fn push_timer(&mut self, s: usize, t: Time) {
+        let seq = self.queue.reserve();
+        if self.slots[s].timer_lane.push(t, seq) {
+            self.queue.push_reserved(t, seq, Ev::Timer(s));
+        }
     }
 
     fn top_up(&mut self, flow: usize) {
