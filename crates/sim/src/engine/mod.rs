@@ -22,6 +22,7 @@ pub(crate) mod build;
 pub(crate) mod capture;
 mod groups;
 pub mod handover;
+mod in_flight;
 mod link_hints;
 pub mod olsr;
 /// The event queue, shared with the proto harness (it moved there).
@@ -150,11 +151,10 @@ pub(crate) struct Sim {
     flows: Vec<FlowRt>,
     apps: Vec<AppSlot>,
     metrics: Vec<FlowMetrics>,
-    /// Per flow: (stream, message number) → (queued at, bytes). One map
-    /// per flow, not one keyed by flow: a lookup descends a flow's own
-    /// messages only (issue 40: with 200 flows the shared map was 7 % of
-    /// city-200's CPU).
-    in_flight_msgs: Vec<BTreeMap<(u16, u32), (Time, u32)>>,
+    /// Per flow: (stream, message number) → (queued at, bytes) of its
+    /// unfinished messages (`in_flight.rs`; issue 40: with 200 flows a
+    /// shared B-tree, then one per flow, cost 7 % of city-200's CPU).
+    in_flight_msgs: Vec<in_flight::InFlight>,
     /// Per-message rows: flow, stream, number, queued ns, latency ns, bytes.
     message_log: Vec<crate::metrics::MessageRecord>,
     next_packet_id: u64,
@@ -458,7 +458,7 @@ impl Sim {
             deadline,
         ) {
             Ok(id) => {
-                self.in_flight_msgs[flow].insert((id.stream, id.number), (now, offer.bytes));
+                self.in_flight_msgs[flow].insert(id.stream, id.number, now, offer.bytes);
                 let sm = &mut self.metrics[flow].streams[si];
                 sm.messages_sent += 1;
                 sm.bytes_sent += u64::from(offer.bytes);
@@ -516,8 +516,7 @@ impl Sim {
                 let m = &mut self.metrics[flow];
                 m.c.goodput_bytes += bytes.len() as u64;
                 m.c.messages_delivered += 1;
-                if let Some((queued, size)) =
-                    self.in_flight_msgs[flow].remove(&(id.stream, id.number))
+                if let Some((queued, size)) = self.in_flight_msgs[flow].remove(id.stream, id.number)
                 {
                     let lat = self.now.as_nanos() - queued.as_nanos();
                     if let Some(si) = m.streams.iter().position(|x| x.id == id.stream) {
@@ -551,7 +550,7 @@ impl Sim {
                 if let Some(sm) = m.streams.iter_mut().find(|x| x.id == id.stream) {
                     sm.messages_abandoned += 1;
                 }
-                self.in_flight_msgs[flow].remove(&(id.stream, id.number));
+                self.in_flight_msgs[flow].remove(id.stream, id.number);
             }
             _ => {}
         }
