@@ -62,6 +62,27 @@ impl<E> EventQueue<E> {
         self.heap.push(Entry { time, seq, event });
     }
 
+    /// Take the next sequence number without queuing anything: an event
+    /// queued later under it with [`push_reserved`](Self::push_reserved)
+    /// sorts exactly where one pushed now at the same time would. Lets a
+    /// world keep some of its events outside the heap (a lane of one
+    /// source's events, only its earliest in the heap) in the same order
+    /// as if all were queued here. O(1).
+    pub fn reserve(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
+    }
+
+    /// Schedule `event` at `time` under `seq`, a number from
+    /// [`reserve`](Self::reserve). The caller must push it before any
+    /// event that sorts after (`time`, `seq`) pops, or the order is no
+    /// longer (time, sequence). O(log events).
+    pub fn push_reserved(&mut self, time: Time, seq: u64, event: E) {
+        debug_assert!(seq < self.next_seq, "a sequence number from reserve()");
+        self.heap.push(Entry { time, seq, event });
+    }
+
     /// The earliest event, if any. O(log events).
     pub fn pop(&mut self) -> Option<(Time, E)> {
         let e = self.heap.pop()?;

@@ -192,6 +192,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             flow: f,
             client: true,
             timer: EndpointTimer::new(),
+            timer_lane: Default::default(),
             handle: None,
             shared: false,
         });
@@ -213,6 +214,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
                     flow: f,
                     client: false,
                     timer: EndpointTimer::new(),
+                    timer_lane: Default::default(),
                     handle: None,
                     shared: true,
                 });
@@ -229,6 +231,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
                     flow: f,
                     client: false,
                     timer: EndpointTimer::new(),
+                    timer_lane: Default::default(),
                     handle: None,
                     shared: false,
                 });
@@ -312,7 +315,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         apps,
         // Before `metrics` moves into the struct (fields are evaluated in
         // the order written).
-        in_flight_msgs: vec![BTreeMap::new(); metrics.len()],
+        in_flight_msgs: vec![Default::default(); metrics.len()],
         metrics,
         message_log: Vec::new(),
         next_packet_id: 0,

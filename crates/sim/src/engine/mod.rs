@@ -22,12 +22,14 @@ pub(crate) mod build;
 pub(crate) mod capture;
 mod groups;
 pub mod handover;
+mod in_flight;
 mod link_hints;
 pub mod olsr;
 /// The event queue, shared with the proto harness (it moved there).
 pub use peregrine_proto::vtime::queue;
 pub mod routing;
 mod security;
+mod timer_lane;
 pub(crate) mod vehicular;
 pub mod wireless;
 
@@ -95,6 +97,9 @@ struct Slot {
     /// queue (an earlier request pushes a new event; a later one waits
     /// for this to fire).
     timer: EndpointTimer,
+    /// The timer's queued events, only the earliest in the event queue
+    /// ([`Sim::push_timer`]).
+    timer_lane: timer_lane::TimerLane,
     handle: Option<ConnectionHandle>,
     /// A `[[flow_groups]]` server endpoint serving many flows (`flow` is
     /// then only its first member; see `groups.rs`).
@@ -146,11 +151,10 @@ pub(crate) struct Sim {
     flows: Vec<FlowRt>,
     apps: Vec<AppSlot>,
     metrics: Vec<FlowMetrics>,
-    /// Per flow: (stream, message number) → (queued at, bytes). One map
-    /// per flow, not one keyed by flow: a lookup descends a flow's own
-    /// messages only (issue 40: with 200 flows the shared map was 7 % of
-    /// city-200's CPU).
-    in_flight_msgs: Vec<BTreeMap<(u16, u32), (Time, u32)>>,
+    /// Per flow: (stream, message number) → (queued at, bytes) of its
+    /// unfinished messages (`in_flight.rs`; issue 40: with 200 flows a
+    /// shared B-tree, then one per flow, cost 7 % of city-200's CPU).
+    in_flight_msgs: Vec<in_flight::InFlight>,
     /// Per-message rows: flow, stream, number, queued ns, latency ns, bytes.
     message_log: Vec<crate::metrics::MessageRecord>,
     next_packet_id: u64,
@@ -277,15 +281,20 @@ impl Host for Sim {
         self.now = t;
         match ev {
             Ev::FlowStart(f) => self.start_flow(f)?,
-            Ev::Timer(s) => match self.slots[s].timer.fire(t) {
-                Firing::Due => {
-                    self.slots[s].ep.handle_timeout(t);
-                    self.service(s)?;
+            Ev::Timer(s) => {
+                if let Some((at, seq)) = self.slots[s].timer_lane.popped(t) {
+                    self.queue.push_reserved(at, seq, Ev::Timer(s));
                 }
-                // Re-armed later since this event was pushed.
-                Firing::Later(a) => self.queue.push(a, Ev::Timer(s)),
-                Firing::Stale => {}
-            },
+                match self.slots[s].timer.fire(t) {
+                    Firing::Due => {
+                        self.slots[s].ep.handle_timeout(t);
+                        self.service(s)?;
+                    }
+                    // Re-armed later since this event was pushed.
+                    Firing::Later(a) => self.push_timer(s, a),
+                    Firing::Stale => {}
+                }
+            }
             Ev::LinkWake(l) => {
                 if self.link_wake[l] == Some(t) {
                     self.link_wake[l] = None;
@@ -393,9 +402,20 @@ impl Sim {
         }
         let want = self.slots[s].ep.poll_timeout();
         if let Some(t) = self.slots[s].timer.arm(want, now) {
-            self.queue.push(t, Ev::Timer(s));
+            self.push_timer(s, t);
         }
         Ok(())
+    }
+
+    /// Queue slot `s`'s timer event at `t`: in its lane, and in the
+    /// event queue only if it is the lane's earliest (`timer_lane.rs`:
+    /// the order of events is exactly that of queuing them all). O(log
+    /// lane + log events).
+    fn push_timer(&mut self, s: usize, t: Time) {
+        let seq = self.queue.reserve();
+        if self.slots[s].timer_lane.push(t, seq) {
+            self.queue.push_reserved(t, seq, Ev::Timer(s));
+        }
     }
 
     fn top_up(&mut self, flow: usize) {
@@ -438,7 +458,7 @@ impl Sim {
             deadline,
         ) {
             Ok(id) => {
-                self.in_flight_msgs[flow].insert((id.stream, id.number), (now, offer.bytes));
+                self.in_flight_msgs[flow].insert(id.stream, id.number, now, offer.bytes);
                 let sm = &mut self.metrics[flow].streams[si];
                 sm.messages_sent += 1;
                 sm.bytes_sent += u64::from(offer.bytes);
@@ -496,8 +516,7 @@ impl Sim {
                 let m = &mut self.metrics[flow];
                 m.c.goodput_bytes += bytes.len() as u64;
                 m.c.messages_delivered += 1;
-                if let Some((queued, size)) =
-                    self.in_flight_msgs[flow].remove(&(id.stream, id.number))
+                if let Some((queued, size)) = self.in_flight_msgs[flow].remove(id.stream, id.number)
                 {
                     let lat = self.now.as_nanos() - queued.as_nanos();
                     if let Some(si) = m.streams.iter().position(|x| x.id == id.stream) {
@@ -531,7 +550,7 @@ impl Sim {
                 if let Some(sm) = m.streams.iter_mut().find(|x| x.id == id.stream) {
                     sm.messages_abandoned += 1;
                 }
-                self.in_flight_msgs[flow].remove(&(id.stream, id.number));
+                self.in_flight_msgs[flow].remove(id.stream, id.number);
             }
             _ => {}
         }
