@@ -124,6 +124,7 @@ pub mod harness;
 pub mod io;
 pub mod loss;
 pub mod multicast;
+pub mod numbered;
 pub mod pmtud;
 pub mod probe;
 pub mod recovery;

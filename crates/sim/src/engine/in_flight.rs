@@ -8,10 +8,11 @@
 //! finding it an index, where the B-tree this replaces cost 7 % of
 //! city-200's CPU (200 flows with about 4,000 messages queued each;
 //! issue 40). A message that never finishes keeps the slots of every
-//! later one (16 bytes each) until the run ends.
+//! later one (16 bytes each) until the run ends. The queue is
+//! [`NumberedSlots`], the type that holds a sending stream's messages.
 
 use peregrine_cc::Time;
-use std::collections::VecDeque;
+use peregrine_proto::numbered::NumberedSlots;
 
 /// One flow's unfinished messages.
 #[derive(Clone, Debug, Default)]
@@ -20,12 +21,8 @@ pub(crate) struct InFlight {
     streams: Vec<(u16, Numbered)>,
 }
 
-/// One stream's records, slot `i` for message `base + i`.
-#[derive(Clone, Debug, Default)]
-struct Numbered {
-    base: u32,
-    slots: VecDeque<Option<(Time, u32)>>,
-}
+/// One stream's records (when queued, bytes) by message number.
+type Numbered = NumberedSlots<(Time, u32)>;
 
 impl InFlight {
     /// Message `number` of `stream` was queued at `queued`, `bytes` long
@@ -39,41 +36,20 @@ impl InFlight {
                 self.streams.len() - 1
             }
         };
-        let q = &mut self.streams[i].1;
-        if q.slots.is_empty() {
-            q.base = number;
-        }
-        while number < q.base {
-            q.slots.push_front(None);
-            q.base -= 1;
-        }
-        let at = (number - q.base) as usize;
-        if q.slots.len() <= at {
-            q.slots.resize(at + 1, None);
-        }
-        q.slots[at] = Some((queued, bytes));
+        self.streams[i].1.insert(number, (queued, bytes));
     }
 
     /// Message `number` of `stream` finished: its record (queued at,
     /// bytes), if it has one. O(streams + holes dropped at the front).
     pub(crate) fn remove(&mut self, stream: u16, number: u32) -> Option<(Time, u32)> {
         let (_, q) = self.streams.iter_mut().find(|(id, _)| *id == stream)?;
-        let at = number.checked_sub(q.base)? as usize;
-        let record = q.slots.get_mut(at)?.take();
-        while q.slots.front().is_some_and(Option::is_none) {
-            q.slots.pop_front();
-            q.base = q.base.wrapping_add(1);
-        }
-        record
+        q.remove(number)
     }
 
     /// Messages recorded.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.streams
-            .iter()
-            .map(|(_, q)| q.slots.iter().filter(|s| s.is_some()).count())
-            .sum()
+        self.streams.iter().map(|(_, q)| q.len()).sum()
     }
 }
 
@@ -119,7 +95,7 @@ mod tests {
             }
         }
         assert_eq!(q.len(), 10);
-        assert_eq!(q.streams[0].1.slots.len(), 10);
+        assert_eq!(q.streams[0].1.slots(), 10);
         assert_eq!(q.remove(4, 3), None);
     }
 }

@@ -23,6 +23,7 @@ mod messages;
 mod transmit;
 
 use super::events::MessageId;
+use crate::numbered::NumberedSlots;
 use crate::recovery::{BlockList, BlockRef};
 use crate::sched::{SchedContext, Scheduler, SchedulerConfig, StreamView};
 use crate::streams::{AbandonReason, StreamConfig, StreamReliability, StreamStats};
@@ -205,80 +206,9 @@ struct OutMessage {
 
 /// A stream's queued messages by number. Numbers are handed out in
 /// order, so the messages live in a queue indexed by `number - base`
-/// (a message leaves a hole when acknowledged or abandoned; holes are
-/// dropped at the front): queuing a message is a `push_back`, not a tree
+/// ([`NumberedSlots`]): queuing a message is a `push_back`, not a tree
 /// insert, and finding one is O(1).
-#[derive(Debug, Default)]
-struct MessageQueue {
-    base: u32,
-    slots: VecDeque<Option<OutMessage>>,
-}
-
-impl MessageQueue {
-    fn index(&self, n: u32) -> Option<usize> {
-        n.checked_sub(self.base).map(|i| i as usize)
-    }
-
-    fn get(&self, n: &u32) -> Option<&OutMessage> {
-        self.slots.get(self.index(*n)?)?.as_ref()
-    }
-
-    fn get_mut(&mut self, n: &u32) -> Option<&mut OutMessage> {
-        let i = self.index(*n)?;
-        self.slots.get_mut(i)?.as_mut()
-    }
-
-    fn contains_key(&self, n: &u32) -> bool {
-        self.get(n).is_some()
-    }
-
-    /// Queue message `n`: O(1) for the next number (always, from
-    /// `enqueue`); any other number is placed too.
-    fn insert(&mut self, n: u32, m: OutMessage) {
-        if self.slots.is_empty() {
-            self.base = n;
-        }
-        while n < self.base {
-            self.slots.push_front(None);
-            self.base -= 1;
-        }
-        let i = (n - self.base) as usize;
-        while self.slots.len() <= i {
-            self.slots.push_back(None);
-        }
-        if let Some(slot) = self.slots.get_mut(i) {
-            *slot = Some(m);
-        }
-    }
-
-    fn remove(&mut self, n: &u32) -> Option<OutMessage> {
-        let i = self.index(*n)?;
-        let m = self.slots.get_mut(i)?.take();
-        while self.slots.front().is_some_and(Option::is_none) {
-            self.slots.pop_front();
-            self.base = self.base.wrapping_add(1);
-        }
-        m
-    }
-
-    /// The numbers queued, ascending.
-    fn keys(&self) -> impl Iterator<Item = u32> + '_ {
-        let base = self.base;
-        self.slots
-            .iter()
-            .zip(0u32..)
-            .filter(|(m, _)| m.is_some())
-            .map(move |(_, i)| base.wrapping_add(i))
-    }
-
-    fn values_mut(&mut self) -> impl Iterator<Item = &mut OutMessage> + '_ {
-        self.slots.iter_mut().filter_map(Option::as_mut)
-    }
-
-    fn clear(&mut self) {
-        self.slots.clear();
-    }
-}
+type MessageQueue = NumberedSlots<OutMessage>;
 
 #[derive(Debug)]
 struct SendStream {
@@ -327,7 +257,7 @@ impl SendStream {
             return self.skips.get(&b.message).map(|s| s.0);
         }
         self.messages
-            .get(&b.message)?
+            .get(b.message)?
             .blocks
             .get(usize::from(b.block))
     }
@@ -369,7 +299,7 @@ impl SendStream {
             return None;
         }
         let &message = self.unsent.front()?;
-        let m = self.messages.get(&message)?;
+        let m = self.messages.get(message)?;
         let block = u16::try_from(m.next_unsent).ok()?;
         Some((
             BlockRef {
@@ -388,7 +318,7 @@ impl SendStream {
             }
             Some((b, _)) => self
                 .messages
-                .get(&b.message)
+                .get(b.message)
                 .map_or((None, Time::ZERO), |m| (m.deadline, m.enqueued)),
             None => (None, Time::ZERO),
         };
@@ -749,7 +679,7 @@ impl SendState {
                 s.config.reliability.wire(true),
             ));
         }
-        let m = s.messages.get(&b.message)?;
+        let m = s.messages.get(b.message)?;
         let start = usize::from(b.block) * self.block_size;
         let end = (start + self.block_size).min(m.bytes.len());
         let data = m.bytes.get(start..end).unwrap_or(&[]);
@@ -829,7 +759,7 @@ impl SendState {
         }
         let Some(st) = s
             .messages
-            .get_mut(&b.message)
+            .get_mut(b.message)
             .and_then(|m| m.blocks.get_mut(usize::from(b.block)))
         else {
             return;
@@ -853,7 +783,7 @@ impl SendState {
             s.again.pop_front();
             return;
         }
-        let Some(m) = s.messages.get_mut(&b.message) else {
+        let Some(m) = s.messages.get_mut(b.message) else {
             return;
         };
         m.next_unsent += 1;
@@ -1042,7 +972,7 @@ impl SendState {
                 }
                 continue;
             }
-            let Some(m) = s.messages.get_mut(&b.message) else {
+            let Some(m) = s.messages.get_mut(b.message) else {
                 continue;
             };
             let Some(st) = m.blocks.get_mut(usize::from(b.block)) else {
@@ -1059,7 +989,7 @@ impl SendState {
                 if let Some(d) = m.deadline {
                     self.deadlines.remove(&(d, b.stream, b.message));
                 }
-                s.messages.remove(&b.message);
+                s.messages.remove(b.message);
                 s.buffered_bytes = s.buffered_bytes.saturating_sub(size);
                 s.stats.messages_acked += 1;
                 self.buffered_bytes = self.buffered_bytes.saturating_sub(size);
@@ -1095,7 +1025,7 @@ impl SendState {
                 }
             } else if let Some(st) = s
                 .messages
-                .get_mut(&b.message)
+                .get_mut(b.message)
                 .and_then(|m| m.blocks.get_mut(usize::from(b.block)))
             {
                 *st = BlockState::Lost;
@@ -1113,7 +1043,7 @@ impl SendState {
         let Some(s) = self.streams.get_mut(&stream) else {
             return;
         };
-        let Some(m) = s.messages.remove(&number) else {
+        let Some(m) = s.messages.remove(number) else {
             return;
         };
         let mut unacked = 0u64;
@@ -1187,7 +1117,7 @@ impl SendState {
     pub fn is_settled(&self, id: MessageId) -> bool {
         self.streams.get(&id.stream).is_some_and(|s| {
             (s.exhausted || id.number < s.next_number)
-                && !s.messages.contains_key(&id.number)
+                && !s.messages.contains(id.number)
                 && !s.skips.contains_key(&id.number)
         })
     }
