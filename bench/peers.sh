@@ -36,8 +36,13 @@
 #      while a bulk stream saturates, p50/p99 per scheduler
 #      (peregrine perf --latency-trace with a generated trace), and the bulk
 #      stream's goodput beside it (its bytes at the server over the run);
-#      a bulk-alone row (the same client without the trace, run before and
-#      after the schedulers, mean of the two) is the goodput reference.
+#      a bulk-alone row (the same client without the trace, run before the
+#      first round and after every round, median) is the goodput reference.
+#      LATENCY_RUNS rounds (default RUNS), each scheduler once per round
+#      (interleaved, like the bulk runs): the table gives per scheduler the
+#      median of the rounds' p50, p99, mean and bulk goodput, and the p99's
+#      range — one 5-s run's p99 (its 50 slowest messages) moves between
+#      runs by more than between schedulers.
 #
 # A contender whose tool is missing is skipped with a notice saying how to
 # get it; the run goes on. Results: OUT/bulk.csv, idle.csv, latency.csv and
@@ -51,6 +56,8 @@
 #   env IDLE_CONNECTIONS=1000 (idle section: connections to open and hold)
 #   env IDLE_HOLD=10 (idle section: seconds to hold them open; at least 2)
 #   env BASE_PORT=47100 (ports BASE_PORT .. BASE_PORT+9 on 127.0.0.1)
+#   env LATENCY_RUNS=N (latency section: rounds over the schedulers; default RUNS)
+#   env SCHEDULERS="rr wfq abs adaptive edf aging" (latency section: the schedulers run)
 #   env PEREGRINE_BASELINE=path/to/another/peregrine (optional): adds its bulk rows
 #       (baseline, baseline-insecure) to the same interleaved run, for a before/after
 #   env PEREGRINE_PERF_FLAGS="--insecure" (extra flags for both perf sides; empty by default:
@@ -67,7 +74,7 @@ OUT="$ROOT/out/peers"
 ONLY="bulk,idle,latency"
 IDLE_CONNECTIONS=${IDLE_CONNECTIONS:-1000}
 IDLE_HOLD=${IDLE_HOLD:-10}
-SCHEDULERS="rr wfq abs adaptive edf aging"
+SCHEDULERS=${SCHEDULERS:-"rr wfq abs adaptive edf aging"}
 BASE_PORT=${BASE_PORT:-47100}
 
 while [ $# -gt 0 ]; do
@@ -282,7 +289,7 @@ idle_one() {
 
 # ---- 3. open-loop latency ----------------------------------------------------------
 latency_one() {
-  local sched=$1 port=$((BASE_PORT + 3))
+  local sched=$1 run=$2 port=$((BASE_PORT + 3))
   # Pinned 1,452-byte datagrams, as the bulk rows (comparable with earlier runs).
   local pin=()
   read -r -a pin <<<"$(pin_flags "$PEREGRINE")"
@@ -296,10 +303,10 @@ latency_one() {
   # The priority stream is the one that carries latency samples; the bulk
   # stream's goodput is its bytes at the server (streams without samples)
   # over the run.
-  jq -r --arg s "$sched" '(.duration_s) as $d
+  jq -r --arg s "$sched" --arg r "$run" '(.duration_s) as $d
     | ([.streams[] | select(.latency_ms == null) | .bytes] | add // 0) as $bulk
     | [.streams[] | select(.latency_ms != null and .latency_ms.count > 0)][0]
-    | "\($s),\(.latency_ms.count),\(.latency_ms.p50),\(.latency_ms.p99),\(.latency_ms.mean),\(if $d > 0 then $bulk * 8 / $d / 1e9 else 0 end)"' "$TMP/lat.json" >>"$OUT/latency.csv"
+    | "\($s),\(.latency_ms.count),\(.latency_ms.p50),\(.latency_ms.p99),\(.latency_ms.mean),\(if $d > 0 then $bulk * 8 / $d / 1e9 else 0 end),\($r)"' "$TMP/lat.json" >>"$OUT/latency.csv"
   note "latency $sched: $(tail -n 1 "$OUT/latency.csv")"
 }
 # The bulk stream alone (the same client, no latency trace): the goodput
@@ -366,31 +373,46 @@ if [[ ",$ONLY," == *",idle,"* ]]; then
 fi
 
 if [[ ",$ONLY," == *",latency,"* ]]; then
-  echo "scheduler,count,p50_ms,p99_ms,mean_ms,bulk_gbps" >"$OUT/latency.csv"
+  LATENCY_RUNS=${LATENCY_RUNS:-$RUNS}
+  echo "scheduler,count,p50_ms,p99_ms,mean_ms,bulk_gbps,run" >"$OUT/latency.csv"
   ALONE=()
   if [ $HAVE_PEREGRINE = 1 ]; then
     # 1,000 messages/s of 200 bytes (the drone trace's format: gap before each message).
     { echo "Delays,Data Length"; for _ in $(seq 1 $((DURATION * 1000))); do echo "1000us,200"; done; } >"$TMP/trace.csv"
-    # Bulk alone before and after the schedulers: drift hits both ends.
+    # Bulk alone before the first round and after every round: drift hits both.
     g=$(bulk_alone_once); [ -n "$g" ] && ALONE+=("$g") && note "bulk alone (before): $g Gbit/s"
-    for sched in $SCHEDULERS; do latency_one "$sched"; done
-    g=$(bulk_alone_once); [ -n "$g" ] && ALONE+=("$g") && note "bulk alone (after): $g Gbit/s"
+    for run in $(seq 1 "$LATENCY_RUNS"); do
+      for sched in $SCHEDULERS; do latency_one "$sched" "$run"; done
+      g=$(bulk_alone_once); [ -n "$g" ] && ALONE+=("$g") && note "bulk alone (after round $run): $g Gbit/s"
+    done
   fi
-  ALONE_G=$(printf '%s\n' "${ALONE[@]}" | awk 'NF {s += $1; n++} END { if (n) printf "%.3f", s / n; else print "nan" }')
-  [ ${#ALONE[@]} -gt 0 ] && echo "bulk-alone,0,,,,$ALONE_G" >>"$OUT/latency.csv"
+  ALONE_G=nan
+  [ ${#ALONE[@]} -gt 0 ] && ALONE_G=$(printf '%s\n' "${ALONE[@]}" | median)
+  [ ${#ALONE[@]} -gt 0 ] && echo "bulk-alone,0,,,,$ALONE_G," >>"$OUT/latency.csv"
   {
-    echo "### Open-loop latency: 1,000 msg/s × 200 B on a priority stream beside a saturating bulk stream (${DURATION} s)"
+    echo "### Open-loop latency: 1,000 msg/s × 200 B on a priority stream beside a saturating bulk stream (${DURATION} s, medians of $LATENCY_RUNS interleaved rounds)"
     echo
     [ $HAVE_PEREGRINE = 1 ] || echo "(missing: \`peregrine perf\` was not available.)"$'\n'
-    echo "bulk Gbit/s: the bulk stream's goodput during the run; vs alone: over the bulk-alone row (the same"
-    echo "client without the priority stream, mean of a run before and one after the schedulers: ${ALONE[*]:-none} Gbit/s)."
+    echo "Per scheduler, the median over the rounds of each run's p50, p99, mean and bulk goodput; p99 range: the"
+    echo "rounds' lowest and highest p99. bulk Gbit/s: the bulk stream's goodput during the run; vs alone: over the"
+    echo "bulk-alone row (the same client without the priority stream, median of a run before the first round and"
+    echo "one after every round: ${ALONE[*]:-none} Gbit/s)."
     echo
-    echo "| scheduler | messages | p50 ms | p99 ms | mean ms | bulk Gbit/s | bulk vs alone |"
-    echo "|---|---:|---:|---:|---:|---:|---:|"
-    tail -n +2 "$OUT/latency.csv" | awk -F, -v alone="$ALONE_G" '
-      function ratio(a, b) { return (b + 0 > 0) ? sprintf("%.2f", a / b) : "-" }
-      $1 == "bulk-alone" { printf "| bulk-alone | - | - | - | - | %.2f | 1.00 |\n", $6; next }
-      { printf "| %s | %d | %.3f | %.3f | %.3f | %.2f | %s |\n", $1, $2, $3, $4, $5, $6, ratio($6, alone) }'
+    echo "| scheduler | runs | messages | p50 ms | p99 ms | p99 range ms | mean ms | bulk Gbit/s | bulk vs alone |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for sched in $SCHEDULERS; do
+      rows=$(awk -F, -v s="$sched" 'NR > 1 && $1 == s' "$OUT/latency.csv")
+      [ -n "$rows" ] || continue
+      col() { printf '%s\n' "$rows" | cut -d, -f"$1" | median; }
+      n=$(printf '%s\n' "$rows" | wc -l)
+      lo=$(printf '%s\n' "$rows" | cut -d, -f4 | sort -g | head -n 1)
+      hi=$(printf '%s\n' "$rows" | cut -d, -f4 | sort -g | tail -n 1)
+      awk -v s="$sched" -v n="$n" -v c="$(col 2)" -v p50="$(col 3)" -v p99="$(col 4)" -v lo="$lo" -v hi="$hi" \
+        -v mean="$(col 5)" -v bulk="$(col 6)" -v alone="$ALONE_G" 'BEGIN {
+          r = (alone + 0 > 0) ? sprintf("%.2f", bulk / alone) : "-"
+          printf "| %s | %d | %d | %.3f | %.3f | %.3f–%.3f | %.3f | %.2f | %s |\n", s, n, c, p50, p99, lo, hi, mean, bulk, r }'
+    done
+    [ ${#ALONE[@]} -gt 0 ] && printf '| bulk-alone | %d | - | - | - | - | - | %.2f | 1.00 |\n' "${#ALONE[@]}" "$ALONE_G"
     echo
   } >>"$OUT/summary.md"
 fi
