@@ -39,8 +39,12 @@ struct Vehicle {
     shadow_z: Vec<f64>,
     last_pos: Option<Vec3>,
     /// SNR (fading: with shadowing) to every station at the last step, dB:
-    /// what a second attachment sees (make-before-break, issue 29).
+    /// what a second attachment sees (make-before-break, issue 29). Empty
+    /// when only the views the decisions need are evaluated.
     snr_by_bs: Vec<f64>,
+    /// Without every station evaluated: (station, SNR dB) of those that
+    /// were, in the order they were (a handful, not the whole city).
+    snr_seen: Vec<(usize, f64)>,
 }
 
 /// A vehicle's association as of the last step, for a make-before-break
@@ -97,6 +101,10 @@ pub struct MmWaveChannel {
     /// Evaluate every station's view at every step (see
     /// [`set_every_station`](MmWaveChannel::set_every_station)).
     every_station: bool,
+    /// The stations by where they are, for the bounded searches.
+    station_grid: StationGrid,
+    /// The views' buffers, reused by every vehicle's step.
+    scratch: ViewScratch,
 }
 
 /// Slack of the bounded station searches, dB: a station is passed over
@@ -104,6 +112,122 @@ pub struct MmWaveChannel {
 /// rounding difference between two distances' logarithms cannot prune a
 /// station that ties.
 const BOUND_SLACK_DB: f64 = 1e-9;
+
+/// The base stations' ground positions bucketed in a uniform grid, so that
+/// a search finds the stations within a distance of a vehicle by visiting
+/// the cells around it, not every station of the city (issue 40). Cells
+/// are `√(area / stations)` of the stations' bounding box (about one
+/// station each), at least 1 m and 1/1024 of the extent.
+#[derive(Clone, Debug, Default)]
+struct StationGrid {
+    origin_x: f64,
+    origin_y: f64,
+    cell_m: f64,
+    nx: usize,
+    ny: usize,
+    /// The stations of cell `c` are `items[start[c]..start[c + 1]]`,
+    /// ascending.
+    start: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl StationGrid {
+    /// Buckets `stations` (finite, as the channel validates them).
+    /// O(stations).
+    fn new(stations: &[Vec3]) -> StationGrid {
+        if stations.is_empty() {
+            return StationGrid::default();
+        }
+        let (mut lo_x, mut lo_y) = (f64::INFINITY, f64::INFINITY);
+        let (mut hi_x, mut hi_y) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+        for b in stations {
+            lo_x = lo_x.min(b.x);
+            lo_y = lo_y.min(b.y);
+            hi_x = hi_x.max(b.x);
+            hi_y = hi_y.max(b.y);
+        }
+        let (w, h) = (hi_x - lo_x, hi_y - lo_y);
+        let cell_m = (w * h / stations.len() as f64)
+            .sqrt()
+            .max(w.max(h) / 1024.0)
+            .max(1.0);
+        let mut g = StationGrid {
+            origin_x: lo_x,
+            origin_y: lo_y,
+            cell_m,
+            nx: (w / cell_m) as usize + 1,
+            ny: (h / cell_m) as usize + 1,
+            ..StationGrid::default()
+        };
+        let cell = |b: &Vec3| g.cell(g.col(b.x), g.row(b.y));
+        let cells: Vec<usize> = stations.iter().map(cell).collect();
+        let mut start = vec![0u32; g.nx * g.ny + 1];
+        for &c in &cells {
+            start[c + 1] += 1;
+        }
+        for c in 1..start.len() {
+            start[c] += start[c - 1];
+        }
+        let mut fill = start.clone();
+        let mut items = vec![0u32; stations.len()];
+        for (j, &c) in cells.iter().enumerate() {
+            items[fill[c] as usize] = j as u32;
+            fill[c] += 1;
+        }
+        g.start = start;
+        g.items = items;
+        g
+    }
+
+    /// Column of `x`, clamped to the grid (NaN: 0).
+    fn col(&self, x: f64) -> usize {
+        ((x - self.origin_x) / self.cell_m).clamp(0.0, (self.nx - 1) as f64) as usize
+    }
+
+    /// Row of `y`, clamped to the grid (NaN: 0).
+    fn row(&self, y: f64) -> usize {
+        ((y - self.origin_y) / self.cell_m).clamp(0.0, (self.ny - 1) as f64) as usize
+    }
+
+    fn cell(&self, col: usize, row: usize) -> usize {
+        row * self.nx + col
+    }
+
+    /// Calls `f` once with every station whose ground position is within
+    /// `r_m` of `(x, y)` on both axes (a superset of those within `r_m`,
+    /// which the caller filters by distance); nothing for a non-finite
+    /// position, every station for an infinite `r_m`. O(cells in the
+    /// square + stations there).
+    fn within(&self, x: f64, y: f64, r_m: f64, mut f: impl FnMut(usize)) {
+        if self.nx == 0 || !(x.is_finite() && y.is_finite()) || r_m.is_nan() {
+            return;
+        }
+        let (c0, c1) = (self.col(x - r_m), self.col(x + r_m));
+        let (r0, r1) = (self.row(y - r_m), self.row(y + r_m));
+        for row in r0..=r1 {
+            let (a, b) = (self.cell(c0, row), self.cell(c1, row));
+            // The cells of one row are contiguous, and so are their items.
+            for &j in &self.items[self.start[a] as usize..self.start[b + 1] as usize] {
+                f(j as usize);
+            }
+        }
+    }
+}
+
+/// The buffers of [`Views`], kept across vehicles and steps so that a
+/// vehicle's step allocates nothing (issue 40).
+#[derive(Clone, Debug, Default)]
+struct ViewScratch {
+    got: Vec<View>,
+    /// `stamp[j] == pass`: station `j`'s view in `got` is this vehicle's
+    /// (a new pass per vehicle step forgets the others in O(1)).
+    stamp: Vec<u64>,
+    pass: u64,
+    /// The stations evaluated in this pass, in order.
+    evaluated: Vec<usize>,
+    /// (distance m, station): a bounded search's candidates, nearest first.
+    order: Vec<(f64, usize)>,
+}
 
 /// One vehicle's views of the base stations at one step, each evaluated
 /// (its segment tested against the obstacles and the other vehicles) at
@@ -117,37 +241,39 @@ struct Views<'a> {
     bodies: &'a BlockerIndex,
     own: usize,
     full: bool,
-    got: Vec<View>,
-    known: Vec<bool>,
-    /// (distance m, station), nearest first; built by the first bounded
-    /// search.
-    order: Vec<(f64, usize)>,
+    s: &'a mut ViewScratch,
 }
 
 impl<'a> Views<'a> {
+    /// Vehicle `own`'s views from its antenna at `ant`, in `scratch`'s
+    /// buffers. O(1) (after the first call), plus every station's segment
+    /// test if `full`.
     fn new(
         ch: &'a MmWaveChannel,
+        scratch: &'a mut ViewScratch,
         ant: Vec3,
         bodies: &'a BlockerIndex,
         own: usize,
         full: bool,
     ) -> Views<'a> {
         let n = ch.base_stations.len();
+        if scratch.got.len() != n {
+            let unknown = View {
+                snr_db: f64::NAN,
+                clear: false,
+            };
+            scratch.got = vec![unknown; n];
+            scratch.stamp = vec![0; n];
+        }
+        scratch.pass += 1;
+        scratch.evaluated.clear();
         let mut v = Views {
             ch,
             ant,
             bodies,
             own,
             full,
-            got: vec![
-                View {
-                    snr_db: f64::NAN,
-                    clear: false,
-                };
-                n
-            ],
-            known: vec![false; n],
-            order: Vec::new(),
+            s: scratch,
         };
         if full {
             for j in 0..n {
@@ -157,28 +283,50 @@ impl<'a> Views<'a> {
         v
     }
 
+    /// Whether station `j`'s view was evaluated. O(1).
+    fn known(&self, j: usize) -> bool {
+        self.s.stamp[j] == self.s.pass
+    }
+
     /// Station `j`'s view, evaluated now if it was not yet. O(1) once
     /// known, else one segment test.
     fn get(&mut self, j: usize) -> View {
-        if !self.known[j] {
-            self.got[j] = self.ch.view(self.ant, j, self.bodies, self.own);
-            self.known[j] = true;
+        if !self.known(j) {
+            self.s.got[j] = self.ch.view(self.ant, j, self.bodies, self.own);
+            self.s.stamp[j] = self.s.pass;
+            self.s.evaluated.push(j);
         }
-        self.got[j]
+        self.s.got[j]
     }
 
     /// The station (not `exclude`; in line of sight if `need_clear`) with
-    /// the highest SNR at or above `min_snr_db`, ties to the higher index.
-    /// With every view known, a scan. Else a bounded search: stations
-    /// nearest first, each bounded by its clear-path SNR (an obstacle only
-    /// lowers it, [`MmWaveConfig::snr_bound_db`]), stopping at the first
-    /// whose bound is below both `min_snr_db` and the best found — the
-    /// answer a scan of every view gives, with only the views that could
-    /// be it evaluated (issue 40). O(stations log stations) plus the
-    /// segment tests it needs.
-    fn best(&mut self, exclude: Option<usize>, need_clear: bool) -> Option<usize> {
+    /// the highest SNR at or above `min_snr_db` and, if `above_db` is
+    /// given, above it — ties to the higher index; that is, the best
+    /// station of a scan of every view if its SNR is above `above_db`,
+    /// else none.
+    ///
+    /// With every view known, a scan. Else a bounded search: the bar
+    /// starts at `min_snr_db` or `above_db`, whichever is higher (what a
+    /// handover must beat: the serving SNR plus the hysteresis), the
+    /// stations whose clear-path bound can reach it
+    /// ([`MmWaveConfig::reach_m`]) are found through the station grid and
+    /// sorted, and they are taken nearest first, each bounded by its
+    /// clear-path SNR (an obstacle only lowers it,
+    /// [`MmWaveConfig::snr_bound_db`]), stopping at the first whose bound
+    /// is below the bar or the best found — so only the views that could
+    /// be the answer are evaluated (issue 40). O(cells and stations within
+    /// reach + k log k for the k of them) plus the segment tests it needs.
+    fn best(
+        &mut self,
+        exclude: Option<usize>,
+        need_clear: bool,
+        above_db: Option<f64>,
+    ) -> Option<usize> {
         let cfg = &self.ch.config;
         let min = cfg.min_snr_db;
+        let counts = |w: View| {
+            (!need_clear || w.clear) && w.snr_db >= min && above_db.is_none_or(|a| w.snr_db > a)
+        };
         let better = |w: View, j: usize, best: Option<(f64, usize)>| {
             best.is_none_or(|(b, bj)| match w.snr_db.total_cmp(&b) {
                 std::cmp::Ordering::Greater => true,
@@ -188,40 +336,43 @@ impl<'a> Views<'a> {
         };
         let mut best: Option<(f64, usize)> = None;
         if self.full {
-            for j in 0..self.got.len() {
-                let w = self.got[j];
-                if Some(j) != exclude
-                    && (!need_clear || w.clear)
-                    && w.snr_db >= min
-                    && better(w, j, best)
-                {
+            for j in 0..self.s.got.len() {
+                let w = self.s.got[j];
+                if Some(j) != exclude && counts(w) && better(w, j, best) {
                     best = Some((w.snr_db, j));
                 }
             }
             return best.map(|b| b.1);
         }
-        if self.order.is_empty() {
-            let ch = self.ch;
-            let ant = self.ant;
-            self.order
-                .extend((0..ch.base_stations.len()).map(|j| (ant.distance(ch.bs_antenna(j)), j)));
-            self.order
-                .sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        }
-        for k in 0..self.order.len() {
-            let (d, j) = self.order[k];
+        let floor = above_db.map_or(min, |a| a.max(min));
+        let reach = cfg.reach_m(floor);
+        let (ch, ant) = (self.ch, self.ant);
+        let order = &mut self.s.order;
+        order.clear();
+        ch.station_grid.within(ant.x, ant.y, reach, |j| {
+            let d = ant.distance(ch.bs_antenna(j));
+            // Beyond `reach` a station's bound is below the bar: the
+            // search below would stop before it anyway.
+            if d <= reach {
+                order.push((d, j));
+            }
+        });
+        // Distinct stations: a total order, so unstable is deterministic.
+        order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for k in 0..self.s.order.len() {
+            let (d, j) = self.s.order[k];
             if Some(j) == exclude {
                 continue;
             }
             // Every station from here on is at least as far: bounded by
             // this one's bound.
-            let bar = best.map_or(min, |b| b.0.max(min));
+            let bar = best.map_or(floor, |b| b.0.max(floor));
             // (The bound is never NaN: −∞ for a NaN distance.)
             if cfg.snr_bound_db(d) < bar - BOUND_SLACK_DB {
                 break;
             }
             let w = self.get(j);
-            if (!need_clear || w.clear) && w.snr_db >= min && better(w, j, best) {
+            if counts(w) && better(w, j, best) {
                 best = Some((w.snr_db, j));
             }
         }
@@ -270,6 +421,8 @@ impl MmWaveChannel {
         }
         Ok(MmWaveChannel {
             config,
+            station_grid: StationGrid::new(&base_stations),
+            scratch: ViewScratch::default(),
             base_stations,
             obstacles,
             seed,
@@ -336,15 +489,26 @@ impl MmWaveChannel {
     /// What vehicle `vehicle`'s own beam to station `bs` would carry at
     /// the last step, bit/s: the capacity of its SNR (SINR-free in the
     /// fading model: a second attachment's path loss and shadowing only,
-    /// no transient outages). 0 for unknown indices. O(1).
+    /// no transient outages). 0 for unknown indices, and for a station
+    /// whose view the step did not evaluate
+    /// ([`set_every_station`](Self::set_every_station) off). O(1) with
+    /// every station evaluated, else O(views evaluated).
     pub fn capacity_to(&self, vehicle: usize, bs: usize) -> u64 {
-        let Some(snr) = self.vehicles.get(vehicle).and_then(|v| v.snr_by_bs.get(bs)) else {
+        let Some(v) = self.vehicles.get(vehicle) else {
+            return 0;
+        };
+        let snr = if v.snr_by_bs.is_empty() {
+            v.snr_seen.iter().find(|e| e.0 == bs).map(|e| e.1)
+        } else {
+            v.snr_by_bs.get(bs).copied()
+        };
+        let Some(snr) = snr else {
             return 0;
         };
         if self.config.fading {
-            self.config.fading_capacity_bps(*snr)
+            self.config.fading_capacity_bps(snr)
         } else {
-            self.config.capacity_bps(*snr)
+            self.config.capacity_bps(snr)
         }
     }
 
@@ -423,6 +587,7 @@ impl MmWaveChannel {
                 shadow_z: Vec::new(),
                 last_pos: None,
                 snr_by_bs: Vec::new(),
+                snr_seen: Vec::new(),
             });
         }
         // Headings and yaw rates; then the moving bodies.
@@ -459,6 +624,7 @@ impl MmWaveChannel {
         // Take the states out so each can be updated in place while the
         // rest of the channel is read.
         let mut states = std::mem::take(&mut self.vehicles);
+        let mut scratch = std::mem::take(&mut self.scratch);
         for (i, v) in states.iter_mut().enumerate().take(vehicles.len()) {
             let ctx = StepCtx {
                 now,
@@ -469,12 +635,17 @@ impl MmWaveChannel {
                 load: &load,
                 serving: &serving,
             };
-            for ev in self.step_vehicle(v, i, &ctx).into_iter().flatten() {
+            for ev in self
+                .step_vehicle(v, i, &ctx, &mut scratch)
+                .into_iter()
+                .flatten()
+            {
                 self.counts.bump(ev.kind);
                 self.events.push(ev);
             }
         }
         self.vehicles = states;
+        self.scratch = scratch;
     }
 
     /// One vehicle's step; returns the outage it starts, if any, and (in
@@ -484,6 +655,7 @@ impl MmWaveChannel {
         v: &mut Vehicle,
         i: usize,
         ctx: &StepCtx<'_>,
+        scratch: &mut ViewScratch,
     ) -> [Option<FailureEvent>; 2] {
         let StepCtx {
             now,
@@ -497,9 +669,9 @@ impl MmWaveChannel {
         let (pos, vel) = vehicles[i];
         let ant = pos + Vec3::new(0.0, 0.0, self.config.vehicle_antenna_height_m);
         let full = self.config.fading || self.every_station;
-        let mut views = Views::new(self, ant, bodies, i, full);
+        let mut views = Views::new(self, scratch, ant, bodies, i, full);
         if self.config.fading {
-            self.shadow(v, pos, &mut views.got);
+            self.shadow(v, pos, &mut views.s.got);
         }
         let speed = vel.x.hypot(vel.y);
         let cfg = &self.config;
@@ -526,7 +698,7 @@ impl MmWaveChannel {
             match v.state.bs {
                 None => {
                     // First association (or re-entry into coverage): no outage.
-                    v.state.bs = views.best(None, false);
+                    v.state.bs = views.best(None, false, None);
                     v.los = v.state.bs.is_some_and(|b| views.get(b).clear);
                 }
                 Some(s) => {
@@ -544,16 +716,20 @@ impl MmWaveChannel {
                         started = Some(self.blockage(i, s, &mut views, vehicles, headings));
                     } else if serving.snr_db < cfg.min_snr_db {
                         // Out of coverage of the serving station: forced handover.
-                        if let Some(k) = views.best(Some(s), false) {
+                        if let Some(k) = views.best(Some(s), false, None) {
                             started = Some((
                                 FailureKind::Handover,
                                 ms(cfg.handover_interruption_ms),
                                 Some(k),
                             ));
                         }
-                    } else if let Some(k) = views.best(Some(s), false).filter(|k| {
-                        views.get(*k).snr_db > serving.snr_db + cfg.handover_hysteresis_db
-                    }) {
+                    } else if let Some(k) = views.best(
+                        Some(s),
+                        false,
+                        // Only a station better by the hysteresis is kept:
+                        // the search need not look below that (issue 40).
+                        Some(serving.snr_db + cfg.handover_hysteresis_db),
+                    ) {
                         match v.candidate {
                             Some((c, since)) if c == k => {
                                 if now.saturating_duration_since(since)
@@ -608,19 +784,19 @@ impl MmWaveChannel {
             (w.snr_db, w.clear)
         });
         if let (true, Some(b)) = (cfg.fading, v.state.bs) {
-            snr = self.sinr_db(i, b, &views.got, v.yaw_rate, ctx);
+            snr = self.sinr_db(i, b, &views.s.got, v.yaw_rate, ctx);
         }
-        // What a second attachment sees; NaN (capacity 0) where a view
-        // was not needed (`set_every_station`).
+        // What a second attachment sees: every station's SNR, or (without
+        // every station evaluated) those of the few that were.
         v.snr_by_bs.clear();
-        v.snr_by_bs
-            .extend(
-                views
-                    .got
-                    .iter()
-                    .zip(&views.known)
-                    .map(|(w, &k)| if k { w.snr_db } else { f64::NAN }),
-            );
+        v.snr_seen.clear();
+        if full {
+            v.snr_by_bs.extend(views.s.got.iter().map(|w| w.snr_db));
+        } else {
+            let got = &views.s.got;
+            v.snr_seen
+                .extend(views.s.evaluated.iter().map(|&j| (j, got[j].snr_db)));
+        }
         let capacity = if v.outage.is_some() {
             0
         } else if cfg.fading {
@@ -776,7 +952,7 @@ impl MmWaveChannel {
         let cfg = &self.config;
         let horizon = cfg.blockage_horizon_ms;
         let mut best = (horizon, None);
-        if let Some(k) = views.best(Some(s), true) {
+        if let Some(k) = views.best(Some(s), true, None) {
             best = (cfg.handover_interruption_ms, Some(k));
         }
         if views.get(s).snr_db >= cfg.min_snr_db && cfg.nlos_recovery_ms < best.0 {
@@ -823,5 +999,145 @@ impl MmWaveChannel {
             t += step;
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod search_tests {
+    use super::*;
+    use crate::world::channel::obstacles::Rect;
+
+    /// Every station within `r` (horizontally) of a point is visited, each
+    /// once, wherever the point is (outside the grid too).
+    #[test]
+    fn the_station_grid_visits_every_station_in_range_once() {
+        let stations: Vec<Vec3> = (0..45)
+            .map(|k| Vec3::new((k * 37 % 300) as f64, (k * 91 % 280) as f64, 0.0))
+            .collect();
+        let grid = StationGrid::new(&stations);
+        for q in 0..400 {
+            let (x, y) = ((q * 13 % 500) as f64 - 100.0, (q * 29 % 460) as f64 - 80.0);
+            for r in [0.0, 5.0, 30.0, 120.0, 1e4, f64::INFINITY] {
+                let mut seen = vec![0u32; stations.len()];
+                grid.within(x, y, r, |j| seen[j] += 1);
+                for (j, b) in stations.iter().enumerate() {
+                    assert!(seen[j] <= 1, "station {j} twice");
+                    let near = (b.x - x).abs() <= r && (b.y - y).abs() <= r;
+                    assert!(!near || seen[j] == 1, "({x}, {y}) r {r}: missed {j}");
+                }
+            }
+        }
+        let mut n = 0;
+        grid.within(f64::NAN, 3.0, 10.0, |_| n += 1);
+        grid.within(3.0, f64::INFINITY, 10.0, |_| n += 1);
+        assert_eq!(n, 0);
+        // Stations on one line, and a single one: a grid still.
+        let line: Vec<Vec3> = (0..5)
+            .map(|k| Vec3::new(k as f64 * 1e3, 7.0, 0.0))
+            .collect();
+        for st in [line, vec![Vec3::new(1.0, 2.0, 0.0)]] {
+            let grid = StationGrid::new(&st);
+            let mut all = Vec::new();
+            grid.within(0.0, 0.0, f64::INFINITY, |j| all.push(j));
+            assert_eq!(all, (0..st.len()).collect::<Vec<_>>());
+        }
+    }
+
+    /// `reach_m` is never closer than a distance whose bound is within
+    /// the searches' slack of the bar, and not much farther than needed.
+    #[test]
+    fn reach_covers_every_distance_the_bound_reaches() {
+        let odd = MmWaveConfig {
+            nlos_alpha_db: 50.0,
+            nlos_beta: 1.5,
+            ..MmWaveConfig::urban()
+        };
+        for cfg in [MmWaveConfig::urban(), odd] {
+            for b in 0..400 {
+                let bar = -20.0 + 0.173 * b as f64;
+                let reach = cfg.reach_m(bar);
+                assert!(reach >= 1.0);
+                for i in 0..3000 {
+                    let d = 0.01 * 1.004f64.powi(i);
+                    if cfg.snr_bound_db(d) >= bar - BOUND_SLACK_DB {
+                        assert!(d <= reach, "bar {bar}: {d} m beyond {reach}");
+                    }
+                }
+                if reach > 1.0 {
+                    assert!(cfg.snr_bound_db(reach * 1.001) < bar, "bar {bar}");
+                }
+            }
+            assert_eq!(cfg.reach_m(f64::NAN), f64::INFINITY);
+            assert_eq!(cfg.reach_m(f64::NEG_INFINITY), f64::INFINITY);
+            assert!(cfg.reach_m(f64::INFINITY) < 1.0 + 1e-8);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// The bounded search (station grid, reach, bound) picks what a
+        /// scan of every view picks, then filtered by `above_db` as the
+        /// handover decision filters it — for random stations, buildings,
+        /// trees, vehicles, exclusions and bars, its buffers reused from
+        /// vehicle to vehicle.
+        #[test]
+        fn the_bounded_search_picks_what_a_full_scan_picks(
+            stations in proptest::collection::vec((0.0f64..400.0, 0.0f64..400.0), 1..30),
+            obstacles in proptest::collection::vec(
+                (0.0f64..400.0, 0.0f64..400.0, 1.0f64..20.0, 1.0f64..20.0, proptest::bool::ANY),
+                0..40,
+            ),
+            vehicles in proptest::collection::vec(
+                (-50.0f64..450.0, -50.0f64..450.0, 0.0f64..6.3, 0usize..31, proptest::bool::ANY, -30.0f64..60.0, 0u8..3),
+                1..25,
+            ),
+        ) {
+            let field = ObstacleField::new(
+                obstacles
+                    .iter()
+                    .map(|&(x, y, w, h, tree)| {
+                        let kind = if tree { ObstacleKind::Tree } else { ObstacleKind::Building };
+                        let r = Rect { min_x: x, min_y: y, max_x: x + w, max_y: y + h };
+                        Obstacle::from_rect(kind, r, 10.0)
+                    })
+                    .collect(),
+            )
+            .unwrap();
+            let bss = stations.iter().map(|&(x, y)| Vec3::new(x, y, 0.0)).collect();
+            let ch = MmWaveChannel::new(MmWaveConfig::urban(), bss, field, 1).unwrap();
+            let bodies = BlockerIndex::new(
+                vehicles
+                    .iter()
+                    .map(|&(x, y, h, ..)| ch.body(Vec3::new(x, y, 0.0), h))
+                    .collect(),
+            );
+            let (mut full_buf, mut some_buf) = (ViewScratch::default(), ViewScratch::default());
+            for (i, &(x, y, _, ex, need_clear, above, mode)) in vehicles.iter().enumerate() {
+                let ant = Vec3::new(x, y, ch.config.vehicle_antenna_height_m);
+                let exclude = (ex < stations.len()).then_some(ex);
+                // No bar; the bar of a handover; a serving station's SNR plus the hysteresis.
+                let above_db = match mode {
+                    0 => None,
+                    1 => Some(above),
+                    _ => exclude.map(|s| ch.view(ant, s, &bodies, i).snr_db + 3.0),
+                };
+                let mut full = Views::new(&ch, &mut full_buf, ant, &bodies, i, true);
+                let scan = full.best(exclude, need_clear, None);
+                let want = scan.filter(|&k| above_db.is_none_or(|a| full.get(k).snr_db > a));
+                proptest::prop_assert_eq!(full.best(exclude, need_clear, above_db), want);
+                let mut some = Views::new(&ch, &mut some_buf, ant, &bodies, i, false);
+                proptest::prop_assert_eq!(some.best(exclude, need_clear, above_db), want);
+                // What it evaluated is this vehicle's, each once.
+                let mut seen = some.s.evaluated.clone();
+                seen.sort_unstable();
+                seen.dedup();
+                proptest::prop_assert_eq!(seen.len(), some.s.evaluated.len());
+                for &j in &some.s.evaluated {
+                    let (a, b) = (some.s.got[j], full_buf.got[j]);
+                    proptest::prop_assert_eq!((a.snr_db.to_bits(), a.clear), (b.snr_db.to_bits(), b.clear));
+                }
+            }
+        }
     }
 }

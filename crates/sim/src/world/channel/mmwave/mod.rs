@@ -310,6 +310,26 @@ impl MmWaveConfig {
             .max(self.snr_db(distance_m, 1, 0, 0))
     }
 
+    /// A distance beyond which no path reaches `snr_db`, m: every
+    /// `d` with `snr_bound_db(d) ≥ snr_db − 10⁻⁶ dB` is at most this (the
+    /// inverse of the bound, a little widened against rounding), so the
+    /// stations farther away can be left out of a search whose bar is
+    /// `snr_db` without computing their bound (issue 40). At least 1 m
+    /// (the bound is flat below 1 m); +∞ for a NaN or −∞ bar. O(1).
+    pub fn reach_m(&self, snr_db: f64) -> f64 {
+        if snr_db.is_nan() || snr_db == f64::NEG_INFINITY {
+            return f64::INFINITY;
+        }
+        // SNR = head − α − 10·β·log10(d), so d = 10^((head − α − SNR) / (10·β)).
+        let head = self.tx_power_dbm + self.beamforming_gain_db - self.noise_dbm();
+        let bar = snr_db - 1e-6;
+        let reach = |alpha: f64, beta: f64| 10f64.powf((head - alpha - bar) / (10.0 * beta));
+        let d = reach(self.los_alpha_db, self.los_beta)
+            .max(reach(self.nlos_alpha_db, self.nlos_beta))
+            .max(1.0);
+        d * (1.0 + 1e-9) + 1e-9
+    }
+
     /// Capacity at `snr_db`: `min(cap, B·log2(1 + SNR/Γ))`, 0 below the
     /// minimum SNR, bit/s.
     pub fn capacity_bps(&self, snr_db: f64) -> u64 {
