@@ -223,11 +223,13 @@ mod tests {
         !finish(sum_blocks(data, 0, block))
     }
 
-    /// Each variant this CPU runs, by name.
-    fn variants() -> Vec<(&'static str, fn(&[u8]) -> u64)> {
+    /// A block loop, by name.
+    type Variant = (&'static str, fn(&[u8]) -> u64);
+
+    /// Each variant this CPU runs.
+    fn variants() -> Vec<Variant> {
         #[allow(unused_mut)]
-        let mut v: Vec<(&'static str, fn(&[u8]) -> u64)> =
-            vec![("portable", block_sum_portable), ("dispatched", block_sum)];
+        let mut v: Vec<Variant> = vec![("portable", block_sum_portable), ("dispatched", block_sum)];
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: AVX2 was just detected on this CPU.
