@@ -30,7 +30,7 @@
 
 use crate::connection::{
     ConfigError, Connection, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig,
-    Event, MessageData, MessageId, SendError, StartParams,
+    Event, MessageData, MessageId, SendError, SendRoom, StartParams,
 };
 use crate::crypto::noise::{HandshakeRng, SEED_LEN};
 use crate::io::{EcnCodepoint, SansIo, Transmit};
@@ -372,6 +372,16 @@ impl Endpoint {
     ) -> Result<MessageId, SendError> {
         let now = self.tick(now);
         self.send_pooled(handle, now, stream, bytes, deadline)
+    }
+
+    /// How full the buffers are that a new message on `stream` of
+    /// `handle` must fit in (`None`: no such connection): a runtime wakes
+    /// a writer refused with `BufferFull` by it
+    /// ([`SendRoom::writer_may_wake`]). A query: nothing changes.
+    ///
+    /// Complexity: O(log n + log streams).
+    pub fn send_room(&self, handle: ConnectionHandle, stream: u16) -> Option<SendRoom> {
+        self.connections.get(&handle).map(|c| c.send_room(stream))
     }
 
     /// Open a stream with `config`, or change an open one (priority class
