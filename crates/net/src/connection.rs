@@ -421,11 +421,15 @@ impl Connection {
                     .send_message_with_deadline(h, now, stream, bytes.clone(), deadline)
                 {
                     // The connection's buffer is full, or the endpoint's
-                    // pool is at its ceiling: wait (the driver wakes us on
-                    // acknowledgements and on `Event::Writable`).
+                    // pool is at its ceiling: wait (the driver wakes us
+                    // when acknowledgements brought the buffers to their
+                    // low-water mark for this message, and on
+                    // `Event::Writable`).
                     Err(SendError::BufferFull) | Err(SendError::WouldBlock { .. }) => {
                         if let Some(c) = st.conns.get_mut(&h) {
                             c.send_waiting = true;
+                            let want = c.send_wants.entry(stream).or_insert(0);
+                            *want = (*want).max(bytes.len());
                             st.send_waiters.insert(h);
                         }
                         Look::Wait
