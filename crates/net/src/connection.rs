@@ -412,10 +412,21 @@ impl Connection {
         track: bool,
     ) -> Result<MessageId, Error> {
         let h = self.inner.handle;
+        // Whether the driver needs no wake-up for this message (below).
+        let mut joins_pending = false;
         let r = self
             .wait_for(|st, shared| {
                 let now = shared.now();
                 let deadline = lifetime.map(|d| now + d);
+                // A bulk message that joins data already waiting to be
+                // sent changes nothing the driver waits for (an
+                // acknowledgement or its timer), so it is not woken for
+                // it: a writer queueing a batch at the low-water mark
+                // would otherwise wake a sleeping driver once per message.
+                // A class-0 message, one with a deadline (a new timer) or
+                // a tracked one always wakes it.
+                joins_pending =
+                    lifetime.is_none() && !track && st.proto.send_joins_pending(h, stream);
                 match st
                     .proto
                     .send_message_with_deadline(h, now, stream, bytes.clone(), deadline)
@@ -454,7 +465,9 @@ impl Connection {
                 }
             })
             .await?;
-        self.shared().wake();
+        if !joins_pending {
+            self.shared().wake();
+        }
         r
     }
 

@@ -58,6 +58,14 @@ impl Connection {
         }
     }
 
+    /// Whether a message queued now on `stream` would only join data that
+    /// already waits to be sent, on a stream of class 1–3
+    /// ([`Endpoint::send_joins_pending`](crate::Endpoint::send_joins_pending)).
+    /// O(log streams).
+    pub(crate) fn send_joins_pending(&self, stream: u16) -> bool {
+        self.send.has_pending() && self.send.stream_config(stream).class > 0
+    }
+
     /// Open or reconfigure a stream.
     pub(crate) fn configure_stream(
         &mut self,
