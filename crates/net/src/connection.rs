@@ -412,20 +412,35 @@ impl Connection {
         track: bool,
     ) -> Result<MessageId, Error> {
         let h = self.inner.handle;
+        // Whether the driver needs no wake-up for this message (below).
+        let mut joins_pending = false;
         let r = self
             .wait_for(|st, shared| {
                 let now = shared.now();
                 let deadline = lifetime.map(|d| now + d);
+                // A bulk message that joins data already waiting to be
+                // sent changes nothing the driver waits for (an
+                // acknowledgement or its timer), so it is not woken for
+                // it: a writer queueing a batch at the low-water mark
+                // would otherwise wake a sleeping driver once per message.
+                // A class-0 message, one with a deadline (a new timer) or
+                // a tracked one always wakes it.
+                joins_pending =
+                    lifetime.is_none() && !track && st.proto.send_joins_pending(h, stream);
                 match st
                     .proto
                     .send_message_with_deadline(h, now, stream, bytes.clone(), deadline)
                 {
                     // The connection's buffer is full, or the endpoint's
-                    // pool is at its ceiling: wait (the driver wakes us on
-                    // acknowledgements and on `Event::Writable`).
+                    // pool is at its ceiling: wait (the driver wakes us
+                    // when acknowledgements brought the buffers to their
+                    // low-water mark for this message, and on
+                    // `Event::Writable`).
                     Err(SendError::BufferFull) | Err(SendError::WouldBlock { .. }) => {
                         if let Some(c) = st.conns.get_mut(&h) {
                             c.send_waiting = true;
+                            let want = c.send_wants.entry(stream).or_insert(0);
+                            *want = (*want).max(bytes.len());
                             st.send_waiters.insert(h);
                         }
                         Look::Wait
@@ -450,7 +465,9 @@ impl Connection {
                 }
             })
             .await?;
-        self.shared().wake();
+        if !joins_pending {
+            self.shared().wake();
+        }
         r
     }
 

@@ -20,9 +20,15 @@
 //! while the driver is busy (a stored permit; the thread is only unparked
 //! when it waits); a busy driver (more to send, or a timer due) reads the
 //! socket between its sends with a direct `recvmmsg` instead of a trip
-//! through the runtime's `epoll_wait`; and a `send` waiting for buffer
-//! space is woken only by a turn that read datagrams or fired a timer
-//! (the only things that free space), not by every turn. A timer closer
+//! through the runtime's `epoll_wait`; a `send` waiting for buffer
+//! space is looked at only by a turn that read datagrams or fired a timer
+//! (the only things that free space), not by every turn, and woken only
+//! at its buffers' low-water mark — the message fits and a third of each
+//! buffer is free, as Linux wakes a TCP writer — so a saturating writer
+//! queues a batch of messages per wake-up, not one per acknowledgement;
+//! and application tasks (readers with new messages, writers with room)
+//! are woken after the driver releases the state lock, never while it
+//! holds it (a task woken under the lock would only block on it). A timer closer
 //! than tokio's 1 ms resolution (a pacing gap: the runtime paces one
 //! datagram at a time, `crate::pacing`) is waited for on the driver's own
 //! thread: parked in naps of at most [`NAP_NS`], reading the socket
@@ -125,8 +131,12 @@ pub(crate) struct ConnState {
     /// Every application handle is gone: events are dropped and the
     /// entry is removed once the core reports `Closed`.
     pub(crate) released: bool,
-    /// A `send` waits for buffer space (woken after every driver turn).
+    /// A `send` waits for buffer space.
     pub(crate) send_waiting: bool,
+    /// What the waiting `send`s were refused: the largest message length
+    /// per stream. The driver wakes them at the low-water mark of these
+    /// streams' buffers ([`wake_send_waiters`]).
+    pub(crate) send_wants: BTreeMap<u16, usize>,
     /// Events for `next_event` (bounded).
     pub(crate) events: EventQueue,
     /// Messages sent with `send_tracked` whose `Delivery` is alive: their
@@ -159,6 +169,7 @@ impl ConnState {
             peer_closed: false,
             closed: None,
             send_waiting: false,
+            send_wants: BTreeMap::new(),
             released: false,
             events: EventQueue::default(),
             tracked: BTreeMap::new(),
@@ -289,6 +300,7 @@ fn dispatch_events(
     st: &mut State,
     now: Time,
     upcalls: &mut Vec<(ConnectionHandle, u16, Bytes)>,
+    wakes: &mut Wakes,
 ) -> bool {
     let mut accepted = false;
     while let Some((h, ev)) = st.proto.poll_event() {
@@ -337,11 +349,27 @@ fn dispatch_events(
                 };
                 if c.group_streams.contains(&stream) {
                     for body in group_bodies(c, &bytes) {
-                        deliver(c, &mut st.proto, h, stream, Bytes::from(body), upcalls);
+                        deliver(
+                            c,
+                            &mut st.proto,
+                            h,
+                            stream,
+                            Bytes::from(body),
+                            upcalls,
+                            wakes,
+                        );
                     }
                     continue;
                 }
-                deliver(c, &mut st.proto, h, stream, Bytes::from(bytes), upcalls);
+                deliver(
+                    c,
+                    &mut st.proto,
+                    h,
+                    stream,
+                    Bytes::from(bytes),
+                    upcalls,
+                    wakes,
+                );
             }
             Event::PeerClosed => {
                 tracing::debug!(conn = ?h, "peer closed the connection");
@@ -383,6 +411,7 @@ fn dispatch_events(
             Event::Writable => {
                 if let Some(c) = st.conns.get_mut(&h) {
                     c.send_waiting = false;
+                    c.send_wants.clear();
                     c.changed.notify_waiters();
                 }
             }
@@ -424,6 +453,7 @@ fn deliver(
     stream: u16,
     bytes: Bytes,
     upcalls: &mut Vec<(ConnectionHandle, u16, Bytes)>,
+    wakes: &mut Wakes,
 ) {
     if c.callbacks.contains(&stream) {
         upcalls.push((h, stream, bytes));
@@ -433,7 +463,37 @@ fn deliver(
     if c.inbox.bytes() > c.inbox_limit && c.held.insert(stream) {
         proto.hold_stream(h, stream, true);
     }
-    c.changed.notify_waiters();
+    wakes.add(&c.changed);
+}
+
+/// The application tasks to wake once the state lock is released: the
+/// change signals of the connections whose inbox got messages this turn
+/// and of those whose waiting writers may send again, each once. A task
+/// woken while the driver still holds the lock would run only to block on
+/// it (a futex wait, and a futex wake when the driver releases it — two
+/// more thread hand-offs); woken after the release, it takes the lock at
+/// once and finds everything the turn did. Nothing is lost: a waiter
+/// registers its wait before it looks at the state
+/// (`Connection::wait_for`). The list keeps its capacity (no allocation
+/// per turn).
+#[derive(Default)]
+pub(crate) struct Wakes(Vec<Arc<Notify>>);
+
+impl Wakes {
+    /// Wake the waiters of `signal` after the lock is released; a signal
+    /// already listed (the turn's last) is not listed again. O(1).
+    fn add(&mut self, signal: &Arc<Notify>) {
+        if !self.0.last().is_some_and(|l| Arc::ptr_eq(l, signal)) {
+            self.0.push(signal.clone());
+        }
+    }
+
+    /// Wake them (call with the state lock released). O(listed).
+    fn wake(&mut self) {
+        for s in self.0.drain(..) {
+            s.notify_waiters();
+        }
+    }
 }
 
 /// The bodies a message on a group stream releases, in group order: the
@@ -503,6 +563,42 @@ fn settle_tracked(st: &mut State) {
             c.changed.notify_waiters();
         }
         c.tracked_pending > 0
+    });
+}
+
+/// Wake the `send`s waiting for buffer space whose buffers reached the
+/// low-water mark ([`SendRoom::writer_may_wake`](peregrine_proto::SendRoom::writer_may_wake):
+/// the refused message fits and at most two thirds of each buffer is
+/// used), and only those. Waking a saturating writer at every
+/// acknowledgement made it queue one 64 KiB message per wake-up — a
+/// thread hand-off (futex wake, context switch) per message; at the
+/// low-water mark it queues a third of its buffer per wake-up, while
+/// two thirds are still queued for the driver. A connection gone from the
+/// core, or no longer accepting messages, wakes its waiters at once.
+/// O(waiting connections · waiting streams · log).
+fn wake_send_waiters(st: &mut State, wakes: &mut Wakes) {
+    let State {
+        proto,
+        conns,
+        send_waiters,
+        ..
+    } = st;
+    send_waiters.retain(|h| {
+        let Some(c) = conns.get_mut(h).filter(|c| c.send_waiting) else {
+            return false;
+        };
+        let ready = c.send_wants.is_empty()
+            || c.send_wants.iter().any(|(&stream, &len)| {
+                proto
+                    .send_room(*h, stream)
+                    .is_none_or(|room| room.writer_may_wake(len))
+            });
+        if ready {
+            c.send_waiting = false;
+            c.send_wants.clear();
+            wakes.add(&c.changed);
+        }
+        !ready
     });
 }
 
@@ -712,6 +808,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
     let mut tx = TxBatch::default();
     let mut buf = Vec::with_capacity(2048);
     let mut upcalls = Vec::new();
+    let mut wakes = Wakes::default();
     let mut timer: Option<Time> = None;
     let mut more_to_send = false;
     let mut shutdown_at: Option<Time> = None;
@@ -777,8 +874,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             {
                 let mut st = shared.lock();
                 let now = shared.now();
-                accepted_early = dispatch_events(&mut st, now, &mut upcalls);
+                accepted_early = dispatch_events(&mut st, now, &mut upcalls, &mut wakes);
             }
+            wakes.wake();
             run_upcalls(&shared, &mut upcalls);
         }
         // Send, dispatch, arm the timer — under the lock, then release it
@@ -800,7 +898,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             // messages in this turn's datagrams).
             let mut accepted_now = accepted_early;
             if !st.groups.is_empty() {
-                accepted_now |= dispatch_events(st, now, &mut upcalls);
+                accepted_now |= dispatch_events(st, now, &mut upcalls, &mut wakes);
                 poll_groups(st, now);
             }
             tx.clear();
@@ -831,7 +929,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             }
             priority_last_batch = priority_this_batch;
             st.datagrams_out += tx.len() as u64;
-            accepted = dispatch_events(st, now, &mut upcalls) || accepted_now;
+            accepted = dispatch_events(st, now, &mut upcalls, &mut wakes) || accepted_now;
             if let Some(k) = st.keylog.as_mut() {
                 k.drain(&mut st.proto);
             }
@@ -840,18 +938,13 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             }
             // Senders waiting for buffer space: only acknowledgements
             // (datagrams read) and timers (expiring messages) free some,
-            // so only such a turn wakes them — not every turn, and only
+            // so only such a turn looks at them — not every turn, and only
             // those waiters (not every waiter of every connection: with
             // many connections that is a thundering herd; nor a walk over
             // every connection to find them: `send_waiters`). The pool's
             // `Writable` wakes its waiters in `dispatch_events`.
             if (received > 0 || fired) && !st.send_waiters.is_empty() {
-                for h in std::mem::take(&mut st.send_waiters) {
-                    if let Some(c) = st.conns.get_mut(&h).filter(|c| c.send_waiting) {
-                        c.send_waiting = false;
-                        c.changed.notify_waiters();
-                    }
-                }
+                wake_send_waiters(st, &mut wakes);
             }
             timer = st.proto.poll_timeout();
             // A group's eviction deadline.
@@ -879,6 +972,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                 timer = timer.min(shutdown_at).or(shutdown_at);
             }
         }
+        wakes.wake();
         if accepted {
             shared.incoming.notify_waiters();
         }

@@ -13,8 +13,10 @@
 //!   (`EndpointConfig::aes_hardware` false: ChaCha20-Poly1305);
 //!   `protected_aes` the same with AES hardware declared (AES-128-GCM).
 //! * `checksum/1400B` — the RFC 1071 checksum of a 1,400-byte datagram
-//!   (`wire::datagram_checksum`); `checksum/1400B_wordwise` — the
-//!   big-endian word-by-word loop it replaced (issue 18), copied here.
+//!   (`wire::datagram_checksum`: the loop chosen at run time, AVX2 where
+//!   the CPU has it); `checksum/1400B_portable` — the same with the
+//!   baseline target's loop (SSE2 on x86-64); `checksum/1400B_wordwise` —
+//!   the big-endian word-by-word loop it replaced (issue 18), copied here.
 //!
 //! `cargo bench -p peregrine-proto --bench packet`
 
@@ -206,6 +208,15 @@ fn bench_checksum(c: &mut Criterion) {
     let data: Vec<u8> = (0..DATAGRAM).map(|i| (i * 31 + 7) as u8).collect();
     group.bench_function("1400B", |b| {
         b.iter(|| black_box(peregrine_proto::wire::datagram_checksum(black_box(&data))))
+    });
+    group.bench_function("1400B_portable", |b| {
+        b.iter(|| {
+            black_box(
+                peregrine_proto::wire::checksum::bench::datagram_checksum_portable(black_box(
+                    &data,
+                )),
+            )
+        })
     });
     group.bench_function("1400B_wordwise", |b| {
         b.iter(|| black_box(wordwise_datagram_checksum(black_box(&data))))

@@ -30,7 +30,7 @@
 
 use crate::connection::{
     ConfigError, Connection, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig,
-    Event, MessageData, MessageId, SendError, StartParams,
+    Event, MessageData, MessageId, SendError, SendRoom, StartParams,
 };
 use crate::crypto::noise::{HandshakeRng, SEED_LEN};
 use crate::io::{EcnCodepoint, SansIo, Transmit};
@@ -372,6 +372,34 @@ impl Endpoint {
     ) -> Result<MessageId, SendError> {
         let now = self.tick(now);
         self.send_pooled(handle, now, stream, bytes, deadline)
+    }
+
+    /// How full the buffers are that a new message on `stream` of
+    /// `handle` must fit in (`None`: no such connection): a runtime wakes
+    /// a writer refused with `BufferFull` by it
+    /// ([`SendRoom::writer_may_wake`]). A query: nothing changes.
+    ///
+    /// Complexity: O(log n + log streams).
+    pub fn send_room(&self, handle: ConnectionHandle, stream: u16) -> Option<SendRoom> {
+        self.connections.get(&handle).map(|c| c.send_room(stream))
+    }
+
+    /// Whether a message queued now on `stream` of `handle` would only
+    /// join data that already waits to be sent, on a stream of priority
+    /// class 1–3. Such a connection sends when its congestion window,
+    /// its pacer or the peer's window lets it — an acknowledgement or a
+    /// timer that a runtime's driver already waits for — so a driver need
+    /// not be woken for the message: it leaves in the same turn it would
+    /// have anyway. `false` for a class-0 stream (a priority message goes
+    /// first at once), a connection with nothing waiting (its driver has
+    /// no timer for it) and an unknown connection. A message with a
+    /// deadline adds a timer: wake the driver for it whatever this says.
+    ///
+    /// Complexity: O(log n + log streams).
+    pub fn send_joins_pending(&self, handle: ConnectionHandle, stream: u16) -> bool {
+        self.connections
+            .get(&handle)
+            .is_some_and(|c| c.send_joins_pending(stream))
     }
 
     /// Open a stream with `config`, or change an open one (priority class

@@ -140,8 +140,8 @@ pub mod wire;
 pub use bytes::Bytes;
 pub use connection::{
     AckPolicy, CloseReason, ConnectionConfig, ConnectionState, ConnectionStats, EndpointConfig,
-    Event, HintEffect, MessageData, MessageId, Pacing, PmtuDiscovery, SendError, Unreachable,
-    WindowCounters, WindowTarget,
+    Event, HintEffect, MessageData, MessageId, Pacing, PmtuDiscovery, SendError, SendRoom,
+    Unreachable, WindowCounters, WindowTarget,
 };
 pub use endpoint::{pool, ConnectionHandle, Endpoint};
 pub use io::{EcnCodepoint, SansIo, Transmit};

@@ -81,7 +81,7 @@ pub use group::{GroupRequestError, JoinPolicy};
 pub use lifecycle::StartParams;
 pub use path::PathStats;
 pub use pmtu::PmtuStats;
-pub use send::{MessageData, SendError};
+pub use send::{MessageData, SendError, SendRoom};
 pub use stats::{ConnectionState, ConnectionStats};
 pub use window::{WindowCounters, WindowTarget};
 

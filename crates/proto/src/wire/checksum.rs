@@ -9,6 +9,13 @@
 //! at the end. Every piece summed starts at an even offset, so the 16-bit
 //! word boundaries are those of the datagram. Only plain (unsealed)
 //! datagrams are checksummed, once when encoded and once when decoded.
+//!
+//! The loop is compiled twice on x86-64: for the baseline target (SSE2,
+//! which widens four words per two unpacks) and under
+//! `#[target_feature(enable = "avx2")]` (`vpmovzxdq` widens four words per
+//! instruction into 256-bit lanes). [`is_x86_feature_detected!`] picks one
+//! at run time (a cached atomic load after the first call); both give the
+//! same sum. Other architectures keep the portable loop.
 
 /// Bytes summed before the 64-bit accumulator is folded: 2^16 words of at
 /// most 2^32 - 1 stay below 2^48, so the accumulator never overflows.
@@ -42,36 +49,99 @@ pub fn internet_checksum(data: &[u8]) -> u16 {
 /// (bytes 6–7) were zero, without copying the datagram. O(len).
 pub fn datagram_checksum(datagram: &[u8]) -> u16 {
     count();
+    datagram_checksum_with(datagram, block_sum)
+}
+
+/// [`datagram_checksum`] with the block loop given.
+#[inline(always)]
+fn datagram_checksum_with(datagram: &[u8], block: impl Fn(&[u8]) -> u64 + Copy) -> u16 {
     let (head, tail) = datagram.split_at(datagram.len().min(6));
     let tail = tail.get(2..).unwrap_or(&[]);
     // `head` has an even length whenever `tail` is non-empty, so the words
     // of `tail` stay aligned as they are in the datagram.
-    let sum = sum_native(head, 0);
-    !finish(sum_native(tail, sum))
+    let sum = sum_blocks(head, 0, block);
+    !finish(sum_blocks(tail, sum, block))
+}
+
+/// Benchmark hook for `benches/packet.rs` (the portable loop beside the
+/// one chosen at run time); not part of the API.
+#[doc(hidden)]
+pub mod bench {
+    /// [`super::datagram_checksum`] with the baseline target's loop,
+    /// whatever the CPU. O(len).
+    pub fn datagram_checksum_portable(datagram: &[u8]) -> u16 {
+        super::datagram_checksum_with(datagram, super::block_sum_portable)
+    }
 }
 
 /// Adds the native-order 16-bit words of `data` (an odd last byte padded
 /// with zero) to the folded partial sum `sum` (< 2^16 + 2^16); returns a
 /// partial sum below 2^17.
-fn sum_native(data: &[u8], mut sum: u64) -> u64 {
-    for block in data.chunks(BLOCK_BYTES) {
-        let mut words = block.chunks_exact(4);
-        let mut acc = 0u64;
-        for w in &mut words {
-            acc += u64::from(u32::from_ne_bytes([w[0], w[1], w[2], w[3]]));
-        }
-        match *words.remainder() {
-            [a, b, c] => {
-                acc += u64::from(u16::from_ne_bytes([a, b]));
-                acc += u64::from(u16::from_ne_bytes([c, 0]));
-            }
-            [a, b] => acc += u64::from(u16::from_ne_bytes([a, b])),
-            [a] => acc += u64::from(u16::from_ne_bytes([a, 0])),
-            _ => {}
-        }
-        sum = u64::from(fold(acc + sum));
+fn sum_native(data: &[u8], sum: u64) -> u64 {
+    sum_blocks(data, sum, block_sum)
+}
+
+/// [`sum_native`] with the block loop given (the tests run each variant).
+#[inline(always)]
+fn sum_blocks(data: &[u8], mut sum: u64, block: impl Fn(&[u8]) -> u64) -> u64 {
+    for b in data.chunks(BLOCK_BYTES) {
+        sum = u64::from(fold(block(b) + sum));
     }
     sum
+}
+
+/// The unfolded sum of one block (at most [`BLOCK_BYTES`]) with the best
+/// loop this CPU runs. O(len).
+#[inline]
+fn block_sum(block: &[u8]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: `block_sum_avx2` only needs the CPU to execute AVX2
+        // instructions, and the run-time check just above found that it
+        // does. It reads `block` through safe slice methods only.
+        return unsafe { block_sum_avx2(block) };
+    }
+    block_sum_portable(block)
+}
+
+/// [`block_words`] for the baseline target. O(len).
+fn block_sum_portable(block: &[u8]) -> u64 {
+    block_words(block)
+}
+
+/// [`block_words`] compiled with AVX2 enabled (the same loop, vectorized
+/// on 256-bit lanes). O(len).
+///
+/// # Safety
+///
+/// The CPU must support AVX2 (`is_x86_feature_detected!("avx2")`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn block_sum_avx2(block: &[u8]) -> u64 {
+    block_words(block)
+}
+
+/// The loop itself: native-order 32-bit words into a 64-bit accumulator
+/// (a final 1–3 bytes as 16-bit words, an odd byte padded with zero).
+/// Always inlined, so each caller above compiles it for its own target
+/// features. At most [`BLOCK_BYTES`], so the sum stays below 2^48.
+#[inline(always)]
+fn block_words(block: &[u8]) -> u64 {
+    let mut words = block.chunks_exact(4);
+    let mut acc = 0u64;
+    for w in &mut words {
+        acc += u64::from(u32::from_ne_bytes([w[0], w[1], w[2], w[3]]));
+    }
+    match *words.remainder() {
+        [a, b, c] => {
+            acc += u64::from(u16::from_ne_bytes([a, b]));
+            acc += u64::from(u16::from_ne_bytes([c, 0]));
+        }
+        [a, b] => acc += u64::from(u16::from_ne_bytes([a, b])),
+        [a] => acc += u64::from(u16::from_ne_bytes([a, 0])),
+        _ => {}
+    }
+    acc
 }
 
 /// Folds a native-order sum to 16 bits with end-around carry, then to
@@ -144,6 +214,74 @@ mod tests {
                 zeroed.iter_mut().skip(6).take(2).for_each(|b| *b = 0);
                 assert_eq!(datagram_checksum(d), reference(&zeroed), "len {len}");
             }
+        }
+    }
+
+    /// The checksum of `data` with one block loop, as `internet_checksum`
+    /// computes it.
+    fn checksum_with(data: &[u8], block: impl Fn(&[u8]) -> u64) -> u16 {
+        !finish(sum_blocks(data, 0, block))
+    }
+
+    /// A block loop, by name.
+    type Variant = (&'static str, fn(&[u8]) -> u64);
+
+    /// Each variant this CPU runs.
+    fn variants() -> Vec<Variant> {
+        #[allow(unused_mut)]
+        let mut v: Vec<Variant> = vec![("portable", block_sum_portable), ("dispatched", block_sum)];
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 was just detected on this CPU.
+            v.push(("avx2", |b| unsafe { block_sum_avx2(b) }));
+        }
+        v
+    }
+
+    #[test]
+    fn every_variant_equals_the_reference_on_carries_and_block_edges() {
+        let ones = vec![0xffu8; 2 * BLOCK_BYTES + 7];
+        for (name, f) in variants() {
+            for len in [
+                0,
+                1,
+                2,
+                3,
+                4,
+                5,
+                31,
+                32,
+                33,
+                1_452,
+                BLOCK_BYTES,
+                BLOCK_BYTES + 3,
+            ] {
+                for offset in 0..4 {
+                    let d = &ones[offset..offset + len];
+                    assert_eq!(checksum_with(d, f), reference(d), "{name} len {len}");
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Random data at random lengths and offsets (the slice's start
+        /// alignment): every variant, and both public functions, agree
+        /// with the word-by-word reference.
+        #[test]
+        fn variants_equal_the_reference(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..4_200),
+            offset in 0usize..64,
+        ) {
+            let d = &data[offset.min(data.len())..];
+            let want = reference(d);
+            for (name, f) in variants() {
+                proptest::prop_assert_eq!(checksum_with(d, f), want, "{}", name);
+            }
+            proptest::prop_assert_eq!(internet_checksum(d), want);
+            let mut zeroed = d.to_vec();
+            zeroed.iter_mut().skip(6).take(2).for_each(|b| *b = 0);
+            proptest::prop_assert_eq!(datagram_checksum(d), reference(&zeroed));
         }
     }
 

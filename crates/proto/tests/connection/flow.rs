@@ -8,6 +8,7 @@ use peregrine_proto::connection::*;
 use peregrine_proto::endpoint::{ConnectionHandle, Endpoint};
 use peregrine_proto::harness::driver::{addr, Driver, Fate};
 use peregrine_proto::wire::{DatagramRepr, Flags, Payload};
+use peregrine_proto::StreamConfig;
 use std::time::Duration;
 
 fn credit_config(credit: u32) -> ConnectionConfig {
@@ -214,4 +215,62 @@ fn flow_the_end_of_a_connection_never_overtakes_a_held_message() {
         .rposition(|(_, e)| matches!(e, Event::MessageReceived { .. }))
         .expect("messages");
     assert!(ended(&sim).is_some_and(|end| end > last_message));
+}
+
+/// `Endpoint::send_room`: a message refused with `BufferFull` does not
+/// fit, and the writer's low-water mark is reached once the peer has
+/// acknowledged what the stream held; `send_joins_pending` only while
+/// data waits, and never for a class-0 stream.
+#[test]
+fn send_room_reports_the_refusal_and_the_low_water_mark() {
+    let (mut sim, client) = pair(1_000, 3);
+    sim.eps[0]
+        .open_stream(
+            client,
+            sim.now,
+            5,
+            StreamConfig {
+                max_buffered_bytes: 30_000,
+                ..StreamConfig::default()
+            },
+        )
+        .expect("valid");
+    let msg = vec![7u8; 10_000];
+    // Nothing waits to be sent yet: a message would need the driver.
+    assert!(!sim.eps[0].send_joins_pending(client, 5));
+    let mut queued = 0;
+    while sim.eps[0].send_message(client, sim.now, 5, &msg).is_ok() {
+        queued += 1;
+    }
+    assert_eq!(queued, 3);
+    // Data waits: another bulk message joins it; a class-0 one does not.
+    assert!(sim.eps[0].send_joins_pending(client, 5));
+    sim.eps[0]
+        .open_stream(
+            client,
+            sim.now,
+            0,
+            StreamConfig {
+                class: 0,
+                ..StreamConfig::default()
+            },
+        )
+        .expect("valid");
+    assert!(!sim.eps[0].send_joins_pending(client, 0));
+    let room = sim.eps[0].send_room(client, 5).expect("connection");
+    assert_eq!(room.stream_bytes, 30_000);
+    assert!(!room.fits(msg.len()));
+    assert!(!room.writer_may_wake(msg.len()));
+    // Another stream (default limit) still has room.
+    assert!(sim.eps[0]
+        .send_room(client, 6)
+        .expect("connection")
+        .writer_may_wake(msg.len()));
+    sim.run_for(Duration::from_secs(1));
+    let room = sim.eps[0].send_room(client, 5).expect("connection");
+    assert_eq!(room.stream_bytes, 0);
+    assert!(room.writer_may_wake(msg.len()));
+    assert!(sim.eps[0]
+        .send_room(ConnectionHandle(u64::MAX), 5)
+        .is_none());
 }

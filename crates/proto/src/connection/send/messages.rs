@@ -40,6 +40,32 @@ impl Connection {
             .enqueue(now, stream, bytes.into_message_bytes(), deadline)
     }
 
+    /// How full the buffers are that a message on `stream` must fit in.
+    /// O(log streams).
+    pub(crate) fn send_room(&self, stream: u16) -> super::SendRoom {
+        let (stream_bytes, stream_limit_bytes) = self.send.stream_buffer(stream);
+        super::SendRoom {
+            open: matches!(
+                self.state,
+                ConnectionState::Starting | ConnectionState::Connected
+            ),
+            connection_bytes: self.send.buffered_bytes(),
+            connection_limit_bytes: self.config.max_send_buffer_bytes,
+            stream_bytes,
+            stream_limit_bytes,
+            messages: self.send.outstanding_messages(),
+            messages_limit: self.config.max_outstanding_messages,
+        }
+    }
+
+    /// Whether a message queued now on `stream` would only join data that
+    /// already waits to be sent, on a stream of class 1–3
+    /// ([`Endpoint::send_joins_pending`](crate::Endpoint::send_joins_pending)).
+    /// O(log streams).
+    pub(crate) fn send_joins_pending(&self, stream: u16) -> bool {
+        self.send.has_pending() && self.send.stream_config(stream).class > 0
+    }
+
     /// Open or reconfigure a stream.
     pub(crate) fn configure_stream(
         &mut self,

@@ -78,6 +78,63 @@ pub enum SendError {
     MessageNumbersExhausted,
 }
 
+/// How full the buffers are that a new message on one stream must fit
+/// in ([`Endpoint::send_room`](crate::Endpoint::send_room)): what a
+/// runtime needs to wake a writer that `send_message` refused
+/// (`BufferFull`) when it can send again — and, with a low-water mark
+/// ([`writer_may_wake`](Self::writer_may_wake)), once a batch of messages
+/// fits rather than at every acknowledgement.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SendRoom {
+    /// The connection accepts messages (starting or connected).
+    pub open: bool,
+    /// Bytes of the connection's messages not yet acknowledged.
+    pub connection_bytes: usize,
+    /// The connection's limit (`ConnectionConfig::max_send_buffer_bytes`).
+    pub connection_limit_bytes: usize,
+    /// Bytes of the stream's messages not yet acknowledged.
+    pub stream_bytes: usize,
+    /// The stream's limit (`StreamConfig::max_buffered_bytes`).
+    pub stream_limit_bytes: usize,
+    /// Messages (and skip frames) outstanding on the connection.
+    pub messages: usize,
+    /// The connection's cap on them
+    /// (`ConnectionConfig::max_outstanding_messages`).
+    pub messages_limit: usize,
+}
+
+impl SendRoom {
+    /// Whether `send_message` would take a message of `len` bytes now, as
+    /// far as the send buffers go (the same test it applies; the pool's
+    /// ceiling is not included). O(1).
+    pub fn fits(&self, len: usize) -> bool {
+        self.open
+            && self.messages < self.messages_limit
+            && self.connection_bytes.saturating_add(len) <= self.connection_limit_bytes
+            && (self.stream_bytes == 0
+                || self.stream_bytes.saturating_add(len) <= self.stream_limit_bytes)
+    }
+
+    /// The low-water mark for a writer refused with `len` bytes: wake it
+    /// when the message fits **and** each buffer (connection bytes, stream
+    /// bytes, outstanding messages) is at most two thirds full — a third
+    /// of it free, as Linux's `sk_stream_write_space` wakes a TCP writer —
+    /// or when the connection no longer accepts messages (the writer must
+    /// learn that). A saturating writer then queues a batch per wake-up
+    /// instead of one message per acknowledgement, while the buffer still
+    /// holds two thirds of its data to send. Always true again once the
+    /// buffers drain, so a writer is never left waiting. O(1).
+    pub fn writer_may_wake(&self, len: usize) -> bool {
+        let at_most_two_thirds = |used: usize, limit: usize| used <= limit - limit / 3;
+        !self.open
+            || (self.fits(len)
+                && at_most_two_thirds(self.connection_bytes, self.connection_limit_bytes)
+                && (self.stream_bytes == 0
+                    || at_most_two_thirds(self.stream_bytes, self.stream_limit_bytes))
+                && at_most_two_thirds(self.messages, self.messages_limit))
+    }
+}
+
 /// A message's bytes, as `send_message` takes them.
 ///
 /// [`Bytes`] (and `Vec<u8>`, `String`, `Box<[u8]>`, which convert without
@@ -569,6 +626,16 @@ impl SendState {
     /// and nothing else can be sent (the sender must poll).
     pub fn credit_blocked(&self) -> bool {
         !self.has_pending() && self.streams.values().any(SendStream::credit_blocked)
+    }
+
+    /// Bytes `stream` holds unacknowledged and its limit (a stream not
+    /// opened yet: nothing, and the default limit). O(log streams).
+    pub fn stream_buffer(&self, stream: u16) -> (usize, usize) {
+        self.streams
+            .get(&stream)
+            .map_or((0, StreamConfig::default().max_buffered_bytes), |s| {
+                (s.buffered_bytes, s.config.max_buffered_bytes)
+            })
     }
 
     /// Whether `stream` can take `len` more bytes (its own buffer limit;

@@ -258,3 +258,42 @@ fn rr_fills_the_packet_with_the_head_streams_small_messages() {
     assert_eq!(got, [(2, 1), (2, 2)]);
     assert!(s.take_frames(4, 1000, &CTX).is_none());
 }
+
+#[test]
+fn send_room_fits_as_send_message_decides_and_wakes_at_a_third_free() {
+    let room = |connection_bytes, stream_bytes, messages| SendRoom {
+        open: true,
+        connection_bytes,
+        connection_limit_bytes: 16_000,
+        stream_bytes,
+        stream_limit_bytes: 9_000,
+        messages,
+        messages_limit: 30,
+    };
+    // Fits: each limit exactly reached, not passed.
+    assert!(room(0, 8_000, 1).fits(1_000));
+    assert!(!room(0, 8_001, 1).fits(1_000));
+    assert!(room(15_000, 1, 1).fits(1_000));
+    assert!(!room(15_001, 1, 1).fits(1_000));
+    assert!(!room(0, 1, 30).fits(1));
+    // A stream holding nothing takes a message above its own limit.
+    assert!(room(0, 0, 0).fits(12_000));
+    // The writer wakes only when every buffer is at most two thirds full
+    // (stream 6,000 of 9,000; connection 10,667 of 16,000; 20 of 30).
+    assert!(room(0, 6_000, 1).writer_may_wake(1_000));
+    assert!(!room(0, 6_001, 1).writer_may_wake(1_000));
+    assert!(room(10_667, 1, 1).writer_may_wake(1_000));
+    assert!(!room(10_668, 1, 1).writer_may_wake(1_000));
+    assert!(room(0, 1, 20).writer_may_wake(1_000));
+    assert!(!room(0, 1, 21).writer_may_wake(1_000));
+    // Never before the message itself fits (a large one), and always once
+    // everything drained.
+    assert!(!room(0, 1_000, 1).writer_may_wake(8_500));
+    assert!(room(0, 0, 0).writer_may_wake(12_000));
+    // A closed connection wakes its writer at once (to report it).
+    let closed = SendRoom {
+        open: false,
+        ..room(16_000, 9_000, 30)
+    };
+    assert!(!closed.fits(1) && closed.writer_may_wake(1));
+}
