@@ -617,7 +617,7 @@ fn pmtu_json(s: &peregrine::ConnectionStats) -> Value {
 
 /// The receive-queue bound of one side (`receive_queue` in the report,
 /// docs/perf.md): the cap on the window it advertises, the socket-queue
-/// sojourn it measured, the cuts.
+/// sojourn it measured, the cuts, and the priority cap.
 fn receive_queue_json(s: Option<&peregrine::ConnectionStats>) -> Value {
     let Some(q) = s.map(|s| s.receive_queue) else {
         return Value::Null;
@@ -626,6 +626,7 @@ fn receive_queue_json(s: Option<&peregrine::ConnectionStats>) -> Value {
         "window_cap_bytes": q.cap_bytes,
         "min_sojourn_ms": q.min_sojourn.map(|d| d.as_secs_f64() * 1e3),
         "cuts": q.cuts,
+        "priority_cap_bytes": q.priority_cap_bytes,
     })
 }
 
