@@ -157,6 +157,11 @@ fn perf_latency_mode_reports_percentiles_per_stream() {
         l["p99"].as_f64().unwrap_or(-1.0),
     );
     assert!(p50 > 0.0 && p99 >= p50, "{l}");
+    // The time in `send`, part of each sample: one figure per message.
+    let s = &lat["send_ms"];
+    assert!(s["count"].as_u64().expect("send count") > 10, "{s}");
+    let send_p99 = s["p99"].as_f64().expect("send p99");
+    assert!(send_p99 >= s["p50"].as_f64().expect("send p50"), "{s}");
     assert!(server.wait().expect("exit").success());
     let _ = std::fs::remove_dir_all(&dir);
 }

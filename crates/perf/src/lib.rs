@@ -617,7 +617,7 @@ fn pmtu_json(s: &peregrine::ConnectionStats) -> Value {
 
 /// The receive-queue bound of one side (`receive_queue` in the report,
 /// docs/perf.md): the cap on the window it advertises, the socket-queue
-/// sojourn it measured, the cuts.
+/// sojourn it measured, the cuts, and the priority cap.
 fn receive_queue_json(s: Option<&peregrine::ConnectionStats>) -> Value {
     let Some(q) = s.map(|s| s.receive_queue) else {
         return Value::Null;
@@ -626,6 +626,7 @@ fn receive_queue_json(s: Option<&peregrine::ConnectionStats>) -> Value {
         "window_cap_bytes": q.cap_bytes,
         "min_sojourn_ms": q.min_sojourn.map(|d| d.as_secs_f64() * 1e3),
         "cuts": q.cuts,
+        "priority_cap_bytes": q.priority_cap_bytes,
     })
 }
 
@@ -1164,6 +1165,9 @@ async fn bulk_mode(
     // on the driver's thread as each echo is delivered (`upcall`).
     let sent_at: Arc<Mutex<BTreeMap<u32, Instant>>> = Arc::default();
     let latency_samples: Arc<Mutex<Vec<f64>>> = Arc::default();
+    // How long each priority `send` call itself took (ms): the part of a
+    // latency sample spent before the message reached the core.
+    let send_samples: Arc<Mutex<Vec<f64>>> = Arc::default();
     let latency_bytes = Arc::new(AtomicU64::new(0));
     if let Some(trace) = trace {
         let (sent, samples) = (sent_at.clone(), latency_samples.clone());
@@ -1185,11 +1189,12 @@ async fn bulk_mode(
                 ..StreamConfig::default()
             },
         )?;
-        let (conn, stop, sent_at, lb) = (
+        let (conn, stop, sent_at, lb, send_ms) = (
             conn.clone(),
             stop.clone(),
             sent_at.clone(),
             latency_bytes.clone(),
+            send_samples.clone(),
         );
         tasks.push(tokio::spawn(async move {
             let mut seq = 0u32;
@@ -1204,13 +1209,16 @@ async fn bulk_mode(
                     }
                     let mut msg = vec![0u8; m.len.max(8)];
                     msg[..4].copy_from_slice(&seq.to_be_bytes());
+                    let t0 = Instant::now();
                     sent_at
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .insert(seq, Instant::now());
+                        .insert(seq, t0);
                     if conn.send(LATENCY, &msg).await.is_err() {
                         break 'outer;
                     }
+                    let ms = t0.elapsed().as_secs_f64() * 1e3;
+                    send_ms.lock().unwrap_or_else(|p| p.into_inner()).push(ms);
                     lb.fetch_add(msg.len() as u64, Ordering::Relaxed);
                     seq = seq.wrapping_add(1);
                 }
@@ -1333,10 +1341,12 @@ async fn bulk_mode(
     if a.latency_trace.is_some() {
         let mut samples =
             std::mem::take(&mut *latency_samples.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut send = std::mem::take(&mut *send_samples.lock().unwrap_or_else(|p| p.into_inner()));
         streams.push(json!({
             "id": LATENCY,
             "bytes": latency_bytes.load(Ordering::Relaxed),
             "latency_ms": latency_json(&mut samples),
+            "send_ms": latency_json(&mut send),
         }));
     }
     let mut out = json!({

@@ -134,8 +134,9 @@ impl Connection {
                 }
                 // Its sojourn in the socket queue is taken at the next
                 // poll (queue_bound.rs).
+                // Class-0 data (PRI 0) engages the priority cap.
                 self.queue_bound
-                    .on_datagram(arrived, u64::from(h.total_len));
+                    .on_datagram(arrived, u64::from(h.total_len), h.pri == 0);
             }
             other => {
                 self.recv.record(now, pn);

@@ -91,7 +91,8 @@ impl Connection {
         // The datagrams handled since the last poll were processed by now:
         // their socket-queue sojourn (queue_bound.rs).
         let buffer = u64::try_from(self.config.max_receive_buffer_bytes).unwrap_or(u64::MAX);
-        self.queue_bound.on_poll(now, buffer);
+        let srtt = self.recovery.rtt().srtt();
+        self.queue_bound.on_poll(now, buffer, srtt);
         if self.amplification_gate() == Some(false) {
             return None;
         }
