@@ -118,7 +118,7 @@ fn the_search_converges_to_the_path_mtu_and_data_arrives() {
 
 /// On a 1,500-byte Ethernet path (1,472 bytes of UDP payload), messages
 /// queued after the search are cut so that two blocks fill a datagram:
-/// a 64 KiB message leaves in 47 full datagrams, not in 57 base-size
+/// a 64 KiB message leaves in 47 datagrams (46 full), not in 57 base-size
 /// blocks of which only one fits each (issue 36: with discovery on, bulk
 /// is never slower than pinned 1,452-byte datagrams on the same path).
 #[test]
