@@ -484,13 +484,15 @@ impl Connection {
     }
 
     /// Follow the path MTU search: the packet size is the current PMTU
-    /// less the tag (the controller keeps its base-size segments), and
-    /// new messages are cut into blocks that fill it
+    /// less the tag, the queue guard measures in packets of that size
+    /// (the controller keeps the segments of the search's maximum it was
+    /// started with), and new messages are cut into blocks that fill it
     /// ([`fitted_block_bytes`]). O(1), plus O(queued messages) when the
     /// block size changes.
     pub(crate) fn sync_packet_size(&mut self) {
         if self.pmtud.is_enabled() {
             self.packet_size = self.pmtud.current().saturating_sub(self.tag_overhead());
+            self.recovery.set_packet_size(u32::from(self.packet_size));
             let base = self.base_block_bytes();
             let fitted = fitted_block_bytes(usize::from(self.packet_size), base);
             // Smaller blocks must still cut the largest message into at
