@@ -1124,13 +1124,14 @@ impl SendState {
     /// queue a skip frame if the receiver could be waiting for it (an
     /// ordered stream, or some of its blocks were sent).
     fn abandon(&mut self, now: Time, stream: u16, number: u32, reason: AbandonReason) {
-        let block_size = self.block_size;
         let Some(s) = self.streams.get_mut(&stream) else {
             return;
         };
         let Some(m) = s.messages.remove(number) else {
             return;
         };
+        // The message's own cut: it may predate the current block size.
+        let block_size = m.block_size as usize;
         let mut unacked = 0u64;
         for (i, st) in m.blocks.as_slice().iter().enumerate() {
             if matches!(st, BlockState::InFlight(_) | BlockState::Lost) {
