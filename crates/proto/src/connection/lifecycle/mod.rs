@@ -452,8 +452,10 @@ impl Connection {
     /// of the search, packets start at the base size (1,200 bytes), and
     /// messages are cut into blocks that fit base-size packets, so a
     /// block never has to be re-cut when the PMTU shrinks (a larger
-    /// datagram carries several); the controller counts in base-size
-    /// segments.
+    /// datagram carries several; once the search has a size, blocks are
+    /// cut to fill it, see `sync_packet_size`). The
+    /// controller counts in segments of the search's maximum from
+    /// `enter_connected` on. O(1), plus O(queued messages) to re-cut.
     pub(crate) fn negotiate_packet_size(&mut self, peer: Option<u16>) -> Result<(), &'static str> {
         let max = peer
             .unwrap_or(self.config.max_packet_size)
