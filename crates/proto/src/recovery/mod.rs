@@ -326,6 +326,16 @@ impl Recovery {
         self.guard = guard;
     }
 
+    /// The connection's full packets are now `bytes` long (path MTU
+    /// discovery moved the size): the queue guard, if on, measures its
+    /// packet time and floor in them. The controller keeps the segment
+    /// size it was started with. O(1).
+    pub fn set_packet_size(&mut self, bytes: u32) {
+        if let Some(g) = &mut self.guard {
+            g.set_mss(u64::from(bytes));
+        }
+    }
+
     /// A packet carrying class-0 data was sent at `now`: the queue
     /// guard (if on) applies for the next [`queue_guard::HOLD`].
     pub fn on_priority_sent(&mut self, now: Time) {

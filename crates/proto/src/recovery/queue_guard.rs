@@ -128,6 +128,17 @@ impl QueueGuard {
         }
     }
 
+    /// Full packets are now `mss_bytes` long (path MTU discovery moved the
+    /// datagram size): the packet time `T` and the floor's held packets
+    /// follow the packets actually sent. Counted in the 1,200-byte base
+    /// size while 1,452-byte datagrams left, the guard's target RTT was
+    /// 2 ms short of a full packet's own serialisation at 1 Mbit/s and
+    /// its floor held less than the two full packets the peer waits for
+    /// before it acknowledges. O(1).
+    pub fn set_mss(&mut self, mss_bytes: u64) {
+        self.mss_bytes = mss_bytes.max(1);
+    }
+
     /// A packet carrying class-0 data went out at `now`: the guard is on
     /// until [`HOLD`] after the latest one. O(1).
     pub fn on_priority_sent(&mut self, now: Time) {
@@ -402,6 +413,17 @@ mod tests {
         g.on_priority_sent(t);
         g.on_ack(t + ms(1), &ack(Some(ms(60)), 2 * MSS));
         assert_eq!(g.cap_bytes(), Some(cap));
+    }
+
+    #[test]
+    fn the_packet_time_and_floor_follow_the_packet_size() {
+        let (mut g, _) = warmed(Time::from_millis(1_000));
+        // Started at the base size, then path MTU discovery finds
+        // 1,452-byte datagrams: T and the floor's two held packets grow
+        // with them (1,452 bytes at 125 000 bytes/s: 11.616 ms).
+        g.set_mss(1_452);
+        assert_eq!(g.packet_time(), Duration::from_nanos(11_616_000));
+        assert_eq!(g.floor_bytes(ms(40)), Some(5_000 + 2 * 1_452));
     }
 
     #[test]

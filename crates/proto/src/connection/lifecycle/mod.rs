@@ -452,8 +452,10 @@ impl Connection {
     /// of the search, packets start at the base size (1,200 bytes), and
     /// messages are cut into blocks that fit base-size packets, so a
     /// block never has to be re-cut when the PMTU shrinks (a larger
-    /// datagram carries several); the controller counts in base-size
-    /// segments.
+    /// datagram carries several; once the search has a size, blocks are
+    /// cut to fill it, see `sync_packet_size`). The
+    /// controller counts in segments of the search's maximum from
+    /// `enter_connected` on. O(1), plus O(queued messages) to re-cut.
     pub(crate) fn negotiate_packet_size(&mut self, peer: Option<u16>) -> Result<(), &'static str> {
         let max = peer
             .unwrap_or(self.config.max_packet_size)
@@ -464,8 +466,7 @@ impl Connection {
             _ => crate::pmtud::Pmtud::disabled(max),
         };
         let size = self.pmtud.current().saturating_sub(tag);
-        let block_packet = self.pmtud.base().saturating_sub(tag);
-        let block = usize::from(block_packet).saturating_sub(super::config::DATA_OVERHEAD);
+        let block = self.base_block_bytes();
         if block == 0 || self.config.max_message_size > block * usize::from(u16::MAX) {
             return Err("peer's MAX_PACKET_SIZE too small for the maximum message size");
         }
@@ -477,11 +478,34 @@ impl Connection {
         Ok(())
     }
 
+    /// The data of a one-frame DATA packet of the base size: the largest
+    /// block every packet this connection may fall back to can carry. O(1).
+    fn base_block_bytes(&self) -> usize {
+        let packet = self.pmtud.base().saturating_sub(self.tag_overhead());
+        usize::from(packet).saturating_sub(super::config::DATA_OVERHEAD)
+    }
+
     /// Follow the path MTU search: the packet size is the current PMTU
-    /// less the tag (the controller keeps its base-size segments). O(1).
+    /// less the tag, the queue guard measures in packets of that size
+    /// (the controller keeps the segments of the search's maximum it was
+    /// started with), and new messages are cut into blocks that fill it
+    /// ([`fitted_block_bytes`]). O(1), plus O(queued messages) when the
+    /// block size changes.
     pub(crate) fn sync_packet_size(&mut self) {
         if self.pmtud.is_enabled() {
             self.packet_size = self.pmtud.current().saturating_sub(self.tag_overhead());
+            self.recovery.set_packet_size(u32::from(self.packet_size));
+            let base = self.base_block_bytes();
+            let fitted = fitted_block_bytes(usize::from(self.packet_size), base);
+            // Smaller blocks must still cut the largest message into at
+            // most 65,535 of them (checked for the base size at the
+            // handshake).
+            let block = if self.config.max_message_size > fitted * usize::from(u16::MAX) {
+                base
+            } else {
+                fitted
+            };
+            self.send.set_block_size(block);
         }
     }
 
@@ -603,6 +627,80 @@ impl Connection {
             self.start_reply_pending = true;
         } else {
             self.violation(ViolationKind::WrongSyncNo);
+        }
+    }
+}
+
+/// The block size that fills a DATA packet of `packet_bytes` (the datagram
+/// less its tag) with whole blocks none of which is longer than
+/// `base_block_bytes` (what a base-size packet carries), so that a block
+/// cut for the discovered path MTU is still sent, alone, in a base-size
+/// packet if the path shrinks (RFC 8899's black hole) — blocks are never
+/// re-cut. `k` blocks of `b` bytes take `DATA_OVERHEAD + k·b + (k − 1)·13`
+/// bytes (one stream-frame header each), so the fewest blocks that fit are
+/// `k = ⌈(room + 13) / (base + 13)⌉` with `room = packet − DATA_OVERHEAD`,
+/// each `(room + 13) / k − 13` long. On a 1,500-byte Ethernet path (1,472
+/// or 1,452 bytes of UDP payload) two blocks fill a datagram where a
+/// base-size block (1,200-byte packets) would leave a fifth of it empty;
+/// on loopback (65,507) 56 blocks of 1,156 bytes (plain) instead of 55 of
+/// the base's 1,163. O(1).
+pub(crate) fn fitted_block_bytes(packet_bytes: usize, base_block_bytes: usize) -> usize {
+    let frame = crate::wire::StreamFrame::HEADER_LEN;
+    let room = packet_bytes.saturating_sub(super::config::DATA_OVERHEAD);
+    if base_block_bytes == 0 || room <= base_block_bytes {
+        return room.min(base_block_bytes).max(1);
+    }
+    let k = (room + frame).div_ceil(base_block_bytes + frame);
+    ((room + frame) / k).saturating_sub(frame).max(1)
+}
+
+#[cfg(test)]
+mod block_fit_tests {
+    use super::fitted_block_bytes;
+    use crate::config::DATA_OVERHEAD;
+    use crate::wire::StreamFrame;
+
+    /// Bytes a DATA packet takes with `k` blocks of `b` bytes.
+    fn packet_len(k: usize, b: usize) -> usize {
+        DATA_OVERHEAD + k * b + (k - 1) * StreamFrame::HEADER_LEN
+    }
+
+    #[test]
+    fn the_base_size_keeps_its_block() {
+        assert_eq!(fitted_block_bytes(1_200, 1_163), 1_163);
+        assert_eq!(fitted_block_bytes(1_100, 1_163), 1_063);
+    }
+
+    #[test]
+    fn ethernet_and_loopback_paths() {
+        // 1,472 bytes of UDP payload, plain: two blocks of 711.
+        assert_eq!(fitted_block_bytes(1_472, 1_163), 711);
+        assert_eq!(packet_len(2, 711), 1_472);
+        // Encrypted (16-byte tag): 1,456 and 1,184 − 37 = 1,147.
+        assert_eq!(fitted_block_bytes(1_456, 1_147), 703);
+        // Loopback: 65,507 bytes, 56 blocks of 1,156 (55 of 1,163 before).
+        assert_eq!(fitted_block_bytes(65_507, 1_163), 1_156);
+        assert!(packet_len(56, 1_156) <= 65_507);
+    }
+
+    proptest::proptest! {
+        /// The fewest blocks no longer than the base's that fill the
+        /// packet: k of them fit, and k − 1 base-size blocks would not.
+        #[test]
+        fn fewest_blocks_that_fill(packet in 100usize..70_000, base in 50usize..2_000) {
+            let b = fitted_block_bytes(packet, base);
+            let room = packet.saturating_sub(DATA_OVERHEAD);
+            proptest::prop_assert!(b >= 1 && b <= base.max(1));
+            if room > base {
+                let k = (room + StreamFrame::HEADER_LEN).div_ceil(base + StreamFrame::HEADER_LEN);
+                proptest::prop_assert!(packet_len(k, b) <= packet);
+                // One byte more per block no longer fits, or breaks the base bound.
+                proptest::prop_assert!(packet_len(k, b + 1) > packet || b + 1 > base);
+                // k − 1 blocks of the base size do not fill the packet's room.
+                proptest::prop_assert!(k == 1 || packet_len(k - 1, base) < packet);
+            } else {
+                proptest::prop_assert_eq!(b, room.min(base).max(1));
+            }
         }
     }
 }

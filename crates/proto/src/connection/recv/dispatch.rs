@@ -184,9 +184,11 @@ impl Connection {
             max_buffer_bytes: self.config.max_receive_buffer_bytes,
             max_messages: self.config.max_reassembly_messages,
             max_message_size: self.config.max_message_size,
-            // The peer cuts messages as this side does (blocks that fit
-            // the base size with path MTU discovery, else the negotiated
-            // packet size); another cut only costs a copy per block.
+            // A guess at the peer's cut: this side's own (with path MTU
+            // discovery, blocks that fill the size this side's search
+            // found, never longer than the base size's; else the
+            // negotiated packet size's). The peer's search may have found
+            // another size: another cut only costs a copy per block.
             peer_block_size: self.send.block_size(),
         };
         if self.beyond_credit(frames) {

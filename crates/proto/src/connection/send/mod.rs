@@ -4,7 +4,10 @@
 //!
 //! A message of `n` bytes is cut into `max(1, ⌈n / block_size⌉)` blocks of
 //! `block_size` bytes (the last one shorter), where `block_size` is the
-//! data that fits a single-frame DATA packet of the negotiated size. Every
+//! data that fits a single-frame DATA packet of the negotiated size — with
+//! path MTU discovery, the base size's, or a fraction of the discovered
+//! size so that whole blocks fill it (`set_block_size`). Each message keeps
+//! the cut it was first sent with (its own `block_size`). Every
 //! block is one stream frame; a packet carries as many frames as fit, so
 //! small messages share a datagram. Blocks, not packets, are what is
 //! retransmitted: when a packet is lost, its blocks that are still
@@ -254,6 +257,10 @@ impl BlockStates {
 struct OutMessage {
     /// The application's bytes; blocks are slices of them.
     bytes: Bytes,
+    /// This message's cut: every block but the last is this long. Fixed
+    /// once a block has been sent (retransmissions and the peer's
+    /// reassembly rely on it); until then it follows `set_block_size`.
+    block_size: u32,
     blocks: BlockStates,
     next_unsent: usize,
     acked: usize,
@@ -460,7 +467,7 @@ impl SendState {
             with_again: BTreeSet::new(),
             deadlines: BTreeSet::new(),
             abandoned: VecDeque::new(),
-            block_size: block_size.max(1),
+            block_size: block_size.clamp(1, u32::MAX as usize),
             buffered_bytes: 0,
             outstanding_messages: 0,
             pending_skips: 0,
@@ -476,14 +483,23 @@ impl SendState {
         self.block_size
     }
 
-    /// Change the block size; only before any block has been sent (the
-    /// handshake fixes it from both sides' MAX_PACKET_SIZE).
+    /// Change the block size, at any time: the handshake sets it from
+    /// both sides' MAX_PACKET_SIZE, path MTU discovery as the path's size
+    /// moves. New messages are cut to it, and so are queued messages none
+    /// of whose blocks has been sent; a message already (partly) sent keeps
+    /// its cut, which its retransmissions and the peer's reassembly rely
+    /// on. O(queued messages) when the size changes, O(1) when it does not.
     pub fn set_block_size(&mut self, block_size: usize) {
-        self.block_size = block_size.max(1);
+        let block_size = block_size.clamp(1, u32::MAX as usize);
+        if block_size == self.block_size {
+            return;
+        }
+        self.block_size = block_size;
         for s in self.streams.values_mut() {
             for m in s.messages.values_mut() {
                 if m.next_unsent == 0 {
-                    m.blocks = BlockStates::unsent(block_count(m.bytes.len(), self.block_size));
+                    m.block_size = block_size as u32;
+                    m.blocks = BlockStates::unsent(block_count(m.bytes.len(), block_size));
                 }
             }
         }
@@ -692,6 +708,7 @@ impl SendState {
         s.messages.insert(
             number,
             OutMessage {
+                block_size: block_size as u32,
                 blocks: BlockStates::unsent(block_count(len, block_size)),
                 bytes,
                 next_unsent: 0,
@@ -747,8 +764,9 @@ impl SendState {
             ));
         }
         let m = s.messages.get(b.message)?;
-        let start = usize::from(b.block) * self.block_size;
-        let end = (start + self.block_size).min(m.bytes.len());
+        let block_size = m.block_size as usize;
+        let start = usize::from(b.block) * block_size;
+        let end = (start + block_size).min(m.bytes.len());
         let data = m.bytes.get(start..end).unwrap_or(&[]);
         Some(StreamFrame {
             stream_id: b.stream,
@@ -1106,13 +1124,14 @@ impl SendState {
     /// queue a skip frame if the receiver could be waiting for it (an
     /// ordered stream, or some of its blocks were sent).
     fn abandon(&mut self, now: Time, stream: u16, number: u32, reason: AbandonReason) {
-        let block_size = self.block_size;
         let Some(s) = self.streams.get_mut(&stream) else {
             return;
         };
         let Some(m) = s.messages.remove(number) else {
             return;
         };
+        // The message's own cut: it may predate the current block size.
+        let block_size = m.block_size as usize;
         let mut unacked = 0u64;
         for (i, st) in m.blocks.as_slice().iter().enumerate() {
             if matches!(st, BlockState::InFlight(_) | BlockState::Lost) {

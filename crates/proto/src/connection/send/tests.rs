@@ -144,6 +144,23 @@ fn deadline_abandons_and_queues_a_skip_frame_on_an_ordered_stream() {
 }
 
 #[test]
+fn an_abandoned_message_releases_its_own_cut_from_the_window() {
+    let mut s = SendState::new(100);
+    s.enqueue(Time::ZERO, 0, &[1u8; 300], Some(Time::from_millis(10)))
+        .unwrap();
+    let t = s.take_frames(0, 113, &CTX).unwrap();
+    assert_eq!(t.blocks, [br(0, 0)]);
+    assert_eq!(s.unacked_bytes, 100);
+    // Path MTU discovery moves the cut; the message, partly sent, keeps
+    // its own (blocks of 100 bytes).
+    s.set_block_size(40);
+    assert_eq!(s.frame(br(0, 1)).map(|f| f.data.len()), Some(100));
+    // Abandoned: the 100 bytes in flight leave the peer-window count.
+    s.expire(Time::from_millis(10));
+    assert_eq!(s.unacked_bytes, 0);
+}
+
+#[test]
 fn unreliable_loss_abandons_instead_of_retransmitting() {
     let mut s = SendState::new(100);
     s.configure(
