@@ -254,6 +254,27 @@ impl Rotation {
         Some((s.seq, s.local_id?))
     }
 
+    /// Server: whether [`poll_issue`](Self::poll_issue) would find a
+    /// NEW_CONNECTION_ID due at `now`, or the handshake's IDs are still to
+    /// be learnt ([`set_base`](Self::set_base)). The sender asks on every
+    /// datagram it builds; this lets it skip the retry interval and the
+    /// IDs it would compute for a call that, almost always, finds nothing.
+    /// O(seqs).
+    pub(crate) fn issue_pending(&self, now: Time) -> bool {
+        self.base.is_none()
+            || self
+                .seqs
+                .iter()
+                .any(|s| !s.acked && s.due_at <= now && s.seq > self.retired_below)
+    }
+
+    /// Whether an ID released by a retirement waits for
+    /// [`take_released`](Self::take_released), or the handshake's IDs are
+    /// still to be learnt. O(1).
+    pub(crate) fn release_pending(&self) -> bool {
+        self.base.is_none() || !self.released.is_empty()
+    }
+
     /// Server: when a NEW_CONNECTION_ID is due next.
     pub(crate) fn issue_timeout(&self) -> Option<Time> {
         self.seqs

@@ -150,7 +150,9 @@ impl Endpoint {
             return Some(None);
         }
         let opened = c.open_incoming(bytes, now, remote)?;
-        self.after_key_work(handle);
+        if c.has_key_work(self.key_log) {
+            self.after_key_work(handle);
+        }
         match opened {
             Ok(n) => Some(Some(n)),
             Err(OpenError::Unauthenticated | OpenError::NoKeys) => {

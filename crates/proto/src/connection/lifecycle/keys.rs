@@ -28,7 +28,12 @@ impl Connection {
         let sec = self.security.as_ref()?;
         let control = if let Some(generation) = sec.update_due() {
             Control::KeyUpdate { generation }
-        } else if !sec.is_client() && self.peer_sync.is_some() {
+        } else if !sec.is_client()
+            && self.peer_sync.is_some()
+            // Nothing due (the case of almost every datagram): no RTO, no
+            // IDs computed — what follows would return `None` unchanged.
+            && sec.rotation_ref().is_some_and(|r| r.issue_pending(now))
+        {
             let retry = self.recovery.rtt().rto();
             let base = self.base_ids();
             let (sequence, id) = self
@@ -165,5 +170,21 @@ impl Connection {
     /// Whether the key log has a generation to take. O(1).
     pub(crate) fn has_keys_to_log(&self) -> bool {
         self.security.as_ref().is_some_and(|s| s.has_keys_to_log())
+    }
+
+    /// Whether the endpoint's `after_key_work` has anything to do for
+    /// this connection (`key_log`: the endpoint logs keys): an ID released
+    /// by a retirement (or the rotation's IDs still to be learnt, which
+    /// taking one does), key-log material, or a spare ID wanted. When
+    /// `false` that call would change nothing, so the receive path skips
+    /// it — and its two connection look-ups — for almost every datagram.
+    /// O(spares).
+    pub(crate) fn has_key_work(&self, key_log: bool) -> bool {
+        let released = self
+            .security
+            .as_ref()
+            .and_then(|s| s.rotation_ref())
+            .is_some_and(|r| r.release_pending());
+        released || (key_log && self.has_keys_to_log()) || self.wants_spare_id()
     }
 }
