@@ -395,8 +395,10 @@ impl Sim {
         }
         if self.slots[s].client {
             if let Some(h) = self.slots[s].handle {
-                if let Some(st) = self.slots[s].ep.stats(h) {
-                    self.metrics[flow].observe_cwnd(st.cwnd_bytes);
+                // The window alone: a whole `stats` snapshot per input
+                // touched every counter of the connection (issue 40).
+                if let Some(cwnd) = self.slots[s].ep.cwnd_bytes(h) {
+                    self.metrics[flow].observe_cwnd(cwnd);
                 }
             }
         }
