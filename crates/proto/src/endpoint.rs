@@ -505,6 +505,23 @@ impl Endpoint {
             .map(|(_, s)| s.clone())
     }
 
+    /// A connection's congestion window, bytes: the `cwnd_bytes` of
+    /// [`stats`](Self::stats) (also for the last closed ones) without
+    /// building the whole snapshot — a caller that reads it after every
+    /// input (the simulator's cwnd series) touches only the controller,
+    /// not every counter of the connection (issue 40).
+    ///
+    /// Complexity: O(log n) (+ the 64 closed ones kept).
+    pub fn cwnd_bytes(&self, handle: ConnectionHandle) -> Option<u64> {
+        if let Some(c) = self.connections.get(&handle) {
+            return Some(c.cwnd_bytes());
+        }
+        self.closed_stats
+            .iter()
+            .find(|(h, _)| *h == handle)
+            .map(|(_, s)| s.cwnd_bytes)
+    }
+
     /// The life-cycle state of a connection still held.
     ///
     /// Complexity: O(log n).

@@ -196,6 +196,12 @@ pub struct ConnectionStats {
 }
 
 impl Connection {
+    /// The congestion window, bytes: [`ConnectionStats::cwnd_bytes`]
+    /// without the rest of the snapshot. O(1).
+    pub(crate) fn cwnd_bytes(&self) -> u64 {
+        self.recovery.congestion().cwnd_bytes()
+    }
+
     /// A snapshot of the connection.
     pub(crate) fn stats(&self) -> ConnectionStats {
         let cc = self.recovery.cc_stats();

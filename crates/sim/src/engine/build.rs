@@ -333,6 +333,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         now: Time::ZERO,
         capture: None,
         link_hints,
+        hint_lane: Default::default(),
     };
     sim.schedule_link_hints();
     Ok(sim)

@@ -22,6 +22,7 @@ pub(crate) mod build;
 pub(crate) mod capture;
 mod groups;
 pub mod handover;
+mod hint_lane;
 mod in_flight;
 mod link_hints;
 pub mod olsr;
@@ -77,6 +78,9 @@ pub(crate) enum Ev {
     App(usize),
     /// A link-layer hint reaches flow's sender.
     Hint(usize, Box<peregrine_cc::LinkHint>),
+    /// The earliest hint of the vehicular world's [`hint_lane::HintLane`]
+    /// reaches its flow's sender.
+    LaneHint,
     /// The next hint of a link's hint plan (`link_hints.rs`) is due.
     PlannedHint(usize),
     Sample,
@@ -181,6 +185,9 @@ pub(crate) struct Sim {
     pub(crate) capture: Option<capture::LinkCapture>,
     /// The hint plans of links with `hints` (`link_hints.rs`).
     link_hints: Vec<link_hints::LinkHints>,
+    /// The vehicular world's hints, known before the run, only the
+    /// earliest in the event queue (`hint_lane.rs`).
+    hint_lane: hint_lane::HintLane,
 }
 
 fn addr(node: usize, port: u16) -> SocketAddr {
@@ -307,6 +314,17 @@ impl Host for Sim {
             }
             Ev::App(a) => self.fire_app(a)?,
             Ev::Hint(f, hint) => self.deliver_hint(f, &hint)?,
+            Ev::LaneHint => {
+                if let Some(((f, hint), next)) = self.hint_lane.popped(t) {
+                    // The next hint takes the popped one's place at once,
+                    // under its reserved number: nothing after it can pop
+                    // first.
+                    if let Some((at, seq)) = next {
+                        self.queue.push_reserved(at, seq, Ev::LaneHint);
+                    }
+                    self.deliver_hint(f, &hint)?;
+                }
+            }
             Ev::PlannedHint(k) => self.planned_hint(k)?,
             Ev::Sample => self.sample(),
             Ev::RouteTick => {
@@ -395,8 +413,10 @@ impl Sim {
         }
         if self.slots[s].client {
             if let Some(h) = self.slots[s].handle {
-                if let Some(st) = self.slots[s].ep.stats(h) {
-                    self.metrics[flow].observe_cwnd(st.cwnd_bytes);
+                // The window alone: a whole `stats` snapshot per input
+                // touched every counter of the connection (issue 40).
+                if let Some(cwnd) = self.slots[s].ep.cwnd_bytes(h) {
+                    self.metrics[flow].observe_cwnd(cwnd);
                 }
             }
         }

@@ -12,6 +12,7 @@
 //! run (it does not depend on traffic); scheduling them up front is
 //! exactly equivalent to emitting them as the outages happen.
 
+use super::hint_lane::HintLane;
 use super::{Ev, Sim, SimError};
 use crate::scenario::model::ServerSpec;
 use crate::scenario::Scenario;
@@ -140,12 +141,20 @@ pub(crate) fn attach(
     let end = crate::Time::from_nanos(m.duration_ns);
     let mut scheduled = hints.false_alarms(v.config.vehicles, end);
     scheduled.extend(timeline.events.iter().filter_map(|ev| hints.on_event(ev)));
+    // Each hint under the sequence number pushing it here would have
+    // taken, only the earliest in the queue (`hint_lane.rs`): the same
+    // events in the same order, without a run's worth of hints in the heap.
+    let mut lane = Vec::new();
     for h in scheduled {
         let at = h.deliver_at;
         if at.as_nanos() <= m.duration_ns && h.vehicle < v.config.vehicles {
-            sim.queue
-                .push(at, Ev::Hint(v.first_flow + h.vehicle, Box::new(h.hint)));
+            let seq = sim.queue.reserve();
+            lane.push((at, seq, v.first_flow + h.vehicle, h.hint));
         }
+    }
+    sim.hint_lane = HintLane::new(lane);
+    if let Some((at, seq)) = sim.hint_lane.first() {
+        sim.queue.push_reserved(at, seq, Ev::LaneHint);
     }
     Ok(())
 }
