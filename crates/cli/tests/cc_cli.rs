@@ -17,7 +17,8 @@ fn cc_list_prints_all_sixteen_names() {
 
 #[test]
 fn cc_trace_writes_the_csv_contract() {
-    let dir = tempdir("trace");
+    let tmp = tempdir("trace");
+    let dir = tmp.path();
     let file = dir.join("cubic.csv");
     let out = peregrine()
         .args(["cc", "trace", "cubic", "--out"])
@@ -54,10 +55,11 @@ fn cc_trace_unknown_name_fails_with_one_line() {
 
 #[test]
 fn cc_plot_writes_one_svg_per_controller() {
-    let dir = tempdir("plot");
+    let tmp = tempdir("plot");
+    let dir = tmp.path();
     let out = peregrine()
         .args(["cc", "plot", "--only", "newreno,rtwtcp", "--out"])
-        .arg(&dir)
+        .arg(dir)
         .output()
         .unwrap();
     assert!(
@@ -73,10 +75,11 @@ fn cc_plot_writes_one_svg_per_controller() {
 
 #[test]
 fn cc_showcase_prints_the_table_and_writes_the_report() {
-    let dir = tempdir("showcase");
+    let tmp = tempdir("showcase");
+    let dir = tmp.path();
     let out = peregrine()
         .args(["cc", "showcase"])
-        .current_dir(&dir)
+        .current_dir(dir)
         .output()
         .unwrap();
     assert!(

@@ -133,7 +133,8 @@ fn reverse_against_localhost_has_the_iperf3_json_shape() {
 fn bidir_parallel_over_ipv4_and_ipv6_with_bitrate_interval_and_logfile() {
     let (server, port) = start_server(&[]);
     let p = port.to_string();
-    let log = tempdir("bidir").join("perf.json");
+    let tmp = tempdir("bidir");
+    let log = tmp.path().join("perf.json");
     let log_s = log.to_str().expect("utf-8 path");
     // IPv4 to the `[::]` server, two connections, both directions paced.
     let out = peregrine()

@@ -54,7 +54,8 @@ fn a_registered_test_controller_runs_in_the_lab_and_the_simulator_but_is_not_lis
     assert!(peregrine_cc::registry::controller("fixed").is_some_and(|c| !c.listed));
 
     // A scenario's `cc` accepts it: a short simulation with it.
-    let dir = tempdir("fixed-sim");
+    let tmp = tempdir("fixed-sim");
+    let dir = tmp.path();
     let out = peregrine_in_root()
         .args([
             "sim",
@@ -66,7 +67,7 @@ fn a_registered_test_controller_runs_in_the_lab_and_the_simulator_but_is_not_lis
             "--quiet",
             "--out",
         ])
-        .arg(&dir)
+        .arg(dir)
         .output()
         .expect("runs");
     assert!(
@@ -80,7 +81,6 @@ fn a_registered_test_controller_runs_in_the_lab_and_the_simulator_but_is_not_lis
     .expect("JSON");
     assert_eq!(summary["flows"][0]["cc"], "fixed");
     assert!(summary["flows"][0]["rx_packets"].as_u64().expect("a count") > 10);
-    let _ = std::fs::remove_dir_all(&dir);
 
     // An unknown name is still refused, naming the listed controllers.
     let out = peregrine()
@@ -174,7 +174,8 @@ fn sim_help_and_a_direction_without_a_model_come_from_the_link_model_registry() 
     }
     // A link direction that gives neither a rate nor a trace: the error
     // lists what selects a link model, from the registry.
-    let dir = tempdir("link-models");
+    let tmp = tempdir("link-models");
+    let dir = tmp.path();
     let path = dir.join("no-model.toml");
     std::fs::write(
         &path,

@@ -21,11 +21,12 @@ const CELL_KEYS: [&str; 10] = [
 
 #[test]
 fn reproduce_aqm_writes_the_documented_summary_and_the_aqms_order_as_claimed() {
-    let dir = tempdir("reproduce-aqm");
+    let tmp = tempdir("reproduce-aqm");
+    let dir = tmp.path();
     let o = peregrine()
         .args(["reproduce", "aqm", "--quick", "--quiet", "--seeds", "1"])
         .args(["--duration-s", "5", "--out"])
-        .arg(&dir)
+        .arg(dir)
         .output()
         .expect("runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -86,7 +87,6 @@ fn reproduce_aqm_writes_the_documented_summary_and_the_aqms_order_as_claimed() {
         .is_some_and(|d| d.contains("Linux CUBIC")));
     assert!(dir.join("aqm/report.md").exists());
     assert!(dir.join("aqm/plots/goodput.svg").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

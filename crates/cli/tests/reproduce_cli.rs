@@ -17,7 +17,8 @@ fn quic_sched_arguments_reach_the_lab() {
         .expect("runs");
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--full"));
-    let dir = tempdir("quic");
+    let tmp = tempdir("quic");
+    let dir = tmp.path();
     let file = dir.join("a-file");
     std::fs::write(&file, "").expect("a file");
     let o = peregrine()

@@ -78,7 +78,8 @@ fn run_pair(server_args: &[&str], client_args: &[&str]) -> (serde_json::Value, S
 
 #[test]
 fn keygen_writes_a_keypair_and_public_key_that_round_trip() {
-    let dir = scratch("keygen");
+    let tmp = scratch("keygen");
+    let dir = tmp.path();
     let key = dir.join("id");
     let out = keygen(&["--out", key.to_str().expect("utf-8 path")]);
     assert!(
@@ -113,7 +114,6 @@ fn keygen_writes_a_keypair_and_public_key_that_round_trip() {
         String::from_utf8_lossy(&out.stderr)
     );
     peregrine::keys::load_psk(&psk).expect("a valid psk file");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -144,7 +144,8 @@ fn perf_insecure_runs_the_plain_wire_format() {
 
 #[test]
 fn perf_with_key_files_pins_the_server() {
-    let dir = scratch("pin");
+    let tmp = scratch("pin");
+    let dir = tmp.path();
     let (server_key, client_key) = (dir.join("server"), dir.join("client"));
     for k in [&server_key, &client_key] {
         assert!(keygen(&["--out", k.to_str().expect("utf-8")])
@@ -194,12 +195,12 @@ fn perf_with_key_files_pins_the_server() {
     );
     assert_eq!(v["security"]["mode"], "Noise_IKpsk2", "{v}");
     assert_eq!(v["security"]["encrypted"], true, "{v}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_bad_key_file_is_refused_naming_file_and_line() {
-    let dir = scratch("bad");
+    let tmp = scratch("bad");
+    let dir = tmp.path();
     let key = dir.join("id");
     assert!(keygen(&["--out", key.to_str().expect("utf-8")])
         .status
@@ -246,5 +247,4 @@ fn a_bad_key_file_is_refused_naming_file_and_line() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be combined"));
     let _ = Path::new(&dir);
-    let _ = std::fs::remove_dir_all(&dir);
 }

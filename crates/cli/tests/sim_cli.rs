@@ -5,7 +5,8 @@ use support::{peregrine_in_root as peregrine, root, tempdir};
 
 #[test]
 fn sim_prints_a_table_and_writes_summary_and_csvs() {
-    let dir = tempdir("run");
+    let tmp = tempdir("run");
+    let dir = tmp.path();
     let out = peregrine()
         .args([
             "sim",
@@ -16,7 +17,7 @@ fn sim_prints_a_table_and_writes_summary_and_csvs() {
             "flows.0.cc=bbr",
             "--out",
         ])
-        .arg(&dir)
+        .arg(dir)
         .output()
         .expect("runs");
     assert!(
@@ -55,7 +56,6 @@ fn sim_prints_a_table_and_writes_summary_and_csvs() {
             "{f} has no absolute path"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -177,7 +177,8 @@ buffer_bytes = 65536
 
 #[test]
 fn sim_sweep_writes_outputs_deterministically() {
-    let dir = tempdir("sweep");
+    let tmp = tempdir("sweep");
+    let dir = tmp.path();
     let scenario = dir.join("tiny.toml");
     std::fs::write(&scenario, TINY).expect("write scenario");
     let mut outputs = Vec::new();
@@ -234,7 +235,8 @@ fn sim_sweep_writes_outputs_deterministically() {
 
 #[test]
 fn a_sweep_table_in_the_scenario_runs_a_sweep() {
-    let dir = tempdir("sweep-table");
+    let tmp = tempdir("sweep-table");
+    let dir = tmp.path();
     let scenario = dir.join("tiny.toml");
     std::fs::write(
         &scenario,
@@ -296,7 +298,8 @@ fn sim_rejects_rates_and_durations_without_units_or_with_a_sign() {
 /// on stderr, and the command fails.
 #[test]
 fn sim_fails_when_every_flow_failed() {
-    let dir = tempdir("allfail");
+    let tmp = tempdir("allfail");
+    let dir = tmp.path();
     let file = dir.join("dead.toml");
     std::fs::write(
         &file,
@@ -327,13 +330,13 @@ fn sim_fails_when_every_flow_failed() {
         "{err}"
     );
     assert!(err.contains("every flow failed (1 of 1)"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--no-plots` writes the data but no `plots/`.
 #[test]
 fn sim_no_plots_skips_the_charts() {
-    let dir = tempdir("noplots");
+    let tmp = tempdir("noplots");
+    let dir = tmp.path();
     let out = peregrine()
         .args([
             "sim",
@@ -343,7 +346,7 @@ fn sim_no_plots_skips_the_charts() {
             "--no-plots",
             "--out",
         ])
-        .arg(&dir)
+        .arg(dir)
         .output()
         .expect("runs");
     assert!(
@@ -353,12 +356,12 @@ fn sim_no_plots_skips_the_charts() {
     );
     assert!(dir.join("summary.json").is_file());
     assert!(!dir.join("plots").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn sim_pcap_writes_one_capture_per_link_direction_and_refuses_sweeps() {
-    let dir = tempdir("pcap");
+    let tmp = tempdir("pcap");
+    let dir = tmp.path();
     let out = peregrine()
         .args([
             "sim",
@@ -368,7 +371,7 @@ fn sim_pcap_writes_one_capture_per_link_direction_and_refuses_sweeps() {
             "--no-write",
             "--pcap",
         ])
-        .arg(&dir)
+        .arg(dir)
         .output()
         .expect("runs");
     assert!(
@@ -385,7 +388,7 @@ fn sim_pcap_writes_one_capture_per_link_direction_and_refuses_sweeps() {
     }
     let out = peregrine()
         .args(["sim", "scenarios/dumbbell.toml", "--seeds", "2", "--pcap"])
-        .arg(&dir)
+        .arg(dir)
         .output()
         .expect("runs");
     assert!(!out.status.success());
@@ -394,12 +397,12 @@ fn sim_pcap_writes_one_capture_per_link_direction_and_refuses_sweeps() {
         err.contains("--pcap records one run; a sweep runs many"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn sim_qlog_then_qlog_plot_draws_the_congestion_view() {
-    let dir = tempdir("qlog");
+    let tmp = tempdir("qlog");
+    let dir = tmp.path();
     let out = peregrine()
         .args([
             "sim",
@@ -448,5 +451,4 @@ fn sim_qlog_then_qlog_plot_draws_the_congestion_view() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("dumbbell.toml"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

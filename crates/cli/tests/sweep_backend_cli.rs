@@ -73,7 +73,8 @@ fn number_after(text: &str, prefix: &str) -> Option<usize> {
 
 #[test]
 fn ctrl_c_keeps_finished_runs_and_resume_runs_only_the_missing() {
-    let dir = tempdir("resume");
+    let tmp = tempdir("resume");
+    let dir = tmp.path();
     let scenario = dir.join("slow.toml");
     std::fs::write(&scenario, SLOW).expect("write scenario");
     let (part, whole) = (dir.join("part"), dir.join("whole"));
@@ -165,12 +166,12 @@ fn ctrl_c_keeps_finished_runs_and_resume_runs_only_the_missing() {
     let (_, err) = text(&out);
     assert!(!out.status.success());
     assert!(err.contains("holds runs of another sweep"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn bad_backend_settings_are_errors_in_words() {
-    let dir = tempdir("bad-backend");
+    let tmp = tempdir("bad-backend");
+    let dir = tmp.path();
     let scenario = dir.join("slow.toml");
     std::fs::write(&scenario, format!("{SLOW}\n[sweep]\nbackend = \"spark\"\n"))
         .expect("write scenario");
@@ -201,5 +202,4 @@ fn bad_backend_settings_are_errors_in_words() {
         err.contains("cannot run Python `/nonexistent/python3`: not found"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -126,14 +126,15 @@ pub fn plot(view: &CongestionView, dir: &Path, stem: &str) -> anyhow::Result<Vec
 mod tests {
     use super::*;
 
-    fn file(text: &str) -> PathBuf {
-        let p = std::env::temp_dir().join(format!(
-            "peregrine-qlogplot-{}-{}.sqlog",
-            std::process::id(),
-            text.len()
-        ));
-        std::fs::write(&p, text).unwrap();
-        p
+    /// `text` in a fresh `.sqlog` file, removed when the guard is dropped.
+    fn file(text: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::Builder::new()
+            .prefix("peregrine-qlogplot-")
+            .suffix(".sqlog")
+            .tempfile()
+            .unwrap();
+        std::fs::write(f.path(), text).unwrap();
+        f
     }
 
     #[test]
@@ -144,22 +145,21 @@ mod tests {
             "\u{1e}{\"time\":10,\"name\":\"recovery:metrics_updated\",\"data\":{\"bytes_in_flight\":1024,\"smoothed_rtt\":40.5}}\n",
             "\u{1e}{\"time\":20,\"name\":\"recovery:packet_lost\",\"data\":{}}\n",
         ));
-        let v = read(&p).unwrap();
+        let v = read(p.path()).unwrap();
         assert_eq!(v.title, "f");
         assert_eq!(v.cwnd_kib, [(0.0, 2.0), (0.01, 2.0)]);
         assert_eq!(v.in_flight_kib, [(0.0, 0.0), (0.01, 1.0)]);
         assert_eq!(v.smoothed_rtt_ms, [(0.01, 40.5)]);
         assert_eq!(v.losses_s, [0.02]);
-        let _ = std::fs::remove_file(p);
     }
 
     #[test]
     fn a_file_that_is_not_qlog_is_refused_with_the_record() {
         let p = file("{\"hello\": 1}\n");
-        let e = format!("{:#}", read(&p).unwrap_err());
+        let e = format!("{:#}", read(p.path()).unwrap_err());
         assert!(e.contains("not a qlog JSON-SEQ file"), "{e}");
         let p = file("\u{1e}{\"qlog_format\":\"JSON-SEQ\"}\n\u{1e}{not json\n");
-        let e = format!("{:#}", read(&p).unwrap_err());
+        let e = format!("{:#}", read(p.path()).unwrap_err());
         assert!(e.contains("record 2 is not JSON"), "{e}");
     }
 }

@@ -26,14 +26,12 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// An empty scratch directory for the test `name` of this test binary.
-pub fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "peregrine-{}-{}-{name}",
-        env!("CARGO_CRATE_NAME"),
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("a scratch directory");
-    d
+/// An empty scratch directory for the test `name` of this test binary,
+/// removed when the returned guard is dropped (keep it alive as long as
+/// the directory is used).
+pub fn tempdir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("peregrine-{}-{name}-", env!("CARGO_CRATE_NAME")))
+        .tempdir()
+        .expect("a scratch directory")
 }

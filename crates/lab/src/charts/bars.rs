@@ -157,7 +157,8 @@ mod tests {
 
     #[test]
     fn writes_labelled_deterministic_svg() {
-        let d = dir("bars");
+        let tmp = dir("bars");
+        let d = tmp.path();
         let series = vec![
             BarSeries::new(
                 "WFQ",
@@ -195,7 +196,8 @@ mod tests {
 
     #[test]
     fn degenerate_and_bad_inputs() {
-        let d = dir("bars-bad");
+        let tmp = dir("bars-bad");
+        let d = tmp.path();
         bar_chart(&d.join("none.svg"), &text(), &[], &[]).unwrap();
         assert!(read_svg(&d.join("none.svg")).contains("no data"));
         bar_chart(

@@ -169,7 +169,8 @@ mod tests {
 
     #[test]
     fn writes_labelled_deterministic_svg_and_handles_degenerate_input() {
-        let d = dir("box");
+        let tmp = dir("box");
+        let d = tmp.path();
         let text = ChartText::new(
             "Priority latency per scheduler",
             "scheduler",

@@ -92,7 +92,8 @@ mod tests {
 
     #[test]
     fn writes_labelled_deterministic_svg_and_handles_degenerate_input() {
-        let d = dir("cdf");
+        let tmp = dir("cdf");
+        let d = tmp.path();
         let text = ChartText::new(
             "Priority-message latency",
             "latency (ms)",

@@ -335,7 +335,8 @@ mod tests {
 
     #[test]
     fn a_chart_becomes_a_pdf_with_an_embedded_font_and_a_png() {
-        let dir = crate::charts::testutil::dir("export");
+        let tmp = crate::charts::testutil::dir("export");
+        let dir = tmp.path();
         let svg = dir.join("bars.svg");
         bar_chart(
             &svg,
@@ -345,7 +346,7 @@ mod tests {
         )
         .unwrap();
         let written = export_dir(
-            &dir,
+            dir,
             &[Format::Svg, Format::Pdf, Format::Png],
             FigureSize::OneColumn,
         )
@@ -393,6 +394,5 @@ mod tests {
                 )
             );
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -482,15 +482,13 @@ fn split_in_two(label: &str) -> Vec<String> {
 pub(crate) mod testutil {
     //! Helpers for the chart tests: a fresh directory and SVG checks.
 
-    use std::path::PathBuf;
-
-    /// A fresh, empty directory under the target's temp dir.
-    pub fn dir(name: &str) -> PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("peregrine-charts-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("temp dir is writable");
-        d
+    /// A fresh, empty directory under the system's temp dir, removed when
+    /// the returned guard is dropped.
+    pub fn dir(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("peregrine-charts-{name}-"))
+            .tempdir()
+            .expect("temp dir is writable")
     }
 
     /// Read an SVG and check it is a well-formed-looking SVG document.
@@ -530,7 +528,8 @@ mod tests {
 
     #[test]
     fn no_data_chart_is_written_with_its_reason() {
-        let d = testutil::dir("nodata");
+        let tmp = testutil::dir("nodata");
+        let d = tmp.path();
         let f = d.join("empty.svg");
         no_data(
             &f,

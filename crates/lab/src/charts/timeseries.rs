@@ -100,7 +100,8 @@ mod tests {
 
     #[test]
     fn writes_labelled_deterministic_svg() {
-        let d = dir("ts");
+        let tmp = dir("ts");
+        let d = tmp.path();
         let series = vec![
             Series::new(
                 "cubic",
@@ -134,7 +135,8 @@ mod tests {
 
     #[test]
     fn degenerate_inputs() {
-        let d = dir("ts-degenerate");
+        let tmp = dir("ts-degenerate");
+        let d = tmp.path();
         // Nothing at all: a "no data" chart.
         time_series(&d.join("none.svg"), &text(), &[]).unwrap();
         assert!(read_svg(&d.join("none.svg")).contains("no data"));
