@@ -218,20 +218,12 @@ impl CellScheduler {
             }
         }
         self.members.sort_unstable();
-        let mut from = 0;
-        while from < self.members.len() {
-            let cell = self.members[from].0;
-            let to = from
-                + self.members[from..]
-                    .iter()
-                    .take_while(|m| m.0 == cell)
-                    .count();
+        for cell in self.members.chunk_by(|a, b| a.0 == b.0) {
             self.scratch.clear();
-            for &(_, i) in &self.members[from..to] {
+            for &(_, i) in cell {
                 let c = (1.0 - beta) * self.avg_bps[i] / (beta * links[i].1 as f64);
                 self.scratch.push((c, i));
             }
-            from = to;
             let n = self.scratch.len();
             match self.kind {
                 SchedulerKind::RoundRobin | SchedulerKind::Unshared => {
