@@ -496,13 +496,7 @@ impl Endpoint {
     ///
     /// Complexity: O(log n) (+ the 64 closed ones kept).
     pub fn stats(&self, handle: ConnectionHandle) -> Option<ConnectionStats> {
-        if let Some(c) = self.connections.get(&handle) {
-            return Some(c.stats());
-        }
-        self.closed_stats
-            .iter()
-            .find(|(h, _)| *h == handle)
-            .map(|(_, s)| s.clone())
+        self.live_or_closed(handle, Connection::stats, ConnectionStats::clone)
     }
 
     /// A connection's congestion window, bytes: the `cwnd_bytes` of
@@ -513,13 +507,27 @@ impl Endpoint {
     ///
     /// Complexity: O(log n) (+ the 64 closed ones kept).
     pub fn cwnd_bytes(&self, handle: ConnectionHandle) -> Option<u64> {
+        self.live_or_closed(handle, Connection::cwnd_bytes, |s| s.cwnd_bytes)
+    }
+
+    /// `live` of the connection `handle` if it is held, else `closed` of
+    /// its last stats if it is one of the closed ones kept: the one lookup
+    /// [`stats`](Self::stats) and [`cwnd_bytes`](Self::cwnd_bytes) share.
+    ///
+    /// Complexity: O(log n) (+ the 64 closed ones kept).
+    fn live_or_closed<T>(
+        &self,
+        handle: ConnectionHandle,
+        live: impl FnOnce(&Connection) -> T,
+        closed: impl FnOnce(&ConnectionStats) -> T,
+    ) -> Option<T> {
         if let Some(c) = self.connections.get(&handle) {
-            return Some(c.cwnd_bytes());
+            return Some(live(c));
         }
         self.closed_stats
             .iter()
             .find(|(h, _)| *h == handle)
-            .map(|(_, s)| s.cwnd_bytes)
+            .map(|(_, s)| closed(s))
     }
 
     /// The life-cycle state of a connection still held.
