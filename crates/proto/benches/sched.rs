@@ -3,6 +3,10 @@
 //! 1,428-byte frame (the stream stays backlogged, so every decision
 //! re-queues it). Streams have classes 0–3 and weights 1–4; under EDF every
 //! stream's next deadline moves on after each block.
+//!
+//! `sched_bulk_beside_priority`: the shape of `perf`'s latency test — one
+//! backlogged class-2 bulk stream without deadlines and an idle class-0
+//! stream; one decision per datagram of bulk.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use peregrine_proto::sched::{SchedContext, SchedulerConfig, StreamView};
@@ -73,5 +77,39 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+fn bench_bulk_beside_priority(c: &mut Criterion) {
+    let mut g = c.benchmark_group("sched_bulk_beside_priority");
+    g.throughput(Throughput::Elements(DECISIONS));
+    for cfg in schedulers() {
+        let view = |id: u16, class: u8| StreamView {
+            id,
+            class,
+            weight: 1,
+            head_deadline: None,
+            head_enqueued: Time::ZERO,
+        };
+        let (priority, bulk) = (view(0, 0), view(1, 2));
+        let mut s = cfg.build();
+        s.activate(&priority);
+        s.on_sent(&priority, 200, false);
+        s.activate(&bulk);
+        let ctx = SchedContext {
+            now: Time::from_millis(1),
+            cwnd_bytes: 1_000_000,
+            srtt: Some(Duration::from_micros(100)),
+        };
+        g.bench_function(cfg.name(), |b| {
+            b.iter(|| {
+                for _ in 0..DECISIONS {
+                    let id = s.pick(&ctx).expect("backlogged");
+                    s.on_sent(&bulk, 1_428, true);
+                    black_box(id);
+                }
+            });
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_bulk_beside_priority);
 criterion_main!(benches);

@@ -39,6 +39,14 @@ impl Edf {
         self.order.insert(key, s.id);
         self.keys.insert(s.id, key);
     }
+
+    /// Whether another stream waits under the same deadline and class as
+    /// the stream keyed `(deadline, class, seq)`. O(log n).
+    fn shares_key(&self, deadline: Time, class: u8, seq: u64) -> bool {
+        self.order
+            .range((deadline, class, 0)..=(deadline, class, u64::MAX))
+            .any(|(&(_, _, other), _)| other != seq)
+    }
 }
 
 impl Scheduler for Edf {
@@ -56,12 +64,24 @@ impl Scheduler for Edf {
     fn pick(&mut self, _ctx: &SchedContext) -> Option<u16> {
         self.order.first_key_value().map(|(_, &id)| id)
     }
+    /// O(log n). A stream that keeps its key and shares it with no other
+    /// stream keeps its place: re-sequencing it (the round-robin among
+    /// equal keys) would change no pick — every later key still gets a
+    /// larger sequence number — and cost two ordered-map updates per
+    /// datagram, what set a bulk stream under EDF about 8 % below ABS on
+    /// loopback (issue 36).
     fn on_sent(&mut self, s: &StreamView, _bytes: usize, more: bool) {
-        if more {
-            self.put(s, true);
-        } else {
+        if !more {
             self.remove(s.id);
+            return;
         }
+        if let Some(&(deadline, class, seq)) = self.keys.get(&s.id) {
+            let same_key = deadline == s.head_deadline.unwrap_or(Time::MAX) && class == s.class;
+            if same_key && !self.shares_key(deadline, class, seq) {
+                return;
+            }
+        }
+        self.put(s, true);
     }
     fn len(&self) -> usize {
         self.keys.len()

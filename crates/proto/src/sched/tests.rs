@@ -387,3 +387,74 @@ fn aging_still_serves_a_low_class_beside_a_saturating_urgent_stream() {
         ]
     );
 }
+
+/// EDF as it was before a stream kept its place when it shares its key
+/// with nobody: every datagram sent re-sequences the stream.
+#[derive(Default)]
+struct EdfAlwaysRefresh {
+    order: std::collections::BTreeMap<(Time, u8, u64), u16>,
+    keys: std::collections::BTreeMap<u16, (Time, u8, u64)>,
+    seq: u64,
+}
+
+impl EdfAlwaysRefresh {
+    fn put(&mut self, s: &StreamView, refresh: bool) {
+        let deadline = s.head_deadline.unwrap_or(Time::MAX);
+        if let Some(&old) = self.keys.get(&s.id) {
+            if !refresh && old.0 == deadline && old.1 == s.class {
+                return;
+            }
+            self.order.remove(&old);
+        }
+        self.seq += 1;
+        let key = (deadline, s.class, self.seq);
+        self.order.insert(key, s.id);
+        self.keys.insert(s.id, key);
+    }
+    fn pick(&self) -> Option<u16> {
+        self.order.first_key_value().map(|(_, &id)| id)
+    }
+    fn remove(&mut self, id: u16) {
+        if let Some(key) = self.keys.remove(&id) {
+            self.order.remove(&key);
+        }
+    }
+}
+
+proptest::proptest! {
+    /// The shortcut changes no pick: over random activations, sends (with
+    /// the head's deadline and class moving) and removals, EDF picks what
+    /// the always-re-sequencing EDF picks.
+    #[test]
+    fn edf_keeping_an_unshared_place_picks_as_re_sequencing_does(
+        ops in proptest::collection::vec((0u8..4, 1u16..6, 0u8..3, 0u64..4), 1..200)
+    ) {
+        let mut fast = edf::Edf::new();
+        let mut reference = EdfAlwaysRefresh::default();
+        let ctx = SchedContext::at(Time::ZERO);
+        for (op, id, class, deadline) in ops {
+            let mut v = view(id, class, 1);
+            // Deadline 0: none; a few distinct values so that ties happen.
+            v.head_deadline = (deadline > 0).then(|| Time::from_millis(deadline * 10));
+            match op {
+                0 => {
+                    fast.activate(&v);
+                    reference.put(&v, false);
+                }
+                1 | 2 => {
+                    // Only a stream the scheduler holds is ever sent from.
+                    if reference.keys.contains_key(&id) {
+                        fast.on_sent(&v, 1_000, true);
+                        reference.put(&v, true);
+                    }
+                }
+                _ => {
+                    fast.remove(id);
+                    reference.remove(id);
+                }
+            }
+            proptest::prop_assert_eq!(fast.pick(&ctx), reference.pick());
+            proptest::prop_assert_eq!(fast.len(), reference.keys.len());
+        }
+    }
+}
