@@ -113,8 +113,9 @@ struct Slot {
     sent_long: bool,
 }
 
-/// A datagram at least this long (bytes) leaves its buffer in cache over
-/// most of its capacity once the receiver has read it (`Sim::recycle`).
+/// A datagram at least this long (bytes) is "long": its buffer, once the
+/// receiver has read it, goes to the stack long datagrams are taken from
+/// (`Sim::spare_payloads`).
 const LONG_DATAGRAM_BYTES: usize = 512;
 
 /// One application bound to a stream of a flow.
@@ -386,13 +387,12 @@ impl Sim {
         }
         loop {
             // Written straight into the packet's buffer, a spare one while
-            // there are any: no allocation and no copy per packet. A slot
-            // takes first a buffer that last carried a datagram as long
-            // as its own last one, and the last such buffer a receiver
-            // read: written again while it is still in cache (issue 40:
-            // the copy into a fresh allocation missed the L2 on most of
-            // its lines in the city, the allocator handing back memory
-            // freed long ago).
+            // there are any: no allocation and no copy per packet (issue
+            // 40; the copy into a fresh allocation also missed the L2 on
+            // most of its lines in the city). A slot takes first a buffer
+            // that last carried a datagram as long as its own last one,
+            // the last such a receiver read, hoping it is still in cache:
+            // cachegrind says mostly not (docs/performance.md).
             let k = usize::from(self.slots[s].sent_long);
             let (mut payload, from) = match self.spare_payloads[k].pop() {
                 Some(b) => (b, k),
@@ -736,8 +736,8 @@ impl Sim {
         self.slots[s]
             .ep
             .handle_datagram(self.now, from, pkt.ecn, &mut pkt.payload);
-        // Just read: its lines are in cache (dropped packets' buffers,
-        // cold, are left to the allocator).
+        // Just read by the receiver (dropped packets' buffers, not read
+        // since they were written, are left to the allocator).
         let k = usize::from(pkt.payload.len() >= LONG_DATAGRAM_BYTES);
         self.spare_payloads[k].push(pkt.payload);
         self.service(s)
