@@ -195,6 +195,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
             timer_lane: Default::default(),
             handle: None,
             shared: false,
+            sent_long: false,
         });
         by_addr.insert((fs.src, p), client);
         let server = match (shared.node_of_flow[f], shared_slot[fs.dst]) {
@@ -217,6 +218,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
                     timer_lane: Default::default(),
                     handle: None,
                     shared: true,
+                    sent_long: false,
                 });
                 by_addr.insert((n, super::groups::SHARED_PORT), s);
                 shared_slot[n] = Some(s);
@@ -234,6 +236,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
                     timer_lane: Default::default(),
                     handle: None,
                     shared: false,
+                    sent_long: false,
                 });
                 by_addr.insert((fs.dst, p), s);
                 s
@@ -319,7 +322,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Sim, SimError> {
         metrics,
         message_log: Vec::new(),
         next_packet_id: 0,
-        buf: Vec::with_capacity(2048),
+        spare_payloads: [Vec::new(), Vec::new()],
         offers: Vec::new(),
         out: Default::default(),
         zeros: peregrine_proto::Bytes::new(),

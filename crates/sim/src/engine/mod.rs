@@ -108,7 +108,15 @@ struct Slot {
     /// A `[[flow_groups]]` server endpoint serving many flows (`flow` is
     /// then only its first member; see `groups.rs`).
     shared: bool,
+    /// Whether its last datagram was long ([`LONG_DATAGRAM_BYTES`]): the
+    /// stack of spare buffers it takes from first (`Sim::service`).
+    sent_long: bool,
 }
+
+/// A datagram at least this long (bytes) is "long": its buffer, once the
+/// receiver has read it, goes to the stack long datagrams are taken from
+/// (`Sim::spare_payloads`).
+const LONG_DATAGRAM_BYTES: usize = 512;
 
 /// One application bound to a stream of a flow.
 struct AppSlot {
@@ -162,7 +170,10 @@ pub(crate) struct Sim {
     /// Per-message rows: flow, stream, number, queued ns, latency ns, bytes.
     message_log: Vec<crate::metrics::MessageRecord>,
     next_packet_id: u64,
-    buf: Vec<u8>,
+    /// Datagram buffers of packets that reached their endpoint, reused
+    /// for the next datagrams (`Sim::service`), by whether the datagram
+    /// they last carried was short or long ([`LONG_DATAGRAM_BYTES`]).
+    spare_payloads: [Vec<Vec<u8>>; 2],
     offers: Vec<Offer>,
     out: LinkOutput,
     /// Zero bytes the applications send (content does not matter): one
@@ -374,9 +385,30 @@ impl Sim {
         if self.slots[s].client && self.flows[flow].started {
             self.top_up(flow);
         }
-        while let Some(tx) = self.slots[s].ep.poll_transmit(now, &mut self.buf) {
+        loop {
+            // Written straight into the packet's buffer, a spare one while
+            // there are any: no allocation and no copy per packet (issue
+            // 40; the copy into a fresh allocation also missed the L2 on
+            // most of its lines in the city). A slot takes first a buffer
+            // that last carried a datagram as long as its own last one,
+            // the last such a receiver read, hoping it is still in cache:
+            // cachegrind says mostly not (docs/performance.md).
+            let k = usize::from(self.slots[s].sent_long);
+            let (mut payload, from) = match self.spare_payloads[k].pop() {
+                Some(b) => (b, k),
+                None => match self.spare_payloads[1 - k].pop() {
+                    Some(b) => (b, 1 - k),
+                    None => (Vec::with_capacity(2048), k),
+                },
+            };
+            let Some(tx) = self.slots[s].ep.poll_transmit(now, &mut payload) else {
+                self.spare_payloads[from].push(payload);
+                break;
+            };
+            payload.truncate(tx.size);
+            self.slots[s].sent_long = tx.size >= LONG_DATAGRAM_BYTES;
             let dst = node_of(&tx.destination);
-            let is_data = Packet::datagram_is_data(&self.buf[..tx.size]);
+            let is_data = Packet::datagram_is_data(&payload);
             let slot = &self.slots[s];
             let flow = if slot.shared {
                 self.flow_of_peer(tx.destination).unwrap_or(flow)
@@ -398,7 +430,7 @@ impl Sim {
                 left_first_hop: false,
                 hops: 0,
                 ecn: tx.ecn,
-                payload: self.buf[..tx.size].to_vec(),
+                payload,
             };
             self.next_packet_id += 1;
             if pkt.forward && is_data {
@@ -704,6 +736,10 @@ impl Sim {
         self.slots[s]
             .ep
             .handle_datagram(self.now, from, pkt.ecn, &mut pkt.payload);
+        // Just read by the receiver (dropped packets' buffers, not read
+        // since they were written, are left to the allocator).
+        let k = usize::from(pkt.payload.len() >= LONG_DATAGRAM_BYTES);
+        self.spare_payloads[k].push(pkt.payload);
         self.service(s)
     }
 
