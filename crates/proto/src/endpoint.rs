@@ -589,7 +589,8 @@ impl Endpoint {
     /// O(log n) amortized: only connections with events are visited (a
     /// queue of them, kept as connections change), never a scan of all.
     pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
-        self.connections.settle();
+        // Deadlines are re-read by `poll_timeout` (set.rs).
+        self.connections.settle_queues();
         while let Some(h) = self.connections.front_ev() {
             let ev = self
                 .connections
@@ -908,8 +909,10 @@ impl Endpoint {
             });
         }
         // Only connections touched since they last had nothing to send
-        // are visited, round robin (one that sent goes to the back).
-        self.connections.settle();
+        // are visited, round robin (one that sent goes to the back). Their
+        // deadlines wait for `poll_timeout`: a sender touches its
+        // connection with every datagram (set.rs).
+        self.connections.settle_queues();
         while let Some(handle) = self.connections.pop_tx() {
             let sent = self
                 .connections

@@ -94,8 +94,16 @@ fn encode(buf: &mut Vec<u8>, header: HeaderRepr, payload: Payload<'_>) -> Option
         auth_tag: &[],
     };
     let len = dg.buffer_len();
-    buf.clear();
-    buf.resize(len, 0);
+    // The encoder writes every byte of the datagram (each field, padding
+    // as zeros), so the bytes the buffer already holds — the last
+    // datagram's — are overwritten, not zeroed first: only growth past
+    // them is initialised (issue 36: a memset of every datagram). The
+    // test `stale_bytes_never_reach_the_wire` holds the encoders to it.
+    if buf.len() > len {
+        buf.truncate(len);
+    } else {
+        buf.resize(len, 0);
+    }
     match dg.emit(buf) {
         Ok(n) => {
             buf.truncate(n);
@@ -156,7 +164,76 @@ mod tests {
         })
     }
 
+    /// Every type `payload` builds, plus START and REJECT.
+    fn any_payload<'a>(t: PacketType, pn: u64, data: &'a [u8], tlv: &'a [u8]) -> Payload<'a> {
+        use crate::wire::tlv::Tlv;
+        use crate::wire::{
+            AckPayload, AckRange, MissingPackets, NackPayload, RejectPayload, RejectReason,
+            StartPayload, StreamCredit,
+        };
+        let packet_number = pn as u32;
+        match t {
+            PacketType::Start => Payload::Start(StartPayload {
+                tlvs: vec![
+                    Tlv::Version(1),
+                    Tlv::Padding(data.len() as u16),
+                    Tlv::RetryToken(tlv),
+                ],
+            }),
+            PacketType::Reject => Payload::Reject(RejectPayload {
+                reason: RejectReason::BUSY,
+                tlvs: vec![Tlv::Padding(data.len() as u16), Tlv::RetryToken(tlv)],
+            }),
+            PacketType::Ack => Payload::Ack(AckPayload {
+                packet_number,
+                largest_acked: 1_000,
+                ack_delay_us: 7,
+                first_range: 3,
+                ranges: vec![AckRange { gap: 2, length: 4 }],
+                credits: vec![StreamCredit {
+                    stream: 1,
+                    max_message: 9,
+                }],
+                ..AckPayload::default()
+            }),
+            PacketType::Nack => Payload::Nack(NackPayload {
+                packet_number,
+                missing_packets: vec![MissingPackets { first: 5, count: 2 }],
+                missing_blocks: Vec::new(),
+            }),
+            _ => payload(t, pn, data).expect("the other types"),
+        }
+    }
+
     proptest! {
+        /// The builder reuses the buffer's bytes without zeroing them:
+        /// a datagram built over the stale bytes of any other one is
+        /// byte for byte the datagram built into an empty buffer.
+        #[test]
+        fn stale_bytes_never_reach_the_wire(
+            t in proptest::sample::select(PacketType::ALL.to_vec()),
+            pn in any::<u64>(),
+            checksum in any::<bool>(),
+            data in proptest::collection::vec(any::<u8>(), 0..1400),
+            stale_len in 0usize..2000,
+            stale_byte in 1u8..=255,
+        ) {
+            let tlv = [0x11u8; 6];
+            let mut h = HeaderRepr::new(t);
+            (h.dest_id, h.src_id) = (3, 4);
+            if checksum {
+                h.flags = Flags::ST_CKS | Flags::W_VAL;
+            }
+            let pn_of = |t: PacketType| (!t.is_handshake()).then_some(pn);
+            let mut fresh = Vec::new();
+            let wf = build(&mut fresh, h, any_payload(t, pn, &data, &tlv), pn_of(t));
+            let mut stale = vec![stale_byte; stale_len];
+            let ws = build(&mut stale, h, any_payload(t, pn, &data, &tlv), pn_of(t));
+            prop_assert!(wf.is_some());
+            prop_assert_eq!(wf, ws);
+            prop_assert_eq!(&fresh, &stale);
+        }
+
         /// Whatever the header's fields and the packet number, the report
         /// is what a decoder reads from the bytes: the header with
         /// TOTAL_LEN and CHKSUM, the number's low bits, the lengths.

@@ -12,6 +12,19 @@
 //! `EndpointEvent`s and the endpoint polls only the ones it was told
 //! about).
 //!
+//! Only the deadline waits for the queues' readers that need it: the
+//! transmit and event loops settle the queues alone
+//! ([`ConnectionSet::settle_queues`]) and leave the deadline *stale*; the
+//! timer's readers (`poll_timeout`, `handle_timeout`) settle everything
+//! ([`ConnectionSet::settle`]). A sending connection is touched by every
+//! datagram it sends, and its deadline is read once per driver turn, not
+//! once per datagram (issue 36: a bulk sender recomputed every timer of
+//! its connection 44 times per GSO batch). The deadline is computed from
+//! the same connection state either way — a connection changes only when
+//! called into, which touches it again — and the timer order is by
+//! (deadline, handle), not by when it was armed, so nothing the endpoint
+//! decides moves.
+//!
 //! Lookup by handle is a B-tree (O(log n)); connections are boxed so the
 //! tree's nodes stay small and moving an entry moves a pointer.
 
@@ -40,6 +53,9 @@ struct Slot {
     in_ev: bool,
     /// The deadline it is armed with in `timers`.
     armed: Option<peregrine_cc::Time>,
+    /// In `stale_timers`: settled for the queues only, its deadline not
+    /// re-read since it was last called into.
+    timer_stale: bool,
 }
 
 /// The connections of one endpoint, with the queues of the active ones.
@@ -48,6 +64,10 @@ pub(crate) struct ConnectionSet {
     map: BTreeMap<ConnectionHandle, Slot>,
     /// Connections called into since the last settle.
     touched: Vec<ConnectionHandle>,
+    /// Connections settled for the queues only
+    /// ([`settle_queues`](Self::settle_queues)): their deadline is re-read
+    /// at the next full [`settle`](Self::settle).
+    stale_timers: Vec<ConnectionHandle>,
     /// Each connection's next deadline (the deadline itself is in its
     /// slot).
     pub(crate) timers: TimerOrder<ConnectionHandle>,
@@ -116,6 +136,7 @@ impl ConnectionSet {
                 in_tx: false,
                 in_ev: false,
                 armed: None,
+                timer_stale: false,
             },
         );
         self.touched.push(handle);
@@ -141,6 +162,7 @@ impl ConnectionSet {
         let t = slot.conn.poll_timeout();
         self.timers.rearm(handle, slot.armed, t);
         slot.armed = t;
+        slot.timer_stale = false;
         if tx && !slot.in_tx {
             slot.in_tx = true;
             self.tx_ready.push_back(handle);
@@ -159,7 +181,9 @@ impl ConnectionSet {
         }
     }
 
-    /// Settle every touched connection. O(touched · log n).
+    /// Settle every touched connection, and re-read the deadline of those
+    /// settled for the queues only. What the timer's readers call
+    /// (`poll_timeout`, `handle_timeout`). O((touched + stale) · log n).
     pub(crate) fn settle(&mut self) {
         let mut touched = std::mem::take(&mut self.touched);
         for h in touched.drain(..) {
@@ -173,6 +197,55 @@ impl ConnectionSet {
             self.refresh(h, true);
         }
         // Keep the allocation for the next round.
+        if self.touched.is_empty() {
+            self.touched = touched;
+        }
+        let mut stale = std::mem::take(&mut self.stale_timers);
+        for h in stale.drain(..) {
+            let Some(slot) = self.map.get_mut(&h) else {
+                continue;
+            };
+            if !slot.timer_stale {
+                continue;
+            }
+            slot.timer_stale = false;
+            let t = slot.conn.poll_timeout();
+            self.timers.rearm(h, slot.armed, t);
+            slot.armed = t;
+        }
+        if self.stale_timers.is_empty() {
+            self.stale_timers = stale;
+        }
+    }
+
+    /// Settle every touched connection for the transmit and event queues
+    /// only — queued exactly as [`settle`](Self::settle) queues them — and
+    /// leave its deadline stale until the next `settle`. What the loops
+    /// that do not read the timer call (`poll_transmit`, `poll_event`).
+    /// O(touched · log n), no deadline computed.
+    pub(crate) fn settle_queues(&mut self) {
+        let mut touched = std::mem::take(&mut self.touched);
+        for h in touched.drain(..) {
+            let Some(slot) = self.map.get_mut(&h) else {
+                continue;
+            };
+            if !slot.touched {
+                continue;
+            }
+            slot.touched = false;
+            if !slot.timer_stale {
+                slot.timer_stale = true;
+                self.stale_timers.push(h);
+            }
+            if !slot.in_tx {
+                slot.in_tx = true;
+                self.tx_ready.push_back(h);
+            }
+            if !slot.in_ev && slot.conn.has_events() {
+                slot.in_ev = true;
+                self.ev_ready.push_back(h);
+            }
+        }
         if self.touched.is_empty() {
             self.touched = touched;
         }

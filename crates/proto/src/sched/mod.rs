@@ -97,6 +97,14 @@ pub trait Scheduler: Debug + Send {
     /// Algorithm 1 fills a packet with the head stream's data before
     /// rotating); the other schedulers decide per block and ignore it.
     fn end_packet(&mut self) {}
+    /// Whether [`on_sent`](Self::on_sent) reads the view's head fields
+    /// (`head_deadline`, `head_enqueued`). One that reads only the id
+    /// (round robin) is handed a view without them, and the packetizer
+    /// skips looking up the stream's next message for every frame
+    /// (issue 36). The default, `true`, is always correct.
+    fn reads_heads(&self) -> bool {
+        true
+    }
     /// The adaptive scheduler's current policy (`"abs"` or `"rr"`).
     fn mode(&self) -> Option<&'static str> {
         None

@@ -100,6 +100,10 @@ impl Scheduler for RoundRobin {
             self.remove(s.id);
         }
     }
+    fn reads_heads(&self) -> bool {
+        // `on_sent` reads the stream id, nothing else of the view.
+        false
+    }
     fn end_packet(&mut self) {
         if let Some(id) = self.serving.take() {
             self.skip_stale();

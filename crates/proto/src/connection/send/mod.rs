@@ -268,6 +268,18 @@ struct OutMessage {
     enqueued: Time,
 }
 
+impl OutMessage {
+    /// The length of block `block` under this message's cut (0 past its
+    /// end): what [`SendState::frame`] would carry, without building the
+    /// frame. O(1).
+    fn block_len(&self, block: u16) -> usize {
+        let block_size = self.block_size as usize;
+        let start = usize::from(block) * block_size;
+        let end = (start + block_size).min(self.bytes.len());
+        end.saturating_sub(start)
+    }
+}
+
 /// A stream's queued messages by number. Numbers are handed out in
 /// order, so the messages live in a queue indexed by `number - base`
 /// ([`NumberedSlots`]): queuing a message is a `push_back`, not a tree
@@ -376,16 +388,35 @@ impl SendStream {
     }
 
     fn view(&self) -> StreamView {
-        let (deadline, enqueued) = match self.next_item() {
-            Some((b, _)) if b.block == SKIP_BLOCK => {
+        // The head item's message, looked up once (`next_item` and then
+        // the message again was two look-ups per frame sent).
+        let head =
+            |m: Option<&OutMessage>| m.map_or((None, Time::ZERO), |m| (m.deadline, m.enqueued));
+        let (deadline, enqueued) = if let Some(&b) = self.again.front() {
+            if b.block == SKIP_BLOCK {
                 (None, self.skips.get(&b.message).map_or(Time::ZERO, |s| s.1))
+            } else {
+                head(self.messages.get(b.message))
             }
-            Some((b, _)) => self
-                .messages
-                .get(b.message)
-                .map_or((None, Time::ZERO), |m| (m.deadline, m.enqueued)),
-            None => (None, Time::ZERO),
+        } else if self.new_allowed() {
+            match self.unsent.front().and_then(|&n| self.messages.get(n)) {
+                // `next_item` has no item for a block index past u16.
+                Some(m) if u16::try_from(m.next_unsent).is_ok() => head(Some(m)),
+                _ => (None, Time::ZERO),
+            }
+        } else {
+            (None, Time::ZERO)
         };
+        self.view_with(deadline, enqueued)
+    }
+
+    /// The view of a scheduler that reads no head fields
+    /// ([`Scheduler::reads_heads`]): id, class and weight only. O(1).
+    fn view_without_head(&self) -> StreamView {
+        self.view_with(None, Time::ZERO)
+    }
+
+    fn view_with(&self, deadline: Option<Time>, enqueued: Time) -> StreamView {
         StreamView {
             id: self.stats.id,
             class: self.config.class,
@@ -778,8 +809,16 @@ impl SendState {
         })
     }
 
+    /// The data length of `b`'s frame (0 for a skip frame or a block
+    /// no longer queued), without building the frame. O(log streams).
     fn block_len(&self, b: BlockRef) -> usize {
-        self.frame(b).map_or(0, |f| f.data.len())
+        if b.block == SKIP_BLOCK {
+            return 0;
+        }
+        self.streams
+            .get(&b.stream)
+            .and_then(|s| s.messages.get(b.message))
+            .map_or(0, |m| m.block_len(b.block))
     }
 
     /// Whether a retransmission (or skip frame) is waiting.
@@ -829,7 +868,6 @@ impl SendState {
     }
 
     fn mark_sent(&mut self, b: BlockRef, pn: u64) {
-        let len = self.block_len(b) as u64;
         let Some(s) = self.streams.get_mut(&b.stream) else {
             return;
         };
@@ -842,11 +880,13 @@ impl SendState {
             }
             return;
         }
-        let Some(st) = s
-            .messages
-            .get_mut(b.message)
-            .and_then(|m| m.blocks.get_mut(usize::from(b.block)))
-        else {
+        // The length from the message fetched here (`block_len` would
+        // look the stream and the message up again).
+        let Some(m) = s.messages.get_mut(b.message) else {
+            return;
+        };
+        let len = m.block_len(b.block) as u64;
+        let Some(st) = m.blocks.get_mut(usize::from(b.block)) else {
             return;
         };
         if *st == BlockState::Unsent {
@@ -922,8 +962,10 @@ impl SendState {
             self.consume(b, again);
             self.sync(id);
             blocks.push(b);
+            let heads = self.scheduler.reads_heads();
             let (more, view) = match self.streams.get_mut(&id) {
-                Some(s) => (s.has_sendable(), s.view()),
+                Some(s) if heads => (s.has_sendable(), s.view()),
+                Some(s) => (s.has_sendable(), s.view_without_head()),
                 None => (
                     false,
                     StreamView {
@@ -1047,7 +1089,6 @@ impl SendState {
     /// b blocks.
     pub fn on_acked_with(&mut self, blocks: &[BlockRef], mut done: impl FnMut(MessageId)) {
         for &b in blocks {
-            let len = self.block_len(b) as u64;
             let Some(s) = self.streams.get_mut(&b.stream) else {
                 continue;
             };
@@ -1060,6 +1101,7 @@ impl SendState {
             let Some(m) = s.messages.get_mut(b.message) else {
                 continue;
             };
+            let len = m.block_len(b.block) as u64;
             let Some(st) = m.blocks.get_mut(usize::from(b.block)) else {
                 continue;
             };

@@ -358,11 +358,18 @@ impl Connection {
         };
         let taken_pn = self.recovery.take_pn();
         debug_assert_eq!(taken_pn, pn);
-        // The frames are views of the queued messages; listed on the stack
-        // (a packet rarely carries more than a few), on the heap beyond.
-        let mut stack = [StreamFrame::skip(0, 0, Reliability::Reliable); STACK_FRAMES];
+        // The frames are views of the queued messages: a full-size packet's
+        // one frame as it is (no array to fill first), a few listed on the
+        // stack (a packet rarely carries more than a few), on the heap
+        // beyond.
+        let single: Option<StreamFrame<'_>>;
+        let mut stack: [StreamFrame<'_>; STACK_FRAMES];
         let heap: Vec<StreamFrame<'_>>;
-        let frames: &[StreamFrame<'_>] = if taken.blocks.len() <= STACK_FRAMES {
+        let frames: &[StreamFrame<'_>] = if let [b] = taken.blocks.as_slice() {
+            single = self.send.frame(*b);
+            single.as_slice()
+        } else if taken.blocks.len() <= STACK_FRAMES {
+            stack = [StreamFrame::skip(0, 0, Reliability::Reliable); STACK_FRAMES];
             let mut n = 0;
             for f in taken.blocks.iter().filter_map(|b| self.send.frame(*b)) {
                 if let Some(slot) = stack.get_mut(n) {
