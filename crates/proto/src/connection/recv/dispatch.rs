@@ -230,8 +230,9 @@ impl Connection {
         }
         // Decoded once: the checks, the store and the byte count read the
         // same list. Each pass over a received payload's frames
-        // (`Frames::Wire`) decodes every frame header again. A bulk
-        // packet carries one frame (listed as is); a few more are listed
+        // (`Frames::Wire`) decodes every frame header again, except a
+        // lone frame's (kept as decoded). A bulk packet carries one frame
+        // (listed as is); a few more are listed
         // on the stack, initialised only then; the heap beyond
         // [`STACK_FRAMES`]. O(frames), no allocation up to that.
         let one: [StreamFrame<'_>; 1];
