@@ -121,7 +121,7 @@ pub const FUSED_SLICE: usize = 512;
 /// odd offset was summed with its words shifted by one byte, which swaps
 /// the bytes of its folded sum (RFC 1071 §2(B), byte-order independence).
 fn at_offset(folded: u16, offset: usize) -> u64 {
-    if offset % 2 == 0 {
+    if offset.is_multiple_of(2) {
         u64::from(folded)
     } else {
         u64::from(folded.swap_bytes())
