@@ -12,6 +12,11 @@
 //!   `protected` is `Noise_IK` with the core's default AEAD offer
 //!   (`EndpointConfig::aes_hardware` false: ChaCha20-Poly1305);
 //!   `protected_aes` the same with AES hardware declared (AES-128-GCM).
+//! * `endpoint/receive_bulk_1452B/{plain,protected}` — the receiver
+//!   alone on a bulk transfer of 64-KiB messages (as `peregrine perf`
+//!   sends them): per full-size DATA datagram, its `handle_datagram`
+//!   (reassembly in place) and its share of `poll_event` and of the ACKs'
+//!   `poll_transmit`; the sender's datagrams are built outside the timing.
 //! * `checksum/1400B` — the RFC 1071 checksum of a 1,400-byte datagram
 //!   (`wire::datagram_checksum`: the loop chosen at run time, AVX2 where
 //!   the CPU has it); `checksum/1400B_portable` — the same with the
@@ -202,6 +207,115 @@ fn bench_endpoint(c: &mut Criterion) {
     group.finish();
 }
 
+/// Bytes of one bulk message (`peregrine perf`'s: 64 KiB, ~46 blocks).
+const BULK_MESSAGE: usize = 64 * 1024;
+/// Datagrams built ahead and then handed to the receiver in one go.
+const RECEIVE_BATCH: usize = 64;
+
+impl Pair {
+    /// Up to `n` of the sender's DATA datagrams of bulk messages (64 KiB),
+    /// built ahead into `out` (untimed): the sender gets a new message
+    /// whenever it has room, and virtual time advances a little when its
+    /// pacer holds it; fewer when its window is full (the ACKs of the
+    /// last batch open it again).
+    fn build_bulk(&mut self, n: usize, out: &mut Vec<Vec<u8>>, bulk: &bytes::Bytes) {
+        let mut filled = 0;
+        let mut idle = 0;
+        while filled < n && idle < 5 {
+            let _ = self.a.send_message(self.conn, self.now, 0, bulk.clone());
+            match self.a.poll_transmit(self.now, &mut self.buf) {
+                Some(t) => {
+                    if out.len() <= filled {
+                        out.push(Vec::with_capacity(2048));
+                    }
+                    let dg = &mut out[filled];
+                    dg.clear();
+                    dg.extend_from_slice(&self.buf[..t.size]);
+                    filled += 1;
+                    idle = 0;
+                }
+                None => {
+                    self.advance(Duration::from_micros(20));
+                    idle += 1;
+                }
+            }
+        }
+        out.truncate(filled);
+    }
+
+    /// The receiver's share of `batch` (timed by the caller): each datagram
+    /// handled, the messages read, the ACKs built — handed to the sender
+    /// after the clock stops (`acks`).
+    fn receive(&mut self, batch: &mut [Vec<u8>], acks: &mut Vec<Vec<u8>>) {
+        for dg in batch.iter_mut() {
+            self.b.handle_datagram(self.now, addr(1), None, dg);
+        }
+        while let Some((_, e)) = self.b.poll_event() {
+            black_box(matches!(e, Event::MessageReceived { .. }));
+        }
+        acks.clear();
+        while let Some(t) = self.b.poll_transmit(self.now, &mut self.buf) {
+            acks.push(self.buf[..t.size].to_vec());
+        }
+    }
+}
+
+/// `endpoint/receive_bulk_1452B/{plain,protected}`: the receiver alone on
+/// a bulk transfer of 64-KiB messages in full-size DATA datagrams
+/// (reassembled in place, as `peregrine perf` sends them): per datagram,
+/// `handle_datagram`, the share of `poll_event` and of the ACKs'
+/// `poll_transmit`. The sender's datagrams are built ahead and its ACK
+/// processing runs outside the timing.
+fn bench_receive(c: &mut Criterion) {
+    let mut group = c.benchmark_group("endpoint");
+    group.throughput(Throughput::Elements(1));
+    let bulk = bytes::Bytes::from(vec![0x5a; BULK_MESSAGE]);
+    for (name, protected) in [("plain", false), ("protected", true)] {
+        let mut p = Pair::new(protected, false);
+        let mut batch = Vec::new();
+        let mut acks = Vec::new();
+        // Warm up (and check) the transfer outside the timing: the
+        // sender's window grows to a full batch.
+        let mut full = 0;
+        for _ in 0..500 {
+            p.build_bulk(RECEIVE_BATCH, &mut batch, &bulk);
+            full += usize::from(batch.len() == RECEIVE_BATCH);
+            p.receive(&mut batch, &mut acks);
+            for ack in &mut acks {
+                p.a.handle_datagram(p.now, addr(2), None, ack);
+            }
+            while p.a.poll_event().is_some() {}
+        }
+        assert!(full > 100, "{name}: the sender fills batches ({full})");
+        group.bench_function(format!("receive_bulk_1452B/{name}"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                let mut done = 0u64;
+                while done < iters {
+                    let n = (iters - done).min(RECEIVE_BATCH as u64) as usize;
+                    p.build_bulk(n, &mut batch, &bulk);
+                    if batch.is_empty() {
+                        break;
+                    }
+                    // A benchmark measures wall time: the sans-IO ban on
+                    // clocks is for the library, not its benches.
+                    #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+                    let start = std::time::Instant::now();
+                    p.receive(&mut batch, &mut acks);
+                    total += start.elapsed();
+                    done += batch.len() as u64;
+                    for ack in &mut acks {
+                        p.a.handle_datagram(p.now, addr(2), None, ack);
+                    }
+                    while p.a.poll_event().is_some() {}
+                }
+                total
+            })
+        });
+    }
+    group.finish();
+}
+
 fn bench_checksum(c: &mut Criterion) {
     let mut group = c.benchmark_group("checksum");
     group.throughput(Throughput::Bytes(DATAGRAM as u64));
@@ -245,5 +359,11 @@ fn wordwise_datagram_checksum(datagram: &[u8]) -> u16 {
     !(sum as u16)
 }
 
-criterion_group!(benches, bench_aead, bench_endpoint, bench_checksum);
+criterion_group!(
+    benches,
+    bench_aead,
+    bench_endpoint,
+    bench_receive,
+    bench_checksum
+);
 criterion_main!(benches);

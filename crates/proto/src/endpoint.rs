@@ -39,9 +39,10 @@ use crate::sched::SchedulerConfig;
 use crate::send_helpers::write;
 use crate::streams::StreamConfig;
 use crate::trace::{Role, TraceFactory, TraceTarget};
+use crate::wire::checksum::datagram_checksum_copying;
 use crate::wire::{
-    BarePayload, DatagramRepr, Flags, HeaderRepr, PacketType, Payload, RejectPayload, RejectReason,
-    Tlv, PROTOCOL_VERSION,
+    datagram_checksum, BarePayload, DatagramRepr, Flags, HeaderRepr, PacketType, Payload,
+    RejectPayload, RejectReason, Tlv, PROTOCOL_VERSION,
 };
 use peregrine_cc::{CcConfig, LinkHint, Time};
 use pool::BufferPool;
@@ -864,11 +865,23 @@ impl Endpoint {
         ecn: Option<EcnCodepoint>,
         bytes: &[u8],
     ) {
-        let Ok(dg) = DatagramRepr::decode(bytes) else {
+        // The checksum is verified before anything acts on the datagram,
+        // as `DatagramRepr::decode` would — but, for a DATA block that
+        // its message takes next, while copying the block there
+        // (`verify_checksum`).
+        let Ok((dg, checksum_due)) = DatagramRepr::decode_deferring_checksum(bytes) else {
             self.stats.decode_errors += 1;
             return;
         };
         let h = dg.header;
+        let handle = match h.dest_id {
+            0 => None,
+            id => self.by_id.get(&id).copied(),
+        };
+        if checksum_due && !self.verify_checksum(handle, &dg, bytes) {
+            self.stats.decode_errors += 1;
+            return;
+        }
         if h.dest_id == 0 {
             let request = h.pk_type == PacketType::Start
                 && h.flags.contains(Flags::REPLY_REQ)
@@ -880,12 +893,13 @@ impl Endpoint {
             }
             return;
         }
-        match self.by_id.get(&h.dest_id).copied() {
+        match handle {
             Some(handle) => {
                 if let Some(c) = self.connections.get_mut(&handle) {
                     c.trace_received(now, &dg, bytes.len());
                     c.handle_datagram(arrived, remote, ecn, &dg);
                     c.trace_metrics(now);
+                    c.clear_staged();
                 }
                 self.check_half_open(handle);
                 self.pool_sync(handle);
@@ -895,6 +909,47 @@ impl Endpoint {
                 self.stateless_reset(remote, &h);
             }
         }
+    }
+
+    /// Whether the checksum of plain datagram `bytes` (decoded as `dg`,
+    /// for connection `handle` if one has its id) is right. A DATA
+    /// datagram of one frame whose block its message takes next
+    /// (`Connection::stage_block`) is summed while its block is copied
+    /// into the message's buffer, where the store then finds it: the
+    /// bytes are read once, not once to check and once to copy. Any
+    /// other datagram is summed as `DatagramRepr::decode` sums it. Nothing
+    /// observable changes either way: the connection is not marked
+    /// touched, and a staged copy is taken only by the store of this very
+    /// datagram. O(len).
+    fn verify_checksum(
+        &mut self,
+        handle: Option<ConnectionHandle>,
+        dg: &DatagramRepr<'_>,
+        bytes: &[u8],
+    ) -> bool {
+        let want = dg.header.chksum;
+        if let (Some(handle), Payload::Data(d)) = (handle, &dg.payload) {
+            let mut frames = d.frames.iter();
+            if let (Some(f), None) = (frames.next(), frames.next()) {
+                // The frame's data lies in `bytes` (it was decoded from
+                // them): its offset, from the two addresses.
+                let start = (f.data.as_ptr() as usize).checked_sub(bytes.as_ptr() as usize);
+                if let (Some(start), Some(c)) = (start, self.connections.get_untracked(&handle)) {
+                    if let Some(dst) = c.stage_block(&f) {
+                        let end = start + f.data.len();
+                        match datagram_checksum_copying(bytes, start..end, dst) {
+                            Some(sum) if sum == want => return true,
+                            Some(_) => {
+                                c.clear_staged();
+                                return false;
+                            }
+                            None => c.clear_staged(),
+                        }
+                    }
+                }
+            }
+        }
+        datagram_checksum(bytes) == want
     }
 
     fn poll_transmit_inner(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {

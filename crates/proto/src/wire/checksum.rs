@@ -63,6 +63,71 @@ fn datagram_checksum_with(datagram: &[u8], block: impl Fn(&[u8]) -> u64 + Copy) 
     !finish(sum_blocks(tail, sum, block))
 }
 
+/// [`datagram_checksum`] of `datagram`, copying `datagram[range]` into
+/// `dst` on the way (`dst.len()` must equal the range's): the receiver's
+/// reassembly copy and the integrity check read those bytes once instead
+/// of twice. The range is copied and summed a slice of [`FUSED_SLICE`]
+/// bytes at a time, each slice summed right after it was copied, while it
+/// is still in the L1 cache — the datagram itself is read from memory (or
+/// the L2/L3 cache the kernel's copy left it in) once. The sum equals
+/// [`datagram_checksum`]'s: a piece at an odd offset of the datagram is
+/// summed as if at an even one and its folded sum byte-swapped (RFC 1071
+/// §2(B)). `None` (nothing copied) when the range does not lie in the
+/// datagram past the CHKSUM field or `dst` has another length.
+/// O(len).
+pub fn datagram_checksum_copying(
+    datagram: &[u8],
+    range: std::ops::Range<usize>,
+    dst: &mut [std::mem::MaybeUninit<u8>],
+) -> Option<u16> {
+    let start = range.start;
+    let end = range.end;
+    if start < 8 || start > end || end > datagram.len() || dst.len() != end - start {
+        return None;
+    }
+    count();
+    let (head, rest) = datagram.split_at(6);
+    let between = rest.get(2..start - 6)?;
+    let copied = datagram.get(start..end)?;
+    let after = datagram.get(end..)?;
+    let mut sum = u64::from(fold(sum_blocks(head, 0, block_sum)));
+    sum += u64::from(fold(sum_blocks(between, 0, block_sum)));
+    let mut at = start;
+    for (src, out) in copied.chunks(FUSED_SLICE).zip(dst.chunks_mut(FUSED_SLICE)) {
+        let n = src.len().min(out.len());
+        // SAFETY: `src` and `out` are both `n` bytes long or longer (the
+        // same chunking of two slices of equal length) and cannot overlap
+        // (`out` is borrowed mutably, `src` shared); `MaybeUninit<u8>` has
+        // the layout of `u8`, and writing initialises those bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), out.as_mut_ptr().cast::<u8>(), n);
+        }
+        sum += at_offset(fold(block_sum(src)), at);
+        at += src.len();
+    }
+    sum += at_offset(fold(sum_blocks(after, 0, block_sum)), end);
+    Some(!finish(sum))
+}
+
+/// Bytes copied then summed at a time by [`datagram_checksum_copying`]:
+/// small enough to stay in the L1 cache between the copy and the sum,
+/// even (so every slice after the first starts at the parity of the one
+/// before plus an even length), large enough that each call's overhead is
+/// small.
+pub const FUSED_SLICE: usize = 512;
+
+/// A folded native-order sum of a piece that starts at byte `offset` of
+/// the datagram, as the datagram's word alignment sees it: a piece at an
+/// odd offset was summed with its words shifted by one byte, which swaps
+/// the bytes of its folded sum (RFC 1071 §2(B), byte-order independence).
+fn at_offset(folded: u16, offset: usize) -> u64 {
+    if offset.is_multiple_of(2) {
+        u64::from(folded)
+    } else {
+        u64::from(folded.swap_bytes())
+    }
+}
+
 /// Benchmark hook for `benches/packet.rs` (the portable loop beside the
 /// one chosen at run time); not part of the API.
 #[doc(hidden)]
@@ -282,6 +347,78 @@ mod tests {
             let mut zeroed = d.to_vec();
             zeroed.iter_mut().skip(6).take(2).for_each(|b| *b = 0);
             proptest::prop_assert_eq!(datagram_checksum(d), reference(&zeroed));
+        }
+    }
+
+    /// [`datagram_checksum_copying`] with a fresh destination: the
+    /// checksum and the bytes copied (`None`: refused).
+    fn copying(d: &[u8], start: usize, end: usize) -> Option<(u16, Vec<u8>)> {
+        let len = end.saturating_sub(start);
+        let mut dst = vec![std::mem::MaybeUninit::new(0xa5u8); len];
+        let c = datagram_checksum_copying(d, start..end, &mut dst)?;
+        // SAFETY: every element was initialised above (and overwritten).
+        let bytes = dst.iter().map(|b| unsafe { b.assume_init() }).collect();
+        Some((c, bytes))
+    }
+
+    #[test]
+    fn copying_checksum_refuses_ranges_outside_the_datagram_or_the_field() {
+        let d = [0x11u8; 40];
+        assert!(copying(&d, 7, 20).is_none(), "overlaps CHKSUM");
+        assert!(copying(&d, 20, 41).is_none(), "past the end");
+        let mut dst = vec![std::mem::MaybeUninit::new(0u8); 3];
+        assert!(datagram_checksum_copying(&d, 8..10, &mut dst).is_none());
+        assert_eq!(copying(&d, 40, 40), Some((datagram_checksum(&d), vec![])));
+    }
+
+    #[test]
+    fn copying_checksum_on_carries_and_slice_edges() {
+        let ones = vec![0xffu8; 3 * FUSED_SLICE + 64];
+        for len in [9, 37, 38, 1_452, ones.len()] {
+            let d = &ones[..len];
+            for start in [8, 9, 36, 37, len.min(40)] {
+                for end in [start, start + 1, len - 1, len] {
+                    if end < start || end > len {
+                        continue;
+                    }
+                    let (c, bytes) = copying(d, start, end).expect("valid range");
+                    assert_eq!(c, datagram_checksum(d), "len {len} {start}..{end}");
+                    assert_eq!(bytes, &d[start..end]);
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any datagram and any range past CHKSUM: the same checksum as
+        /// [`datagram_checksum`], and the range's bytes copied.
+        #[test]
+        fn copying_checksum_equals_the_checksum_and_copies(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 8..4_200),
+            a in 0usize..4_200,
+            b in 0usize..4_200,
+        ) {
+            let len = data.len();
+            let (start, end) = (8 + a % (len - 7), 8 + b % (len - 7));
+            let (start, end) = (start.min(end), start.max(end));
+            let (c, bytes) = copying(&data, start, end).expect("valid range");
+            proptest::prop_assert_eq!(c, datagram_checksum(&data));
+            proptest::prop_assert_eq!(&bytes[..], &data[start..end]);
+        }
+
+        /// Any range at all, any destination length: never a panic, and a
+        /// result only for a valid range.
+        #[test]
+        fn copying_checksum_never_panics(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..100),
+            start in 0usize..120,
+            end in 0usize..120,
+            dst_len in 0usize..120,
+        ) {
+            let mut dst = vec![std::mem::MaybeUninit::new(0u8); dst_len];
+            let got = datagram_checksum_copying(&data, start..end, &mut dst);
+            let valid = start >= 8 && start <= end && end <= data.len() && dst_len == end - start;
+            proptest::prop_assert_eq!(got.is_some(), valid);
         }
     }
 

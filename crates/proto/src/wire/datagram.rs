@@ -50,14 +50,7 @@ impl<'a> DatagramRepr<'a> {
     /// the tag fits, then the payload. The payload must already be in
     /// plaintext: the crypto layer decrypts in place before calling this.
     pub fn decode_with_tag(bytes: &'a [u8], tag_len: usize) -> Result<DatagramRepr<'a>> {
-        let view = Header::new_checked(bytes)?;
-        let header = HeaderRepr::parse(&view)?;
-        if usize::from(header.total_len) != bytes.len() {
-            return Err(WireError::TotalLenMismatch {
-                total_len: header.total_len,
-                actual: bytes.len(),
-            });
-        }
+        let header = Self::decode_header(bytes)?;
         if header.flags.contains(Flags::ST_CKS) {
             let computed = datagram_checksum(bytes);
             if computed != header.chksum {
@@ -67,6 +60,45 @@ impl<'a> DatagramRepr<'a> {
                 });
             }
         }
+        Self::decode_rest(bytes, header, tag_len)
+    }
+
+    /// [`decode`](Self::decode) without the CHKSUM check, which is left
+    /// to the caller: the second value says whether ST_CKS asks for it
+    /// (then the datagram must not be acted on before its checksum —
+    /// [`datagram_checksum`], or
+    /// [`datagram_checksum_copying`](super::checksum::datagram_checksum_copying)
+    /// which copies a block out on the way — equals `header.chksum`).
+    /// The receiver uses it to verify the checksum while copying the
+    /// block into its message (one pass over the bytes instead of two).
+    /// The other checks are `decode`'s, in its order; a datagram that
+    /// fails both the checksum and another check gets the other error.
+    /// O(len of the frame headers), no allocation.
+    pub fn decode_deferring_checksum(bytes: &'a [u8]) -> Result<(DatagramRepr<'a>, bool)> {
+        let header = Self::decode_header(bytes)?;
+        let due = header.flags.contains(Flags::ST_CKS);
+        Ok((Self::decode_rest(bytes, header, 0)?, due))
+    }
+
+    /// The header, checked against the datagram's length.
+    fn decode_header(bytes: &[u8]) -> Result<HeaderRepr> {
+        let view = Header::new_checked(bytes)?;
+        let header = HeaderRepr::parse(&view)?;
+        if usize::from(header.total_len) != bytes.len() {
+            return Err(WireError::TotalLenMismatch {
+                total_len: header.total_len,
+                actual: bytes.len(),
+            });
+        }
+        Ok(header)
+    }
+
+    /// The tag area and the payload after a checked header.
+    fn decode_rest(
+        bytes: &'a [u8],
+        header: HeaderRepr,
+        tag_len: usize,
+    ) -> Result<DatagramRepr<'a>> {
         let body = bytes.get(HEADER_LEN..).unwrap_or(&[]);
         let tag_len = if header.pk_type.is_handshake() {
             0

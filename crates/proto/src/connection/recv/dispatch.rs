@@ -148,6 +148,41 @@ impl Connection {
         self.check_close_progress(now);
     }
 
+    /// Where the one frame `f` of a DATA datagram about to be handled
+    /// would be appended (see [`recv::RecvState::stage_block`]): the
+    /// endpoint copies it there while it verifies the checksum. `None`
+    /// when it cannot be staged (the connection does not take data now,
+    /// or the block is not its message's next one). Clear with
+    /// [`clear_staged`](Self::clear_staged) after the datagram. O(log
+    /// streams + log pending messages).
+    pub(crate) fn stage_block(
+        &mut self,
+        f: &StreamFrame<'_>,
+    ) -> Option<&mut [std::mem::MaybeUninit<u8>]> {
+        if !self.data_state_receiving() {
+            return None;
+        }
+        self.recv.stage_block(f)
+    }
+
+    /// Forget a staged block (see [`stage_block`](Self::stage_block)).
+    /// O(1).
+    pub(crate) fn clear_staged(&mut self) {
+        self.recv.clear_staged();
+    }
+
+    /// Whether DATA is accepted in this state (what `on_data` checks
+    /// first).
+    fn data_state_receiving(&self) -> bool {
+        matches!(
+            self.state,
+            ConnectionState::Connected
+                | ConnectionState::EndLocal
+                | ConnectionState::EndRemote
+                | ConnectionState::TimedClose
+        )
+    }
+
     fn note_received(&mut self, _now: Time, len: u16) {
         self.counters.packets_received += 1;
         self.counters.bytes_received += u64::from(len);
@@ -171,13 +206,7 @@ impl Connection {
         ecn: Option<EcnCodepoint>,
         frames: &crate::wire::Frames<'_>,
     ) -> bool {
-        if !matches!(
-            self.state,
-            ConnectionState::Connected
-                | ConnectionState::EndLocal
-                | ConnectionState::EndRemote
-                | ConnectionState::TimedClose
-        ) {
+        if !self.data_state_receiving() {
             return false;
         }
         let limits = RecvLimits {
@@ -201,8 +230,9 @@ impl Connection {
         }
         // Decoded once: the checks, the store and the byte count read the
         // same list. Each pass over a received payload's frames
-        // (`Frames::Wire`) decodes every frame header again. A bulk
-        // packet carries one frame (listed as is); a few more are listed
+        // (`Frames::Wire`) decodes every frame header again, except a
+        // lone frame's (kept as decoded). A bulk packet carries one frame
+        // (listed as is); a few more are listed
         // on the stack, initialised only then; the heap beyond
         // [`STACK_FRAMES`]. O(frames), no allocation up to that.
         let one: [StreamFrame<'_>; 1];

@@ -38,6 +38,7 @@ use crate::wire::{AckFrequency, AckPayload, AckRange, MissingPackets, StreamFram
 use peregrine_cc::Time;
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::mem::MaybeUninit;
 use std::time::Duration;
 
 pub use range_set::RangeSet;
@@ -51,6 +52,19 @@ pub const MAX_REQUESTED_THRESHOLD: u16 = 1024;
 pub const MAX_REQUESTED_ACK_DELAY: Duration = Duration::from_secs(1);
 /// Most missing-packet ranges waiting to be NACKed.
 const MAX_NACK_PENDING: usize = 255;
+
+// Blocks appended from a staged copy on this thread (unit tests check
+// that the endpoint's fused checksum-and-copy path is taken).
+#[cfg(test)]
+thread_local! {
+    static STAGED_STORES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many blocks this thread stored from a staged copy (unit tests only).
+#[cfg(test)]
+pub(crate) fn staged_stores() -> u64 {
+    STAGED_STORES.with(std::cell::Cell::get)
+}
 
 /// One message being reassembled.
 #[derive(Debug)]
@@ -121,9 +135,37 @@ impl InMessage {
         self.received == usize::from(self.block_count)
     }
 
-    /// Store block `index` (not stored yet). O(len), plus a one-time
-    /// conversion if the block breaks the stride.
-    fn store(&mut self, index: u16, data: &[u8]) {
+    /// Where block `index` of `len` bytes would go if it were stored now
+    /// and appended in place — the spare capacity of the strided buffer
+    /// right after its last byte (the block is the next one, not stored
+    /// yet, and of the stride's length unless it is the last) — with the
+    /// buffer's address, which [`store`](Self::store) checks. `None` in
+    /// every other case (out of order, irregular, no room). O(1).
+    fn stage_target(&mut self, index: u16, len: usize) -> Option<(usize, &mut [MaybeUninit<u8>])> {
+        if self.has(index) {
+            return None;
+        }
+        let last = index.checked_add(1) == Some(self.block_count);
+        let Assembly::Strided { buf, stride, .. } = &mut self.assembly else {
+            return None;
+        };
+        if !last && len != *stride {
+            return None;
+        }
+        if buf.len() != usize::from(index) * *stride {
+            return None;
+        }
+        let address = buf.as_ptr() as usize;
+        let spare = buf.spare_capacity_mut().get_mut(..len)?;
+        Some((address, spare))
+    }
+
+    /// Store block `index` (not stored yet). `staged`: the address of the
+    /// buffer whose spare capacity already holds exactly `data` at the
+    /// block's place ([`RecvState::stage_block`]), so the block is
+    /// appended without copying. O(len), nothing to copy when staged,
+    /// plus a one-time conversion if the block breaks the stride.
+    fn store(&mut self, index: u16, data: &[u8], staged: Option<usize>) {
         let last = index.checked_add(1) == Some(self.block_count);
         if let Assembly::Strided { stride, .. } = &self.assembly {
             if !last && data.len() != *stride {
@@ -141,7 +183,20 @@ impl InMessage {
                 let off = i * *stride;
                 let end = off + data.len();
                 if buf.len() == off {
-                    buf.extend_from_slice(data);
+                    if staged == Some(buf.as_ptr() as usize) && buf.capacity() >= end {
+                        // SAFETY: `end` is within the capacity (checked),
+                        // and bytes `off..end` were initialised — with
+                        // `data` itself — by the staging copy into this
+                        // very buffer (same address: not reallocated
+                        // since), whose length has been `off` ever since
+                        // (the token is taken by this packet's store and
+                        // cleared after every datagram).
+                        unsafe { buf.set_len(end) };
+                        #[cfg(test)]
+                        STAGED_STORES.with(|c| c.set(c.get() + 1));
+                    } else {
+                        buf.extend_from_slice(data);
+                    }
                 } else {
                     // A block ahead of a missing one: the gap is zeroed
                     // until its block arrives.
@@ -338,6 +393,32 @@ impl AckSchedule {
     }
 }
 
+/// A block copied into its message's buffer ahead of its store, while
+/// its datagram's checksum was verified ([`RecvState::stage_block`]):
+/// which block, which bytes (the frame's data: address and length) and
+/// which buffer (address), so that the store appends it without a second
+/// copy — only if all of these match.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct StagedBlock {
+    stream: u16,
+    message: u32,
+    index: u16,
+    data_address: usize,
+    len: usize,
+    buffer_address: usize,
+}
+
+impl StagedBlock {
+    /// Whether `f` is the frame staged.
+    fn is(&self, f: &StreamFrame<'_>) -> bool {
+        self.stream == f.stream_id
+            && self.message == f.message_number
+            && self.index == f.block_index
+            && self.data_address == f.data.as_ptr() as usize
+            && self.len == f.data.len()
+    }
+}
+
 /// The receiving side of one connection.
 #[derive(Debug, Default)]
 pub struct RecvState {
@@ -375,6 +456,9 @@ pub struct RecvState {
     reassembly_messages: usize,
     unread_bytes: usize,
     counters: RecvCounters,
+    /// The block of the datagram being handled copied ahead of its store
+    /// (cleared after every datagram).
+    staged: Option<StagedBlock>,
 }
 
 impl RecvState {
@@ -693,7 +777,8 @@ impl RecvState {
     }
 
     /// After a packet arrived: find packet numbers now `threshold` behind
-    /// the largest that are still missing and not yet reported.
+    /// the largest that are still missing and not yet reported. O(1) when
+    /// they all arrived (the usual case), else O(log ranges + gaps).
     pub fn detect_missing(&mut self, threshold: u64) {
         let Some(largest) = self.largest else { return };
         let Some(limit) = largest.checked_sub(threshold) else {
@@ -701,6 +786,13 @@ impl RecvState {
         };
         let from = self.nack_floor.max(self.received.trimmed_below());
         if from > limit {
+            return;
+        }
+        // In order, as packets almost always come: the numbers just
+        // passed are in the highest range, no gap to look for (the walk
+        // below would find none). O(1) instead of two binary searches.
+        if self.received.highest_covers(from, limit) {
+            self.nack_floor = limit + 1;
             return;
         }
         let pending = &mut self.nack_pending;
@@ -758,6 +850,49 @@ impl RecvState {
     /// Highest message number delivered in order on `stream`.
     pub fn last_delivered(&self, stream: u16) -> Option<u32> {
         self.streams.get(&stream)?.next_deliver.checked_sub(1)
+    }
+
+    /// Where the data of `f` (the one frame of a DATA datagram not yet
+    /// handled) would be appended if the datagram is accepted: the spare
+    /// capacity after the last block of its message's buffer, when `f`
+    /// is that message's next block in order. The caller copies the data
+    /// there while verifying the datagram's checksum (one pass over the
+    /// bytes, [`crate::wire::checksum::datagram_checksum_copying`]); the
+    /// store then only extends the buffer over the copy. Nothing else
+    /// changes: whether the packet is accepted and stored is decided later
+    /// as for any packet, and a copy the store does not take is never
+    /// read. Clear the token with [`clear_staged`](Self::clear_staged)
+    /// once the datagram is handled (or failed its checksum). `None`: copy
+    /// as usual. O(log streams + log pending messages).
+    pub fn stage_block(&mut self, f: &StreamFrame<'_>) -> Option<&mut [MaybeUninit<u8>]> {
+        self.staged = None;
+        if f.is_skip() {
+            return None;
+        }
+        let m = self
+            .streams
+            .get_mut(&f.stream_id)?
+            .pending
+            .get_mut(&f.message_number)?;
+        if m.block_count != f.block_count {
+            return None;
+        }
+        let (buffer_address, spare) = m.stage_target(f.block_index, f.data.len())?;
+        self.staged = Some(StagedBlock {
+            stream: f.stream_id,
+            message: f.message_number,
+            index: f.block_index,
+            data_address: f.data.as_ptr() as usize,
+            len: f.data.len(),
+            buffer_address,
+        });
+        Some(spare)
+    }
+
+    /// Forget the staged block, if any (its datagram was handled, or
+    /// failed its checksum). O(1).
+    pub fn clear_staged(&mut self) {
+        self.staged = None;
     }
 
     /// Check that every frame of a DATA packet can be stored.
@@ -905,7 +1040,12 @@ impl RecvState {
                 if m.block_count != f.block_count || m.has(f.block_index) {
                     continue;
                 }
-                m.store(f.block_index, f.data);
+                let staged = self
+                    .staged
+                    .take()
+                    .filter(|t| t.is(f))
+                    .map(|t| t.buffer_address);
+                m.store(f.block_index, f.data, staged);
                 self.reassembly_bytes += f.data.len();
                 if !ordered {
                     if m.is_complete() {

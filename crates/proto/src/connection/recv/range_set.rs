@@ -155,6 +155,17 @@ impl RangeSet {
         }
     }
 
+    /// Whether the highest range holds all of `from..=to` (then nothing
+    /// in it is missing). O(1): the receiver's per-packet check that the
+    /// numbers it has just passed arrived, which in order they almost
+    /// always did; `false` says nothing (look with
+    /// [`for_each_gap`](Self::for_each_gap)).
+    pub fn highest_covers(&self, from: u64, to: u64) -> bool {
+        self.ranges
+            .last()
+            .is_some_and(|&(s, e)| s <= from && to <= e)
+    }
+
     /// Missing numbers in `from..=to`, as `(first, count)` runs, ascending
     /// (tests; the receiver walks them with `for_each_gap`).
     #[cfg(test)]
@@ -249,6 +260,23 @@ mod tests {
             let flat: Vec<u64> = r.descending().flat_map(|(s, e)| (s..=e).rev()).collect();
             let want: Vec<u64> = model.iter().rev().copied().collect();
             prop_assert_eq!(flat, want);
+        }
+
+        /// `highest_covers` never claims a range with a gap in it.
+        #[test]
+        fn highest_covers_only_gapless_ranges(
+            values in proptest::collection::vec(0u64..100, 0..80),
+            from in 0u64..110,
+            len in 0u64..20,
+        ) {
+            let mut r = RangeSet::default();
+            for v in values {
+                r.insert(v);
+            }
+            let to = from + len;
+            if r.highest_covers(from, to) {
+                prop_assert!(r.gaps(from, to).is_empty());
+            }
         }
     }
 }

@@ -243,14 +243,20 @@ pub struct DataHeaderSummary {
 
 /// The encoded frames of a received DATA payload, every one checked by
 /// [`DataPayload::decode`]: iterating them decodes each frame header again
-/// (13 bytes, no allocation) instead of keeping a list per packet.
+/// (13 bytes, no allocation) instead of keeping a list per packet — except
+/// for a payload of one frame (every bulk datagram), whose frame is kept
+/// as decoded, so the receiver's passes over it decode nothing.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CheckedFrames<'a>(&'a [u8]);
+pub struct CheckedFrames<'a> {
+    bytes: &'a [u8],
+    /// The frame, when it is the only one.
+    only: Option<StreamFrame<'a>>,
+}
 
 impl<'a> CheckedFrames<'a> {
     /// The encoded frames.
     pub fn as_bytes(&self) -> &'a [u8] {
-        self.0
+        self.bytes
     }
 }
 
@@ -271,7 +277,10 @@ impl<'a> Frames<'a> {
     /// header of a received payload.
     pub fn iter(&self) -> FrameIter<'_, 'a> {
         match self {
-            Frames::Wire(c) => FrameIter(IterInner::Wire(Reader::new(c.0))),
+            Frames::Wire(c) => FrameIter(match c.only {
+                Some(f) => IterInner::One(Some(f)),
+                None => IterInner::Wire(Reader::new(c.bytes)),
+            }),
             Frames::Slice(l) => FrameIter(IterInner::List(l.iter())),
             Frames::Owned(l) => FrameIter(IterInner::List(l.iter())),
         }
@@ -280,6 +289,7 @@ impl<'a> Frames<'a> {
     /// How many frames. O(frames).
     pub fn len(&self) -> usize {
         match self {
+            Frames::Wire(c) if c.only.is_some() => 1,
             Frames::Wire(_) => self.iter().count(),
             Frames::Slice(l) => l.len(),
             Frames::Owned(l) => l.len(),
@@ -289,7 +299,7 @@ impl<'a> Frames<'a> {
     /// Whether there is no frame (a valid DATA payload has one).
     pub fn is_empty(&self) -> bool {
         match self {
-            Frames::Wire(c) => c.0.is_empty(),
+            Frames::Wire(c) => c.bytes.is_empty(),
             Frames::Slice(l) => l.is_empty(),
             Frames::Owned(l) => l.is_empty(),
         }
@@ -303,7 +313,7 @@ impl<'a> Frames<'a> {
     /// Encoded length of the frames.
     pub fn buffer_len(&self) -> usize {
         match self {
-            Frames::Wire(c) => c.0.len(),
+            Frames::Wire(c) => c.bytes.len(),
             Frames::Slice(l) => l.iter().map(StreamFrame::buffer_len).sum(),
             Frames::Owned(l) => l.iter().map(StreamFrame::buffer_len).sum(),
         }
@@ -321,6 +331,8 @@ enum IterInner<'s, 'a> {
     Wire(Reader<'a>),
     /// Walking a list.
     List(std::slice::Iter<'s, StreamFrame<'a>>),
+    /// The one frame of a checked payload, as decoded.
+    One(Option<StreamFrame<'a>>),
 }
 
 impl<'a> Iterator for FrameIter<'_, 'a> {
@@ -340,6 +352,7 @@ impl<'a> Iterator for FrameIter<'_, 'a> {
                 }
             }
             IterInner::List(i) => i.next().copied(),
+            IterInner::One(f) => f.take(),
         }
     }
 }
@@ -396,8 +409,8 @@ pub struct DataPayload<'a> {
 
 impl<'a> DataPayload<'a> {
     /// Decodes the whole of `bytes`: every frame is checked, none is
-    /// copied or listed (the payload keeps a view of them). O(frames), no
-    /// allocation.
+    /// copied or listed (the payload keeps a view of them; a lone frame
+    /// is kept as decoded). O(frames), no allocation.
     pub fn decode(bytes: &'a [u8]) -> Result<DataPayload<'a>> {
         let mut r = Reader::new(bytes);
         let packet_number = r.u32("packet number")?;
@@ -405,12 +418,14 @@ impl<'a> DataPayload<'a> {
         if r.is_empty() {
             return Err(WireError::NoFrames);
         }
+        let first = StreamFrame::decode(&mut r)?;
+        let only = r.is_empty().then_some(first);
         while !r.is_empty() {
             StreamFrame::decode(&mut r)?;
         }
         Ok(DataPayload {
             packet_number,
-            frames: Frames::Wire(CheckedFrames(rest)),
+            frames: Frames::Wire(CheckedFrames { bytes: rest, only }),
         })
     }
 
@@ -428,7 +443,7 @@ impl<'a> DataPayload<'a> {
         let mut w = Writer::new(buf);
         w.u32(self.packet_number)?;
         match &self.frames {
-            Frames::Wire(c) => w.put(c.0)?,
+            Frames::Wire(c) => w.put(c.bytes)?,
             Frames::Slice(_) | Frames::Owned(_) => {
                 for f in self.frames.iter() {
                     f.emit(&mut w)?;
