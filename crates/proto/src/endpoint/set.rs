@@ -185,21 +185,11 @@ impl ConnectionSet {
     /// settled for the queues only. What the timer's readers call
     /// (`poll_timeout`, `handle_timeout`). O((touched + stale) · log n).
     pub(crate) fn settle(&mut self) {
-        let mut touched = std::mem::take(&mut self.touched);
-        for h in touched.drain(..) {
-            let Some(slot) = self.map.get_mut(&h) else {
-                continue;
-            };
-            if !slot.touched {
-                continue;
-            }
-            slot.touched = false;
-            self.refresh(h, true);
-        }
-        // Keep the allocation for the next round.
-        if self.touched.is_empty() {
-            self.touched = touched;
-        }
+        // The queues as `settle_queues` fills them; every connection it
+        // settled is then stale and re-keyed below with the others (the
+        // timers are ordered by (deadline, handle), so the order of the
+        // re-keying does not matter).
+        self.settle_queues();
         let mut stale = std::mem::take(&mut self.stale_timers);
         for h in stale.drain(..) {
             let Some(slot) = self.map.get_mut(&h) else {
