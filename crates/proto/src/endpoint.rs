@@ -36,7 +36,7 @@ use crate::crypto::noise::{HandshakeRng, SEED_LEN};
 use crate::io::{EcnCodepoint, SansIo, Transmit};
 use crate::rng::SeededRng;
 use crate::sched::SchedulerConfig;
-use crate::send_helpers::write;
+use crate::send_helpers::{write, TxBuf};
 use crate::streams::StreamConfig;
 use crate::trace::{Role, TraceFactory, TraceTarget};
 use crate::wire::checksum::datagram_checksum_copying;
@@ -62,6 +62,8 @@ mod set;
 mod sources;
 mod stats;
 mod timers;
+#[cfg(test)]
+mod transmit_at_tests;
 
 pub use stats::EndpointStats;
 
@@ -842,7 +844,15 @@ impl SansIo for Endpoint {
     }
 
     fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
-        self.poll_transmit_inner(now, buf)
+        // The one code path, at offset 0; the vector then holds exactly
+        // the datagram, as the contract says.
+        let t = self.poll_transmit_inner(now, buf, 0);
+        buf.truncate(t.as_ref().map_or(0, |t| t.size));
+        t
+    }
+
+    fn poll_transmit_at(&mut self, now: Time, buf: &mut Vec<u8>, start: usize) -> Option<Transmit> {
+        self.poll_transmit_inner(now, buf, start)
     }
 
     fn poll_timeout(&mut self) -> Option<Time> {
@@ -952,11 +962,18 @@ impl Endpoint {
         datagram_checksum(bytes) == want
     }
 
-    fn poll_transmit_inner(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
+    /// Both `poll_transmit`s: the next datagram, built and sealed at
+    /// `buf[start..]` (see [`TxBuf`]).
+    fn poll_transmit_inner(
+        &mut self,
+        now: Time,
+        buf: &mut Vec<u8>,
+        start: usize,
+    ) -> Option<Transmit> {
         let now = self.tick(now);
+        let mut out = TxBuf::new(buf, start);
         if let Some((destination, bytes)) = self.stateless.pop_front() {
-            buf.clear();
-            buf.extend_from_slice(&bytes);
+            out.put(0, &bytes);
             return Some(Transmit {
                 destination,
                 ecn: None,
@@ -972,14 +989,14 @@ impl Endpoint {
             let sent = self
                 .connections
                 .get_untracked(&handle)
-                .and_then(|c| c.poll_transmit(now, buf));
+                .and_then(|c| c.poll_transmit_into(now, &mut out));
             if let Some(written) = sent {
                 // Its deadline and events are re-keyed at the next settle.
                 // Traced and sealed with the builder's report of what it
                 // wrote: neither reads the header back.
                 let sealed = self.connections.get_mut(&handle).and_then(|c| {
-                    c.trace_sent(now, buf, &written);
-                    c.seal_outgoing(buf, &written)
+                    c.trace_sent(now, &out, &written);
+                    c.seal_outgoing(&mut out, &written)
                         .map(|n| (n, c.transmit_destination(), c.transmit_ecn()))
                 });
                 if self.key_log {
@@ -989,7 +1006,6 @@ impl Endpoint {
                     // No keys yet: the datagram cannot leave (recovery
                     // treats it as lost). Try the next one.
                     self.pool_sync(handle);
-                    buf.clear();
                     continue;
                 };
                 // It may have more: back of the queue.
@@ -1011,7 +1027,6 @@ impl Endpoint {
             self.connections.refresh(handle, false);
             self.connections.untouch(handle);
         }
-        buf.clear();
         None
     }
 
