@@ -983,36 +983,55 @@ impl Endpoint {
         // Only connections touched since they last had nothing to send
         // are visited, round robin (one that sent goes to the back). Their
         // deadlines wait for `poll_timeout`: a sender touches its
-        // connection with every datagram (set.rs).
-        self.connections.settle_queues();
-        while let Some(handle) = self.connections.pop_tx() {
+        // connection with every datagram (set.rs). A connection sending
+        // alone is taken back without settling the queues (`pop_tx_alone`:
+        // the same connection, the same set afterwards).
+        let mut next = self.connections.pop_tx_alone();
+        if next.is_none() {
+            self.connections.settle_queues();
+        }
+        while let Some(handle) = next.take().or_else(|| self.connections.pop_tx()) {
             let sent = self
                 .connections
                 .get_untracked(&handle)
                 .and_then(|c| c.poll_transmit_into(now, &mut out));
             if let Some(written) = sent {
+                if self.key_log {
+                    match self.sent_keylogged(now, handle, &mut out, &written) {
+                        Some(t) => return Some(t),
+                        None => continue,
+                    }
+                }
                 // Its deadline and events are re-keyed at the next settle.
                 // Traced and sealed with the builder's report of what it
-                // wrote: neither reads the header back.
-                let sealed = self.connections.get_mut(&handle).and_then(|c| {
-                    c.trace_sent(now, &out, &written);
-                    c.seal_outgoing(&mut out, &written)
-                        .map(|n| (n, c.transmit_destination(), c.transmit_ecn()))
-                });
-                if self.key_log {
-                    self.after_key_work(handle);
-                }
-                let Some((size, destination, ecn)) = sealed else {
-                    // No keys yet: the datagram cannot leave (recovery
-                    // treats it as lost). Try the next one.
-                    self.pool_sync(handle);
+                // wrote: neither reads the header back. Then what
+                // `note_sent` and `pool_sync` read of it, in the same
+                // visit (one lookup, not four).
+                let Some(c) = self.connections.get_mut(&handle) else {
                     continue;
                 };
+                c.trace_sent(now, &out, &written);
+                let sealed = c.seal_outgoing(&mut out, &written);
+                let sent = sealed.map(|size| {
+                    c.budget_sent(size);
+                    let limited = c.take_amplification_limited();
+                    (size, c.transmit_destination(), c.transmit_ecn(), limited)
+                });
+                let (before, after) = c.pool_swap();
+                let drained = c.is_drained();
+                self.pool.update(before, after);
+                self.wake_writers();
+                let Some((size, destination, ecn, limited)) = sent else {
+                    // No keys yet: the datagram cannot leave (recovery
+                    // treats it as lost). Try the next one.
+                    continue;
+                };
+                self.stats.amplification_limited += limited;
                 // It may have more: back of the queue.
                 self.connections.requeue_tx(handle);
-                self.note_sent(handle, size);
-                self.pool_sync(handle);
-                self.reap(handle);
+                if drained {
+                    self.reap(handle);
+                }
                 return Some(Transmit {
                     destination,
                     ecn,
@@ -1028,6 +1047,38 @@ impl Endpoint {
             self.connections.untouch(handle);
         }
         None
+    }
+
+    /// The sent path of `poll_transmit_inner` step by step, for an
+    /// endpoint that keeps a key log (the key work comes between the seal
+    /// and the accounting): the transmit, or `None` when the datagram
+    /// could not be sealed.
+    fn sent_keylogged(
+        &mut self,
+        now: Time,
+        handle: ConnectionHandle,
+        out: &mut TxBuf<'_>,
+        written: &crate::send_helpers::Written,
+    ) -> Option<Transmit> {
+        let sealed = self.connections.get_mut(&handle).and_then(|c| {
+            c.trace_sent(now, out, written);
+            c.seal_outgoing(out, written)
+                .map(|n| (n, c.transmit_destination(), c.transmit_ecn()))
+        });
+        self.after_key_work(handle);
+        let Some((size, destination, ecn)) = sealed else {
+            self.pool_sync(handle);
+            return None;
+        };
+        self.connections.requeue_tx(handle);
+        self.note_sent(handle, size);
+        self.pool_sync(handle);
+        self.reap(handle);
+        Some(Transmit {
+            destination,
+            ecn,
+            size,
+        })
     }
 
     fn poll_timeout_inner(&mut self) -> Option<Time> {
