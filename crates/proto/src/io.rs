@@ -80,3 +80,58 @@ pub trait SansIo {
     /// The instant returned by [`poll_timeout`](Self::poll_timeout) has come.
     fn handle_timeout(&mut self, now: Time);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A participant that sends datagrams of 1, 2, 3 … bytes, each byte
+    /// its number, and implements only `poll_transmit`.
+    struct Counting(u8);
+
+    impl SansIo for Counting {
+        fn handle_datagram(
+            &mut self,
+            _: Time,
+            _: SocketAddr,
+            _: Option<EcnCodepoint>,
+            _: &mut [u8],
+        ) {
+        }
+        fn poll_transmit(&mut self, _: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
+            if self.0 == 5 {
+                return None;
+            }
+            self.0 += 1;
+            buf.clear();
+            buf.resize(usize::from(self.0), self.0);
+            Some(Transmit {
+                destination: SocketAddr::from(([10, 0, 0, 1], 4000)),
+                ecn: None,
+                size: buf.len(),
+            })
+        }
+        fn poll_timeout(&mut self) -> Option<Time> {
+            None
+        }
+        fn handle_timeout(&mut self, _: Time) {}
+    }
+
+    /// The default `poll_transmit_at` appends each datagram at the offset
+    /// it is given, over stale bytes, and leaves the bytes before it.
+    #[test]
+    fn the_default_poll_transmit_at_writes_at_the_offset_and_keeps_the_prefix() {
+        let mut p = Counting(0);
+        let mut batch = vec![0xee; 40];
+        let mut end = 3;
+        while let Some(t) = p.poll_transmit_at(Time::ZERO, &mut batch, end) {
+            end += t.size;
+        }
+        assert_eq!(&batch[..3], &[0xee; 3], "the prefix");
+        assert_eq!(
+            &batch[3..end],
+            &[1, 2, 2, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 5],
+            "each datagram after the last"
+        );
+    }
+}
