@@ -806,7 +806,6 @@ fn wake_all(shared: &Shared) {
 pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
     let mut rx = RxBuffers::new();
     let mut tx = TxBatch::default();
-    let mut buf = Vec::with_capacity(2048);
     let mut upcalls = Vec::new();
     let mut wakes = Wakes::default();
     let mut timer: Option<Time> = None;
@@ -903,23 +902,25 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             }
             tx.clear();
             more_to_send = false;
-            while let Some(t) = st.proto.poll_transmit(now, &mut buf) {
-                tx.push(t.destination, t.ecn, &buf[..t.size]);
+            // Each datagram is built and sealed where it leaves from, at
+            // the batch's end: no copy (issue 36).
+            while let Some((t, dg)) = tx.push_next(&mut st.proto, now) {
                 // PK_TYPE 1: a START (see the late rebind check below).
-                tx_has_start |= buf.get(4).is_some_and(|b| b >> 4 == 1);
+                tx_has_start |= dg.get(4).is_some_and(|b| b >> 4 == 1);
                 if let Some(c) = st.capture.as_mut() {
-                    c.sent(t.destination, &buf[..t.size]);
-                }
-                if tx.len() >= TX_BATCH_DATAGRAMS || tx.bytes() >= TX_BATCH_BYTES {
-                    more_to_send = true;
-                    break;
+                    c.sent(t.destination, dg);
                 }
                 // A priority-0 message that just arrived leaves now, with
                 // only what was built before it (the scheduler puts it
                 // first), not after up to a batch of bulk datagrams is
                 // built and sealed behind it. Only when the last batch had
                 // none: a class-0 bulk stream keeps its full GSO batches.
-                if is_priority_data(&buf[..t.size]) {
+                let priority = is_priority_data(dg);
+                if tx.len() >= TX_BATCH_DATAGRAMS || tx.bytes() >= TX_BATCH_BYTES {
+                    more_to_send = true;
+                    break;
+                }
+                if priority {
                     priority_this_batch = true;
                     if !priority_last_batch {
                         more_to_send = true;

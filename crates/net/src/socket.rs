@@ -22,7 +22,7 @@
 //! likewise spread. No two datagrams of a buffer share a time.
 
 use crate::rx_time;
-use peregrine_proto::EcnCodepoint;
+use peregrine_proto::{EcnCodepoint, SansIo, Time};
 use quinn_udp::{RecvMeta, Transmit, UdpSocketState, BATCH_SIZE};
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
@@ -384,22 +384,53 @@ struct TxItem {
 }
 
 /// Datagrams waiting to be sent, back to back in one buffer.
+///
+/// The core builds and seals each datagram right where it leaves from
+/// ([`push_next`](Self::push_next): `SansIo::poll_transmit_at` at the end
+/// of the last one), so a datagram is never copied into the batch (issue
+/// 36: the second copy was 1.3 % of the sender's CPU). The buffer keeps
+/// its length across batches — `used` is the batch's end — so the bytes
+/// of the last batch are overwritten, not zeroed again.
 #[derive(Debug, Default)]
 pub(crate) struct TxBatch {
+    /// The datagrams in `bytes[..used]`; what follows is stale.
     bytes: Vec<u8>,
+    used: usize,
     items: Vec<TxItem>,
 }
 
 impl TxBatch {
-    /// Append a datagram.
+    /// Append a copy of a datagram (tests).
+    #[cfg(test)]
     pub(crate) fn push(&mut self, destination: SocketAddr, ecn: Option<EcnCodepoint>, dg: &[u8]) {
+        self.bytes.truncate(self.used);
+        self.bytes.extend_from_slice(dg);
+        self.record(destination, ecn, dg.len());
+    }
+
+    /// Append the next datagram `core` has to send, built in place at the
+    /// batch's end; its transmit and bytes, or `None` when it has none.
+    /// O(1) beyond the core's own work: nothing is copied.
+    pub(crate) fn push_next(
+        &mut self,
+        core: &mut impl SansIo,
+        now: Time,
+    ) -> Option<(peregrine_proto::Transmit, &[u8])> {
+        let t = core.poll_transmit_at(now, &mut self.bytes, self.used)?;
+        let start = self.used;
+        self.record(t.destination, t.ecn, t.size);
+        let dg = self.bytes.get(start..start + t.size)?;
+        Some((t, dg))
+    }
+
+    fn record(&mut self, destination: SocketAddr, ecn: Option<EcnCodepoint>, len: usize) {
         self.items.push(TxItem {
             destination,
             ecn,
-            offset: self.bytes.len(),
-            len: dg.len(),
+            offset: self.used,
+            len,
         });
-        self.bytes.extend_from_slice(dg);
+        self.used += len;
     }
 
     /// Datagrams held.
@@ -407,19 +438,20 @@ impl TxBatch {
         self.items.len()
     }
 
-    /// Whether it holds none.
     /// Bytes of the datagrams collected.
     pub(crate) fn bytes(&self) -> usize {
-        self.bytes.len()
+        self.used
     }
 
+    /// Whether it holds none.
     pub(crate) fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
 
-    /// Forget every datagram (keeping the allocation).
+    /// Forget every datagram (keeping the allocation, and the bytes: the
+    /// next batch overwrites them).
     pub(crate) fn clear(&mut self) {
-        self.bytes.clear();
+        self.used = 0;
         self.items.clear();
     }
 }

@@ -36,7 +36,7 @@ use crate::crypto::noise::{HandshakeRng, SEED_LEN};
 use crate::io::{EcnCodepoint, SansIo, Transmit};
 use crate::rng::SeededRng;
 use crate::sched::SchedulerConfig;
-use crate::send_helpers::write;
+use crate::send_helpers::{write, TxBuf};
 use crate::streams::StreamConfig;
 use crate::trace::{Role, TraceFactory, TraceTarget};
 use crate::wire::checksum::datagram_checksum_copying;
@@ -62,6 +62,8 @@ mod set;
 mod sources;
 mod stats;
 mod timers;
+#[cfg(test)]
+mod transmit_at_tests;
 
 pub use stats::EndpointStats;
 
@@ -842,7 +844,15 @@ impl SansIo for Endpoint {
     }
 
     fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
-        self.poll_transmit_inner(now, buf)
+        // The one code path, at offset 0; the vector then holds exactly
+        // the datagram, as the contract says.
+        let t = self.poll_transmit_inner(now, buf, 0);
+        buf.truncate(t.as_ref().map_or(0, |t| t.size));
+        t
+    }
+
+    fn poll_transmit_at(&mut self, now: Time, buf: &mut Vec<u8>, start: usize) -> Option<Transmit> {
+        self.poll_transmit_inner(now, buf, start)
     }
 
     fn poll_timeout(&mut self) -> Option<Time> {
@@ -952,11 +962,18 @@ impl Endpoint {
         datagram_checksum(bytes) == want
     }
 
-    fn poll_transmit_inner(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
+    /// Both `poll_transmit`s: the next datagram, built and sealed at
+    /// `buf[start..]` (see [`TxBuf`]).
+    fn poll_transmit_inner(
+        &mut self,
+        now: Time,
+        buf: &mut Vec<u8>,
+        start: usize,
+    ) -> Option<Transmit> {
         let now = self.tick(now);
+        let mut out = TxBuf::new(buf, start);
         if let Some((destination, bytes)) = self.stateless.pop_front() {
-            buf.clear();
-            buf.extend_from_slice(&bytes);
+            out.put(0, &bytes);
             return Some(Transmit {
                 destination,
                 ecn: None,
@@ -966,37 +983,55 @@ impl Endpoint {
         // Only connections touched since they last had nothing to send
         // are visited, round robin (one that sent goes to the back). Their
         // deadlines wait for `poll_timeout`: a sender touches its
-        // connection with every datagram (set.rs).
-        self.connections.settle_queues();
-        while let Some(handle) = self.connections.pop_tx() {
+        // connection with every datagram (set.rs). A connection sending
+        // alone is taken back without settling the queues (`pop_tx_alone`:
+        // the same connection, the same set afterwards).
+        let mut next = self.connections.pop_tx_alone();
+        if next.is_none() {
+            self.connections.settle_queues();
+        }
+        while let Some(handle) = next.take().or_else(|| self.connections.pop_tx()) {
             let sent = self
                 .connections
                 .get_untracked(&handle)
-                .and_then(|c| c.poll_transmit(now, buf));
+                .and_then(|c| c.poll_transmit_into(now, &mut out));
             if let Some(written) = sent {
+                if self.key_log {
+                    match self.sent_keylogged(now, handle, &mut out, &written) {
+                        Some(t) => return Some(t),
+                        None => continue,
+                    }
+                }
                 // Its deadline and events are re-keyed at the next settle.
                 // Traced and sealed with the builder's report of what it
-                // wrote: neither reads the header back.
-                let sealed = self.connections.get_mut(&handle).and_then(|c| {
-                    c.trace_sent(now, buf, &written);
-                    c.seal_outgoing(buf, &written)
-                        .map(|n| (n, c.transmit_destination(), c.transmit_ecn()))
-                });
-                if self.key_log {
-                    self.after_key_work(handle);
-                }
-                let Some((size, destination, ecn)) = sealed else {
-                    // No keys yet: the datagram cannot leave (recovery
-                    // treats it as lost). Try the next one.
-                    self.pool_sync(handle);
-                    buf.clear();
+                // wrote: neither reads the header back. Then what
+                // `note_sent` and `pool_sync` read of it, in the same
+                // visit (one lookup, not four).
+                let Some(c) = self.connections.get_mut(&handle) else {
                     continue;
                 };
+                c.trace_sent(now, &out, &written);
+                let sealed = c.seal_outgoing(&mut out, &written);
+                let sent = sealed.map(|size| {
+                    c.budget_sent(size);
+                    let limited = c.take_amplification_limited();
+                    (size, c.transmit_destination(), c.transmit_ecn(), limited)
+                });
+                let (before, after) = c.pool_swap();
+                let drained = c.is_drained();
+                self.pool.update(before, after);
+                self.wake_writers();
+                let Some((size, destination, ecn, limited)) = sent else {
+                    // No keys yet: the datagram cannot leave (recovery
+                    // treats it as lost). Try the next one.
+                    continue;
+                };
+                self.stats.amplification_limited += limited;
                 // It may have more: back of the queue.
                 self.connections.requeue_tx(handle);
-                self.note_sent(handle, size);
-                self.pool_sync(handle);
-                self.reap(handle);
+                if drained {
+                    self.reap(handle);
+                }
                 return Some(Transmit {
                     destination,
                     ecn,
@@ -1011,8 +1046,39 @@ impl Endpoint {
             self.connections.refresh(handle, false);
             self.connections.untouch(handle);
         }
-        buf.clear();
         None
+    }
+
+    /// The sent path of `poll_transmit_inner` step by step, for an
+    /// endpoint that keeps a key log (the key work comes between the seal
+    /// and the accounting): the transmit, or `None` when the datagram
+    /// could not be sealed.
+    fn sent_keylogged(
+        &mut self,
+        now: Time,
+        handle: ConnectionHandle,
+        out: &mut TxBuf<'_>,
+        written: &crate::send_helpers::Written,
+    ) -> Option<Transmit> {
+        let sealed = self.connections.get_mut(&handle).and_then(|c| {
+            c.trace_sent(now, out, written);
+            c.seal_outgoing(out, written)
+                .map(|n| (n, c.transmit_destination(), c.transmit_ecn()))
+        });
+        self.after_key_work(handle);
+        let Some((size, destination, ecn)) = sealed else {
+            self.pool_sync(handle);
+            return None;
+        };
+        self.connections.requeue_tx(handle);
+        self.note_sent(handle, size);
+        self.pool_sync(handle);
+        self.reap(handle);
+        Some(Transmit {
+            destination,
+            ecn,
+            size,
+        })
     }
 
     fn poll_timeout_inner(&mut self) -> Option<Time> {

@@ -7,6 +7,64 @@
 
 use crate::wire::{DatagramRepr, Flags, Header, HeaderRepr, PacketType, Payload, HEADER_LEN};
 
+/// Where one outgoing datagram is built and sealed: the caller's vector
+/// from `start` on. The bytes before `start` (datagrams the caller
+/// already collected: a runtime's send batch) are never touched; the
+/// bytes from `start` on are overwritten, and the vector grows (zeroing
+/// only the growth) when the datagram reaches past its end. Bytes past
+/// the datagram's end are left as they were: the builder and the sealer
+/// report the datagram's length, nobody reads it from the vector's
+/// (issue 36: the datagram is built where it leaves from, not copied
+/// there, and a reused buffer is not zeroed first).
+#[derive(Debug)]
+pub(crate) struct TxBuf<'a> {
+    vec: &'a mut Vec<u8>,
+    start: usize,
+}
+
+impl<'a> TxBuf<'a> {
+    /// The datagram begins at `vec[start]` (the vector is zero-extended
+    /// to `start` should it be shorter). O(1) unless it is.
+    pub(crate) fn new(vec: &'a mut Vec<u8>, start: usize) -> TxBuf<'a> {
+        if vec.len() < start {
+            vec.resize(start, 0);
+        }
+        TxBuf { vec, start }
+    }
+
+    /// The datagram's first `len` bytes, writable; the vector grows if it
+    /// is shorter (only the growth is zeroed). O(growth).
+    pub(crate) fn window(&mut self, len: usize) -> &mut [u8] {
+        let end = self.start + len;
+        if self.vec.len() < end {
+            self.vec.resize(end, 0);
+        }
+        &mut self.vec[self.start..end]
+    }
+
+    /// Bytes `range` of the datagram (relative to its start), if the
+    /// vector holds them. O(1).
+    pub(crate) fn get(&self, range: std::ops::Range<usize>) -> Option<&[u8]> {
+        self.vec
+            .get(self.start + range.start..self.start.checked_add(range.end)?)
+    }
+
+    /// Writes `bytes` at offset `at` of the datagram, growing the vector
+    /// as needed. O(len).
+    pub(crate) fn put(&mut self, at: usize, bytes: &[u8]) {
+        if let Some(w) = self.window(at + bytes.len()).get_mut(at..) {
+            w.copy_from_slice(bytes);
+        }
+    }
+
+    /// Ends the vector right after the datagram's first `len` bytes (for
+    /// callers that want the vector to hold exactly the datagram). O(1).
+    #[cfg(test)]
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.vec.truncate(self.start + len);
+    }
+}
+
 /// What [`build`] wrote into the buffer. `Copy`, a few dozen bytes: it
 /// travels from the connection's `poll_transmit` to the endpoint, which
 /// seals and traces with it (`Connection::seal_outgoing`,
@@ -47,14 +105,14 @@ impl Written {
     }
 }
 
-/// Encodes `header` + `payload` (no tag) into `buf`, replacing its
-/// contents, and reports what it wrote. `packet_number` is the full number
-/// the connection took for it (its low 32 bits are the payload's), `None`
-/// for START. `None` only if the wire encoder refuses the values, which
-/// the connection never builds; the buffer is then left empty. O(datagram);
-/// allocates only if `buf` must grow.
+/// Encodes `header` + `payload` (no tag) into `buf` (at its start, see
+/// [`TxBuf`]) and reports what it wrote. `packet_number` is the full
+/// number the connection took for it (its low 32 bits are the payload's),
+/// `None` for START. `None` only if the wire encoder refuses the values,
+/// which the connection never builds. O(datagram); allocates only if the
+/// vector must grow.
 pub(crate) fn build(
-    buf: &mut Vec<u8>,
+    buf: &mut TxBuf<'_>,
     header: HeaderRepr,
     payload: Payload<'_>,
     packet_number: Option<u64>,
@@ -65,13 +123,13 @@ pub(crate) fn build(
         "the packet number the builder is told is the payload's"
     );
     let mut header = header;
-    let n = encode(buf, header, payload)?;
+    let n = encode_at(buf, header, payload)?;
     // The encoder computed TOTAL_LEN (`n`, which it checked fits) and,
     // under ST_CKS, CHKSUM: the one field is read from where it was just
     // written, nothing is re-parsed.
     header.total_len = u16::try_from(n).ok()?;
     if header.flags.contains(Flags::ST_CKS) {
-        header.chksum = Header::new_checked(buf.as_slice()).ok()?.chksum();
+        header.chksum = Header::new_checked(buf.get(0..n)?).ok()?.chksum();
     }
     Some(Written {
         header,
@@ -82,12 +140,15 @@ pub(crate) fn build(
 
 /// Encodes `header` + `payload` (no tag) into `buf`, replacing its
 /// contents; its length. For packets that are not a connection's (the
-/// endpoint's stateless answers). `None` as for [`build`].
+/// endpoint's stateless answers). `None` as for [`build`]; the buffer is
+/// then left empty.
 pub(crate) fn write(buf: &mut Vec<u8>, header: HeaderRepr, payload: Payload<'_>) -> Option<usize> {
-    encode(buf, header, payload)
+    let n = encode_at(&mut TxBuf::new(buf, 0), header, payload);
+    buf.truncate(n.unwrap_or(0));
+    n
 }
 
-fn encode(buf: &mut Vec<u8>, header: HeaderRepr, payload: Payload<'_>) -> Option<usize> {
+fn encode_at(buf: &mut TxBuf<'_>, header: HeaderRepr, payload: Payload<'_>) -> Option<usize> {
     let dg = DatagramRepr {
         header,
         payload,
@@ -95,25 +156,11 @@ fn encode(buf: &mut Vec<u8>, header: HeaderRepr, payload: Payload<'_>) -> Option
     };
     let len = dg.buffer_len();
     // The encoder writes every byte of the datagram (each field, padding
-    // as zeros), so the bytes the buffer already holds — the last
+    // as zeros), so the bytes the buffer already holds there — the last
     // datagram's — are overwritten, not zeroed first: only growth past
     // them is initialised (issue 36: a memset of every datagram). The
     // test `stale_bytes_never_reach_the_wire` holds the encoders to it.
-    if buf.len() > len {
-        buf.truncate(len);
-    } else {
-        buf.resize(len, 0);
-    }
-    match dg.emit(buf) {
-        Ok(n) => {
-            buf.truncate(n);
-            Some(n)
-        }
-        Err(_) => {
-            buf.clear();
-            None
-        }
-    }
+    dg.emit(buf.window(len)).ok()
 }
 
 #[cfg(test)]
@@ -124,6 +171,20 @@ mod tests {
         StreamFrame,
     };
     use proptest::prelude::*;
+
+    /// [`build`] at the start of `buf`, which then holds exactly the
+    /// datagram.
+    fn build_vec(
+        buf: &mut Vec<u8>,
+        header: HeaderRepr,
+        payload: Payload<'_>,
+        packet_number: Option<u64>,
+    ) -> Option<Written> {
+        let mut tx = TxBuf::new(buf, 0);
+        let w = build(&mut tx, header, payload, packet_number);
+        tx.truncate(w.map_or(0, |w| w.len()));
+        w
+    }
 
     /// A payload of `t`'s family carrying `pn`'s low bits (`None` for
     /// START/REJECT, which the connection builds through other tests).
@@ -226,9 +287,9 @@ mod tests {
             }
             let pn_of = |t: PacketType| (!t.is_handshake()).then_some(pn);
             let mut fresh = Vec::new();
-            let wf = build(&mut fresh, h, any_payload(t, pn, &data, &tlv), pn_of(t));
+            let wf = build_vec(&mut fresh, h, any_payload(t, pn, &data, &tlv), pn_of(t));
             let mut stale = vec![stale_byte; stale_len];
-            let ws = build(&mut stale, h, any_payload(t, pn, &data, &tlv), pn_of(t));
+            let ws = build_vec(&mut stale, h, any_payload(t, pn, &data, &tlv), pn_of(t));
             prop_assert!(wf.is_some());
             prop_assert_eq!(wf, ws);
             prop_assert_eq!(&fresh, &stale);
@@ -257,7 +318,7 @@ mod tests {
             }
             // A buffer holding stale bytes of a longer datagram.
             let mut buf = vec![0xa5; 2000];
-            let w = build(&mut buf, h, p, Some(pn)).expect("valid");
+            let w = build_vec(&mut buf, h, p, Some(pn)).expect("valid");
             prop_assert_eq!(w.len(), buf.len());
             let dg = DatagramRepr::decode(&buf).expect("decodes");
             prop_assert_eq!(w.header, dg.header);
@@ -265,6 +326,33 @@ mod tests {
             prop_assert_eq!(dg.payload.packet_number(), Some(pn as u32));
             prop_assert_eq!(w.packet_number, Some(pn));
             prop_assert_eq!(w.payload_len, buf.len() - HEADER_LEN);
+        }
+
+        /// Built at an offset, over a vector holding earlier datagrams
+        /// and stale bytes past them: the same bytes and report as built
+        /// alone, and not one byte before the offset changes.
+        #[test]
+        fn a_datagram_built_at_an_offset_is_the_same_and_leaves_the_prefix(
+            t in proptest::sample::select(PacketType::ALL.to_vec()),
+            pn in any::<u64>(),
+            data in proptest::collection::vec(any::<u8>(), 0..1400),
+            prefix in proptest::collection::vec(any::<u8>(), 0..3000),
+            stale_len in 0usize..2000,
+        ) {
+            let tlv = [0x22u8; 6];
+            let mut h = HeaderRepr::new(t);
+            (h.dest_id, h.src_id) = (7, 8);
+            let pn_of = |t: PacketType| (!t.is_handshake()).then_some(pn);
+            let mut alone = Vec::new();
+            let wa = build_vec(&mut alone, h, any_payload(t, pn, &data, &tlv), pn_of(t));
+            let mut batch = prefix.clone();
+            batch.resize(prefix.len() + stale_len, 0x5a);
+            let mut tx = TxBuf::new(&mut batch, prefix.len());
+            let wb = build(&mut tx, h, any_payload(t, pn, &data, &tlv), pn_of(t));
+            prop_assert_eq!(wa, wb);
+            let n = wb.map_or(0, |w| w.len());
+            prop_assert_eq!(&batch[..prefix.len()], &prefix[..]);
+            prop_assert_eq!(&batch[prefix.len()..prefix.len() + n], &alone[..]);
         }
     }
 }

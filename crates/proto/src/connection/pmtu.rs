@@ -8,7 +8,7 @@
 
 use crate::connection::Connection;
 use crate::pmtud::{PmtudCounters, PmtudState};
-use crate::send_helpers::{build, Written};
+use crate::send_helpers::{build, TxBuf, Written};
 use crate::wire::{EchoPayload, Flags, PacketType, Payload, HEADER_LEN};
 use peregrine_cc::Time;
 
@@ -33,7 +33,7 @@ pub struct PmtuStats {
 
 impl Connection {
     /// A due path MTU probe, written into `buf`. O(1).
-    pub(crate) fn poll_pmtu_probe(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Written> {
+    pub(crate) fn poll_pmtu_probe(&mut self, now: Time, buf: &mut TxBuf<'_>) -> Option<Written> {
         if !self.pmtud.is_enabled() || self.state != super::ConnectionState::Connected {
             return None;
         }

@@ -5,7 +5,7 @@
 
 use crate::connection::{Connection, Event};
 use crate::recovery::RecoveryOutcome;
-use crate::send_helpers::Written;
+use crate::send_helpers::{TxBuf, Written};
 use crate::trace::{LossTrigger, Metrics, TraceEvent, TraceSink};
 use crate::wire::{expand_packet_number, DatagramRepr, Payload, HEADER_LEN};
 use peregrine_cc::{CaState, LinkHint, Time};
@@ -50,7 +50,7 @@ impl Connection {
     /// (plaintext, before sealing). The header and the packet number come
     /// from the builder's report; only the payload is decoded, and only
     /// when there is a sink: O(payload) then, O(1) otherwise.
-    pub(crate) fn trace_sent(&mut self, now: Time, bytes: &[u8], w: &Written) {
+    pub(crate) fn trace_sent(&mut self, now: Time, bytes: &TxBuf<'_>, w: &Written) {
         if self.tracer.is_none() {
             return;
         }

@@ -537,11 +537,11 @@ impl PacketKeys {
     /// header rewritten by `rw` (connection-ID rotation), TOTAL_LEN set to
     /// the sealed length, ST_CKS cleared and CHKSUM zeroed (the tag covers
     /// the datagram), the payload after the packet number encrypted, the
-    /// tag appended (the buffer grows by 16). Returns the new length, or
+    /// tag appended (the buffer ends with it). Returns the new length, or
     /// `None` if `len` is too short to carry a packet number, would
     /// exceed 65,535 bytes sealed, or the key's usage limit is reached.
     /// O(len), no allocation beyond the tag's room in `buf`. The packet
-    /// number is read from the header; [`Self::seal_numbered`] is told it.
+    /// number is read from the header; [`Self::seal_in`] is told it.
     pub(crate) fn seal(
         &mut self,
         buf: &mut Vec<u8>,
@@ -550,16 +550,30 @@ impl PacketKeys {
     ) -> Option<usize> {
         let tpn = truncated_pn(buf.get(..len)?)?;
         let pn = expand_packet_number(tpn, self.largest_sealed);
-        self.seal_numbered(buf, len, pn, rw)
+        buf.resize(len + AUTH_TAG_LEN, 0);
+        self.seal_in(buf, len, pn, rw)
     }
 
-    /// [`Self::seal`] for a datagram whose full packet number `pn` the
-    /// caller knows (the packet builder reports it): nothing is read back
-    /// from the header. `buf[..len]` must carry `pn`'s low 32 bits, as
-    /// every packet the builder writes does. O(len).
-    pub(crate) fn seal_numbered(
+    /// The full packet number of the plaintext datagram `datagram`, as
+    /// [`Self::seal`] expands it (for a caller that is not told it).
+    /// O(1).
+    pub(crate) fn packet_number_of(&self, datagram: &[u8]) -> Option<u64> {
+        let tpn = truncated_pn(datagram)?;
+        Some(expand_packet_number(tpn, self.largest_sealed))
+    }
+
+    /// Seals the plaintext datagram `dg[..len]` in place, its tag written
+    /// into `dg[len..len + 16]` (what lies beyond is not touched): the
+    /// datagram is sealed where it was built, at any offset of the
+    /// caller's buffer. `pn` is its full packet number, which the caller
+    /// knows (the packet builder reports it): nothing is read back from
+    /// the header. `dg[..len]` must carry `pn`'s low 32 bits, as every
+    /// packet the builder writes does. Returns the sealed length; `None`
+    /// as for [`Self::seal`] or if `dg` is shorter than `len + 16`.
+    /// O(len), no allocation.
+    pub(crate) fn seal_in(
         &mut self,
-        buf: &mut Vec<u8>,
+        dg: &mut [u8],
         len: usize,
         pn: u64,
         rw: Option<&Rewrite>,
@@ -571,13 +585,13 @@ impl PacketKeys {
             self.exhausted = Some(CONFIDENTIALITY_LIMIT_REASON);
             return None;
         }
-        if len < CLEAR_PREFIX_LEN || len > buf.len() {
+        let sealed_len = len + AUTH_TAG_LEN;
+        if len < CLEAR_PREFIX_LEN || sealed_len > dg.len() {
             return None;
         }
         let tpn = pn as u32;
-        let sealed_len = len + AUTH_TAG_LEN;
         let total = u16::try_from(sealed_len).ok()?;
-        buf.truncate(len);
+        let (buf, rest) = dg.split_at_mut(len);
         patch_len_and_checksum(buf, total, 0);
         let flags = buf.get_mut(FLAGS_OFFSET)?;
         *flags &= !Flags::ST_CKS.bits();
@@ -593,7 +607,7 @@ impl PacketKeys {
             .key
             .seal_in_place_separate_tag(self.seal.nonce(pn), Aad::from(&*ad), body)
             .ok()?;
-        buf.extend_from_slice(tag.as_ref());
+        rest.get_mut(..AUTH_TAG_LEN)?.copy_from_slice(tag.as_ref());
         self.largest_sealed = Some(self.largest_sealed.map_or(pn, |l| l.max(pn)));
         // Before a switch (the announcement is the old key's last packet).
         self.seal_first_pn.get_or_insert(pn);

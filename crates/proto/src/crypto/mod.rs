@@ -39,6 +39,8 @@ pub use noise::{
 };
 pub use update::{KeyUpdateConfig, MIN_KEY_UPDATE_BYTES};
 
+use crate::send_helpers::TxBuf;
+use crate::wire::AUTH_TAG_LEN;
 use aead::PacketKeys;
 use noise::{ClientHandshake, Established, ServerHandshake};
 use peregrine_cc::Time;
@@ -474,43 +476,53 @@ impl SecurityState {
         self.keys.is_some()
     }
 
-    /// Seals an outgoing datagram (`None`: keys missing or unsealable; the
-    /// caller drops it). An XX client appends message 3 until the server
-    /// has shown it has the keys.
+    /// Seals an outgoing datagram `buf[..len]` (`None`: keys missing or
+    /// unsealable; the caller drops it), the packet number read from its
+    /// header; `buf` then holds exactly the sealed datagram. An XX client
+    /// appends message 3 until the server has shown it has the keys.
+    #[cfg(test)]
     pub(crate) fn seal(
         &mut self,
         buf: &mut Vec<u8>,
         len: usize,
         dest: SocketAddr,
     ) -> Option<usize> {
-        let rw = self.rotation.as_ref().and_then(|r| r.send_rewrite(dest));
-        let n = self.keys.as_mut()?.seal(buf, len, rw.as_ref())?;
-        Some(self.after_seal(buf, n))
+        let mut out = TxBuf::new(buf, 0);
+        let n = self.seal_at(&mut out, len, None, dest)?;
+        out.truncate(n);
+        Some(n)
     }
 
-    /// [`Self::seal`] told the datagram's full packet number `pn` (the
-    /// packet builder's report) instead of reading it from the header.
-    pub(crate) fn seal_numbered(
+    /// Seals the datagram of `len` bytes built at the start of `out`, in
+    /// place (the bytes before it are not touched): told its full packet
+    /// number `pn` (the packet builder's report) or, `None`, reading it
+    /// from the header. The tag (and an XX client's message 3) follows
+    /// it. Its sealed length; `None`: keys missing or unsealable, the
+    /// caller drops it. O(len).
+    pub(crate) fn seal_at(
         &mut self,
-        buf: &mut Vec<u8>,
+        out: &mut TxBuf<'_>,
         len: usize,
-        pn: u64,
+        pn: Option<u64>,
         dest: SocketAddr,
     ) -> Option<usize> {
         let rw = self.rotation.as_ref().and_then(|r| r.send_rewrite(dest));
-        let n = self
-            .keys
-            .as_mut()?
-            .seal_numbered(buf, len, pn, rw.as_ref())?;
-        Some(self.after_seal(buf, n))
+        let keys = self.keys.as_mut()?;
+        let plain = out.get(0..len)?;
+        let pn = match pn {
+            Some(pn) => pn,
+            None => keys.packet_number_of(plain)?,
+        };
+        let n = keys.seal_in(out.window(len + AUTH_TAG_LEN), len, pn, rw.as_ref())?;
+        Some(self.after_seal(out, n))
     }
 
     /// After a datagram was sealed to `n` bytes: an XX client's message 3
     /// behind it, the count. Its new length.
-    fn after_seal(&mut self, buf: &mut Vec<u8>, n: usize) -> usize {
+    fn after_seal(&mut self, out: &mut TxBuf<'_>, n: usize) -> usize {
         let mut n = n;
         if let Some(m) = &self.msg3 {
-            buf.extend_from_slice(m);
+            out.put(n, m);
             n += m.len();
         }
         self.stats.packets_sealed += 1;

@@ -89,7 +89,7 @@ impl Endpoint {
 
     /// Raise `Writable` for the waiting connections whose refused size
     /// fits now (not for one that closed meanwhile: it sends no more).
-    fn wake_writers(&mut self) {
+    pub(super) fn wake_writers(&mut self) {
         if self.pool.has_waiters() {
             for h in self.pool.take_writable() {
                 if let Some(c) = self.connections.get_mut(&h) {

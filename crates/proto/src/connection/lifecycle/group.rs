@@ -41,7 +41,7 @@
 //! tracked per peer.
 
 use crate::connection::{Connection, ConnectionState, Event};
-use crate::send_helpers::{build, Written};
+use crate::send_helpers::{build, TxBuf, Written};
 use crate::wire::{Flags, GroupPayload, PacketType, Payload};
 use peregrine_cc::Time;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -229,7 +229,7 @@ impl Connection {
     }
 
     /// A JOIN/LEAVE answer or request due now.
-    pub(crate) fn poll_group_packet(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Written> {
+    pub(crate) fn poll_group_packet(&mut self, now: Time, buf: &mut TxBuf<'_>) -> Option<Written> {
         let (t, flags, group) = if let Some((t, group)) = self.groups.replies.pop_front() {
             (t, Flags::REPLY, group)
         } else {

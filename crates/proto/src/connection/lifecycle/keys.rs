@@ -7,7 +7,7 @@
 
 use crate::connection::Connection;
 use crate::crypto::rotation::BaseIds;
-use crate::send_helpers::{build, Written};
+use crate::send_helpers::{build, TxBuf, Written};
 use crate::wire::{expand_packet_number, Control, EchoPayload, Flags, PacketType, Payload};
 use peregrine_cc::Time;
 
@@ -24,7 +24,7 @@ impl Connection {
 
     /// A KEY_UPDATE (this side switches its sealing key right after it)
     /// or a server's NEW_CONNECTION_ID, if one is due. O(spares).
-    pub(crate) fn poll_key_control(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Written> {
+    pub(crate) fn poll_key_control(&mut self, now: Time, buf: &mut TxBuf<'_>) -> Option<Written> {
         let sec = self.security.as_ref()?;
         let control = if let Some(generation) = sec.update_due() {
             Control::KeyUpdate { generation }

@@ -47,7 +47,7 @@
 
 use crate::connection::{Connection, ConnectionState, Event, ViolationKind};
 use crate::rng::SeededRng;
-use crate::send_helpers::{build, Written};
+use crate::send_helpers::{build, TxBuf, Written};
 use crate::wire::{DatagramRepr, EchoPayload, Flags, PacketType, Payload, HEADER_LEN};
 use peregrine_cc::Time;
 use std::collections::BTreeMap;
@@ -275,7 +275,7 @@ impl Connection {
     }
 
     /// A due PATH_CHALLENGE, if the amplification limit lets it leave.
-    pub(crate) fn poll_path_challenge(&mut self, buf: &mut Vec<u8>) -> Option<Written> {
+    pub(crate) fn poll_path_challenge(&mut self, buf: &mut TxBuf<'_>) -> Option<Written> {
         let size = (HEADER_LEN + EchoPayload::FIXED_LEN) as u64;
         let (&to, c) = self.path.candidates.iter().find(|(_, c)| {
             c.due && c.bytes_sent + size <= AMPLIFICATION_FACTOR * c.bytes_received

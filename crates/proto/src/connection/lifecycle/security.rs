@@ -13,7 +13,7 @@ use crate::crypto::{
     binding, HandshakeError, NoisePattern, OpenError, PacketKeyMaterial, PublicKey, SecurityState,
     SecurityStats, AUTH_FAILURE_THRESHOLD, KEY_LEN,
 };
-use crate::send_helpers::Written;
+use crate::send_helpers::{TxBuf, Written};
 use crate::wire::{HeaderRepr, Tlv, AUTH_TAG_LEN};
 
 impl Connection {
@@ -76,10 +76,9 @@ impl Connection {
 
     /// Server: the START-REPLY exactly as first sent, copied into `buf`
     /// (a duplicate START gets the same bytes: no second Diffie-Hellman).
-    pub(crate) fn resend_start_reply(&self, buf: &mut Vec<u8>) -> Option<Written> {
+    pub(crate) fn resend_start_reply(&self, buf: &mut TxBuf<'_>) -> Option<Written> {
         let bytes = self.security.as_ref()?.sent_reply()?;
-        buf.clear();
-        buf.extend_from_slice(bytes);
+        buf.put(0, bytes);
         Written::of_copy(bytes)
     }
 
@@ -166,19 +165,16 @@ impl Connection {
     /// read back from the bytes). Returns its new length; `None` means it
     /// must not leave (no keys yet): the loss machinery treats it as lost.
     /// O(datagram) protected, O(1) otherwise.
-    pub(crate) fn seal_outgoing(&mut self, buf: &mut Vec<u8>, w: &Written) -> Option<usize> {
+    pub(crate) fn seal_outgoing(&mut self, buf: &mut TxBuf<'_>, w: &Written) -> Option<usize> {
         let len = w.len();
         if self.security.is_none() || w.pk_type().is_handshake() {
             return Some(len);
         }
         let dest = self.transmit_destination();
         let sec = self.security.as_mut()?;
-        let n = match w.packet_number {
-            Some(pn) => sec.seal_numbered(buf, len, pn, dest),
-            // Every type but START and REJECT carries a number; should one
-            // come without, the sealer reads it from the header.
-            None => sec.seal(buf, len, dest),
-        };
+        // Every type but START and REJECT carries a number; should one
+        // come without, the sealer reads it from the header.
+        let n = sec.seal_at(buf, len, w.packet_number, dest);
         self.check_key_limits();
         n
     }

@@ -12,7 +12,7 @@ use crate::connection::stats::ConnectionState;
 use crate::connection::Connection;
 use crate::recovery::Allowance;
 use crate::sched::SchedContext;
-use crate::send_helpers::{build, Written};
+use crate::send_helpers::{build, TxBuf, Written};
 use crate::wire::header::WINDOW_SIZE_MAX;
 use crate::wire::{
     AckFrequency, AckPayload, BarePayload, CwinPayload, DataPayload, EchoPayload, Flags,
@@ -66,7 +66,7 @@ impl Connection {
     fn send_bare(
         &mut self,
         now: Time,
-        buf: &mut Vec<u8>,
+        buf: &mut TxBuf<'_>,
         t: PacketType,
         flags: Flags,
     ) -> Option<Written> {
@@ -83,9 +83,23 @@ impl Connection {
         self.sent(now, w)
     }
 
-    /// The next datagram, written into `buf` (plaintext); what was
-    /// written, for the endpoint to seal and trace without reading it back.
+    /// The next datagram, written into `buf` (plaintext), which then
+    /// holds exactly it; what was written. For tests: the endpoint builds
+    /// with [`poll_transmit_into`](Self::poll_transmit_into).
+    #[cfg(test)]
     pub(crate) fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Written> {
+        let mut out = TxBuf::new(buf, 0);
+        let w = self.poll_transmit_into(now, &mut out);
+        out.truncate(w.map_or(0, |w| w.len()));
+        w
+    }
+
+    /// The next datagram, written (plaintext) at the start of `buf`,
+    /// wherever that lies in the caller's vector (the bytes before it are
+    /// not touched: see [`TxBuf`]); what was written, for the endpoint to
+    /// seal and trace without reading it back. O(datagram) plus the
+    /// scheduler's work.
+    pub(crate) fn poll_transmit_into(&mut self, now: Time, buf: &mut TxBuf<'_>) -> Option<Written> {
         let now = self.tick(now);
         self.begin_transmit();
         // The datagrams handled since the last poll were processed by now:
@@ -136,7 +150,7 @@ impl Connection {
                 }),
                 None,
             )?;
-            self.keep_start_reply(buf.get(..w.len())?);
+            self.keep_start_reply(buf.get(0..w.len())?);
             return self.sent(now, w);
         }
         if !self.can_seal() {
@@ -308,7 +322,7 @@ impl Connection {
             )
     }
 
-    fn send_data(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Written> {
+    fn send_data(&mut self, now: Time, buf: &mut TxBuf<'_>) -> Option<Written> {
         if !self.data_state() {
             return None;
         }
