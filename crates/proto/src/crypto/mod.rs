@@ -199,10 +199,15 @@ impl SecurityState {
     }
 
     /// Bytes each datagram carries beyond its plaintext: the tag, and for
-    /// an XX client the message 3 it may append.
+    /// an XX client the message 3 it appends — until the server has shown
+    /// it has the keys (the first datagram opened), from then on the tag
+    /// only (`Connection::sync_overhead` gives the room back to data).
     pub(crate) fn overhead(&self) -> usize {
         match &self.hs {
-            Handshake::Client(c) if c.pattern() == NoisePattern::XX => {
+            Handshake::Client(c)
+                if c.pattern() == NoisePattern::XX
+                    && (self.keys.is_none() || self.msg3.is_some()) =>
+            {
                 crate::wire::AUTH_TAG_LEN + XX_MSG3_LEN
             }
             _ => crate::wire::AUTH_TAG_LEN,

@@ -204,7 +204,9 @@ impl Connection {
         // Old keys and IDs stay usable about three PTOs (RFC 9001 §6.5).
         let hold = self.recovery.rtt().rto().saturating_mul(3);
         let sec = self.security.as_mut()?;
+        let overhead = sec.overhead();
         let r = sec.open(bytes, now, hold, remote);
+        let shrank = sec.overhead() < overhead;
         if r.is_ok() && sec.unannounced {
             sec.unannounced = false;
             self.events.push_back(Event::Connected);
@@ -221,6 +223,9 @@ impl Connection {
             self.violation(ViolationKind::Unauthenticated);
         }
         self.check_key_limits();
+        if shrank {
+            self.sync_overhead();
+        }
         Some(r)
     }
 
