@@ -105,6 +105,11 @@ const DUE_RX_INTERVAL: Duration = Duration::from_micros(25);
 /// a datagram arriving during a sub-millisecond timer wait may be read
 /// (100 µs), ns.
 const NAP_NS: u64 = 100_000;
+/// How long the driver naps, after a wait that read datagrams, instead
+/// of parking in `epoll_wait` (see [`rx_nap`]). Measured on loopback
+/// bulk (docs/performance.md, "Issue 36, ninth session"): 200 µs lowered
+/// both sides' CPU per GB, 50 µs raised it.
+const RX_NAP: Duration = Duration::from_micros(200);
 /// How long a dropped endpoint keeps driving graceful closes.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
@@ -742,6 +747,27 @@ fn short_wait(
     received
 }
 
+/// Wait for more datagrams while a stream of them is arriving: park the
+/// driver's thread for [`RX_NAP`] (or until an application call unparks
+/// it), then read what came. In `epoll_wait` the driver would be woken
+/// by the first datagram — on loopback bulk ≈ 4,000 times per GB, each
+/// wake-up ≈ 10 µs of the receiver's CPU and ≈ 6 µs of the sender's,
+/// which delivers it from its softirq — and then handle a few datagrams
+/// before parking again; a nap is not on the socket's wait queue, so
+/// the sender wakes nobody, and the driver reads a nap's worth at once.
+/// A datagram waits at most one nap longer (as in [`short_wait`]'s
+/// naps). Only after a wait that read datagrams: a nap that reads
+/// nothing returns the endpoint to `epoll_wait`, so an idle endpoint
+/// costs nothing. How many datagrams were read. O(1) plus the read.
+fn rx_nap(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) -> u64 {
+    shared.napping.store(true, Ordering::SeqCst);
+    if !shared.poked.swap(false, Ordering::SeqCst) {
+        std::thread::park_timeout(RX_NAP);
+    }
+    shared.napping.store(false, Ordering::SeqCst);
+    receive(shared, io, rx)
+}
+
 /// Run the message callbacks collected by [`dispatch_events`] (outside
 /// the endpoint's lock: a callback may send). O(messages).
 fn run_upcalls(shared: &Shared, upcalls: &mut Vec<(ConnectionHandle, u16, Bytes)>) {
@@ -812,6 +838,8 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
     let mut more_to_send = false;
     let mut shutdown_at: Option<Time> = None;
     let mut last_rx = Time::ZERO;
+    // Whether the last wait read datagrams (see `rx_nap`).
+    let mut rx_recent = false;
     // Learns this thread's wake-up lateness for the short waits.
     let mut wake = WakeTimer::new(WakePolicy::RUNTIME);
     // Whether the last batch carried priority-0 data (see the cut below).
@@ -840,6 +868,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             Some(d) if d < SLEEP_THREAD_BELOW => {
                 short_wait(&shared, &io, &mut rx, now + d, &mut wake)
             }
+            // Datagrams have been arriving: nap, then read what came
+            // (`rx_nap`); an idle endpoint parks on the socket below.
+            _ if rx_recent => rx_nap(&shared, &io, &mut rx),
             _ => {
                 let sleep_until = timer.map(|t| shared.instant(t));
                 tokio::select! {
@@ -868,6 +899,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
         // application is not kept waiting while up to a batch of bulk
         // datagrams is built and sealed (issue 36: the latency of
         // priority messages beside bulk).
+        // The next wait naps only while data keeps coming: a nap that
+        // read nothing hands the endpoint back to `epoll_wait`.
+        rx_recent = received > 0 || (rx_recent && more_to_send);
         let mut accepted_early = false;
         if received > 0 {
             {

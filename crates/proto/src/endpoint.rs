@@ -56,6 +56,8 @@ mod failure;
 #[cfg(test)]
 mod integrity_tests;
 pub mod pool;
+#[cfg(test)]
+mod pool_sync_tests;
 mod pooled_send;
 mod security;
 mod set;
@@ -905,14 +907,17 @@ impl Endpoint {
         }
         match handle {
             Some(handle) => {
-                if let Some(c) = self.connections.get_mut(&handle) {
+                // The connection is looked up once for the datagram and
+                // its pool accounting (`pool_sync` would look it up again).
+                let swapped = self.connections.get_mut(&handle).map(|c| {
                     c.trace_received(now, &dg, bytes.len());
                     c.handle_datagram(arrived, remote, ecn, &dg);
                     c.trace_metrics(now);
                     c.clear_staged();
-                }
+                    c.pool_swap()
+                });
                 self.check_half_open(handle);
-                self.pool_sync(handle);
+                self.pool_sync_swapped(swapped);
             }
             None => {
                 self.stats.unknown_connection += 1;

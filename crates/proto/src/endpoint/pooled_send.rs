@@ -80,8 +80,23 @@ impl Endpoint {
     /// pool last counted for it) and raise `Writable` for connections
     /// waiting for room that fits again.
     pub(super) fn pool_sync(&mut self, handle: ConnectionHandle) {
-        if let Some(c) = self.connections.get_mut(&handle) {
-            let (before, after) = c.pool_swap();
+        let swapped = self.connections.get_mut(&handle).map(|c| c.pool_swap());
+        self.pool_sync_swapped(swapped);
+    }
+
+    /// [`pool_sync`](Self::pool_sync) for a connection the caller already
+    /// holds: `swapped` is its `pool_swap()` (`None`: no such
+    /// connection). A connection whose holding did not change, with no
+    /// connection waiting for room, changes nothing — the pool, its
+    /// waiters and the stats mirrored from it (kept equal to the pool by
+    /// every call that changes it) stay as they are — so nothing runs:
+    /// the receive path calls this once per datagram, and a data
+    /// receiver's holding rarely moves. O(1) then; else O(waiters).
+    pub(super) fn pool_sync_swapped(&mut self, swapped: Option<(usize, usize)>) {
+        if let Some((before, after)) = swapped {
+            if before == after && !self.pool.has_waiters() {
+                return;
+            }
             self.pool.update(before, after);
         }
         self.wake_writers();
