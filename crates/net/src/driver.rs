@@ -110,6 +110,12 @@ const NAP_NS: u64 = 100_000;
 /// bulk (docs/performance.md, "Issue 36, ninth session"): 200 µs lowered
 /// both sides' CPU per GB, 50 µs raised it.
 const RX_NAP: Duration = Duration::from_micros(200);
+/// How long after a priority-0 DATA datagram arrived the driver still
+/// does not nap: a nap holds what arrives during it up to [`RX_NAP`],
+/// which a priority stream beside bulk must not pay (issue 36's latency
+/// check, and a drone's control stream beside its video). One second
+/// covers a control loop of 1 Hz and up.
+const PRIORITY_NAP_HOLD: Duration = Duration::from_secs(1);
 /// How long a dropped endpoint keeps driving graceful closes.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
@@ -225,6 +231,9 @@ pub(crate) struct State {
     pub(crate) stopped: Option<String>,
     /// Datagrams the socket layer received.
     pub(crate) datagrams_in: u64,
+    /// When a DATA datagram of priority class 0 last arrived: within
+    /// [`PRIORITY_NAP_HOLD`] of it the driver does not nap (`rx_nap`).
+    pub(crate) priority_rx_at: Option<Time>,
     /// Datagrams the socket layer sent.
     pub(crate) datagrams_out: u64,
     /// Groups this endpoint is the source of, by id (`crate::group`).
@@ -663,6 +672,11 @@ fn receive(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) -> u64 {
                 c.received(from, dg);
             }
             bytes += dg.len();
+            // Read before the core opens it in place (the base header is
+            // never encrypted). O(1).
+            if is_priority_data(dg) {
+                st.priority_rx_at = Some(now);
+            }
             st.proto
                 .handle_datagram(now.saturating_sub(age), from, ecn, dg)
         }) as u64;
@@ -907,6 +921,11 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
             {
                 let mut st = shared.lock();
                 let now = shared.now();
+                // Never while priority-0 data is arriving: a nap would
+                // hold it (`PRIORITY_NAP_HOLD`).
+                rx_recent &= st
+                    .priority_rx_at
+                    .is_none_or(|t| now.saturating_duration_since(t) >= PRIORITY_NAP_HOLD);
                 accepted_early = dispatch_events(&mut st, now, &mut upcalls, &mut wakes);
             }
             wakes.wake();

@@ -264,6 +264,7 @@ impl EndpointBuilder {
                 users: 1,
                 stopped: None,
                 datagrams_in: 0,
+                priority_rx_at: None,
                 datagrams_out: 0,
                 groups: BTreeMap::new(),
                 refuse_unknown_groups: self.refuse_unknown_groups,
