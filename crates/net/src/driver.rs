@@ -782,6 +782,13 @@ fn rx_nap(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) -> u64 {
     receive(shared, io, rx)
 }
 
+/// Whether the driver may nap at `now` ([`rx_nap`]), priority-0 data
+/// having last arrived at `priority_rx_at`: not within
+/// [`PRIORITY_NAP_HOLD`] of it. O(1).
+fn nap_allowed(priority_rx_at: Option<Time>, now: Time) -> bool {
+    priority_rx_at.is_none_or(|t| now.saturating_duration_since(t) >= PRIORITY_NAP_HOLD)
+}
+
 /// Run the message callbacks collected by [`dispatch_events`] (outside
 /// the endpoint's lock: a callback may send). O(messages).
 fn run_upcalls(shared: &Shared, upcalls: &mut Vec<(ConnectionHandle, u16, Bytes)>) {
@@ -923,9 +930,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
                 let now = shared.now();
                 // Never while priority-0 data is arriving: a nap would
                 // hold it (`PRIORITY_NAP_HOLD`).
-                rx_recent &= st
-                    .priority_rx_at
-                    .is_none_or(|t| now.saturating_duration_since(t) >= PRIORITY_NAP_HOLD);
+                rx_recent &= nap_allowed(st.priority_rx_at, now);
                 accepted_early = dispatch_events(&mut st, now, &mut upcalls, &mut wakes);
             }
             wakes.wake();
@@ -1078,9 +1083,11 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
 
 #[cfg(test)]
 mod tests {
-    use super::is_priority_data;
+    use super::{is_priority_data, nap_allowed, PRIORITY_NAP_HOLD};
     use peregrine_proto::wire::header::{HeaderRepr, HEADER_LEN};
     use peregrine_proto::wire::packet_type::PacketType;
+    use peregrine_proto::Time;
+    use std::time::Duration;
 
     fn header(t: PacketType, pri: u8) -> Vec<u8> {
         let mut h = HeaderRepr::new(t);
@@ -1102,5 +1109,20 @@ mod tests {
         assert!(!is_priority_data(
             &header(PacketType::Data, 0)[..HEADER_LEN - 1]
         ));
+    }
+
+    /// The receive nap is held off for a second after priority-0 data,
+    /// and allowed before any arrived and once the second has passed.
+    #[test]
+    fn no_nap_within_the_hold_after_priority_data() {
+        let t0 = Time::from_millis(5_000);
+        assert!(nap_allowed(None, t0));
+        assert!(!nap_allowed(Some(t0), t0));
+        let just_inside = t0 + PRIORITY_NAP_HOLD - Duration::from_nanos(1);
+        assert!(!nap_allowed(Some(t0), just_inside));
+        assert!(nap_allowed(Some(t0), t0 + PRIORITY_NAP_HOLD));
+        // A clock read before the arrival (another thread's `now`) is
+        // within the hold, not a wrap-around.
+        assert!(!nap_allowed(Some(t0), t0 - Duration::from_millis(1)));
     }
 }
