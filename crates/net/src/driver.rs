@@ -110,6 +110,14 @@ const NAP_NS: u64 = 100_000;
 /// bulk (docs/performance.md, "Issue 36, ninth session"): 200 µs lowered
 /// both sides' CPU per GB, 50 µs raised it.
 const RX_NAP: Duration = Duration::from_micros(200);
+/// The datagrams a wait must have read for the next wait to be a nap:
+/// only a stream fast enough to queue that many per wake-up pays a nap's
+/// latency back in wake-ups saved (loopback bulk at 10 Gbit/s reads
+/// ≈ 180 per wake-up), where an echo at 1 Gbit/s, reading one to three,
+/// would only wait — 0.1 ms more per 16–64 KiB echo of seed 003's
+/// `reproduce sltp --ethernet` with a nap after any read
+/// (docs/performance.md, "Issue 36 after the ninth session's merge").
+const RX_NAP_MIN_DATAGRAMS: u64 = 32;
 /// How long after a priority-0 DATA datagram arrived the driver still
 /// does not nap: a nap holds what arrives during it up to [`RX_NAP`],
 /// which a priority stream beside bulk must not pay (issue 36's latency
@@ -770,9 +778,11 @@ fn short_wait(
 /// before parking again; a nap is not on the socket's wait queue, so
 /// the sender wakes nobody, and the driver reads a nap's worth at once.
 /// A datagram waits at most one nap longer (as in [`short_wait`]'s
-/// naps). Only after a wait that read datagrams: a nap that reads
-/// nothing returns the endpoint to `epoll_wait`, so an idle endpoint
-/// costs nothing. How many datagrams were read. O(1) plus the read.
+/// naps). Only after a wait that read at least
+/// [`RX_NAP_MIN_DATAGRAMS`], and never within [`PRIORITY_NAP_HOLD`] of
+/// priority-0 data: a nap that reads fewer returns the endpoint to
+/// `epoll_wait`, so an idle endpoint, or a slow one, costs nothing and
+/// waits for nothing. How many datagrams were read. O(1) plus the read.
 fn rx_nap(shared: &Shared, io: &UdpIo, rx: &mut RxBuffers) -> u64 {
     shared.napping.store(true, Ordering::SeqCst);
     if !shared.poked.swap(false, Ordering::SeqCst) {
@@ -920,9 +930,10 @@ pub(crate) async fn run(shared: Arc<Shared>, mut io: UdpIo) {
         // application is not kept waiting while up to a batch of bulk
         // datagrams is built and sealed (issue 36: the latency of
         // priority messages beside bulk).
-        // The next wait naps only while data keeps coming: a nap that
-        // read nothing hands the endpoint back to `epoll_wait`.
-        rx_recent = received > 0 || (rx_recent && more_to_send);
+        // The next wait naps only while data keeps coming fast: a wait
+        // that read fewer than `RX_NAP_MIN_DATAGRAMS` hands the endpoint
+        // back to `epoll_wait`.
+        rx_recent = received >= RX_NAP_MIN_DATAGRAMS || (rx_recent && more_to_send);
         let mut accepted_early = false;
         if received > 0 {
             {
