@@ -222,19 +222,13 @@ impl ConnectionSet {
             if !slot.touched {
                 continue;
             }
-            slot.touched = false;
-            if !slot.timer_stale {
-                slot.timer_stale = true;
-                self.stale_timers.push(h);
-            }
-            if !slot.in_tx {
-                slot.in_tx = true;
-                self.tx_ready.push_back(h);
-            }
-            if !slot.in_ev && slot.conn.has_events() {
-                slot.in_ev = true;
-                self.ev_ready.push_back(h);
-            }
+            settle_slot(
+                slot,
+                h,
+                &mut self.stale_timers,
+                &mut self.tx_ready,
+                &mut self.ev_ready,
+            );
         }
         if self.touched.is_empty() {
             self.touched = touched;
@@ -272,15 +266,13 @@ impl ConnectionSet {
         let slot = self.map.get_mut(&h)?;
         // What `settle_queues` does for it (it is in `tx_ready` already).
         if self.touched.pop().is_some() && slot.touched {
-            slot.touched = false;
-            if !slot.timer_stale {
-                slot.timer_stale = true;
-                self.stale_timers.push(h);
-            }
-            if !slot.in_ev && slot.conn.has_events() {
-                slot.in_ev = true;
-                self.ev_ready.push_back(h);
-            }
+            settle_slot(
+                slot,
+                h,
+                &mut self.stale_timers,
+                &mut self.tx_ready,
+                &mut self.ev_ready,
+            );
         }
         // What `pop_tx` does.
         self.tx_ready.pop_front();
@@ -336,6 +328,33 @@ impl ConnectionSet {
     /// Count a connection visited by a loop other than the queues'.
     pub(crate) fn visit(&mut self) {
         self.visited += 1;
+    }
+}
+
+/// Settle touched connection `h` (its `slot`) for the queues: its
+/// deadline marked stale, queued to transmit and, with events, to
+/// deliver them — what [`ConnectionSet::settle_queues`] does for each
+/// touched connection and [`ConnectionSet::pop_tx_alone`] for its one.
+/// O(1).
+fn settle_slot(
+    slot: &mut Slot,
+    h: ConnectionHandle,
+    stale_timers: &mut Vec<ConnectionHandle>,
+    tx_ready: &mut VecDeque<ConnectionHandle>,
+    ev_ready: &mut VecDeque<ConnectionHandle>,
+) {
+    slot.touched = false;
+    if !slot.timer_stale {
+        slot.timer_stale = true;
+        stale_timers.push(h);
+    }
+    if !slot.in_tx {
+        slot.in_tx = true;
+        tx_ready.push_back(h);
+    }
+    if !slot.in_ev && slot.conn.has_events() {
+        slot.in_ev = true;
+        ev_ready.push_back(h);
     }
 }
 
