@@ -466,6 +466,9 @@ pub struct SendState {
     deadlines: BTreeSet<(Time, u16, u32)>,
     abandoned: VecDeque<(MessageId, AbandonReason)>,
     block_size: usize,
+    /// The largest block size ever in use (`block_size` only grows it): no
+    /// queued message is cut into longer blocks (`window_blocked`).
+    max_block_size: usize,
     buffered_bytes: usize,
     outstanding_messages: usize,
     pending_skips: usize,
@@ -499,6 +502,7 @@ impl SendState {
             deadlines: BTreeSet::new(),
             abandoned: VecDeque::new(),
             block_size: block_size.clamp(1, u32::MAX as usize),
+            max_block_size: block_size.clamp(1, u32::MAX as usize),
             buffered_bytes: 0,
             outstanding_messages: 0,
             pending_skips: 0,
@@ -526,6 +530,7 @@ impl SendState {
             return;
         }
         self.block_size = block_size;
+        self.max_block_size = self.max_block_size.max(block_size);
         for s in self.streams.values_mut() {
             for m in s.messages.values_mut() {
                 if m.next_unsent == 0 {
@@ -847,8 +852,26 @@ impl SendState {
     }
 
     /// Whether new data waits but the peer's window has no room for any of
-    /// it (the sender must poll with STATUS).
+    /// it (the sender must poll with STATUS). O(1) while the window has
+    /// room for a block of the largest size ever cut (the common case:
+    /// every `poll_transmit` of a sender with a backlog asks);
+    /// otherwise O(streams with unsent data × log).
     pub fn window_blocked(&self) -> bool {
+        // No block is longer than `max_block_size`: if one that long fits,
+        // the scan below returns `false` at the first stream with new data
+        // (or finds none), whatever the streams hold. Answering from these
+        // three scalars spares reading the stream tree, the stream and its
+        // queues — heap lines a blocked sender's every poll missed in the
+        // city (issue 40).
+        if self.new_fits(self.max_block_size, 0) {
+            return false;
+        }
+        self.window_blocked_scan()
+    }
+
+    /// [`window_blocked`](Self::window_blocked) by looking at every
+    /// stream with unsent data (its reference answer in the tests).
+    fn window_blocked_scan(&self) -> bool {
         if self.has_retransmission() {
             return false;
         }

@@ -314,3 +314,43 @@ fn send_room_fits_as_send_message_decides_and_wakes_at_a_third_free() {
     };
     assert!(!closed.fits(1) && closed.writer_may_wake(1));
 }
+
+proptest::proptest! {
+    /// `window_blocked`'s O(1) answer (a block of the largest size fits)
+    /// agrees with the scan of every stream, through queuing, sending,
+    /// losses, acknowledgements, block-size changes and window changes.
+    #[test]
+    fn window_blocked_shortcut_matches_the_scan(
+        ops in proptest::collection::vec((0u8..6, 0u32..4000, 0u16..3), 1..120)
+    ) {
+        let mut s = SendState::new(300);
+        let mut sent: Vec<(u64, BlockRef)> = Vec::new();
+        let mut pn = 0u64;
+        for (op, x, stream) in ops {
+            match op {
+                0 | 1 => {
+                    let _ = s.enqueue(Time::ZERO, stream, vec![0u8; x as usize], None);
+                }
+                2 => s.set_peer_window(u64::from(x)),
+                3 => {
+                    if let Some(t) = s.take_frames(pn, 200 + x as usize % 1400, &CTX) {
+                        sent.extend(t.blocks.iter().map(|b| (pn, *b)));
+                    }
+                    pn += 1;
+                }
+                4 => {
+                    let k = (x as usize).min(sent.len());
+                    let done: Vec<(u64, BlockRef)> = sent.drain(..k).collect();
+                    if x % 2 == 0 {
+                        let blocks: Vec<BlockRef> = done.iter().map(|(_, b)| *b).collect();
+                        s.on_acked(&blocks);
+                    } else {
+                        s.on_lost(Time::ZERO, &done);
+                    }
+                }
+                _ => s.set_block_size(50 + x as usize % 900),
+            }
+            proptest::prop_assert_eq!(s.window_blocked(), s.window_blocked_scan());
+        }
+    }
+}
