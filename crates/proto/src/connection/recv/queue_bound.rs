@@ -157,6 +157,13 @@ impl QueueBound {
         self.largest_datagram = self.largest_datagram.max(bytes);
     }
 
+    /// Whether [`on_poll`](Self::on_poll) has a sample to take (a target,
+    /// and a datagram handed over since the last poll): when not, it does
+    /// nothing, and the caller need not read what it would pass. O(1).
+    pub(crate) fn has_sample(&self) -> bool {
+        self.target.is_some() && self.oldest_arrival.is_some()
+    }
+
     /// The connection is polled at `now`, after the datagrams handed over
     /// since the last poll were processed: one sojourn sample, and the
     /// interval's decision once it is complete. `buffer_bytes` is the
@@ -312,6 +319,33 @@ mod tests {
         assert_eq!(b.ack_after_bytes(), Some((cap / 4) as usize));
         assert_eq!(b.stats().cuts, 1);
         assert!(b.stats().min_sojourn.unwrap() >= 8 * MS);
+    }
+
+    #[test]
+    fn a_poll_without_a_sample_changes_nothing() {
+        // `poll_transmit` skips `on_poll` when `has_sample` says no: the
+        // skipped call must be one that would not have changed anything.
+        let mut off = QueueBound::new(None);
+        off.on_datagram(at(0), 1_000, false);
+        let mut b = QueueBound::new(Some(MS));
+        let mut t = 0;
+        for i in 0..300u64 {
+            for q in [&mut b, &mut off] {
+                if !q.has_sample() {
+                    let before = format!("{q:?}");
+                    q.on_poll(at(t), BUFFER, None);
+                    assert_eq!(before, format!("{q:?}"));
+                }
+            }
+            if i % 3 != 0 {
+                b.on_datagram(at(t), 65_536, false);
+                assert!(b.has_sample());
+            }
+            b.on_poll(at(t + 2_000), BUFFER, None);
+            assert!(!b.has_sample());
+            t += 100;
+        }
+        assert!(!off.has_sample());
     }
 
     #[test]

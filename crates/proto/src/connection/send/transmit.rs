@@ -103,10 +103,14 @@ impl Connection {
         let now = self.tick(now);
         self.begin_transmit();
         // The datagrams handled since the last poll were processed by now:
-        // their socket-queue sojourn (queue_bound.rs).
-        let buffer = u64::try_from(self.config.max_receive_buffer_bytes).unwrap_or(u64::MAX);
-        let srtt = self.recovery.rtt().srtt();
-        self.queue_bound.on_poll(now, buffer, srtt);
+        // their socket-queue sojourn (queue_bound.rs). Without one (an
+        // application's call, a timer) the configuration and the RTT are
+        // not read: lines an application event need not touch (issue 40).
+        if self.queue_bound.has_sample() {
+            let buffer = u64::try_from(self.config.max_receive_buffer_bytes).unwrap_or(u64::MAX);
+            let srtt = self.recovery.rtt().srtt();
+            self.queue_bound.on_poll(now, buffer, srtt);
+        }
         if self.amplification_gate() == Some(false) {
             return None;
         }
