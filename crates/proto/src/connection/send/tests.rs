@@ -317,11 +317,13 @@ fn send_room_fits_as_send_message_decides_and_wakes_at_a_third_free() {
 
 proptest::proptest! {
     /// `window_blocked`'s O(1) answer (a block of the largest size fits)
-    /// agrees with the scan of every stream, through queuing, sending,
-    /// losses, acknowledgements, block-size changes and window changes.
+    /// agrees with the scan of every stream, and each stream's mirrors of
+    /// `with_unsent` / `active` agree with the sets, through queuing,
+    /// sending, losses, acknowledgements, credit, block-size changes and
+    /// window changes.
     #[test]
     fn window_blocked_shortcut_matches_the_scan(
-        ops in proptest::collection::vec((0u8..6, 0u32..4000, 0u16..3), 1..120)
+        ops in proptest::collection::vec((0u8..9, 0u32..4000, 0u16..3), 1..120)
     ) {
         let mut s = SendState::new(300);
         let mut sent: Vec<(u64, BlockRef)> = Vec::new();
@@ -348,9 +350,20 @@ proptest::proptest! {
                         s.on_lost(Time::ZERO, &done);
                     }
                 }
+                5 => s.raise_credit(stream, x % 40),
+                6 => s.set_initial_credit(Some(x % 20)),
+                7 if x % 50 == 0 => {
+                    s.clear();
+                    sent.clear();
+                }
                 _ => s.set_block_size(50 + x as usize % 900),
             }
             proptest::prop_assert_eq!(s.window_blocked(), s.window_blocked_scan());
+            // The streams' mirrors of `with_unsent` and `active`.
+            for (id, st) in &s.streams {
+                proptest::prop_assert_eq!(st.in_with_unsent, s.with_unsent.contains(id));
+                proptest::prop_assert_eq!(st.in_active, s.active.contains(id));
+            }
         }
     }
 }
