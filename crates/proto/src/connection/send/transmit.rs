@@ -6,6 +6,13 @@
 //! handshake (FIN, END with REPLY, END with REPLY_REQ); DATA as the window,
 //! the pacing rate and the controller's send gate allow; a STATUS poll of a
 //! closed peer window; an IDLE keep-alive.
+//!
+//! A poll that finds nothing to send (an application's message joining a
+//! backlog the congestion window holds) is the most common one in a large
+//! simulation, so its checks read as few lines as they can: the queue
+//! bound's sample is taken only when a datagram arrived since the last
+//! poll, the ACK schedule is read before the largest packet number, and
+//! the peer-window check is O(1) while the window has room (`send`).
 
 use crate::config::AckPolicy;
 use crate::connection::stats::ConnectionState;
